@@ -1,0 +1,21 @@
+"""dplace: device placement and scheduling of ML operator graphs.
+
+Data flows one way: instance -> method -> Result -> simulate/check -> report.
+"""
+from .bounds import check_memory_feasible, critical_path_length, lower_bound, lower_bound_parts
+from .check import CheckReport, check
+from .errors import DplaceError, InfeasibleError, InvalidInstanceError, SolverError
+from .io import instance_from_dict, instance_to_dict, load_instance, save_instance
+from .model import Device, Edge, Instance, Link, Op
+from .registry import get_method, method_info, methods, register, solve
+from .result import Result, make_result, result_from_dict
+from .simulate import Schedule, ScheduleState, simulate
+
+__all__ = [
+    "CheckReport", "Device", "DplaceError", "Edge", "InfeasibleError", "Instance", "InvalidInstanceError",
+    "Link", "Op", "Result", "Schedule", "ScheduleState", "SolverError", "check", "check_memory_feasible",
+    "critical_path_length", "get_method", "instance_from_dict", "instance_to_dict", "load_instance",
+    "lower_bound", "lower_bound_parts", "make_result", "method_info", "methods", "register",
+    "result_from_dict", "save_instance", "simulate", "solve",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,201 @@
+"""JSON I/O: the ``dplace-instance/1`` schema, loading with one-line errors, atomic writes.
+
+Converters from other formats live in :mod:`dplace.convert`; generators in :mod:`dplace.generate`.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .errors import InvalidInstanceError
+from .model import COMM_MODES, FORMAT, Device, Edge, Instance, Link, Op
+
+_OP_KEYS = {"id", "time", "memory", "type", "colocation", "device"}
+_EDGE_KEYS = {"src", "dst", "bytes"}
+_TOP_KEYS = {"format", "name", "devices", "links", "comm", "ops", "edges"}
+
+
+def _bad(msg: str) -> InvalidInstanceError:
+    return InvalidInstanceError(msg)
+
+
+def _req(obj: Any, key: str, where: str) -> Any:
+    if not isinstance(obj, dict):
+        raise _bad(f"{where} must be an object, got {type(obj).__name__}")
+    if key not in obj:
+        raise _bad(f"{where}: missing field {key!r}")
+    return obj[key]
+
+
+def _str(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise _bad(f"{where} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _list(value: Any, where: str) -> list:
+    if not isinstance(value, list):
+        raise _bad(f"{where} must be a list, got {type(value).__name__}")
+    return value
+
+
+def _link(obj: Any, where: str) -> Link:
+    if not isinstance(obj, dict):
+        raise _bad(f"{where} must be an object, got {obj!r}")
+    return Link(float(_numlike(_req(obj, "latency", where), f"{where}: latency")),
+                float(_numlike(_req(obj, "bandwidth", where), f"{where}: bandwidth")))
+
+
+def _numlike(v: Any, where: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise _bad(f"{where} must be a number, got {v!r}")
+    return v
+
+
+def instance_from_dict(data: Any) -> Instance:
+    """Build and validate an :class:`Instance` from the parsed ``dplace-instance/1`` JSON object."""
+    if not isinstance(data, dict):
+        raise _bad(f"instance must be a JSON object, got {type(data).__name__}")
+    fmt = data.get("format")
+    if fmt != FORMAT:
+        raise _bad(f"format must be {FORMAT!r}, got {fmt!r}")
+    name = str(data.get("name", "instance"))
+    devices = []
+    for i, dv in enumerate(_list(_req(data, "devices", "instance"), "devices")):
+        where = f"devices[{i}]"
+        dname = _str(_req(dv, "name", where), f"{where}: name")
+        mem = _numlike(_req(dv, "memory", f"device {dname!r}"), f"device {dname!r}: memory")
+        if isinstance(mem, float) and (math.isnan(mem) or math.isinf(mem)):
+            raise _bad(f"device {dname!r}: memory must be finite, got {mem!r}")
+        speed = _numlike(dv.get("speed", 1.0), f"device {dname!r}: speed")
+        devices.append(Device(dname, mem, speed))
+    links = data.get("links", {})
+    if not isinstance(links, dict):
+        raise _bad(f"links must be an object, got {links!r}")
+    link = Link(
+        _numlike(links.get("latency", 10.0), "links: latency"),
+        _numlike(links.get("bandwidth", 12000.0), "links: bandwidth"),
+    )
+    pairs = {}
+    for i, p in enumerate(_list(links.get("pairs", []), "links.pairs")):
+        where = f"links.pairs[{i}]"
+        a = _str(_req(p, "src", where), f"{where}: src")
+        b = _str(_req(p, "dst", where), f"{where}: dst")
+        pairs[(a, b)] = Link(
+            _numlike(p.get("latency", link.latency), f"{where}: latency"),
+            _numlike(p.get("bandwidth", link.bandwidth), f"{where}: bandwidth"),
+        )
+    comm = data.get("comm", "parallel")
+    if comm not in COMM_MODES:
+        raise _bad(f"comm must be one of {', '.join(COMM_MODES)}, got {comm!r}")
+    ops = []
+    for i, od in enumerate(_list(_req(data, "ops", "instance"), "ops")):
+        where = f"ops[{i}]"
+        oid = _req(od, "id", where)
+        if isinstance(oid, (int, float)) and not isinstance(oid, bool):
+            oid = str(oid)
+        oid = _str(oid, f"{where}: id")
+        t = _req(od, "time", f"op {oid!r}")
+        if isinstance(t, dict):
+            t = {str(k): _numlike(v, f"op {oid!r}: time[{k!r}]") for k, v in t.items()}
+        else:
+            _numlike(t, f"op {oid!r}: time")
+        memv = _numlike(od.get("memory", 0), f"op {oid!r}: memory")
+        coloc = od.get("colocation")
+        dev = od.get("device")
+        if coloc is not None and not isinstance(coloc, (str, int)):
+            raise _bad(f"op {oid!r}: colocation must be a string, got {coloc!r}")
+        if dev is not None and not isinstance(dev, str):
+            raise _bad(f"op {oid!r}: device must be a string, got {dev!r}")
+        extra = {k: v for k, v in od.items() if k not in _OP_KEYS}
+        ops.append(Op(oid, t, memv, od.get("type"), None if coloc is None else str(coloc), dev, extra))
+    edges = []
+    for i, ed in enumerate(_list(data.get("edges", []), "edges")):
+        where = f"edges[{i}]"
+        src = _req(ed, "src", where)
+        dst = _req(ed, "dst", where)
+        src = str(src) if isinstance(src, (int, float)) and not isinstance(src, bool) else _str(src, f"{where}: src")
+        dst = str(dst) if isinstance(dst, (int, float)) and not isinstance(dst, bool) else _str(dst, f"{where}: dst")
+        nbytes = _numlike(ed.get("bytes", 0), f"edge {src!r}->{dst!r}: bytes")
+        extra = {k: v for k, v in ed.items() if k not in _EDGE_KEYS}
+        edges.append(Edge(src, dst, nbytes, extra))
+    extra = {k: v for k, v in data.items() if k not in _TOP_KEYS}
+    return Instance(name, devices, ops, edges, link=link, pairs=pairs, comm=comm, extra=extra)
+
+
+def instance_to_dict(inst: Instance) -> dict[str, Any]:
+    """The ``dplace-instance/1`` JSON object of ``inst`` (round-trips through :func:`instance_from_dict`)."""
+    out: dict[str, Any] = {"format": FORMAT, "name": inst.name}
+    out["devices"] = [{"name": d.name, "memory": d.memory, "speed": d.speed} for d in inst.devices]
+    links: dict[str, Any] = {"latency": inst.link.latency, "bandwidth": inst.link.bandwidth}
+    if inst.pairs:
+        links["pairs"] = [
+            {"src": a, "dst": b, "latency": lk.latency, "bandwidth": lk.bandwidth}
+            for (a, b), lk in inst.pairs.items()
+        ]
+    out["links"] = links
+    out["comm"] = inst.comm
+    ops = []
+    for op in inst.ops:
+        od: dict[str, Any] = {"id": op.id, "time": dict(op.time) if isinstance(op.time, dict) else op.time,
+                              "memory": op.memory}
+        if op.type is not None:
+            od["type"] = op.type
+        if op.colocation is not None:
+            od["colocation"] = op.colocation
+        if op.device is not None:
+            od["device"] = op.device
+        od.update(op.extra)
+        ops.append(od)
+    out["ops"] = ops
+    out["edges"] = [dict({"src": e.src, "dst": e.dst, "bytes": e.bytes}, **e.extra) for e in inst.edges]
+    out.update(inst.extra)
+    return out
+
+
+def read_json(path: str | os.PathLike, what: str = "file") -> Any:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise _bad(f"{what} {str(p)!r}: no such file") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise _bad(f"{what} {str(p)!r}: cannot read ({exc.__class__.__name__})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _bad(f"{what} {str(p)!r}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+
+
+def load_instance(path: str | os.PathLike) -> Instance:
+    """Load and validate a ``dplace-instance/1`` file; errors name the field and value."""
+    return instance_from_dict(read_json(path, "instance"))
+
+
+def write_atomic(path: str | os.PathLike, text: str | bytes) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename: never half-written."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(p.parent))
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode() if isinstance(text, str) else text)
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def save_json(path: str | os.PathLike, obj: Any, indent: int | None = 1) -> None:
+    write_atomic(path, json.dumps(obj, indent=indent) + "\n")
+
+
+def save_instance(inst: Instance, path: str | os.PathLike) -> None:
+    save_json(path, instance_to_dict(inst))

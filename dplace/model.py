@@ -1,0 +1,337 @@
+"""The problem model: ``Instance``, ``Op``, ``Edge``, ``Device``, ``Link``.
+
+Units (the one documented place): time in microseconds (µs), memory and tensor sizes in bytes,
+bandwidth in bytes per microsecond. An op's ``time`` is either one number (µs on a device of speed 1;
+on device d it takes ``time / speed_d``) or a mapping ``{device name: µs}`` (heterogeneous costs).
+
+An :class:`Instance` is built once, validated once, and then read-only. Inside, ops, devices and edges
+are indexed by integers; names are kept for people. Every method reuses the precomputed adjacency
+lists, durations, transfer parameters and the deterministic topological order.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from .errors import InvalidInstanceError
+
+FORMAT = "dplace-instance/1"
+COMM_MODES = ("parallel", "sequential")
+
+
+@dataclass(frozen=True)
+class Device:
+    name: str
+    memory: int  # bytes
+    speed: float = 1.0  # relative speed; a scalar op time t takes t / speed here
+
+
+@dataclass(frozen=True)
+class Link:
+    latency: float  # µs
+    bandwidth: float  # bytes / µs
+
+    def transfer_time(self, nbytes: float) -> float:
+        """µs to move ``nbytes`` over this link."""
+        return self.latency + nbytes / self.bandwidth
+
+
+@dataclass(frozen=True)
+class Op:
+    id: str
+    time: float | Mapping[str, float]  # µs at speed 1, or µs per device name
+    memory: int = 0  # bytes held on its device
+    type: str | None = None
+    colocation: str | None = None  # same value => same device
+    device: str | None = None  # pinned device name
+    extra: Mapping[str, Any] = field(default_factory=dict)  # unknown fields, kept as given
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: str
+    dst: str
+    bytes: float = 0.0
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _bad(msg: str) -> InvalidInstanceError:
+    return InvalidInstanceError(msg)
+
+
+def _number(value: Any, where: str, *, positive: bool = False, allow_zero: bool = True) -> float:
+    """Return ``value`` as a finite float >= 0 (or > 0), else raise naming ``where``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _bad(f"{where} must be a number, got {value!r}")
+    v = float(value)
+    if math.isnan(v) or math.isinf(v):
+        raise _bad(f"{where} must be finite, got {value!r}")
+    if positive and v <= 0:
+        raise _bad(f"{where} must be > 0, got {value!r}")
+    if v < 0:
+        raise _bad(f"{where} must be >= 0, got {value!r}")
+    return v
+
+
+class Instance:
+    """A validated, read-only placement problem.
+
+    Integer views (all lists, for fast pure-Python loops):
+      ``n``/``m``: op / device counts; ``dur[o][d]``: µs of op o on device d; ``mem[o]``: bytes;
+      ``esrc[e]``, ``edst[e]``, ``ebytes[e]``; ``succ[o]``/``pred[o]``: edge indices;
+      ``topo``: deterministic topological order, ``topo_pos[o]`` its position;
+      ``lat[d1][d2]``, ``bw[d1][d2]``: link parameters; ``pinned[o]``: device index or -1 (a pin on any
+      member of a colocation group pins the group); ``group_of[o]``: group index or -1;
+      ``groups[g]``: op indices of group g, ``group_names[g]`` its name.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        devices: Iterable[Device],
+        ops: Iterable[Op],
+        edges: Iterable[Edge],
+        *,
+        link: Link = Link(10.0, 12000.0),
+        pairs: Mapping[tuple[str, str], Link] | None = None,
+        comm: str = "parallel",
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.name = str(name)
+        self.devices: tuple[Device, ...] = tuple(devices)
+        self.ops: tuple[Op, ...] = tuple(ops)
+        self.edges: tuple[Edge, ...] = tuple(edges)
+        self.link = link
+        self.pairs: dict[tuple[str, str], Link] = dict(pairs or {})
+        self.comm = comm
+        self.extra: dict[str, Any] = dict(extra or {})
+        self._validate_and_index()
+
+    # ------------------------------------------------------------------ validation + indexes
+    def _validate_and_index(self) -> None:
+        if self.comm not in COMM_MODES:
+            raise _bad(f"comm must be one of {', '.join(COMM_MODES)}, got {self.comm!r}")
+        if not self.devices:
+            raise _bad("devices: at least one device is required")
+        self.device_index: dict[str, int] = {}
+        for d, dev in enumerate(self.devices):
+            if dev.name in self.device_index:
+                raise _bad(f"devices: duplicate device name {dev.name!r}")
+            _number(dev.memory, f"device {dev.name!r}: memory")
+            _number(dev.speed, f"device {dev.name!r}: speed", positive=True)
+            self.device_index[dev.name] = d
+        self.m = len(self.devices)
+        _number(self.link.latency, "links: latency")
+        _number(self.link.bandwidth, "links: bandwidth", positive=True)
+        self.lat = [[self.link.latency] * self.m for _ in range(self.m)]
+        self.bw = [[self.link.bandwidth] * self.m for _ in range(self.m)]
+        for (a, b), lk in self.pairs.items():
+            for nm in (a, b):
+                if nm not in self.device_index:
+                    raise _bad(f"links.pairs: unknown device {nm!r}")
+            _number(lk.latency, f"links.pairs {a}->{b}: latency")
+            _number(lk.bandwidth, f"links.pairs {a}->{b}: bandwidth", positive=True)
+            self.lat[self.device_index[a]][self.device_index[b]] = lk.latency
+            self.bw[self.device_index[a]][self.device_index[b]] = lk.bandwidth
+
+        self.op_index: dict[str, int] = {}
+        self.dur: list[list[float]] = []
+        self.mem: list[int] = []
+        for o, op in enumerate(self.ops):
+            if op.id in self.op_index:
+                raise _bad(f"ops: duplicate op id {op.id!r}")
+            self.op_index[op.id] = o
+            if isinstance(op.time, Mapping):
+                row = []
+                for dev in self.devices:
+                    if dev.name not in op.time:
+                        raise _bad(f"op {op.id!r}: time has no entry for device {dev.name!r}")
+                    row.append(_number(op.time[dev.name], f"op {op.id!r}: time[{dev.name!r}]"))
+                for k in op.time:
+                    if k not in self.device_index:
+                        raise _bad(f"op {op.id!r}: time names unknown device {k!r}")
+            else:
+                t = _number(op.time, f"op {op.id!r}: time")
+                row = [t / dev.speed for dev in self.devices]
+            self.dur.append(row)
+            self.mem.append(int(_number(op.memory, f"op {op.id!r}: memory")))
+        self.n = len(self.ops)
+
+        self.esrc: list[int] = []
+        self.edst: list[int] = []
+        self.ebytes: list[float] = []
+        self.succ: list[list[int]] = [[] for _ in range(self.n)]
+        self.pred: list[list[int]] = [[] for _ in range(self.n)]
+        for e, ed in enumerate(self.edges):
+            for end, nm in (("src", ed.src), ("dst", ed.dst)):
+                if nm not in self.op_index:
+                    raise _bad(f"edge {ed.src!r}->{ed.dst!r}: {end} names unknown op {nm!r}")
+            u, v = self.op_index[ed.src], self.op_index[ed.dst]
+            b = _number(ed.bytes, f"edge {ed.src!r}->{ed.dst!r}: bytes")
+            if u == v:
+                raise _bad(f"edges: cycle through edge {ed.src!r}->{ed.dst!r} (self-loop)")
+            self.esrc.append(u)
+            self.edst.append(v)
+            self.ebytes.append(b)
+            self.succ[u].append(e)
+            self.pred[v].append(e)
+        self.topo = self._topological_order()
+        self.topo_pos = [0] * self.n
+        for i, o in enumerate(self.topo):
+            self.topo_pos[o] = i
+
+        # pinning and colocation
+        self.pinned = [-1] * self.n
+        for o, op in enumerate(self.ops):
+            if op.device is not None:
+                if op.device not in self.device_index:
+                    raise _bad(f"op {op.id!r}: device {op.device!r} does not exist")
+                self.pinned[o] = self.device_index[op.device]
+        names: dict[str, int] = {}
+        self.group_of = [-1] * self.n
+        self.groups: list[list[int]] = []
+        self.group_names: list[str] = []
+        for o, op in enumerate(self.ops):
+            if op.colocation is None:
+                continue
+            g = names.get(op.colocation)
+            if g is None:
+                g = names[op.colocation] = len(self.groups)
+                self.groups.append([])
+                self.group_names.append(str(op.colocation))
+            self.groups[g].append(o)
+            self.group_of[o] = g
+        max_dev_mem = max(dev.memory for dev in self.devices)
+        for g, members in enumerate(self.groups):
+            pins = {self.pinned[o] for o in members if self.pinned[o] >= 0}
+            if len(pins) > 1:
+                names_ = sorted(self.devices[d].name for d in pins)
+                raise _bad(f"colocation {self.group_names[g]!r}: members pinned to different devices {names_}")
+            if pins:
+                d = pins.pop()
+                for o in members:
+                    self.pinned[o] = d
+            total = sum(self.mem[o] for o in members)
+            if total > max_dev_mem:
+                raise _bad(
+                    f"colocation {self.group_names[g]!r}: memory {total} is larger than every device "
+                    f"(largest {max_dev_mem})"
+                )
+        for o in range(self.n):
+            if self.mem[o] > max_dev_mem:
+                raise _bad(f"op {self.ops[o].id!r}: memory {self.mem[o]} is larger than every device (largest {max_dev_mem})")
+            if self.pinned[o] >= 0 and self.mem[o] > self.devices[self.pinned[o]].memory:
+                raise _bad(
+                    f"op {self.ops[o].id!r}: memory {self.mem[o]} exceeds its pinned device "
+                    f"{self.devices[self.pinned[o]].name!r} ({self.devices[self.pinned[o]].memory})"
+                )
+        self.capacity = [int(dev.memory) for dev in self.devices]
+
+    def _topological_order(self) -> list[int]:
+        """Kahn's algorithm, smallest input index first among ready ops (deterministic)."""
+        indeg = [len(p) for p in self.pred]
+        heap = [o for o in range(self.n) if indeg[o] == 0]
+        heapq.heapify(heap)
+        order: list[int] = []
+        while heap:
+            u = heapq.heappop(heap)
+            order.append(u)
+            for e in self.succ[u]:
+                v = self.edst[e]
+                indeg[v] -= 1
+                if indeg[v] == 0:
+                    heapq.heappush(heap, v)
+        if len(order) != self.n:
+            edge = self._edge_on_cycle(indeg)
+            raise _bad(f"edges: cycle through edge {edge[0]!r}->{edge[1]!r}")
+        return order
+
+    def _edge_on_cycle(self, indeg: list[int]) -> tuple[str, str]:
+        # every op left with indeg > 0 lies on or after a cycle: walk predecessors until one repeats
+        start = next(o for o in range(self.n) if indeg[o] > 0)
+        seen: dict[int, int] = {}
+        v = start
+        while v not in seen:
+            seen[v] = 1
+            u = next(self.esrc[e] for e in self.pred[v] if indeg[self.esrc[e]] > 0)
+            prev, v = v, u
+        # v repeats: the edge v -> (its successor on the cycle)
+        w = v
+        nxt = next(self.esrc[e] for e in self.pred[w] if indeg[self.esrc[e]] > 0)
+        return self.ops[nxt].id, self.ops[w].id
+
+    # ------------------------------------------------------------------ helpers
+    def transfer_time(self, e: int, d1: int, d2: int) -> float:
+        """µs to move edge ``e``'s tensor from device d1 to d2 (0 on the same device)."""
+        if d1 == d2:
+            return 0.0
+        return self.lat[d1][d2] + self.ebytes[e] / self.bw[d1][d2]
+
+    def bytes_transfer_time(self, nbytes: float, d1: int, d2: int) -> float:
+        if d1 == d2:
+            return 0.0
+        return self.lat[d1][d2] + nbytes / self.bw[d1][d2]
+
+    def max_transfer_time(self, e: int) -> float:
+        """Largest transfer time of edge e over all ordered pairs of distinct devices (0 if one device)."""
+        if self.m < 2:
+            return 0.0
+        return max(self.transfer_time(e, a, b) for a in range(self.m) for b in range(self.m) if a != b)
+
+    def min_dur(self, o: int) -> float:
+        return min(self.dur[o])
+
+    def allowed_devices(self, o: int) -> list[int]:
+        return [self.pinned[o]] if self.pinned[o] >= 0 else list(range(self.m))
+
+    @property
+    def has_identical_devices(self) -> bool:
+        """True when devices are interchangeable (same memory, speed, op times and links)."""
+        if any(dev.memory != self.devices[0].memory for dev in self.devices):
+            return False
+        if any(len(set(row)) > 1 for row in self.dur):
+            return False
+        if self.pairs and len({(lk.latency, lk.bandwidth) for lk in self.pairs.values()} | {(self.link.latency, self.link.bandwidth)}) > 1:
+            return False
+        return not any(p >= 0 for p in self.pinned)
+
+    def op_name(self, o: int) -> str:
+        return self.ops[o].id
+
+    def device_name(self, d: int) -> str:
+        return self.devices[d].name
+
+    def __repr__(self) -> str:
+        return f"Instance({self.name!r}, ops={self.n}, edges={len(self.edges)}, devices={self.m}, comm={self.comm!r})"
+
+    # ------------------------------------------------------------------ (de)serialisation
+    @classmethod
+    def from_dict(cls, data: Any) -> "Instance":
+        from .io import instance_from_dict
+
+        return instance_from_dict(data)
+
+    def to_dict(self) -> dict[str, Any]:
+        from .io import instance_to_dict
+
+        return instance_to_dict(self)
+
+    def to_json(self, indent: int | None = None) -> str:
+        import json
+
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def replace(self, **changes: Any) -> "Instance":
+        """A new validated Instance with some constructor arguments changed (explicit transform)."""
+        args = dict(
+            name=self.name, devices=self.devices, ops=self.ops, edges=self.edges, link=self.link,
+            pairs=self.pairs, comm=self.comm, extra=self.extra,
+        )
+        args.update(changes)
+        name = args.pop("name")
+        devices = args.pop("devices")
+        ops = args.pop("ops")
+        edges = args.pop("edges")
+        return Instance(name, devices, ops, edges, **args)

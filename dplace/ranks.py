@@ -1,0 +1,45 @@
+"""Upward ranks (HEFT's rank_u, FastT's rank) shared by the list schedulers. O(V + E)."""
+from __future__ import annotations
+
+from .model import Instance
+
+
+def op_costs(inst: Instance, how: str = "mean") -> list[float]:
+    """Per-op computation cost: the mean, max or min of its time over devices."""
+    if how == "mean":
+        return [sum(row) / inst.m for row in inst.dur]
+    if how == "max":
+        return [max(row) for row in inst.dur]
+    if how == "min":
+        return [min(row) for row in inst.dur]
+    raise ValueError(f"how must be mean, max or min, got {how!r}")
+
+
+def edge_costs(inst: Instance, how: str = "mean") -> list[float]:
+    """Per-edge transfer cost over ordered pairs of distinct devices: mean, max or zero."""
+    if how == "zero" or inst.m < 2:
+        return [0.0] * len(inst.esrc)
+    pairs = [(a, b) for a in range(inst.m) for b in range(inst.m) if a != b]
+    if how == "mean":
+        lat = sum(inst.lat[a][b] for a, b in pairs) / len(pairs)
+        inv = sum(1.0 / inst.bw[a][b] for a, b in pairs) / len(pairs)
+        return [lat + nb * inv for nb in inst.ebytes]
+    if how == "max":
+        return [max(inst.lat[a][b] + nb / inst.bw[a][b] for a, b in pairs) for nb in inst.ebytes]
+    raise ValueError(f"how must be mean, max or zero, got {how!r}")
+
+
+def upward_rank(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean") -> list[float]:
+    """rank_u(o) = w_o + max over successors j of (c_oj + rank_u(j)) (Topcuoglu et al. 2002, eq. 7)."""
+    w = op_costs(inst, op_cost)
+    c = edge_costs(inst, comm_cost)
+    rank = [0.0] * inst.n
+    succ, edst = inst.succ, inst.edst
+    for o in reversed(inst.topo):
+        best = 0.0
+        for e in succ[o]:
+            r = c[e] + rank[edst[e]]
+            if r > best:
+                best = r
+        rank[o] = w[o] + best
+    return rank

@@ -1,0 +1,156 @@
+"""One registry for every placement method.
+
+A method is a function ``place(instance, *, time_limit_s=None, seed=0, **options) -> Result``
+registered with ``@register("name", options=OptionsDataclass, summary="...")``. ``solve`` validates
+the options against the dataclass (unknown names are an error listing the valid ones), times the
+call, adds the project's proven lower bound and turns :class:`InfeasibleError` into an
+``infeasible`` Result.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+import time
+import typing
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .bounds import lower_bound
+from .errors import DplaceError, InfeasibleError, InvalidInstanceError
+from .model import Instance
+from .result import Result, no_solution
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    name: str
+    func: Callable[..., Result]
+    options: type | None
+    summary: str
+    kind: str  # "heuristic" | "exact" | "baseline"
+
+
+_METHODS: dict[str, MethodInfo] = {}
+_LOADED = False
+
+
+def register(name: str, *, options: type | None = None, summary: str = "", kind: str = "heuristic"):
+    """Decorator: register ``func`` as method ``name``."""
+
+    def deco(func: Callable[..., Result]) -> Callable[..., Result]:
+        if name in _METHODS and _METHODS[name].func is not func:
+            raise ValueError(f"method {name!r} registered twice")
+        doc = summary or (func.__doc__ or "").strip().splitlines()[0] if (summary or func.__doc__) else ""
+        _METHODS[name] = MethodInfo(name, func, options, doc, kind)
+        return func
+
+    return deco
+
+
+def _load_all() -> None:
+    """Import every module of the method packages so their ``@register`` lines run."""
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    from . import baselines  # noqa: F401  (single, heft)
+
+    for pkg_name in ("dplace.heuristics", "dplace.formulations"):
+        pkg = importlib.import_module(pkg_name)
+        for mod in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+            if not mod.name.startswith("_"):
+                importlib.import_module(f"{pkg_name}.{mod.name}")
+
+
+def methods() -> list[str]:
+    """Names of all registered methods, sorted."""
+    _load_all()
+    return sorted(_METHODS)
+
+
+def method_info(name: str) -> MethodInfo:
+    _load_all()
+    if name not in _METHODS:
+        raise InvalidInstanceError(f"method: unknown method {name!r}; valid: {', '.join(sorted(_METHODS))}")
+    return _METHODS[name]
+
+
+def get_method(name: str) -> Callable[..., Result]:
+    return method_info(name).func
+
+
+def _coerce(value: Any, typ: Any, where: str) -> Any:
+    if not isinstance(value, str):
+        return value
+    origin = typing.get_origin(typ)
+    args = [a for a in typing.get_args(typ) if a is not type(None)]
+    if origin is typing.Union or (origin is not None and type(None) in typing.get_args(typ)):
+        if value.lower() in ("none", "null"):
+            return None
+        typ = args[0] if args else str
+    try:
+        if typ is bool or typ == "bool":
+            if value.lower() in ("1", "true", "yes", "on"):
+                return True
+            if value.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        if typ is int or typ == "int":
+            return int(value)
+        if typ is float or typ == "float":
+            return float(value)
+    except ValueError:
+        raise InvalidInstanceError(f"{where} must be {getattr(typ, '__name__', typ)}, got {value!r}") from None
+    return value
+
+
+def validate_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Check option names against the method's options dataclass and coerce strings from the CLI."""
+    info = method_info(name)
+    if not options:
+        return {}
+    if info.options is None:
+        raise InvalidInstanceError(f"method {name!r}: takes no options, got {', '.join(sorted(options))}")
+    fields = {f.name: f for f in dataclasses.fields(info.options)}
+    hints = typing.get_type_hints(info.options)
+    out = {}
+    for k, v in options.items():
+        if k not in fields:
+            raise InvalidInstanceError(f"method {name!r}: unknown option {k!r}; valid: {', '.join(sorted(fields))}")
+        out[k] = _coerce(v, hints.get(k, str), f"option {k!r}")
+    try:
+        info.options(**out)  # runs the dataclass's own validation, if any
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, DplaceError):
+            raise
+        raise InvalidInstanceError(f"method {name!r}: {exc}") from None
+    return out
+
+
+def solve(inst: Instance, method: str, *, time_limit_s: float | None = None, seed: int = 0, **options: Any) -> Result:
+    """Run ``method`` on ``inst`` and return its simulated, bounded :class:`Result`."""
+    info = method_info(method)
+    opts = validate_options(method, options)
+    if time_limit_s is not None and (time_limit_s != time_limit_s or time_limit_s <= 0):
+        raise InvalidInstanceError(f"time_limit_s must be > 0, got {time_limit_s!r}")
+    t0 = time.perf_counter()
+    try:
+        lb = lower_bound(inst)
+    except InfeasibleError as exc:
+        return no_solution(inst, method, "infeasible", str(exc), lower_bound=None, options=opts,
+                           solve_time_s=time.perf_counter() - t0)
+    try:
+        res = info.func(inst, time_limit_s=time_limit_s, seed=seed, **opts)
+    except InfeasibleError as exc:
+        return no_solution(inst, method, "infeasible", str(exc), lower_bound=lb, options=opts,
+                           solve_time_s=time.perf_counter() - t0)
+    res.solve_time_s = time.perf_counter() - t0
+    res.method = method
+    if res.instance is not inst:  # the method solved a transformed graph (e.g. OS-DPOS splits)
+        lb = lower_bound(res.instance)
+    if res.lower_bound is None or res.lower_bound < lb:
+        res.lower_bound = lb
+    if not res.options:
+        res.options = opts
+    return res

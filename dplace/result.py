@@ -1,0 +1,159 @@
+"""``Result`` (format ``dplace-result/1``) and ``make_result``, the one way methods return answers.
+
+``make_result`` runs the placement (and order) through :func:`dplace.simulate`, so the makespan of a
+Result is always the simulator's; a solver's own objective is stored as ``claimed_makespan``.
+``gap = (makespan - lower_bound) / makespan`` with the best *proven* lower bound available.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import InvalidInstanceError
+from .model import Instance
+from .simulate import Schedule, as_order, as_placement, simulate
+
+RESULT_FORMAT = "dplace-result/1"
+STATUSES = ("optimal", "feasible", "heuristic", "infeasible", "no_solution")
+
+
+@dataclass
+class Result:
+    instance: Instance
+    method: str
+    status: str
+    placement: list[int] | None = None
+    order: list[list[int]] | None = None
+    schedule: Schedule | None = None
+    lower_bound: float | None = None
+    claimed_makespan: float | None = None
+    solve_time_s: float = 0.0
+    options: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+    message: str | None = None  # why there is no solution, when there is none
+
+    @property
+    def makespan(self) -> float | None:
+        return None if self.schedule is None else self.schedule.makespan
+
+    @property
+    def memory_ok(self) -> bool | None:
+        return None if self.schedule is None else self.schedule.memory_ok
+
+    @property
+    def gap(self) -> float | None:
+        return compute_gap(self.makespan, self.lower_bound)
+
+    def to_dict(self) -> dict[str, Any]:
+        inst = self.instance
+        out: dict[str, Any] = {
+            "format": RESULT_FORMAT, "instance": inst.name, "method": self.method, "status": self.status,
+            "makespan": self.makespan, "lower_bound": self.lower_bound, "gap": self.gap,
+        }
+        if self.claimed_makespan is not None:
+            out["claimed_makespan"] = self.claimed_makespan
+        if self.placement is not None and self.schedule is not None:
+            s = self.schedule
+            dn = [d.name for d in inst.devices]
+            out["placement"] = {inst.ops[o].id: dn[d] for o, d in enumerate(self.placement)}
+            order = self.order if self.order is not None else s.order
+            out["order"] = {dn[d]: [inst.ops[o].id for o in ops] for d, ops in enumerate(order)}
+            out["order_given"] = self.order is not None
+            out["schedule"] = [
+                {"op": inst.ops[o].id, "device": dn[self.placement[o]], "start": s.start[o], "end": s.end[o]}
+                for o in range(inst.n)
+            ]
+            out["transfers"] = [
+                {"op": inst.ops[p].id, "src": dn[a], "dst": dn[b], "start": st, "end": en, "bytes": nb}
+                for (p, a, b, st, en, nb) in s.transfers
+            ]
+            out["memory"] = {dn[d]: s.memory[d] for d in range(inst.m)}
+            out["memory_ok"] = s.memory_ok
+        else:
+            out["memory_ok"] = None
+        out["solve_time_s"] = self.solve_time_s
+        out["options"] = _jsonable(self.options)
+        if self.extra:
+            out["extra"] = _jsonable(self.extra)
+        if self.message:
+            out["message"] = self.message
+        return out
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (str, int, float, bool)) or obj is None:
+        return obj
+    if hasattr(obj, "__dataclass_fields__"):
+        from dataclasses import asdict
+
+        return _jsonable(asdict(obj))
+    if isinstance(obj, Instance):
+        return obj.name
+    try:
+        return float(obj)
+    except (TypeError, ValueError):
+        return str(obj)
+
+
+def compute_gap(makespan: float | None, lower_bound: float | None) -> float | None:
+    if makespan is None or lower_bound is None:
+        return None
+    if makespan <= 0:
+        return 0.0
+    return max(0.0, (makespan - lower_bound) / makespan)
+
+
+def make_result(
+    inst: Instance,
+    method: str,
+    placement: Any,
+    order: Any = None,
+    *,
+    status: str = "heuristic",
+    lower_bound: float | None = None,
+    claimed_makespan: float | None = None,
+    options: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Result:
+    """Simulate ``placement``/``order`` and wrap everything in a :class:`Result`."""
+    if status not in STATUSES:
+        raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
+    pl = as_placement(inst, placement)
+    od = as_order(inst, pl, order) if order is not None else None
+    sched = simulate(inst, pl, od)
+    return Result(
+        instance=inst, method=method, status=status, placement=pl, order=od, schedule=sched,
+        lower_bound=lower_bound, claimed_makespan=claimed_makespan, options=dict(options or {}),
+        extra=dict(extra or {}),
+    )
+
+
+def no_solution(inst: Instance, method: str, status: str, message: str, **kw: Any) -> Result:
+    return Result(instance=inst, method=method, status=status, message=message, **kw)
+
+
+def result_from_dict(inst: Instance, data: Any) -> Result:
+    """Rebuild a Result from its JSON for ``inst``, re-simulating placement and order."""
+    if not isinstance(data, dict):
+        raise InvalidInstanceError(f"result must be a JSON object, got {type(data).__name__}")
+    if data.get("format") != RESULT_FORMAT:
+        raise InvalidInstanceError(f"result: format must be {RESULT_FORMAT!r}, got {data.get('format')!r}")
+    status = data.get("status")
+    if status not in STATUSES:
+        raise InvalidInstanceError(f"result: status must be one of {', '.join(STATUSES)}, got {status!r}")
+    method = str(data.get("method", "?"))
+    if data.get("placement") is None:
+        return no_solution(inst, method, status, str(data.get("message", "")))
+    pl = as_placement(inst, data["placement"])
+    order = data.get("order") if data.get("order_given", True) else None
+    res = make_result(
+        inst, method, pl, order, status=status, lower_bound=data.get("lower_bound"),
+        claimed_makespan=data.get("claimed_makespan"), options=data.get("options") or {},
+        extra=data.get("extra") or {},
+    )
+    res.solve_time_s = float(data.get("solve_time_s") or 0.0)
+    return res
