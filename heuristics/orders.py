@@ -1,0 +1,177 @@
+"""Topological orders and path levels shared by the list schedulers and the coarseners.
+
+Sources: Baechi (Jeon et al., SoCC'20) §2.2 for M-TOPO's BFS-like order; Celeritas (Xu et al.) §4.2.2
+for DFS-TOPO and §5.1.2 / Alg. 1 with eqs. (2)-(3) for tlevel, blevel and CPD-TOPO.
+
+Costs. Levels need one computation cost per op and one transfer cost per edge, but an op's time
+depends on its device and an edge costs nothing when both ends share a device. The representative
+costs used here come from :mod:`dplace.ranks`: by default an op costs its *mean* time over devices
+(``op_costs(inst, "mean")``) and an edge costs its *mean* transfer time over ordered pairs of distinct
+devices (``edge_costs(inst, "mean")``: mean latency + bytes × mean 1/bandwidth). Pass
+``op_cost="min"`` / ``comm_cost="zero"`` for the transfer-free, fastest-device levels. Everything is
+O(V + E) and returns plain lists indexed by op.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+from dplace.model import Instance
+from dplace.ranks import edge_costs, op_costs
+
+__all__ = [
+    "blevel", "cpath", "cpd_topo_order", "critical_path", "dfs_topo_order", "is_topological_order",
+    "m_topo_order", "tlevel",
+]
+
+
+def tlevel(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean") -> list[float]:
+    """Top level (Celeritas eq. 2): longest path from a source to o, excluding o's own time.
+
+    tlevel(o) = 0 for a source, else max over predecessors p of tlevel(p) + w_p + c_(p,o).
+    """
+    w = op_costs(inst, op_cost)
+    c = edge_costs(inst, comm_cost)
+    esrc = inst.esrc
+    t = [0.0] * inst.n
+    for o in inst.topo:
+        best = 0.0
+        for e in inst.pred[o]:
+            p = esrc[e]
+            v = t[p] + w[p] + c[e]
+            if v > best:
+                best = v
+        t[o] = best
+    return t
+
+
+def blevel(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean") -> list[float]:
+    """Bottom level (Celeritas eq. 3): longest path from o to a sink, including o's own time.
+
+    blevel(o) = w_o for a sink, else w_o + max over successors s of blevel(s) + c_(o,s).
+    The same quantity as HEFT's upward rank, so it is :func:`dplace.ranks.upward_rank`.
+    """
+    from dplace.ranks import upward_rank
+
+    return upward_rank(inst, op_cost, comm_cost)
+
+
+def cpath(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean") -> list[float]:
+    """cpath(o) = tlevel(o) + blevel(o): the longest source-to-sink path through o (Celeritas §5.1.2)."""
+    t = tlevel(inst, op_cost, comm_cost)
+    b = blevel(inst, op_cost, comm_cost)
+    return [x + y for x, y in zip(t, b)]
+
+
+def critical_path(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean") -> list[int]:
+    """Ops of one longest source-to-sink path (length = max blevel), from source to sink.
+
+    Starts at the source of largest blevel and follows, at each step, the successor s maximizing
+    c_(o,s) + blevel(s); ties broken by topological position, so the result is deterministic.
+    """
+    if inst.n == 0:
+        return []
+    b = blevel(inst, op_cost, comm_cost)
+    c = edge_costs(inst, comm_cost)
+    tp = inst.topo_pos
+    sources = [o for o in inst.topo if not inst.pred[o]]
+    o = min(sources, key=lambda s: (-b[s], tp[s]))
+    path = [o]
+    edst = inst.edst
+    while inst.succ[o]:
+        best_e = min(inst.succ[o], key=lambda e: (-(c[e] + b[edst[e]]), tp[edst[e]]))
+        o = edst[best_e]
+        path.append(o)
+    return path
+
+
+def m_topo_order(inst: Instance) -> list[int]:
+    """M-TOPO order (Baechi §2.2): a FIFO queue of zero-indegree ops; newly freed ops join the tail.
+
+    Initial sources are queued in the instance's topological order; the children of an op are
+    visited in edge order.
+    """
+    indeg = [len(p) for p in inst.pred]
+    q = deque(o for o in inst.topo if indeg[o] == 0)
+    out: list[int] = []
+    edst = inst.edst
+    while q:
+        o = q.popleft()
+        out.append(o)
+        for e in inst.succ[o]:
+            v = edst[e]
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                q.append(v)
+    return out
+
+
+def _head_pushing_order(inst: Instance, source_key, child_key) -> list[int]:
+    """Shared loop of DFS-TOPO and CPD-TOPO: pop the head; freed children are pushed to the head.
+
+    Sources are queued sorted by ``source_key`` (ascending). The children of the popped op are
+    scanned sorted by ``child_key`` (ascending) and each freed one is pushed to the head, so the
+    LAST one scanned comes out first.
+    """
+    indeg = [len(p) for p in inst.pred]
+    q = deque(sorted((o for o in inst.topo if indeg[o] == 0), key=source_key))
+    out: list[int] = []
+    edst = inst.edst
+    while q:
+        o = q.popleft()
+        out.append(o)
+        children = [edst[e] for e in inst.succ[o]]
+        if len(children) > 1:
+            children.sort(key=child_key)
+        for v in children:
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                q.appendleft(v)
+    return out
+
+
+def dfs_topo_order(inst: Instance) -> list[int]:
+    """DFS-TOPO order (Celeritas §4.2.2): like M-TOPO, but freed children go to the HEAD of the queue.
+
+    Among several children freed by the same op, the first in edge order comes out first.
+    """
+    indeg = [len(p) for p in inst.pred]
+    q = deque(o for o in inst.topo if indeg[o] == 0)
+    out: list[int] = []
+    edst = inst.edst
+    while q:
+        o = q.popleft()
+        out.append(o)
+        for e in reversed(inst.succ[o]):  # reverse scan: the first child in edge order ends at the head
+            v = edst[e]
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                q.appendleft(v)
+    return out
+
+
+def cpd_topo_order(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean") -> list[int]:
+    """CPD-TOPO order (Celeritas Alg. 1, function CPD_Topo, with tlevel/blevel of eqs. 2-3).
+
+    Sources sorted by decreasing cpath; the children of each popped op are scanned by increasing
+    cpath and each freed one is pushed to the head, so the freed child of largest cpath (the one on
+    the critical path) comes out next. Ties are broken by topological position (earlier first).
+    """
+    cp = cpath(inst, op_cost, comm_cost)
+    tp = inst.topo_pos
+    return _head_pushing_order(
+        inst,
+        source_key=lambda o: (-cp[o], tp[o]),
+        child_key=lambda o: (cp[o], -tp[o]),
+    )
+
+
+def is_topological_order(inst: Instance, order: list[int]) -> bool:
+    """True iff ``order`` lists every op once and every edge goes forward in it."""
+    if len(order) != inst.n:
+        return False
+    pos = [-1] * inst.n
+    for i, o in enumerate(order):
+        if not (0 <= o < inst.n) or pos[o] >= 0:
+            return False
+        pos[o] = i
+    return all(pos[s] < pos[d] for s, d in zip(inst.esrc, inst.edst))
