@@ -270,12 +270,14 @@ class _Timeline:
         return t
 
     def add(self, s: float, f: float) -> None:
-        if s >= self.free:
+        if s >= self.free and not (self.starts and self.starts[-1] == s and self.ends[-1] > f):
             self.starts.append(s)
             self.ends.append(f)
             self.free = f
             return
         i = bisect_right(self.starts, s)
+        while i > 0 and self.starts[i - 1] == s and self.ends[i - 1] > f:
+            i -= 1  # keep (start, end) order so that ``ends`` stays sorted with zero-length ops
         self.starts.insert(i, s)
         self.ends.insert(i, f)
 

@@ -1,0 +1,382 @@
+"""The ``dplace`` command line.
+
+User mistakes (a DplaceError) print one line on stderr and exit with code 2, with no traceback and no
+half-written output file (every file is written to a temporary name, then renamed).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import sys
+from typing import Any, Sequence
+
+from .errors import DplaceError, InvalidInstanceError
+
+# modules that add their own sub-commands through ``add_cli(subparsers)``
+_PLUGINS = (
+    "dplace.generate",
+    "dplace.convert",
+    "dplace.bench",
+    "dplace.formulations.pipeline_cli",
+    "dplace.runtime.cli",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # usage errors: one line, exit 2
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        sys.exit(2)
+
+
+def _fmt(x: Any, digits: int = 1) -> str:
+    if x is None:
+        return "—"
+    if isinstance(x, float):
+        if math.isinf(x):
+            return "∞"
+        return f"{x:,.{digits}f}"
+    return str(x)
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+def _bytes(x: float | None) -> str:
+    if x is None:
+        return "—"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(x) < 1024 or unit == "TiB":
+            return f"{x:,.1f} {unit}" if unit != "B" else f"{int(x)} B"
+        x /= 1024
+    return str(x)  # pragma: no cover
+
+
+def _console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False)
+
+
+def _parse_options(args: argparse.Namespace) -> dict[str, Any]:
+    opts: dict[str, Any] = {}
+    for item in getattr(args, "option", None) or []:
+        if "=" not in item:
+            raise InvalidInstanceError(f"--option must look like KEY=VALUE, got {item!r}")
+        k, v = item.split("=", 1)
+        opts[k.strip()] = v.strip()
+    for name in ("R", "M", "solver"):
+        v = getattr(args, name, None)
+        if v is not None:
+            opts[name] = v
+    return opts
+
+
+def _load(path: str):
+    from .io import load_instance
+
+    return load_instance(path)
+
+
+def _instance_for_result(inst, data: dict):
+    """The instance a saved result refers to (rebuilds OS-DPOS split graphs)."""
+    extra = data.get("extra") or {}
+    if extra.get("splits"):
+        from .heuristics.fastt import split_instance
+
+        return split_instance(inst, [tuple(s) for s in extra["splits"]])
+    return inst
+
+
+def _write_outputs(args: argparse.Namespace, res) -> None:
+    if getattr(args, "gantt", None):
+        from .viz import write_gantt
+
+        write_gantt(res, args.gantt)
+    if getattr(args, "trace", None):
+        from .viz import write_trace
+
+        write_trace(res, args.trace)
+
+
+def _print_result(res, check_rep, console) -> None:
+    console.print(f"[bold]{res.instance.name}[/] — method [bold]{res.method}[/]: status {res.status}")
+    if res.makespan is None:
+        console.print(f"  no schedule: {res.message}")
+        return
+    console.print(f"  makespan     {_fmt(res.makespan)} µs  (simulated)")
+    if res.claimed_makespan is not None:
+        console.print(f"  claimed      {_fmt(res.claimed_makespan)} µs  (the method's own objective)")
+    console.print(f"  lower bound  {_fmt(res.lower_bound)} µs  (proven)   gap {_pct(res.gap)}")
+    mem = res.schedule.memory
+    cap = res.instance.capacity
+    used = ", ".join(f"{d.name} {_bytes(mem[i])}/{_bytes(cap[i])}" for i, d in enumerate(res.instance.devices))
+    console.print(f"  memory       {used}  ({'ok' if res.memory_ok else 'EXCEEDED'})")
+    console.print(f"  solve time   {res.solve_time_s:.3f} s   check: {check_rep.summary()}")
+
+
+# ---------------------------------------------------------------------------------------- commands
+def cmd_info(args: argparse.Namespace) -> int:
+    from .bounds import lower_bound_parts
+
+    inst = _load(args.instance)
+    parts = lower_bound_parts(inst)
+    total_time = sum(min(r) for r in inst.dur)
+    info: dict[str, Any] = {
+        "name": inst.name, "ops": inst.n, "edges": len(inst.edges), "devices": inst.m, "comm": inst.comm,
+        "total_time_us": total_time, "total_memory": sum(inst.mem), "capacity": sum(inst.capacity),
+        "colocation_groups": len(inst.groups), "pinned_ops": sum(1 for p in inst.pinned if p >= 0),
+        "lower_bound_parts": parts, "lower_bound": max(parts.values()),
+    }
+    if args.coarsen:
+        try:
+            from .heuristics.celeritas import coarsen_report
+        except ImportError as exc:  # pragma: no cover - depends on what is installed
+            raise InvalidInstanceError(f"--coarsen: Celeritas fusion is not available ({exc})") from None
+        kw = {}
+        if args.R is not None:
+            kw["R"] = int(args.R)
+        if args.M is not None:
+            kw["M"] = float(args.M)
+        info["coarsen"] = coarsen_report(inst, **kw)
+    if args.json:
+        print(json.dumps(info, indent=1))
+        return 0
+    c = _console()
+    c.print(f"[bold]{inst.name}[/]: {inst.n} ops, {len(inst.edges)} edges, {inst.m} devices, comm {inst.comm}")
+    c.print(f"  work (fastest device)  {_fmt(total_time)} µs")
+    c.print(f"  memory                 {_bytes(sum(inst.mem))} of {_bytes(sum(inst.capacity))} "
+            f"(largest device {_bytes(max(inst.capacity))})")
+    c.print(f"  colocation groups      {len(inst.groups)}; pinned ops {info['pinned_ops']}")
+    c.print("  lower bound            " + _fmt(info["lower_bound"]) + " µs  ("
+            + ", ".join(f"{k} {_fmt(v)}" for k, v in parts.items()) + ")")
+    if "coarsen" in info:
+        c.print("  coarsening             " + json.dumps(info["coarsen"]))
+    return 0
+
+
+def cmd_methods(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from .registry import method_info, methods
+
+    rows = []
+    for name in methods():
+        info = method_info(name)
+        opts = {}
+        if info.options is not None:
+            for f in dataclasses.fields(info.options):
+                default = f.default if f.default is not dataclasses.MISSING else None
+                opts[f.name] = default
+        rows.append({"name": name, "kind": info.kind, "summary": info.summary, "options": opts})
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    from rich.table import Table
+
+    t = Table(title="dplace methods")
+    for col in ("method", "kind", "options (defaults)", "summary"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r["name"], r["kind"], ", ".join(f"{k}={v}" for k, v in r["options"].items()), r["summary"])
+    _console().print(t)
+    return 0
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    from .check import check
+    from .io import save_json
+    from .registry import solve
+
+    inst = _load(args.instance)
+    opts = _parse_options(args)
+    res = solve(inst, args.method, time_limit_s=args.time_limit, seed=args.seed, **opts)
+    rep = check(res.instance, res)
+    data = res.to_dict()
+    data["check"] = rep.summary()
+    if args.out:
+        save_json(args.out, data)
+    _write_outputs(args, res)
+    if args.json:
+        print(json.dumps(data))
+    else:
+        _print_result(res, rep, _console())
+    return 0 if rep.ok else 1
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from .check import check
+    from .io import read_json
+    from .result import result_from_dict
+
+    inst = _load(args.instance)
+    data = read_json(args.result, "result")
+    if not isinstance(data, dict):
+        raise InvalidInstanceError(f"result {args.result!r}: must be a JSON object")
+    if data.get("instance") not in (None, inst.name):
+        raise InvalidInstanceError(
+            f"result {args.result!r}: instance {data.get('instance')!r} does not match {inst.name!r}")
+    target = _instance_for_result(inst, data)
+    res = result_from_dict(target, data)
+    rep = check(target, data)  # the file as written: its schedule must be valid
+    rep_sim = check(target, res)
+    recorded = data.get("makespan")
+    agree = recorded is None or res.makespan is None or math.isclose(recorded, res.makespan, rel_tol=1e-9, abs_tol=1e-6)
+    out = {"instance": inst.name, "method": res.method, "status": res.status, "makespan": res.makespan,
+           "recorded_makespan": recorded, "makespan_agrees": agree, "lower_bound": res.lower_bound,
+           "gap": res.gap, "memory_ok": res.memory_ok, "check": rep.summary(), "check_resimulated": rep_sim.summary()}
+    _write_outputs(args, res)
+    if args.json:
+        print(json.dumps(out))
+    else:
+        c = _console()
+        _print_result(res, rep_sim, c)
+        c.print(f"  recorded makespan {_fmt(recorded)} µs — {'agrees' if agree else 'DIFFERS'}; "
+                f"file's schedule: {rep.summary()}")
+    return 0 if (rep.ok and rep_sim.ok and agree) else 1
+
+
+def default_compare_methods(inst) -> list[str]:
+    """Every registered method that is meant for an instance of this size."""
+    from .registry import method_info, methods
+
+    out = []
+    for name in methods():
+        info = method_info(name)
+        max_ops = getattr(info.func, "max_ops", None)
+        if max_ops is not None and inst.n > max_ops:
+            continue
+        out.append(name)
+    return out
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .check import check
+    from .registry import method_info, solve
+
+    inst = _load(args.instance)
+    names = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else default_compare_methods(inst)
+    for n in names:
+        method_info(n)  # unknown names fail before anything runs
+    rows = []
+    err = _console(stderr=True)
+    for i, name in enumerate(names):
+        with err.status(f"[{i + 1}/{len(names)}] {name} on {inst.name} …"):
+            try:
+                res = solve(inst, name, time_limit_s=args.time_limit, seed=args.seed)
+                rep = check(res.instance, res)
+                rows.append({
+                    "method": name, "status": res.status, "makespan": res.makespan, "lower_bound": res.lower_bound,
+                    "gap": res.gap, "time_s": res.solve_time_s,
+                    "peak_memory": max(res.schedule.memory) if res.schedule else None,
+                    "memory_ok": res.memory_ok, "check": rep.summary(), "message": res.message,
+                })
+            except DplaceError as exc:
+                rows.append({"method": name, "status": "error", "makespan": None, "lower_bound": None, "gap": None,
+                             "time_s": None, "peak_memory": None, "memory_ok": None, "check": "", "message": str(exc)})
+    best_lb = max((r["lower_bound"] for r in rows if r["lower_bound"] is not None), default=None)
+    for r in rows:  # also a proven optimum is a lower bound for everyone
+        if r["status"] == "optimal" and r["makespan"] is not None:
+            best_lb = max(best_lb or 0.0, r["makespan"])
+    for r in rows:
+        r["gap_to_best_bound"] = None
+        if r["makespan"] and best_lb is not None:
+            r["gap_to_best_bound"] = max(0.0, (r["makespan"] - best_lb) / r["makespan"])
+    if args.json:
+        print(json.dumps({"instance": inst.name, "best_lower_bound": best_lb, "rows": rows}, indent=1))
+        return 0
+    from rich.table import Table
+
+    t = Table(title=f"{inst.name}: {inst.n} ops, {inst.m} devices, comm {inst.comm} — best proven bound {_fmt(best_lb)} µs")
+    for col, just in (("method", "left"), ("status", "left"), ("makespan µs", "right"), ("lower bound µs", "right"),
+                      ("gap", "right"), ("time s", "right"), ("peak memory", "right"), ("check", "left")):
+        t.add_column(col, justify=just)
+    for r in rows:
+        mem = _bytes(r["peak_memory"]) + ("" if r["memory_ok"] in (True, None) else " (over)")
+        t.add_row(r["method"], r["status"], _fmt(r["makespan"]), _fmt(r["lower_bound"]), _pct(r["gap_to_best_bound"]),
+                  _fmt(r["time_s"], 3), mem, r["check"] if r["makespan"] is not None else (r["message"] or "")[:60])
+    _console().print(t)
+    _console().print("gap = (makespan − best proven lower bound over all methods) / makespan; makespans are the simulator's.")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="dplace", description="Place and schedule ML operator graphs on devices: exact solvers, "
+                "paper heuristics, one simulator that judges them all. Time in µs, memory in bytes.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+
+    s = sub.add_parser("info", help="describe an instance: size, memory, lower bound")
+    s.add_argument("instance")
+    s.add_argument("--coarsen", action="store_true", help="also report nodes and CCR before/after Celeritas fusion")
+    s.add_argument("--R", type=int, default=None, help="fusion exploration range (default 200)")
+    s.add_argument("--M", type=float, default=None, help="cluster memory limit as a fraction of device memory (default 0.25)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_info)
+
+    s = sub.add_parser("methods", help="list registered methods and their options")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_methods)
+
+    def add_common_solve(s: argparse.ArgumentParser) -> None:
+        s.add_argument("--time-limit", type=float, default=None, metavar="S", help="seconds per method")
+        s.add_argument("--seed", type=int, default=0)
+        s.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    s = sub.add_parser("solve", help="run one method, print and save its result")
+    s.add_argument("instance")
+    s.add_argument("--method", required=True)
+    add_common_solve(s)
+    s.add_argument("--out", help="write the dplace-result/1 JSON here")
+    s.add_argument("-o", "--option", action="append", metavar="KEY=VALUE", help="a method option (repeatable)")
+    s.add_argument("--R", type=int, default=None, help="celeritas: fusion exploration range")
+    s.add_argument("--M", type=float, default=None, help="celeritas: cluster memory limit (fraction of device memory)")
+    s.add_argument("--solver", default=None, help="milp: cbc or highs")
+    s.add_argument("--gantt", metavar="FILE.png", help="draw the schedule")
+    s.add_argument("--trace", metavar="FILE.json", help="Chrome trace events (open in Perfetto)")
+    s.set_defaults(func=cmd_solve)
+
+    s = sub.add_parser("evaluate", help="re-simulate and check a saved result")
+    s.add_argument("instance")
+    s.add_argument("result")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--gantt", metavar="FILE.png")
+    s.add_argument("--trace", metavar="FILE.json")
+    s.set_defaults(func=cmd_evaluate)
+
+    s = sub.add_parser("compare", help="run several methods on one instance and print a table")
+    s.add_argument("instance")
+    s.add_argument("--methods", default=None, help="comma-separated (default: every method suited to the size)")
+    add_common_solve(s)
+    s.set_defaults(func=cmd_compare)
+
+    for mod_name in _PLUGINS:
+        try:
+            mod = importlib.import_module(mod_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == mod_name:
+                continue
+            raise
+        add = getattr(mod, "add_cli", None)
+        if add is not None:
+            add(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except DplaceError as exc:
+        sys.stderr.write(f"dplace: error: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("dplace: interrupted\n")
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""Small graphs and random valid instances for tests of any method (like scikit-learn's estimator checks).
+
+``contract_instances()`` gives the named small graphs every registered method must handle (chain,
+diamond, fork, join, colocation, pinned, tight memory; both comm modes). ``random_instance(rng, ...)``
+makes a random valid DAG instance; ``instances()`` is the hypothesis strategy built on it.
+"""
+from __future__ import annotations
+
+import random
+from typing import Any, Iterator
+
+from .model import Device, Edge, Instance, Link, Op
+
+
+def _inst(name: str, ops: list[Op], edges: list[tuple[str, str, float]], *, m: int = 2, memory: int = 10**9,
+          comm: str = "parallel", latency: float = 2.0, bandwidth: float = 1.0, speeds: list[float] | None = None) -> Instance:
+    devices = [Device(f"d{i}", memory, (speeds or [1.0] * m)[i]) for i in range(m)]
+    return Instance(name, devices, ops, [Edge(a, b, nb) for a, b, nb in edges], link=Link(latency, bandwidth), comm=comm)
+
+
+def chain(comm: str = "parallel") -> Instance:
+    ops = [Op(f"c{i}", t, 10) for i, t in enumerate([3, 5, 2, 4])]
+    return _inst(f"chain-{comm}", ops, [("c0", "c1", 2), ("c1", "c2", 3), ("c2", "c3", 1)], comm=comm)
+
+
+def diamond(comm: str = "parallel") -> Instance:
+    ops = [Op("a", 2, 10), Op("b", 6, 10), Op("c", 5, 10), Op("d", 1, 10)]
+    edges = [("a", "b", 1), ("a", "c", 1), ("b", "d", 1), ("c", "d", 1)]
+    return _inst(f"diamond-{comm}", ops, edges, comm=comm, latency=1.0)
+
+
+def fork(comm: str = "parallel") -> Instance:
+    ops = [Op("root", 1, 10)] + [Op(f"leaf{i}", 4 + i, 10) for i in range(4)]
+    return _inst(f"fork-{comm}", ops, [("root", f"leaf{i}", 2) for i in range(4)], comm=comm, m=3, latency=1.0)
+
+
+def join(comm: str = "parallel") -> Instance:
+    ops = [Op(f"src{i}", 3 + i, 10) for i in range(4)] + [Op("sink", 2, 10)]
+    return _inst(f"join-{comm}", ops, [(f"src{i}", "sink", 3) for i in range(4)], comm=comm, m=3, latency=0.5)
+
+
+def colocated(comm: str = "parallel") -> Instance:
+    ops = [Op("v", 1, 40, colocation="g"), Op("read", 3, 5, colocation="g"), Op("x", 4, 5),
+           Op("y", 4, 5), Op("upd", 2, 5, colocation="g")]
+    edges = [("v", "read", 1), ("read", "x", 2), ("read", "y", 2), ("x", "upd", 1), ("y", "upd", 1)]
+    return _inst(f"colocated-{comm}", ops, edges, comm=comm, memory=100)
+
+
+def pinned(comm: str = "parallel") -> Instance:
+    ops = [Op("in", 2, 5, device="d1"), Op("p", 5, 5), Op("q", 5, 5), Op("out", 1, 5, device="d0")]
+    edges = [("in", "p", 1), ("in", "q", 1), ("p", "out", 1), ("q", "out", 1)]
+    return _inst(f"pinned-{comm}", ops, edges, comm=comm, latency=1.0)
+
+
+def tight_memory(comm: str = "parallel") -> Instance:
+    """Memory forces a split: each device holds about half the ops."""
+    ops = [Op(f"t{i}", 2 + (i % 3), 30) for i in range(6)]
+    edges = [("t0", "t1", 1), ("t1", "t2", 1), ("t0", "t3", 1), ("t3", "t4", 1), ("t2", "t5", 1), ("t4", "t5", 1)]
+    return _inst(f"tight-{comm}", ops, edges, comm=comm, memory=100, latency=1.0)
+
+
+def heterogeneous(comm: str = "parallel") -> Instance:
+    ops = [Op("h0", {"d0": 2, "d1": 6}, 1), Op("h1", {"d0": 7, "d1": 3}, 1), Op("h2", {"d0": 4, "d1": 4}, 1)]
+    inst = _inst(f"hetero-{comm}", ops, [("h0", "h1", 4), ("h1", "h2", 4)], comm=comm)
+    return inst
+
+
+CONTRACT_GRAPHS = (chain, diamond, fork, join, colocated, pinned, tight_memory, heterogeneous)
+
+
+def contract_instances() -> Iterator[Instance]:
+    for comm in ("parallel", "sequential"):
+        for g in CONTRACT_GRAPHS:
+            yield g(comm)
+
+
+def random_instance(rng: random.Random, *, n_ops: int | None = None, n_devices: int | None = None,
+                    comm: str | None = None, integer: bool = True, edge_prob: float = 0.3,
+                    colocation: bool = True, pins: bool = True, hetero: bool = True,
+                    memory_slack: float | None = None) -> Instance:
+    """A random valid DAG instance (edges only from lower to higher index, so always acyclic)."""
+    n = n_ops if n_ops is not None else rng.randint(1, 9)
+    m = n_devices if n_devices is not None else rng.randint(1, 3)
+    comm = comm or rng.choice(["parallel", "sequential"])
+    num = (lambda lo, hi: rng.randint(lo, hi)) if integer else (lambda lo, hi: round(rng.uniform(lo, hi), 3))
+    use_hetero = hetero and rng.random() < 0.3
+    ops = []
+    for i in range(n):
+        if use_hetero:
+            t: Any = {f"d{d}": num(0, 9) for d in range(m)}
+        else:
+            t = num(0, 9)
+        ops.append(Op(f"o{i}", t, rng.randint(0, 5)))
+    edges = []
+    for j in range(n):
+        for i in range(j):
+            if rng.random() < edge_prob:
+                edges.append(Edge(f"o{i}", f"o{j}", num(0, 6)))
+    if colocation and n >= 2 and rng.random() < 0.3:
+        a, b = rng.sample(range(n), 2)
+        ops[a] = Op(ops[a].id, ops[a].time, ops[a].memory, colocation="g")
+        ops[b] = Op(ops[b].id, ops[b].time, ops[b].memory, colocation="g")
+    if pins and m >= 2 and rng.random() < 0.3:
+        k = rng.randrange(n)
+        if ops[k].colocation is None:
+            ops[k] = Op(ops[k].id, ops[k].time, ops[k].memory, device=f"d{rng.randrange(m)}")
+    total = sum(op.memory for op in ops)
+    slack = memory_slack if memory_slack is not None else rng.choice([0.6, 1.0, 3.0])
+    mem = max(10, int(slack * total / m) + 5)
+    speeds = [1.0] * m if use_hetero else [rng.choice([1.0, 1.0, 2.0]) for _ in range(m)]
+    devices = [Device(f"d{d}", mem, speeds[d]) for d in range(m)]
+    link = Link(float(num(0, 3)), float(rng.choice([1, 2, 4])))
+    pairs = {}
+    if m >= 2 and rng.random() < 0.3:
+        pairs[("d0", "d1")] = Link(float(num(0, 3)), float(rng.choice([1, 2])))
+    return Instance(f"rand-{n}x{m}", devices, ops, edges, link=link, pairs=pairs, comm=comm)
+
+
+def instances(**kw: Any):
+    """Hypothesis strategy of random valid instances (see :func:`random_instance`)."""
+    from hypothesis import strategies as st
+
+    return st.integers(min_value=0, max_value=2**32 - 1).map(lambda s: random_instance(random.Random(s), **kw))

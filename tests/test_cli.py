@@ -1,0 +1,89 @@
+import json
+
+import pytest
+
+import dplace
+from dplace.cli import main
+from dplace.io import save_instance
+from dplace.testing import colocated, diamond
+
+
+@pytest.fixture
+def inst_file(tmp_path):
+    p = tmp_path / "inst.json"
+    save_instance(diamond("sequential"), p)
+    return p
+
+
+def test_roundtrip_json(tmp_path):
+    inst = colocated()
+    p = tmp_path / "c.json"
+    save_instance(inst, p)
+    back = dplace.load_instance(p)
+    assert back.to_dict() == inst.to_dict()
+    assert back.groups == inst.groups
+
+
+def test_unknown_fields_are_kept(tmp_path):
+    d = diamond().to_dict()
+    d["ops"][0]["forward_of"] = "x"
+    d["ops"][0]["split"] = {"dims": {"batch": 4}}
+    d["extra_top"] = 1
+    inst = dplace.instance_from_dict(d)
+    assert inst.ops[0].extra["forward_of"] == "x"
+    assert inst.to_dict()["extra_top"] == 1
+
+
+def test_solve_then_evaluate_agree(inst_file, tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert main(["solve", str(inst_file), "--method", "heft", "--json", "--out", str(out),
+                 "--gantt", str(tmp_path / "g.png"), "--trace", str(tmp_path / "t.json")]) == 0
+    solved = json.loads(capsys.readouterr().out)
+    assert main(["evaluate", str(inst_file), str(out), "--json"]) == 0
+    ev = json.loads(capsys.readouterr().out)
+    assert ev["makespan"] == pytest.approx(solved["makespan"]) and ev["makespan_agrees"]
+    assert ev["check"] == "valid"
+    assert (tmp_path / "g.png").stat().st_size > 1000
+    trace = json.loads((tmp_path / "t.json").read_text())
+    assert any(e.get("cat") == "transfer" for e in trace["traceEvents"])
+
+
+def test_evaluate_rejects_tampered_schedule(inst_file, tmp_path, capsys):
+    out = tmp_path / "r.json"
+    main(["solve", str(inst_file), "--method", "heft", "--out", str(out)])
+    data = json.loads(out.read_text())
+    data["schedule"][-1]["start"] -= 0.5
+    data["schedule"][-1]["end"] -= 0.5
+    out.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(["evaluate", str(inst_file), str(out), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["check"] != "valid"
+
+
+def test_compare_table(inst_file, capsys):
+    assert main(["compare", str(inst_file), "--methods", "single,heft"]) == 0
+    out = capsys.readouterr().out
+    assert "heft" in out and "single" in out and "gap" in out
+
+
+def test_compare_json(inst_file, capsys):
+    assert main(["compare", str(inst_file), "--methods", "single,heft", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [r["method"] for r in data["rows"]] == ["single", "heft"]
+    assert all(r["makespan"] >= data["best_lower_bound"] for r in data["rows"])
+
+
+def test_info_and_methods(inst_file, capsys):
+    assert main(["info", str(inst_file), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["ops"] == 4 and info["lower_bound"] > 0
+    assert main(["methods", "--json"]) == 0
+    names = [m["name"] for m in json.loads(capsys.readouterr().out)]
+    assert "heft" in names and "single" in names
+
+
+def test_single_infeasible_when_nothing_fits(tmp_path, capsys):
+    from dplace.testing import tight_memory
+
+    res = dplace.solve(tight_memory(), "single")
+    assert res.status == "infeasible" and res.placement is None and "no device holds" in res.message
