@@ -1,0 +1,410 @@
+"""FastT (Yi et al., Middleware'20): DPOS (§5.1, Alg. 1) and OS-DPOS operation splitting (§5.2, Alg. 2).
+
+``dpos``: a list scheduler. Priority = rank_u with each op's largest time and each edge's largest
+transfer time (§5.1 eq. for rank_u). The critical path (entry op of largest rank, then repeatedly the
+successor of largest rank) goes to a *critical-path device*: the device that, when as many of the
+remaining critical-path ops as fit in its free memory are put on it, has the smallest average time
+over them; when it cannot hold the next critical-path op another one is chosen the same way. Every other
+op goes to the device of smallest EFT, with insertion into idle slots, among devices with room. The
+execution order (ops per device sorted by start) is part of the Result and the simulator follows it.
+
+``os_dpos``: run DPOS, take the critical path of the placed graph, walk its splittable ops by
+decreasing compute time, try every split dimension and n in 2..m (re-running DPOS on the split graph),
+keep the best split only if the makespan improves, stop at the first op that does not improve.
+
+Split graph (``split_instance``), for an op ``op`` with ``extra["split"] = {"dims": {dim: size}}`` split
+on ``dim`` into n parts (part i covers size_i of the ``size`` rows, as even as possible, frac_i =
+size_i / size; with size divisible by n every frac_i = 1/n):
+  * sub-ops ``op/<dim><i>`` (i = 0..n-1): time = time(op) * frac_i + ``overhead_us`` (per device when
+    the time is per device); same type, pin and colocation as ``op``; ``split``/``forward_of`` dropped;
+    ``extra["split_of"] = op``.
+    memory: ``batch`` (and any dim other than ``channel``) replicates the parameters, so every sub-op
+    holds memory(op); ``channel`` divides them, sub-op i holds memory(op) * frac_i (rounded so that the
+    parts sum to memory(op)).
+  * for each input edge (pre -> op, b bytes), a split op ``op/split<k>`` (time 0, memory 0):
+    pre -> split with b bytes; split -> sub-op i with b * frac_i bytes for ``batch`` (the input is cut
+    along the batch) and b bytes for ``channel`` (every output-channel slice needs the whole input).
+  * for each output edge (op -> suc, b bytes), a concat op ``op/concat<k>`` (time 0, memory 0):
+    sub-op i -> concat with b * frac_i bytes (the output is cut along either dim); concat -> suc with b.
+  * ops whose ``forward_of`` names a split op lose that field (the twin no longer exists).
+The paper's data-parallel input graph (§5.2, when the model fits one device) is not built here: OS-DPOS
+starts from the graph it is given.
+"""
+from __future__ import annotations
+
+import heapq
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from dplace.errors import InvalidInstanceError
+from dplace.model import Edge, Instance, Op
+from dplace.ranks import upward_rank
+from dplace.registry import register
+from dplace.result import Result, make_result
+from dplace.rules import Rules
+from dplace.simulate import ScheduleState, simulate
+
+# ----------------------------------------------------------------------------------------------- DPOS
+
+
+@dataclass(frozen=True)
+class DposOptions:
+    insertion: bool = True  # insert ops into idle slots (the paper); FastT's public code: False
+    critical_path: bool = True  # critical-path ops on critical-path devices (the paper); False: EFT for all
+
+
+def critical_path(inst: Instance, rank: Sequence[float]) -> list[int]:
+    """FastT §5.1: the entry op of largest rank, then repeatedly the successor of largest rank
+    (ties: topological position)."""
+    if inst.n == 0:
+        return []
+    tp = inst.topo_pos
+    entries = [o for o in range(inst.n) if not inst.pred[o]]
+    o = min(entries, key=lambda x: (-rank[x], tp[x]))
+    path = [o]
+    while inst.succ[o]:
+        o = min((inst.edst[e] for e in inst.succ[o]), key=lambda x: (-rank[x], tp[x]))
+        path.append(o)
+    return path
+
+
+def _choose_cp_device(inst: Instance, rules: Rules, path: list[int], i: int) -> int:
+    """Device of smallest average time over the prefix of remaining critical-path ops ``path[i:]`` that
+    fits in its free memory (ops forced elsewhere are skipped). -1 if ``path[i]`` fits nowhere."""
+    best: tuple[float, int, int] | None = None
+    best_d = -1
+    group_of = inst.group_of
+    for d in range(inst.m):
+        if not rules.fits(path[i], d):
+            continue
+        used = rules.used[d]
+        cap = inst.capacity[d]
+        reserved: set[int] = set()
+        total, count = 0.0, 0
+        for p in path[i:]:
+            if rules.placed[p]:
+                continue
+            f = rules.forced(p)
+            if f >= 0 and f != d:
+                continue
+            g = group_of[p]
+            if g >= 0:
+                need = 0 if (rules.group_dev[g] >= 0 or g in reserved) else rules.group_mem[g]
+            else:
+                need = inst.mem[p]
+            if used + need > cap:
+                break
+            used += need
+            if g >= 0:
+                reserved.add(g)
+            total += inst.dur[p][d]
+            count += 1
+        if count == 0:
+            continue
+        key = (total / count, -count, d)
+        if best is None or key < best:
+            best, best_d = key, d
+    return best_d
+
+
+def _dpos_schedule(inst: Instance, opts: DposOptions) -> tuple[ScheduleState, list[int], list[int]]:
+    """Alg. 1. Returns the schedule state, the critical path and the critical-path devices used."""
+    rank = upward_rank(inst, "max", "max")
+    tp = inst.topo_pos
+    path = critical_path(inst, rank) if opts.critical_path else []
+    cp_pos = {o: i for i, o in enumerate(path)}
+    state = ScheduleState(inst)
+    rules = Rules(inst)
+    ins = opts.insertion
+    cp_dev = -1
+    cp_devs: list[int] = []
+    # decreasing rank, made a valid topological order when zero costs tie ranks (Kahn on the priority)
+    indeg = [len(p) for p in inst.pred]
+    heap = [(-rank[o], tp[o], o) for o in range(inst.n) if indeg[o] == 0]
+    heapq.heapify(heap)
+    while heap:
+        o = heapq.heappop(heap)[2]
+        d = -1
+        if o in cp_pos:
+            f = rules.forced(o)
+            if f >= 0:
+                d = f
+            elif cp_dev >= 0 and rules.fits(o, cp_dev):
+                d = cp_dev
+            else:
+                nd = _choose_cp_device(inst, rules, path, cp_pos[o])
+                if nd >= 0:
+                    cp_dev = d = nd
+                    cp_devs.append(nd)
+        if d < 0:
+            best_f = float("inf")
+            for c in rules.choose_or_fallback(o):
+                ft = state.eft(o, c, ins)
+                if ft < best_f:
+                    d, best_f = c, ft
+        state.commit(o, d, insertion=ins)
+        rules.assign(o, d)
+        for e in inst.succ[o]:
+            v = inst.edst[e]
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                heapq.heappush(heap, (-rank[v], tp[v], v))
+    return state, path, cp_devs
+
+
+def _dpos_result(inst: Instance, method: str, opts: DposOptions, options: dict[str, Any]) -> Result:
+    state, path, cp_devs = _dpos_schedule(inst, opts)
+    order = state.order()
+    fifo = simulate(inst, state.placement).makespan
+    res = make_result(inst, method, state.placement, order, options=options, claimed_makespan=state.makespan)
+    res.extra.update({
+        "makespan_order": res.makespan,
+        "makespan_fifo": fifo,
+        "critical_path_ops": len(path),
+        "critical_path_devices": [inst.devices[d].name for d in cp_devs],
+    })
+    return res
+
+
+@register("dpos", options=DposOptions, summary="FastT DPOS: critical-path devices + EFT with insertion, with execution order.")
+def dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+    """FastT DPOS (Yi et al., Middleware'20, §5.1 Alg. 1); deterministic, ``seed`` unused."""
+    opts = DposOptions(**options)
+    return _dpos_result(inst, "dpos", opts, options)
+
+
+# ------------------------------------------------------------------------------------ split graphs
+
+SPLIT_KEY = "split"
+
+
+def split_dims(op: Op) -> dict[str, int]:
+    """The op's splittable dimensions ``{dim: size}`` from ``extra["split"]["dims"]`` (empty if none)."""
+    spec = op.extra.get(SPLIT_KEY)
+    if not isinstance(spec, dict):
+        return {}
+    dims = spec.get("dims")
+    if not isinstance(dims, dict):
+        return {}
+    out = {}
+    for k, v in dims.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 2:
+            continue
+        out[str(k)] = int(v)
+    return out
+
+
+def _parts(size: int, n: int) -> list[int]:
+    q, r = divmod(size, n)
+    return [q + (1 if i < r else 0) for i in range(n)]
+
+
+def _divide_int(total: int, fracs: list[float]) -> list[int]:
+    """Integers proportional to ``fracs`` that sum to ``total`` (largest remainder)."""
+    raw = [total * f for f in fracs]
+    out = [int(x) for x in raw]
+    rest = total - sum(out)
+    for i in sorted(range(len(fracs)), key=lambda i: (-(raw[i] - out[i]), i))[:rest]:
+        out[i] += 1
+    return out
+
+
+def _split_one(inst: Instance, op_id: str, dim: str, n: int, overhead_us: float,
+               ids: set[str]) -> tuple[list[Op], list[Edge]]:
+    """The ops and edges replacing ``op_id`` split on ``dim`` into ``n`` parts; ``ids`` are taken."""
+    if op_id not in inst.op_index:
+        raise InvalidInstanceError(f"splits: unknown op {op_id!r}")
+    o = inst.op_index[op_id]
+    op = inst.ops[o]
+    dims = split_dims(op)
+    if dim not in dims:
+        raise InvalidInstanceError(f"splits: op {op_id!r} cannot be split on {dim!r} (dims: {sorted(dims)})")
+    if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= dims[dim]:
+        raise InvalidInstanceError(f"splits: op {op_id!r}: n must be an integer in 2..{dims[dim]}, got {n!r}")
+    if overhead_us < 0:
+        raise InvalidInstanceError(f"split overhead_us must be >= 0, got {overhead_us!r}")
+    sizes = _parts(dims[dim], n)
+    fracs = [s / dims[dim] for s in sizes]
+    base_extra = {k: v for k, v in op.extra.items() if k not in (SPLIT_KEY, "forward_of")}
+
+    def fresh(name: str) -> str:
+        if name in ids:
+            raise InvalidInstanceError(f"splits: op {op_id!r}: new op id {name!r} already exists")
+        ids.add(name)
+        return name
+
+    subs = [fresh(f"{op_id}/{dim}{i}") for i in range(n)]
+    if dim == "channel":
+        mems = _divide_int(int(op.memory), fracs)
+    else:
+        mems = [int(op.memory)] * n
+    new_ops: list[Op] = []
+    for i in range(n):
+        if isinstance(op.time, dict):
+            t: Any = {k: v * fracs[i] + overhead_us for k, v in op.time.items()}
+        else:
+            t = float(op.time) * fracs[i] + overhead_us
+        new_ops.append(Op(subs[i], t, mems[i], op.type, op.colocation, op.device,
+                          dict(base_extra, split_of=op_id, split_dim=dim, split_part=i)))
+    new_edges: list[Edge] = []
+    for k, e in enumerate(inst.pred[o]):
+        ed = inst.edges[e]
+        sp = fresh(f"{op_id}/split{k}")
+        new_ops.append(Op(sp, 0.0, 0, "Split", None, None, {"split_of": op_id}))
+        new_edges.append(Edge(ed.src, sp, ed.bytes, dict(ed.extra)))
+        for i in range(n):
+            b = ed.bytes * fracs[i] if dim != "channel" else ed.bytes
+            new_edges.append(Edge(sp, subs[i], b))
+    for k, e in enumerate(inst.succ[o]):
+        ed = inst.edges[e]
+        cc = fresh(f"{op_id}/concat{k}")
+        new_ops.append(Op(cc, 0.0, 0, "Concat", None, None, {"split_of": op_id}))
+        for i in range(n):
+            new_edges.append(Edge(subs[i], cc, ed.bytes * fracs[i]))
+        new_edges.append(Edge(cc, ed.dst, ed.bytes, dict(ed.extra)))
+    return new_ops, new_edges
+
+
+def split_instance(inst: Instance, splits: Iterable[Sequence[Any]], *, overhead_us: float = 0.0) -> Instance:
+    """The graph with each ``(op, dim, n)`` of ``splits`` split (module docstring: exact rules).
+
+    Splits are applied in the given order; each names an op of the original graph. ``overhead_us`` is
+    added to every sub-op's time (OS-DPOS's ``split_overhead_us``). The new Instance is named
+    ``<name>+split`` and records ``split_of`` (the base name) and ``splits`` in its ``extra``.
+    """
+    cur = inst
+    done: list[list[Any]] = list(inst.extra.get("splits", [])) if "split_of" in inst.extra else []
+    base = inst.extra.get("split_of", inst.name)
+    for item in splits:
+        if not isinstance(item, (list, tuple)) or len(item) != 3:
+            raise InvalidInstanceError(f"splits: each split must be [op, dim, n], got {item!r}")
+        op_id, dim, n = str(item[0]), str(item[1]), item[2]
+        if isinstance(n, float) and n.is_integer():
+            n = int(n)
+        o = cur.op_index.get(op_id)
+        ids = set(cur.op_index)
+        new_ops, new_edges = _split_one(cur, op_id, dim, n, float(overhead_us), ids)
+        ops: list[Op] = []
+        for x, op in enumerate(cur.ops):
+            if x == o:
+                ops.extend(new_ops)
+            elif op.extra.get("forward_of") == op_id:
+                ops.append(Op(op.id, op.time, op.memory, op.type, op.colocation, op.device,
+                              {k: v for k, v in op.extra.items() if k != "forward_of"}))
+            else:
+                ops.append(op)
+        edges = [ed for e, ed in enumerate(cur.edges) if cur.esrc[e] != o and cur.edst[e] != o]
+        edges.extend(new_edges)
+        done.append([op_id, dim, n])
+        extra = dict(cur.extra, split_of=base, splits=[list(s) for s in done])
+        if overhead_us:
+            extra["split_overhead_us"] = float(overhead_us)
+        cur = cur.replace(name=f"{base}+split", ops=ops, edges=edges, extra=extra)
+    return cur
+
+
+# ------------------------------------------------------------------------------------------ OS-DPOS
+
+
+@dataclass(frozen=True)
+class OsDposOptions:
+    insertion: bool = True  # DPOS's insertion into idle slots
+    critical_path: bool = True  # DPOS's critical-path devices
+    split_overhead_us: float = 0.0  # added to each sub-op's time
+    max_dpos_runs: int = 64  # cap on DPOS re-runs on split graphs (bounds the running time)
+
+    def __post_init__(self) -> None:
+        if self.split_overhead_us < 0:
+            raise ValueError(f"split_overhead_us must be >= 0, got {self.split_overhead_us}")
+        if self.max_dpos_runs < 0:
+            raise ValueError(f"max_dpos_runs must be >= 0, got {self.max_dpos_runs}")
+
+
+def placed_critical_path(inst: Instance, placement: Sequence[int]) -> list[int]:
+    """Longest path of the graph with each op's time on its device and the transfer times of the
+    placement (device contention ignored): Alg. 2 line 4."""
+    finish = [0.0] * inst.n
+    via = [-1] * inst.n
+    dur = inst.dur
+    for o in inst.topo:
+        s = 0.0
+        for e in inst.pred[o]:
+            p = inst.esrc[e]
+            a = finish[p] + inst.transfer_time(e, placement[p], placement[o])
+            if a > s:
+                s, via[o] = a, p
+        finish[o] = s + dur[o][placement[o]]
+    if not inst.n:
+        return []
+    o = max(range(inst.n), key=lambda x: (finish[x], -inst.topo_pos[x]))
+    path = [o]
+    while via[o] >= 0:
+        o = via[o]
+        path.append(o)
+    path.reverse()
+    return path
+
+
+def _splittable(inst: Instance, o: int) -> bool:
+    return bool(split_dims(inst.ops[o])) and inst.pinned[o] < 0 and inst.group_of[o] < 0
+
+
+@register("os_dpos", options=OsDposOptions,
+          summary="FastT OS-DPOS: DPOS plus splitting of critical-path ops (batch/channel).")
+def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+    """FastT OS-DPOS (Yi et al., Middleware'20, §5.2 Alg. 2); never worse than DPOS on the same graph.
+
+    Stops trying splits after ``max_dpos_runs`` DPOS re-runs or ``time_limit_s`` seconds (keeping the
+    best graph so far). The Result is on the split graph (``res.instance``) when a split was kept.
+    """
+    opts = OsDposOptions(**options)
+    t0 = time.perf_counter()
+    dopts = DposOptions(insertion=opts.insertion, critical_path=opts.critical_path)
+    best = _dpos_result(inst, "os_dpos", dopts, options)
+    dpos_makespan = best.makespan
+    cur = inst
+    splits: list[list[Any]] = []
+    runs = 0
+    stopped = "no improving split"
+    cp = placed_critical_path(inst, best.placement)
+    cp_ids = [inst.ops[o].id for o in sorted((o for o in cp if _splittable(inst, o)),
+                                             key=lambda o: (-inst.dur[o][best.placement[o]], inst.topo_pos[o]))]
+    for op_id in cp_ids:
+        o = cur.op_index[op_id]
+        trial_best: tuple[float, Result, list[Any]] | None = None
+        out_of_budget = False
+        for dim, size in sorted(split_dims(cur.ops[o]).items()):
+            for n in range(2, min(cur.m, size) + 1):
+                if runs >= opts.max_dpos_runs or (time_limit_s is not None and time.perf_counter() - t0 > time_limit_s):
+                    out_of_budget = True
+                    break
+                runs += 1
+                g = split_instance(cur, [[op_id, dim, n]], overhead_us=opts.split_overhead_us)
+                r = _dpos_result(g, "os_dpos", dopts, options)
+                if trial_best is None or r.makespan < trial_best[0] - 1e-9:
+                    trial_best = (r.makespan, r, [op_id, dim, n])
+            if out_of_budget:
+                break
+        if trial_best is not None and trial_best[0] < best.makespan - 1e-9 * max(1.0, best.makespan):
+            best = trial_best[1]
+            cur = best.instance
+            splits.append(trial_best[2])
+        else:
+            if out_of_budget:
+                stopped = "max_dpos_runs" if runs >= opts.max_dpos_runs else "time_limit_s"
+            break
+        if out_of_budget:
+            stopped = "max_dpos_runs" if runs >= opts.max_dpos_runs else "time_limit_s"
+            break
+    else:
+        stopped = "critical path exhausted"
+    best.extra.update({
+        "splits": splits,
+        "base_instance": inst.name,
+        "split_overhead_us": opts.split_overhead_us,
+        "dpos_makespan": dpos_makespan,
+        "dpos_runs": runs,
+        "stopped": stopped,
+    })
+    return best
