@@ -117,6 +117,7 @@ def _dpos_schedule(inst: Instance, opts: DposOptions) -> tuple[ScheduleState, li
     state = ScheduleState(inst)
     rules = Rules(inst)
     ins = opts.insertion
+    parallel = inst.comm == "parallel"
     cp_dev = -1
     cp_devs: list[int] = []
     # decreasing rank, made a valid topological order when zero costs tie ranks (Kahn on the priority)
@@ -140,10 +141,14 @@ def _dpos_schedule(inst: Instance, opts: DposOptions) -> tuple[ScheduleState, li
         if d < 0:
             best_f = float("inf")
             for c in rules.choose_or_fallback(o):
-                ft = state.eft(o, c, ins)
+                st = state.est(o, c, ins)
+                ft = st + inst.dur[o][c]
                 if ft < best_f:
-                    d, best_f = c, ft
-        state.commit(o, d, insertion=ins)
+                    d, best_f, best_s = c, ft, st
+            # sequential mode: commit books the links one transfer after another, so let it recompute
+            state.commit(o, d, start=best_s if parallel else None, insertion=ins)
+        else:
+            state.commit(o, d, insertion=ins)
         rules.assign(o, d)
         for e in inst.succ[o]:
             v = inst.edst[e]
@@ -153,8 +158,9 @@ def _dpos_schedule(inst: Instance, opts: DposOptions) -> tuple[ScheduleState, li
     return state, path, cp_devs
 
 
-def _dpos_result(inst: Instance, method: str, opts: DposOptions, options: dict[str, Any]) -> Result:
-    state, path, cp_devs = _dpos_schedule(inst, opts)
+def _dpos_result(inst: Instance, method: str, opts: DposOptions, options: dict[str, Any],
+                 run: tuple[ScheduleState, list[int], list[int]] | None = None) -> Result:
+    state, path, cp_devs = run if run is not None else _dpos_schedule(inst, opts)
     order = state.order()
     fifo = simulate(inst, state.placement).makespan
     res = make_result(inst, method, state.placement, order, options=options, claimed_makespan=state.makespan)
@@ -312,7 +318,7 @@ class OsDposOptions:
     insertion: bool = True  # DPOS's insertion into idle slots
     critical_path: bool = True  # DPOS's critical-path devices
     split_overhead_us: float = 0.0  # added to each sub-op's time
-    max_dpos_runs: int = 64  # cap on DPOS re-runs on split graphs (bounds the running time)
+    max_dpos_runs: int = 32  # cap on DPOS re-runs on split graphs (bounds the running time)
 
     def __post_init__(self) -> None:
         if self.split_overhead_us < 0:
@@ -372,7 +378,7 @@ def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
                                              key=lambda o: (-inst.dur[o][best.placement[o]], inst.topo_pos[o]))]
     for op_id in cp_ids:
         o = cur.op_index[op_id]
-        trial_best: tuple[float, Result, list[Any]] | None = None
+        trial_best: tuple[float, Any, list[Any]] | None = None
         out_of_budget = False
         for dim, size in sorted(split_dims(cur.ops[o]).items()):
             for n in range(2, min(cur.m, size) + 1):
@@ -381,14 +387,15 @@ def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
                     break
                 runs += 1
                 g = split_instance(cur, [[op_id, dim, n]], overhead_us=opts.split_overhead_us)
-                r = _dpos_result(g, "os_dpos", dopts, options)
-                if trial_best is None or r.makespan < trial_best[0] - 1e-9:
-                    trial_best = (r.makespan, r, [op_id, dim, n])
+                run = _dpos_schedule(g, dopts)
+                ms = simulate(g, run[0].placement, run[0].order()).makespan
+                if trial_best is None or ms < trial_best[0] - 1e-9:
+                    trial_best = (ms, (g, run), [op_id, dim, n])
             if out_of_budget:
                 break
         if trial_best is not None and trial_best[0] < best.makespan - 1e-9 * max(1.0, best.makespan):
-            best = trial_best[1]
-            cur = best.instance
+            cur, run = trial_best[1]
+            best = _dpos_result(cur, "os_dpos", dopts, options, run)
             splits.append(trial_best[2])
         else:
             if out_of_budget:
