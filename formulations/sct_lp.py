@@ -1,0 +1,143 @@
+"""The SCT favorite-child LP relaxation (Hanen & Munier's SCT as given in Baechi, SoCC'20, §2.4 eq. (2)).
+
+Variables (one-line meanings):
+  s[i] >= 0       start time of task i (infinitely many devices)
+  w               makespan
+  x[i,j] in [0,1] relaxed "j is NOT i's favorite child" (0 = favorite: no transfer delay)
+
+  min w
+  s[i] + k[i] <= w                              for every sink i (other tasks are covered by precedence)
+  s[i] + k[i] + c[i,j] x[i,j] <= s[j]           for every edge (i, j)
+  sum_j x[i,j] >= |succ(i)| - 1                 every task has at most one favorite child
+  sum_i x[i,j] >= |pred(j)| - 1                 every task is the favorite child of at most one parent
+
+The optimum is a lower bound of the *SCT relaxation* (infinite devices, one fixed delay per edge),
+not of dplace's problem: callers store it as ``extra["sct_lp_objective"]``, never as ``lower_bound``.
+Solved with GLOP or HiGHS, both through OR-Tools' pywraplp; never a commercial solver.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from dplace.errors import SolverError
+
+__all__ = ["SctLpSolution", "favorite_children", "solve_sct_lp"]
+
+
+@dataclass
+class SctLpSolution:
+    objective: float | None  # LP optimum w (None when the solver gave no solution)
+    x: list[float]  # per edge, in the order given
+    s: list[float]  # per task
+    status: str  # "optimal", "time_limit" (x is then a greedy fallback) or the solver's word
+    time_s: float
+
+
+def _greedy_x(n: int, edges: list[tuple[int, int, float]]) -> list[float]:
+    """Fallback when the LP is not solved: each task's heaviest out-edge whose head has no favorite
+    parent yet becomes the favorite (x = 0); every other x = 1."""
+    x = [1.0] * len(edges)
+    has_child = [False] * n
+    has_parent = [False] * n
+    for idx in sorted(range(len(edges)), key=lambda i: (-edges[i][2], i)):
+        a, b, _ = edges[idx]
+        if not has_child[a] and not has_parent[b]:
+            has_child[a] = has_parent[b] = True
+            x[idx] = 0.0
+    return x
+
+
+def _rows(n: int, k: list[float], edges: list[tuple[int, int, float]]):
+    """Constraint rows as (lower bound, [(column, coefficient), ...]); columns: s 0..n-1, w n, x n+1+e."""
+    outdeg = [0] * n
+    indeg = [0] * n
+    out_e: list[list[int]] = [[] for _ in range(n)]
+    in_e: list[list[int]] = [[] for _ in range(n)]
+    for e, (a, b, _) in enumerate(edges):
+        outdeg[a] += 1
+        indeg[b] += 1
+        out_e[a].append(e)
+        in_e[b].append(e)
+    w = n
+    xcol = n + 1
+    rows = []
+    for i in range(n):  # _add_makespan: w - s_i >= k_i for sinks
+        if outdeg[i] == 0:
+            rows.append((k[i], [(w, 1.0), (i, -1.0)]))
+    for e, (a, b, c) in enumerate(edges):  # _add_precedence: s_b - s_a - c x_ab >= k_a
+        rows.append((k[a], [(b, 1.0), (a, -1.0), (xcol + e, -c)]))
+    for i in range(n):  # _add_one_favorite_child / _add_one_favorite_parent
+        if outdeg[i] >= 2:
+            rows.append((outdeg[i] - 1.0, [(xcol + e, 1.0) for e in out_e[i]]))
+        if indeg[i] >= 2:
+            rows.append((indeg[i] - 1.0, [(xcol + e, 1.0) for e in in_e[i]]))
+    return rows
+
+
+def solve_sct_lp(k: list[float], edges: list[tuple[int, int, float]], *, solver: str = "highs",
+                 time_limit_s: float | None = None) -> SctLpSolution:
+    """Solve eq. (2)'s LP relaxation for tasks with times ``k`` and edges (i, j, c_ij), no parallel edges."""
+    t0 = time.perf_counter()
+    n = len(k)
+    ncol = n + 1 + len(edges)
+    if n == 0:
+        return SctLpSolution(0.0, [], [], "optimal", 0.0)
+    rows = _rows(n, k, edges)
+    backend = {"glop": "GLOP", "highs": "HIGHS_LP"}.get(solver)
+    if backend is not None:
+        obj, vals, status = _solve(backend, ncol, n, rows, time_limit_s)
+    else:
+        raise SolverError(f"sct_lp: solver must be highs or glop, got {solver!r}")
+    if vals is None:
+        return SctLpSolution(None, _greedy_x(n, edges), [0.0] * n, status, time.perf_counter() - t0)
+    x = [min(1.0, max(0.0, v)) for v in vals[n + 1:]]
+    return SctLpSolution(obj, x, list(vals[:n]), status, time.perf_counter() - t0)
+
+
+def _solve(backend: str, ncol: int, n: int, rows, time_limit_s):
+    """Through OR-Tools' pywraplp: backend "GLOP" or "HIGHS_LP" (OR-Tools' bundled HiGHS).
+
+    highspy itself is not used: its extension and OR-Tools' library export clashing HiGHS symbols, so
+    whichever is imported second fails to load, and other dplace modules import OR-Tools.
+    """
+    from ortools.linear_solver import pywraplp
+
+    solver = pywraplp.Solver.CreateSolver(backend)
+    if solver is None:
+        raise SolverError(f"sct_lp: {backend} is not available in this OR-Tools build")
+    if time_limit_s is not None:
+        solver.SetTimeLimit(max(1, int(time_limit_s * 1000)))
+    inf = solver.infinity()
+    v = [solver.NumVar(0.0, inf if j <= n else 1.0, "") for j in range(ncol)]
+    for lb, terms in rows:
+        ct = solver.Constraint(lb, inf)
+        for col, coef in terms:
+            ct.SetCoefficient(v[col], coef)
+    obj = solver.Objective()
+    obj.SetCoefficient(v[n], 1.0)
+    obj.SetMinimization()
+    st = solver.Solve()
+    if st == pywraplp.Solver.OPTIMAL:
+        return float(obj.Value()), [x.solution_value() for x in v], "optimal"
+    return None, None, {pywraplp.Solver.NOT_SOLVED: "time_limit"}.get(st, f"status_{st}")
+
+
+def favorite_children(n: int, edges: list[tuple[int, int, float]], x: list[float],
+                      threshold: float = 0.1) -> tuple[list[int], list[int]]:
+    """Round the LP (Baechi §2.4): j is i's favorite child iff x_ij < threshold.
+
+    The degree constraints allow at most one such child per task and one such parent per task when
+    threshold <= 0.5; ties beyond that (possible only for larger thresholds) keep the smallest x.
+    Returns (favorite child per task or -1, favorite parent per task or -1).
+    """
+    child = [-1] * n
+    parent = [-1] * n
+    for idx in sorted(range(len(edges)), key=lambda i: (x[i], i)):
+        if x[idx] >= threshold:
+            break
+        a, b, _ = edges[idx]
+        if child[a] < 0 and parent[b] < 0:
+            child[a] = b
+            parent[b] = a
+    return child, parent
