@@ -1,0 +1,88 @@
+"""Brute force for tiny instances (test oracle): every placement that keeps pins, colocation and memory,
+times every distinct per-device order (restrictions of the graph's linear extensions), each evaluated by
+:func:`dplace.simulate`. The minimum is the optimum of the problem the simulator defines.
+
+Not registered (the leading underscore keeps the registry from importing it); refuses more than
+``MAX_OPS`` ops.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Iterator
+
+from dplace.errors import InfeasibleError, InvalidInstanceError
+from dplace.model import Instance
+from dplace.simulate import simulate
+
+MAX_OPS = 8
+
+
+def linear_extensions(inst: Instance) -> Iterator[tuple[int, ...]]:
+    """Every topological order of the ops (backtracking)."""
+    n = inst.n
+    indeg = [len(p) for p in inst.pred]
+    out: list[int] = []
+
+    def rec() -> Iterator[tuple[int, ...]]:
+        if len(out) == n:
+            yield tuple(out)
+            return
+        for o in range(n):
+            if indeg[o] == 0 and o not in used:
+                used.add(o)
+                out.append(o)
+                for e in inst.succ[o]:
+                    indeg[inst.edst[e]] -= 1
+                yield from rec()
+                for e in inst.succ[o]:
+                    indeg[inst.edst[e]] += 1
+                out.pop()
+                used.discard(o)
+
+    used: set[int] = set()
+    yield from rec()
+
+
+def placements(inst: Instance) -> Iterator[list[int]]:
+    """Placements keeping pins, colocation and memory; identical devices up to renaming."""
+    sym = inst.m > 1 and inst.has_identical_devices
+    for pl in itertools.product(*[inst.allowed_devices(o) for o in range(inst.n)]):
+        if any(len({pl[o] for o in g}) > 1 for g in inst.groups):
+            continue
+        used = [0] * inst.m
+        for o, d in enumerate(pl):
+            used[d] += inst.mem[o]
+        if any(used[d] > inst.capacity[d] for d in range(inst.m)):
+            continue
+        if sym:  # canonical: devices first used in increasing index order (op index order)
+            seen = -1
+            ok = True
+            for d in pl:
+                if d > seen + 1:
+                    ok = False
+                    break
+                seen = max(seen, d)
+            if not ok:
+                continue
+        yield list(pl)
+
+
+def brute_force(inst: Instance) -> tuple[float, list[int], list[list[int]]]:
+    """(optimal makespan, placement, per-device order) by exhaustive enumeration."""
+    if inst.n > MAX_OPS:
+        raise InvalidInstanceError(f"brute force: at most {MAX_OPS} ops, got {inst.n}")
+    exts = list(linear_extensions(inst))
+    best: tuple[float, list[int], list[list[int]]] | None = None
+    for pl in placements(inst):
+        seen: set[tuple[tuple[int, ...], ...]] = set()
+        for ext in exts:
+            key = tuple(tuple(o for o in ext if pl[o] == d) for d in range(inst.m))
+            if key in seen:
+                continue
+            seen.add(key)
+            mk = simulate(inst, pl, [list(k) for k in key]).makespan
+            if best is None or mk < best[0]:
+                best = (mk, pl, [list(k) for k in key])
+    if best is None:
+        raise InfeasibleError("brute force: no placement keeps pins, colocation and memory")
+    return best
