@@ -2,6 +2,7 @@ import random
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as hst
 
 import dplace
 from dplace import Device, Edge, Instance, Link, Op, ScheduleState, simulate
@@ -165,3 +166,36 @@ def test_simulate_with_state_order_reproduces_fifo_when_same():
         s = simulate(inst, pl)
         s2 = simulate(inst, pl, order=s.order)
         assert s2.makespan == pytest.approx(s.makespan)
+
+
+
+def _overlaps(a, b, t, length):
+    """Does [t, t+length] overlap the busy interval [a, b] in its interior?"""
+    if b <= a and length == 0:
+        return False
+    if b <= a:  # a zero-length op at a must not fall strictly inside [t, t+length]
+        return t < a < t + length
+    if length == 0:
+        return a < t < b
+    return a < t + length and t < b
+
+
+@settings(max_examples=300, deadline=None)
+@given(hst.lists(hst.tuples(hst.integers(0, 40), hst.integers(0, 6)), min_size=1, max_size=60))
+def test_timeline_insertion_matches_brute_force(st_ops):
+    """The gap structure behind ScheduleState.est finds the earliest idle slot a full scan finds
+    (zero-length ops: any valid slot)."""
+    from dplace.simulate import _Timeline
+
+    tl, busy = _Timeline(), []
+    for ready, length in st_ops:
+        got = tl.earliest(float(ready), float(length), True)
+        assert got >= ready
+        assert not any(_overlaps(a, b, got, length) for a, b in busy)
+        if length > 0:
+            cands = sorted({float(ready)} | {b for _, b in busy if b >= ready})
+            want = next(t for t in cands if not any(_overlaps(a, b, t, length) for a, b in busy))
+            assert got == want
+        tl.add(got, got + length)
+        busy.append((got, got + length))
+        assert tl.earliest(0.0, 0.0, False) == max(b for _, b in busy)
