@@ -245,8 +245,7 @@ def default_compare_methods(inst) -> list[str]:
     out = []
     for name in methods():
         info = method_info(name)
-        max_ops = getattr(info.func, "max_ops", None)
-        if max_ops is not None and inst.n > max_ops:
+        if info.max_ops is not None and inst.n > info.max_ops:
             continue
         out.append(name)
     return out

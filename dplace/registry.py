@@ -29,20 +29,23 @@ class MethodInfo:
     options: type | None
     summary: str
     kind: str  # "heuristic" | "exact" | "baseline"
+    max_ops: int | None = None  # larger instances are left out of default comparisons
 
 
 _METHODS: dict[str, MethodInfo] = {}
 _LOADED = False
 
 
-def register(name: str, *, options: type | None = None, summary: str = "", kind: str = "heuristic"):
-    """Decorator: register ``func`` as method ``name``."""
+def register(name: str, *, options: type | None = None, summary: str = "", kind: str = "heuristic",
+             max_ops: int | None = None):
+    """Decorator: register ``func`` as method ``name``. ``max_ops``: the largest instance the method is
+    meant for (``dplace compare`` leaves it out above that unless asked by name)."""
 
     def deco(func: Callable[..., Result]) -> Callable[..., Result]:
         if name in _METHODS and _METHODS[name].func is not func:
             raise ValueError(f"method {name!r} registered twice")
         doc = summary or (func.__doc__ or "").strip().splitlines()[0] if (summary or func.__doc__) else ""
-        _METHODS[name] = MethodInfo(name, func, options, doc, kind)
+        _METHODS[name] = MethodInfo(name, func, options, doc, kind, max_ops)
         return func
 
     return deco
