@@ -1,0 +1,639 @@
+"""``dplace bench``: run a study of (instance, method, repeat) pairs and compare optimality gaps.
+
+Each pair runs ``dplace.solve`` in a worker with its own time limit and a hard wall limit (the worker is
+killed on overrun: a ``timeout`` row). A method that raises, a worker that dies, an instance that cannot
+be read by the worker: each is a row with its error, never a crash of the study. Every finished pair is
+written atomically as ``OUT/rows/<pair>.json``; re-running with the same ``--out`` skips those pairs.
+At the end (also on Ctrl-C) :mod:`dplace.report` regenerates ``results.csv``, ``results.json``,
+``report.md`` and the plots from the rows of the pairs asked for.
+
+Executors: ``local`` keeps a pool of worker processes (one per core by default; a worker killed on a
+timeout is replaced); ``ray`` submits each pair as a Ray task (a local Ray with ``--workers`` CPUs, or
+an existing cluster with ``--address``) and cancels it with force on overrun. ``workers=0`` runs the
+pairs in this process (no hard limit; for tests and debugging).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import json
+import os
+import re
+import socket
+import sys
+import time
+import traceback
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+from .errors import DplaceError, InvalidInstanceError
+from .io import instance_from_dict, save_json
+
+EXECUTORS = ("local", "ray")
+DEFAULT_TIME_LIMIT_S = 60.0
+_WORKER_START_S = 120.0  # a fresh worker gets this long to import dplace before its pair's clock starts
+_RAY_SLACK_S = 30.0  # Ray cannot tell when a task starts: its wall limit counts from submission plus this
+
+
+# ---------------------------------------------------------------------------------------------- study
+@dataclass(frozen=True)
+class SuiteInstance:
+    """One instance file of the study, validated once here; workers get its JSON text."""
+
+    path: str
+    label: str  # unique short name used in rows and reports
+    name: str  # the instance's own name
+    sha: str  # sha256 of the file's bytes (a changed file is a new instance)
+    text: str
+    n_ops: int
+    n_edges: int
+    n_devices: int
+    comm: str
+
+
+def find_instance_files(paths: Sequence[str | os.PathLike]) -> list[Path]:
+    """Files as given, and every ``*.json`` under each directory (recursively, sorted)."""
+    if not paths:
+        raise InvalidInstanceError("instances: give at least one file or directory")
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(q for q in p.rglob("*.json") if q.is_file() and not q.name.startswith("."))
+            if not found:
+                raise InvalidInstanceError(f"instances: directory {str(p)!r} holds no *.json file")
+            files += found
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise InvalidInstanceError(f"instances: {str(p)!r}: no such file or directory")
+    unique = list(dict.fromkeys(f.resolve() for f in files))
+    return [Path(os.path.relpath(f)) if not os.path.relpath(f).startswith("..") else f for f in unique]
+
+
+def _labels(files: Sequence[Path]) -> list[str]:
+    """Short unique labels: the file stem, prefixed by parent folders only where stems collide."""
+    labels = [f.stem for f in files]
+    depth = 1
+    while len(set(labels)) < len(labels) and depth < 8:
+        dup = {lab for lab in labels if labels.count(lab) > 1}
+        labels = ["/".join(f.with_suffix("").parts[-depth - 1:]) if lab in dup else lab
+                  for f, lab in zip(files, labels)]
+        depth += 1
+    return labels
+
+
+def load_suite(paths: Sequence[str | os.PathLike]) -> list[SuiteInstance]:
+    """Read and validate every instance of the study (a bad file is a one-line error naming it)."""
+    files = find_instance_files(paths)
+    out = []
+    for f, label in zip(files, _labels(files)):
+        try:
+            raw = f.read_bytes()
+            data = json.loads(raw)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InvalidInstanceError(f"instance {str(f)!r}: cannot read as JSON ({exc.__class__.__name__})") from None
+        try:
+            inst = instance_from_dict(data)
+        except InvalidInstanceError as exc:
+            raise InvalidInstanceError(f"instance {str(f)!r}: {exc}") from None
+        out.append(SuiteInstance(str(f), label, inst.name, hashlib.sha256(raw).hexdigest(), raw.decode(),
+                                 inst.n, len(inst.edges), inst.m, inst.comm))
+    return out
+
+
+def parse_methods(spec: str | Sequence[str] | None) -> list[str]:
+    """``"a,b,c"`` (or a list) -> validated method names; ``None``/``"all"`` -> every registered method."""
+    from .registry import method_info, methods
+
+    if spec is None or spec == "all" or spec == ["all"]:
+        names = methods()
+    else:
+        items = spec.split(",") if isinstance(spec, str) else list(spec)
+        names = [s.strip() for s in items if s.strip()]
+        if not names:
+            raise InvalidInstanceError(f"--methods: no method named in {spec!r}")
+    for n in names:
+        method_info(n)  # unknown -> one-line error listing the valid names
+    return list(dict.fromkeys(names))
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "x"
+
+
+def pair_key(inst: SuiteInstance, method: str, repeat: int) -> str:
+    """File-name-safe, stable id of one pair: a changed instance file gets a new key."""
+    return f"{_safe(inst.label)}-{inst.sha[:10]}__{_safe(method)}__r{repeat}"
+
+
+def plan(suite: Sequence[SuiteInstance], methods: Sequence[str], *, repeat: int = 1, seed: int = 0,
+         time_limit_s: float | None = DEFAULT_TIME_LIMIT_S) -> list[dict[str, Any]]:
+    """Every (instance, method, repeat) as a task dict (instance-major order; repeat r uses seed+r)."""
+    tasks = []
+    for inst in suite:
+        for m in methods:
+            for r in range(repeat):
+                tasks.append({
+                    "key": pair_key(inst, m, r), "instance": inst.label, "instance_name": inst.name,
+                    "instance_file": inst.path, "instance_sha": inst.sha, "n_ops": inst.n_ops,
+                    "n_edges": inst.n_edges, "n_devices": inst.n_devices, "comm": inst.comm, "method": m,
+                    "repeat": r, "seed": seed + r, "time_limit_s": time_limit_s,
+                })
+    return tasks
+
+
+# ---------------------------------------------------------------------------------------------- one pair
+_INIT_DONE: set[str] = set()
+_INST_CACHE: "OrderedDict[str, Any]" = OrderedDict()
+
+
+def init_worker(spec: str | None) -> None:
+    """Import ``module`` or call ``module:function`` once per process (e.g. to register extra methods)."""
+    if not spec or spec in _INIT_DONE:
+        return
+    mod_name, _, func = spec.partition(":")
+    mod = importlib.import_module(mod_name)
+    if func:
+        getattr(mod, func)()
+    _INIT_DONE.add(spec)
+
+
+def _instance(sha: str, text: str):
+    inst = _INST_CACHE.get(sha)
+    if inst is None:
+        inst = instance_from_dict(json.loads(text))
+        _INST_CACHE[sha] = inst
+        while len(_INST_CACHE) > 2:
+            _INST_CACHE.popitem(last=False)
+    return inst
+
+
+def _one_line(exc: BaseException) -> str:
+    msg = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
+
+
+def base_row(task: dict[str, Any]) -> dict[str, Any]:
+    row = {k: task.get(k) for k in ("key", "instance", "instance_name", "instance_file", "instance_sha", "n_ops",
+                                     "n_edges", "n_devices", "comm", "method", "repeat", "seed", "time_limit_s")}
+    row.update(status=None, makespan=None, lower_bound=None, claimed_makespan=None, memory_ok=None, check_ok=None,
+               check_errors=None, peak_memory=None, transformed=False, time_s=None, wall_s=None,
+               host=socket.gethostname(), error=None)
+    return row
+
+
+def run_pair(task: dict[str, Any], text: str | None = None, *, worker_init: str | None = None) -> dict[str, Any]:
+    """Solve one pair and return its row. Never raises (except KeyboardInterrupt/SystemExit)."""
+    from .bounds import lower_bound
+    from .check import check
+    from .registry import solve
+
+    t0 = time.perf_counter()
+    row = base_row(task)
+    try:
+        init_worker(worker_init)
+        inst = _instance(task["instance_sha"], text if text is not None else task["text"])
+        res = solve(inst, task["method"], time_limit_s=task.get("time_limit_s"), seed=task.get("seed", 0))
+        row["status"] = res.status
+        row["time_s"] = res.solve_time_s
+        row["transformed"] = res.instance is not inst
+        if not row["transformed"]:
+            row["lower_bound"] = res.lower_bound
+        row["claimed_makespan"] = res.claimed_makespan
+        if res.schedule is not None:
+            row["makespan"] = res.makespan
+            row["memory_ok"] = res.memory_ok
+            row["peak_memory"] = max(res.schedule.memory) if res.schedule.memory else 0
+            rep = check(res.instance, res)
+            row["check_ok"] = rep.ok
+            if not rep.ok:
+                row["check_errors"] = "; ".join(rep.errors[:3])
+        elif res.message:
+            row["error"] = " ".join(str(res.message).split())
+    except Exception as exc:  # a method's bug is a row, not a crash of the study
+        row["status"] = "error"
+        row["error"] = _one_line(exc)
+        row["traceback"] = "".join(traceback.format_exception(exc)[-6:])
+        if row["lower_bound"] is None:
+            try:
+                row["lower_bound"] = lower_bound(_instance(task["instance_sha"], text if text is not None else task["text"]))
+            except Exception:  # noqa: BLE001 - no bound is a fine answer here
+                pass
+    row["wall_s"] = time.perf_counter() - t0
+    return row
+
+
+def failed_row(task: dict[str, Any], status: str, error: str, wall_s: float | None) -> dict[str, Any]:
+    row = base_row(task)
+    row.update(status=status, error=error, wall_s=wall_s, time_s=wall_s, host=None)
+    return row
+
+
+def hard_limit_for(time_limit_s: float | None) -> float | None:
+    """Default wall limit of one pair: 1.5 x its time limit + 10 s for loading, simulating and checking."""
+    return None if time_limit_s is None else 1.5 * time_limit_s + 10.0
+
+
+# ---------------------------------------------------------------------------------------------- local pool
+def _worker_main(conn: Any, worker_init: str | None) -> None:
+    """Body of a local pool worker: its own process group (so a kill takes solver children with it)."""
+    try:
+        os.setpgrp()
+    except OSError:
+        pass
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and kills us
+    try:
+        init_worker(worker_init)
+    except Exception as exc:  # noqa: BLE001 - reported with each pair below
+        init_error = _one_line(exc)
+    else:
+        init_error = None
+    from .registry import methods
+
+    methods()  # import every method module once, before any pair's clock starts
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg is None:
+            return
+        task, text = msg
+        conn.send(("start", task["key"]))
+        if init_error:
+            row = failed_row(task, "error", f"worker init {worker_init!r}: {init_error}", 0.0)
+        else:
+            row = run_pair(task, text)
+        conn.send(("row", row))
+
+
+class _Slot:
+    def __init__(self, ctx: Any, worker_init: str | None) -> None:
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker_main, args=(child, worker_init), daemon=True)
+        self.proc.start()
+        child.close()
+        self.task: dict[str, Any] | None = None
+        self.deadline = float("inf")
+        self.started = 0.0
+
+    def kill(self) -> None:
+        pid = self.proc.pid
+        try:
+            os.killpg(pid, 9)
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+        try:
+            self.proc.kill()
+        except Exception:  # noqa: BLE001
+            pass
+        self.proc.join(5)
+        self.conn.close()
+
+
+def run_local(tasks: Sequence[dict[str, Any]], texts: dict[str, str], *, workers: int,
+              hard_limit_s: float | None, worker_init: str | None = None) -> Iterator[dict[str, Any]]:
+    """Yield one row per task from a pool of ``workers`` processes; kill a worker on overrun."""
+    import multiprocessing as mp
+    from multiprocessing.connection import wait
+
+    ctx = mp.get_context("spawn")
+    pending = deque(tasks)
+    slots: list[_Slot | None] = [None] * max(1, min(workers, len(tasks)))
+    try:
+        while pending or any(s is not None and s.task is not None for s in slots):
+            now = time.monotonic()
+            for i, s in enumerate(slots):
+                if pending and (s is None or s.task is None):
+                    if s is None:
+                        s = slots[i] = _Slot(ctx, worker_init)
+                    task = pending.popleft()
+                    s.task, s.started, s.deadline = task, now, now + _WORKER_START_S
+                    s.conn.send((task, texts[task["instance_sha"]]))
+            busy = [s for s in slots if s is not None and s.task is not None]
+            timeout = max(0.0, min(s.deadline for s in busy) - time.monotonic())
+            ready = wait([s.conn for s in busy], timeout=min(timeout, 5.0))
+            for s in busy:
+                if s.conn not in ready:
+                    continue
+                try:
+                    kind, payload = s.conn.recv()
+                except (EOFError, OSError):
+                    code = s.proc.exitcode
+                    s.kill()
+                    slots[slots.index(s)] = None
+                    yield failed_row(s.task, "crashed", f"worker died (exit code {code})",
+                                     time.monotonic() - s.started)
+                    continue
+                if kind == "start":
+                    s.started = time.monotonic()
+                    s.deadline = s.started + hard_limit_s if hard_limit_s is not None else float("inf")
+                else:
+                    task, s.task = s.task, None
+                    yield payload
+            now = time.monotonic()
+            for i, s in enumerate(slots):
+                if s is not None and s.task is not None and now > s.deadline:
+                    s.kill()
+                    slots[i] = None
+                    yield failed_row(s.task, "timeout", f"killed after {now - s.started:.1f} s wall "
+                                     f"(limit {hard_limit_s} s, time limit {s.task.get('time_limit_s')} s)",
+                                     now - s.started)
+    finally:
+        for s in slots:
+            if s is None:
+                continue
+            if s.task is None:
+                try:
+                    s.conn.send(None)
+                    s.proc.join(2)
+                except (OSError, ValueError):
+                    pass
+            if s.proc.is_alive() or s.task is not None:
+                s.kill()
+
+
+def run_inline(tasks: Sequence[dict[str, Any]], texts: dict[str, str], *,
+               worker_init: str | None = None) -> Iterator[dict[str, Any]]:
+    """Run the pairs one by one in this process (no hard limit: the method's own time limit only)."""
+    for task in tasks:
+        yield run_pair(task, texts[task["instance_sha"]], worker_init=worker_init)
+
+
+# ---------------------------------------------------------------------------------------------- ray
+def _ray_task(task: dict[str, Any], text: str, worker_init: str | None, sys_path: list[str]) -> dict[str, Any]:
+    for p in sys_path:  # lets a local cluster import the driver's helper modules (e.g. test methods)
+        if p not in sys.path:
+            sys.path.append(p)
+    return run_pair(task, text, worker_init=worker_init)
+
+
+def run_ray(tasks: Sequence[dict[str, Any]], texts: dict[str, str], *, workers: int | None,
+            hard_limit_s: float | None, address: str | None = None,
+            worker_init: str | None = None) -> Iterator[dict[str, Any]]:
+    """Yield one row per task, each pair a Ray task (``max_retries=0``); overrun -> cancelled, a timeout row.
+
+    Uses the running Ray if this process already called ``ray.init``; else starts a local one with
+    ``workers`` CPUs (or joins ``address``) and shuts it down at the end."""
+    try:
+        import ray
+    except ImportError:
+        raise InvalidInstanceError("--executor ray: the 'ray' package is not installed (pip install 'dplace[ray]')") from None
+    started_here = False
+    if not ray.is_initialized():
+        kw: dict[str, Any] = {"log_to_driver": False, "include_dashboard": False, "logging_level": "warning"}
+        try:
+            if address:
+                ray.init(address=address, **kw)
+            else:
+                ray.init(num_cpus=workers or os.cpu_count() or 1, **kw)
+        except Exception as exc:  # noqa: BLE001 - a cluster we cannot reach is the user's to fix
+            raise InvalidInstanceError(f"--executor ray: cannot start/join Ray ({_one_line(exc)})") from None
+        started_here = True
+    try:
+        remote = ray.remote(num_cpus=1, max_retries=0)(_ray_task)
+        capacity = workers or int(ray.cluster_resources().get("CPU", 1)) or 1
+        refs_text = {sha: ray.put(t) for sha, t in texts.items() if any(k["instance_sha"] == sha for k in tasks)}
+        pending = deque(tasks)
+        inflight: dict[Any, tuple[dict[str, Any], float, float]] = {}
+        sys_path = [p for p in sys.path if p and os.path.isdir(p)]
+        while pending or inflight:
+            while pending and len(inflight) < capacity:
+                task = pending.popleft()
+                ref = remote.remote(task, refs_text[task["instance_sha"]], worker_init, sys_path)
+                t = time.monotonic()
+                deadline = t + hard_limit_s + _RAY_SLACK_S if hard_limit_s is not None else float("inf")
+                inflight[ref] = (task, t, deadline)
+            timeout = max(0.0, min(v[2] for v in inflight.values()) - time.monotonic())
+            ready, _ = ray.wait(list(inflight), num_returns=1, timeout=min(timeout, 5.0))
+            for ref in ready:
+                task, t, _ = inflight.pop(ref)
+                try:
+                    yield ray.get(ref)
+                except Exception as exc:  # noqa: BLE001 - worker crash, OOM kill, ...
+                    yield failed_row(task, "crashed", _one_line(exc)[:500], time.monotonic() - t)
+            now = time.monotonic()
+            for ref in [r for r, v in inflight.items() if now > v[2]]:
+                task, t, _ = inflight.pop(ref)
+                try:
+                    ray.cancel(ref, force=True)
+                except Exception:  # noqa: BLE001
+                    pass
+                yield failed_row(task, "timeout", f"cancelled after {now - t:.1f} s wall (limit {hard_limit_s} s "
+                                 f"+ {_RAY_SLACK_S:.0f} s Ray slack, time limit {task.get('time_limit_s')} s)", now - t)
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+# ---------------------------------------------------------------------------------------------- the study
+def read_rows(out: str | Path) -> dict[str, dict[str, Any]]:
+    """Rows already written under ``out/rows`` by key (unreadable files are ignored: they rerun)."""
+    rows = {}
+    d = Path(out) / "rows"
+    if d.is_dir():
+        for f in sorted(d.glob("*.json")):
+            try:
+                row = json.loads(f.read_text())
+            except (OSError, json.JSONDecodeError):
+                continue
+            if isinstance(row, dict) and row.get("key") == f.stem:
+                rows[f.stem] = row
+    return rows
+
+
+@dataclass
+class BenchRun:
+    """What :func:`run_bench` did: aggregated rows of the study, summary per method, files, counts."""
+
+    rows: list[dict[str, Any]]
+    summary: list[dict[str, Any]]
+    files: list[str]
+    ran: int
+    skipped: int
+    params: dict[str, Any]
+
+
+def run_bench(
+    paths: Sequence[str | os.PathLike],
+    methods: str | Sequence[str] | None = None,
+    *,
+    out: str | os.PathLike = "bench-out",
+    time_limit_s: float | None = DEFAULT_TIME_LIMIT_S,
+    repeat: int = 1,
+    seed: int = 0,
+    executor: str = "local",
+    address: str | None = None,
+    workers: int | None = None,
+    hard_limit_s: float | None = None,
+    worker_init: str | None = None,
+    retry_failed: bool = False,
+    plots: bool = True,
+    progress: bool = True,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+) -> BenchRun:
+    """Run every (instance, method, repeat) pair not yet in ``out/rows``, then write the reports."""
+    if executor not in EXECUTORS:
+        raise InvalidInstanceError(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
+    if address and executor != "ray":
+        raise InvalidInstanceError(f"--address {address!r} needs --executor ray")
+    if not isinstance(repeat, int) or repeat < 1:
+        raise InvalidInstanceError(f"--repeat must be >= 1, got {repeat!r}")
+    if time_limit_s is not None and not (time_limit_s > 0):
+        raise InvalidInstanceError(f"--time-limit must be > 0, got {time_limit_s!r}")
+    if workers is not None and workers < 0:
+        raise InvalidInstanceError(f"--workers must be >= 0, got {workers!r}")
+    if hard_limit_s is not None and not (hard_limit_s > 0):
+        raise InvalidInstanceError(f"--hard-limit must be > 0, got {hard_limit_s!r}")
+    if workers == 0 and executor == "ray":
+        raise InvalidInstanceError("--workers 0 (in-process) works with --executor local only")
+    if worker_init:
+        init_worker(worker_init)  # fail early, and in-process runs need it too
+    names = parse_methods(methods)
+    suite = load_suite(paths)
+    tasks = plan(suite, names, repeat=repeat, seed=seed, time_limit_s=time_limit_s)
+    texts = {s.sha: s.text for s in suite}
+    hard = hard_limit_s if hard_limit_s is not None else hard_limit_for(time_limit_s)
+    n_workers = workers if workers is not None else (os.cpu_count() or 1)
+    out = Path(out)
+    params = {
+        "instances": [s.path for s in suite], "methods": names, "time_limit_s": time_limit_s,
+        "hard_limit_s": hard if n_workers else None, "repeat": repeat, "seed": seed, "executor": executor,
+        "address": address, "workers": n_workers,
+    }
+    done = read_rows(out)
+    if retry_failed:
+        done = {k: r for k, r in done.items() if r.get("status") not in ("error", "timeout", "crashed")}
+    todo = [t for t in tasks if t["key"] not in done]
+    rows = {t["key"]: done[t["key"]] for t in tasks if t["key"] in done}
+    (out / "rows").mkdir(parents=True, exist_ok=True)
+    save_json(out / "params.json", params)
+
+    if not todo:
+        stream: Iterable[dict[str, Any]] = iter(())
+    elif executor == "ray":
+        stream = run_ray(todo, texts, workers=workers, hard_limit_s=hard, address=address, worker_init=worker_init)
+    elif n_workers == 0:
+        stream = run_inline(todo, texts, worker_init=worker_init)
+    else:
+        stream = run_local(todo, texts, workers=n_workers, hard_limit_s=hard, worker_init=worker_init)
+
+    def record(row: dict[str, Any]) -> None:
+        save_json(out / "rows" / f"{row['key']}.json", row)
+        rows[row["key"]] = row
+        if on_row is not None:
+            on_row(row)
+
+    ran = 0
+    try:
+        if progress and todo:
+            ran = _consume_with_progress(stream, record, len(todo), len(tasks) - len(todo))
+        else:
+            for row in stream:
+                record(row)
+                ran += 1
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()  # kills workers still running after an interrupt
+        ordered = [rows[t["key"]] for t in tasks if t["key"] in rows]
+        from .report import write_outputs
+
+        written = write_outputs(out, ordered, params, names, plots=plots)
+    return BenchRun(written["rows"], written["summary"], written["files"], ran, len(tasks) - len(todo), params)
+
+
+def _consume_with_progress(stream: Iterable[dict[str, Any]], record: Callable[[dict[str, Any]], None],
+                           total: int, skipped: int) -> int:
+    from rich.console import Console
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+
+    console = Console(stderr=True)
+    ran = 0
+    with Progress(TextColumn("[bold]bench[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.description}"),
+                  console=console, transient=False) as bar:
+        if skipped:
+            console.print(f"resuming: {skipped} finished pair(s) skipped")
+        tid = bar.add_task("", total=total)
+        for row in stream:
+            record(row)
+            ran += 1
+            bar.update(tid, advance=1, description=f"{row['instance']} {row['method']} r{row['repeat']}: {row['status']}")
+    return ran
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+def add_cli(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``dplace bench`` on the main CLI's subparsers."""
+    p = subparsers.add_parser(
+        "bench", help="run a study: every instance x method x repeat, gaps to the best proven bound",
+        description="Run every (instance, method, repeat) pair with a time limit each, record one row per run "
+                    "in OUT/rows (resumable), and write results.csv, results.json, report.md and plots in OUT.",
+    )
+    p.add_argument("instances", nargs="+", help="instance files, or directories of *.json (searched recursively)")
+    p.add_argument("--methods", default=None, help="comma-separated method names (default: all registered methods)")
+    p.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT_S, metavar="S",
+                   help=f"time limit per run in seconds, given to the method (default {DEFAULT_TIME_LIMIT_S:g})")
+    p.add_argument("--hard-limit", type=float, default=None, metavar="S",
+                   help="wall limit per run before the worker is killed (default 1.5 x time limit + 10)")
+    p.add_argument("--repeat", type=int, default=1, metavar="N", help="runs per pair, seeds seed..seed+N-1 (default 1)")
+    p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    p.add_argument("--out", default="bench-out", metavar="DIR", help="output folder; reused to resume (default bench-out)")
+    p.add_argument("--executor", choices=EXECUTORS, default="local", help="local process pool or Ray tasks")
+    p.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="parallel runs (default: the machine's cores; 0 = in this process, no hard limit)")
+    p.add_argument("--retry-failed", action="store_true", help="rerun pairs whose row is an error/timeout/crash")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no summary table")
+    p.set_defaults(func=cmd_bench)
+    return p
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    run = run_bench(
+        args.instances, args.methods, out=args.out, time_limit_s=args.time_limit, repeat=args.repeat,
+        seed=args.seed, executor=args.executor, address=args.address, workers=args.workers,
+        hard_limit_s=args.hard_limit, retry_failed=args.retry_failed, plots=not args.no_plots,
+        progress=not args.quiet and sys.stderr.isatty(),
+    )
+    if not args.quiet:
+        from rich.console import Console
+        from rich.table import Table
+
+        from .report import summary_table_rows
+
+        header, lines = summary_table_rows(run.summary)
+        table = Table(title=f"dplace bench: {len(run.rows)} runs ({run.ran} run now, {run.skipped} resumed)")
+        for h in header:
+            table.add_column(h, justify="left" if h == "method" else "right")
+        for line in lines:
+            table.add_row(*line)
+        console = Console()
+        console.print(table)
+        console.print(f"wrote {Path(args.out) / 'report.md'} and {len(run.files) - 1} more file(s) in {args.out}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m dplace.bench ...``: the same command without the main CLI."""
+    parser = argparse.ArgumentParser(prog="dplace")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_cli(sub)
+    args = parser.parse_args(["bench", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return args.func(args)
+    except DplaceError as exc:
+        print(f"dplace bench: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
