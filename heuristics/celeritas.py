@@ -82,10 +82,14 @@ def fill_placement(inst: Instance, order: list[int]) -> list[int]:
     return pl
 
 
-def adjusting_placement(inst: Instance, order: list[int] | None = None) -> tuple[list[int], ScheduleState]:
+def adjusting_placement(inst: Instance, order: list[int] | None = None,
+                        trace: list | None = None) -> tuple[list[int], ScheduleState]:
     """Alg. 2 on ``inst`` (normally a coarse graph); returns the placement and the ScheduleState.
 
-    ``order``: the node order (default CPD-TOPO of ``inst``).
+    ``order``: the node order (default CPD-TOPO of ``inst``). ``trace``: if a list, one dict per node
+    is appended: ``v``, ``dk`` (previous node's device), ``d1`` (earliest EST), ``d`` (chosen),
+    ``est`` (per device, ∞ when full), ``back`` (eq. 8, or None when not needed); ``d1 = -1`` when every
+    device was full (best effort).
     """
     if order is None:
         order = cpd_topo_order(inst)
@@ -100,6 +104,7 @@ def adjusting_placement(inst: Instance, order: list[int] | None = None) -> tuple
         est = [inf] * m
         for d in cands:
             est[d] = state.est(v, d, insertion=True)
+        d1, dk, back = -1, prev, None
         if not cands:  # every allowed device is full: best effort
             f = rules.forced(v)
             d = f if f >= 0 else min(range(m), key=lambda x: (rules.used[x], x))
@@ -111,6 +116,8 @@ def adjusting_placement(inst: Instance, order: list[int] | None = None) -> tuple
                 d = d1 if est[dk] - est[d1] > back else dk  # eq. (9)
             else:
                 d = d1
+        if trace is not None:
+            trace.append({"v": v, "dk": dk, "d1": d1, "d": d, "est": est, "back": back})
         state.commit(v, d, insertion=True)
         rules.assign(v, d)
         prev = d
