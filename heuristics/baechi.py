@@ -319,10 +319,12 @@ def m_topo(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, 
     q = deque(c for c in range(cl.n) if indeg[c] == 0)
     placement = [-1] * inst.n
     order: list[list[int]] = [[] for _ in range(inst.m)]
-    cur = 0
+    cur = fallbacks = 0
     while q:
         c = q.popleft()
         d = ur.forced(c)
+        if d >= 0 and not ur.fits(c, d):
+            fallbacks += 1
         if d < 0:
             need = ur.need(c)
             while cur < inst.m - 1 and (ur.used[cur] + need > cap or not ur.fits(c, cur)):
@@ -332,6 +334,7 @@ def m_topo(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, 
             else:
                 cands = ur.candidates(c)
                 d = cands[0] if cands else ur.fallback(c)
+                fallbacks += not cands
         ur.assign(c, d)
         for o in cl.ops[c]:
             placement[o] = d
@@ -341,11 +344,12 @@ def m_topo(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, 
             if indeg[s] == 0:
                 q.append(s)
     return make_result(inst, "m_topo", placement, order, options=options,
-                       extra={**_extra(inst, units, cl), "cap_bytes": cap})
+                       extra={**_extra(inst, units, cl), "cap_bytes": cap, "fallbacks": fallbacks})
 
 
 # ---------------------------------------------------------------------------- m-ETF / m-SCT engine
-def _list_schedule(inst: Instance, cl: Clusters, ur: _UnitRules, fav_child: list[int] | None) -> ScheduleState:
+def _list_schedule(inst: Instance, cl: Clusters, ur: _UnitRules,
+                   fav_child: list[int] | None) -> tuple[ScheduleState, int]:
     """Memory-constrained ETF over clusters (Baechi §2.3), or SCT's finite-device rule (§2.4) when
     ``fav_child`` is given.
 
@@ -353,7 +357,8 @@ def _list_schedule(inst: Instance, cl: Clusters, ur: _UnitRules, fav_child: list
     scheduled; a device that cannot hold the cluster is dropped for it. Ties: for SCT, first the
     favorite child of a cluster on that cluster's device, then urgent clusters (data already on every
     device), then the rest; within a class, larger bottom level first, then topological position.
-    Every time comes from ``ScheduleState``.
+    Every time comes from ``ScheduleState``. Returns the state and the number of clusters placed
+    best-effort because no device had room (then the Result's memory is flagged).
     """
     m = inst.m
     state = ScheduleState(inst)
@@ -403,7 +408,7 @@ def _list_schedule(inst: Instance, cl: Clusters, ur: _UnitRules, fav_child: list
     for c in range(nc):
         if need[c] == 0:
             make_ready(c)
-    placed = 0
+    placed = fallbacks = 0
     while placed < nc:
         best = None
         for d in range(m):
@@ -444,6 +449,7 @@ def _list_schedule(inst: Instance, cl: Clusters, ur: _UnitRules, fav_child: list
             c = ready_seq[ready_ptr]
             commit(c, ur.fallback(c))
             placed += 1
+            fallbacks += 1
             continue
         key, c, d, src = best
         heapq.heappop(avail[d] if src == 0 else wait[d])
@@ -454,7 +460,7 @@ def _list_schedule(inst: Instance, cl: Clusters, ur: _UnitRules, fav_child: list
                 continue
         commit(c, d)
         placed += 1
-    return state
+    return state, fallbacks
 
 
 @register("m_etf", options=BaechiOptions, summary="Baechi m-ETF: earliest (op, device) start first; full devices dropped.")
@@ -463,9 +469,9 @@ def m_etf(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, *
     by earliest schedulable time; a pair whose device cannot hold the op is dropped."""
     opts = BaechiOptions(**options)
     units, cl, ur = _prepare(inst, opts)
-    state = _list_schedule(inst, cl, ur, None)
+    state, fallbacks = _list_schedule(inst, cl, ur, None)
     return make_result(inst, "m_etf", state.placement, state.order(), options=options,
-                       claimed_makespan=state.makespan, extra=_extra(inst, units, cl))
+                       claimed_makespan=state.makespan, extra={**_extra(inst, units, cl), "fallbacks": fallbacks})
 
 
 def _cluster_lp_data(inst: Instance, cl: Clusters) -> tuple[list[float], list[tuple[int, int, float]]]:
@@ -495,8 +501,8 @@ def m_sct(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, *
     k, edges = _cluster_lp_data(inst, cl)
     lp = solve_sct_lp(k, edges, solver=opts.lp_solver, time_limit_s=time_limit_s)
     fav_child, _ = favorite_children(cl.n, edges, lp.x, opts.threshold)
-    state = _list_schedule(inst, cl, ur, fav_child)
-    extra = {**_extra(inst, units, cl), "sct_lp_objective": lp.objective, "sct_lp_status": lp.status,
+    state, fallbacks = _list_schedule(inst, cl, ur, fav_child)
+    extra = {**_extra(inst, units, cl), "fallbacks": fallbacks, "sct_lp_objective": lp.objective, "sct_lp_status": lp.status,
              "sct_lp_time_s": lp.time_s, "favorite_children": sum(1 for f in fav_child if f >= 0)}
     return make_result(inst, "m_sct", state.placement, state.order(), options=options,
                        claimed_makespan=state.makespan, extra=extra)
