@@ -82,13 +82,23 @@ def _check_options(devices: Any, memory: Any, memory_fraction: Any, latency: Any
 
 
 def _capacity(ops: list[Op], n_devices: int, memory: float | None, memory_fraction: float | None,
-              default: Callable[[int], float]) -> int:
+              default: Callable[[int], float], *, raise_to_largest: bool = True) -> int:
+    """Bytes per device: ``memory``, else ``memory_fraction`` × total, else the format's default raised
+    to the largest op or colocation group when ``raise_to_largest`` (a synthetic default always gives a
+    valid instance; a size stated in the file is kept as stated)."""
     total = sum(op.memory for op in ops)
     if memory is not None:
         return int(memory)
     if memory_fraction is not None:
         return int(math.ceil(memory_fraction * total))
-    return int(math.ceil(default(total)))
+    if not raise_to_largest:
+        return int(math.ceil(default(total)))
+    groups: dict[str, int] = {}
+    for op in ops:
+        if op.colocation is not None:
+            groups[op.colocation] = groups.get(op.colocation, 0) + int(op.memory)
+    largest = max([int(op.memory) for op in ops] + list(groups.values()) + [0])
+    return max(int(math.ceil(default(total))), largest)
 
 
 def _default_split(total: int, m: int) -> float:
@@ -121,13 +131,11 @@ def op_type_from_name(name: str) -> str:
 
     ``MatMul47`` → ``MatMul``; ``MatMul47_Grad/Gemm_7`` → ``Gemm`` (the gradient op's own kind);
     ``Conv3_Grad/ConvGrad_2_gpu_0/...`` → ``ConvGrad``; weights and other tensors (``gpu_0/res4_w_0``,
-    ``99``, ``..._transposed`` without a kind) → ``Variable``.
+    ``99``, ``cls.predictions.bias``: names not starting with a capital) → ``Variable``.
     """
     part = name.split("_Grad/", 1)[1] if "_Grad/" in name else name
-    m = re.match(r"[A-Za-z]+", part)
-    if m is None or m.group(0) == "gpu":
-        return "Variable"
-    return m.group(0)
+    m = re.match(r"[A-Z][A-Za-z]*", part)
+    return "Variable" if m is None else m.group(0)
 
 
 def _split_field(op_type: str, dims: Mapping[str, int] | None) -> dict:
@@ -239,7 +247,7 @@ def from_dnn_partitioning(
             raise _bad(path, f"maxSizePerFPGA must be a number > 0 (or pass memory), got {msize!r}")
         return msize
 
-    cap = _capacity(ops, devices, memory, memory_fraction, default)
+    cap = _capacity(ops, devices, memory, memory_fraction, default, raise_to_largest=False)
     nm = name or Path(path).stem
     return _build(path, nm, devices, cap, ops, edges, latency, bandwidth, comm,
                   {"format": "dnn-partitioning", "file": Path(path).name, "time_unit": "ms"})
@@ -290,7 +298,7 @@ def from_pipedream(
     and its gradient back, 2 × ``activation_size`` bytes. ``type`` comes from the PyTorch class
     (Conv2d → Conv2D, Linear → MatMul, ...); Conv2d/Linear ops get ``split = {"dims": {"channel":
     out_channels}}`` (the batch size is not in the profile). Devices default to 4; memory per device to
-    total / (0.7 · devices) (one device cannot hold the graph).
+    total / (0.7 · devices) (one device cannot hold the graph), raised to the largest colocated layer.
     """
     _check_options(devices, memory, memory_fraction, latency, bandwidth, comm)
     devices = 4 if devices is None else devices

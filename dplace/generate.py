@@ -206,8 +206,8 @@ def transformer_training(
     memory: forward ops keep their output (for backward), gradient ops their output, variables 3 ×
     parameters. MatMul/BatchMatMul ops and their gradients carry ``split = {"dims": {"batch": 32,
     "channel": C}}`` (C = output features) for FastT's operation splitting. Device memory defaults to
-    :func:`default_memory` (total / (0.7 · n_devices)), so one device cannot hold the graph when
-    ``n_devices >= 2``. Smallest graph: 1 layer, 1 head (60 ops).
+    :func:`default_memory` (total / (0.7 · n_devices), raised to the largest op or colocation group if
+    needed), so one device cannot hold the graph when ``n_devices >= 2``. Smallest graph: 1 layer, 1 head (60 ops).
     """
     _check_int(n_ops, "n_ops", 1)
     _check_int(n_devices, "n_devices", 1)
@@ -312,7 +312,14 @@ def transformer_training(
             b.edge(grad[f], upd, params)
 
     total = sum(op.memory for op in b.ops)
-    cap = memory_per_device if memory_per_device is not None else default_memory(total, n_devices)
+    if memory_per_device is not None:
+        cap = memory_per_device
+    else:
+        groups: dict[str, int] = {}
+        for op in b.ops:
+            if op.colocation is not None:
+                groups[op.colocation] = groups.get(op.colocation, 0) + op.memory
+        cap = max(default_memory(total, n_devices), max(op.memory for op in b.ops), max(groups.values()))
     nm = name or f"transformer_{len(b.ops)}ops_{n_devices}dev_s{seed}"
     return Instance(nm, _devices(n_devices, cap), b.ops, b.edges, link=DEFAULT_LINK, comm=comm,
                     extra={"generator": {"kind": "transformer", "n_ops": n_ops, "n_devices": n_devices,

@@ -119,6 +119,7 @@ def test_transformer_smallest_and_options():
     assert transformer_training(2000, 4, layers=4).extra["generator"]["layers"] == 4
 
 
+@pytest.mark.slow
 def test_transformer_36k_is_fast_enough_to_build():
     # the 3 s goal is measured in benchmarks/bench_simulate.py; here only a generous sanity bound
     import time
