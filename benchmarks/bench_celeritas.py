@@ -101,6 +101,25 @@ def real_table(methods: list[str], time_limit: float) -> Table | None:
     return tab
 
 
+def sweep_table(settings: list[tuple[int, float]]) -> Table | None:
+    paths = sorted(glob.glob(os.path.join(ROOT, "instances", "*.json")))
+    if not paths:
+        return None
+    tab = Table(title="celeritas on the real graphs: coarse nodes and makespan (µs) for other R, M")
+    tab.add_column("instance", justify="right")
+    for R, M in settings:
+        tab.add_column(f"R={R} M={M}", justify="right")
+    for p in paths:
+        inst = dplace.load_instance(p)
+        cells = []
+        for R, M in settings:
+            res = dplace.solve(inst, "celeritas", R=R, M=M)
+            flag = "" if res.memory_ok else " OOM"
+            cells.append(f"{res.extra['coarse_nodes']} nodes: {res.makespan:.0f}{flag}")
+        tab.add_row(os.path.basename(p), *cells)
+    return tab
+
+
 def claim_table(n: int) -> Table:
     worse_model = worse_sim = 0
     for s in range(n):
@@ -135,6 +154,9 @@ def main(argv=None) -> int:
         methods = [m for m in ("celeritas", "order_place", "standard_evaluation", "m_sct") if m in dplace.methods()]
         tab = real_table(methods, args.time_limit)
         con.print(tab if tab is not None else "no instances/*.json yet")
+        tab = sweep_table([(200, 0.25), (200, 0.1), (200, 0.05), (50, 0.25), (20, 0.25)])
+        if tab is not None:
+            con.print(tab)
     if args.random:
         con.print(claim_table(args.random))
     return 0
