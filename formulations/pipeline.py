@@ -1,0 +1,1040 @@
+"""Pipelined model parallelism on chains: periodic patterns, 1F1B*, k-periodic patterns, allocations.
+
+Source: Beaumont, Eyraud-Dubois, Shilova, "Pipelined Model Parallelism: Complexity Results and
+Memory Considerations" (Euro-Par 2021): model and NCA §3, 1F1B* §5.1 (Alg. 1, Thm. 3), k-periodic
+patterns §5.2 (Thm. 4), contiguous vs general allocations §6 (Thm. 5, Lemma 2, Thm. 6).
+
+This is a different problem from DAG placement (the objective is the period of a steady-state
+pipeline, not one step's makespan), so nothing here is registered with :mod:`dplace.registry`.
+
+Vocabulary (as in the paper):
+- a *pattern* of period T holds each operation (F_l or B_l) k times; each copy has a resource, a start
+  in [0, T) and a shift h: in period j it processes batch j·k + h at time j·T + start. The pattern is
+  k-periodic; its normalised period is T/k.
+- NCA_l, the number of concurrent activations of layer l, is the largest number of batches whose
+  F_l has started and whose B_l has not (:func:`validate_pattern` counts it exactly from the shifts; for
+  1-periodic patterns it equals max h − h' of §3.2).
+- memory of a processor = Σ over its layers of W_l + NCA_l·a_l.
+- with a bandwidth β each cut between two resources becomes a communication layer of forward and
+  backward time a_l/β (2·a_l/β in all, §3.1) on its own link resource, without memory.
+
+Public functions: :func:`one_f_one_b_star`, :func:`k_periodic`, :func:`validate_pattern`,
+:func:`contiguous_dp`, :func:`contiguous_milp`, :func:`general_milp`, :func:`solve_pipeline`, plus
+helpers to build patterns (:func:`pattern_from_times`, :func:`packed_pattern`) and the paper's
+example chains (:func:`theorem4_chain`, :func:`theorem5_chain`, :func:`theorem6_chain`).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from dplace.chain import Chain, Layer, communication_time
+from dplace.errors import InfeasibleError, InvalidInstanceError, SolverError
+
+_REL = 1e-9  # relative tolerance on times and bytes
+
+
+# ======================================================================================= patterns
+@dataclass(frozen=True)
+class PatternOp:
+    kind: str  # "F" or "B"
+    layer: int  # index in the pattern's chain
+    resource: int  # processor 0..P-1, or a link (index >= P)
+    start: float  # µs, in [0, period)
+    shift: int  # batch shift h
+    duration: float  # µs
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A k-periodic pattern over ``chain`` (which includes communication layers, if any)."""
+
+    period: float
+    k: int
+    ops: tuple[PatternOp, ...]
+    chain: Chain
+    resources: tuple[str, ...]  # names; the first ``processors`` are processors, the rest links
+    processors: int
+
+    @property
+    def normalised_period(self) -> float:
+        return self.period / self.k
+
+    def allocation(self) -> list[int]:
+        """Resource of each layer of the pattern's chain (-1 if the layer has no op)."""
+        out = [-1] * self.chain.L
+        for op in self.ops:
+            out[op.layer] = op.resource
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"period": self.period, "k": self.k, "normalised_period": self.normalised_period,
+                "resources": list(self.resources),
+                "ops": [{"kind": o.kind, "layer": self.chain.layers[o.layer].id, "resource": self.resources[o.resource],
+                         "start": o.start, "shift": o.shift, "duration": o.duration} for o in self.ops]}
+
+
+@dataclass
+class PatternReport:
+    ok: bool
+    errors: list[str]
+    nca: list[int]  # per layer of the pattern's chain
+    memory: list[float]  # per resource
+    period: float
+    k: int
+
+    @property
+    def normalised_period(self) -> float:
+        return self.period / self.k
+
+    def summary(self) -> str:
+        if self.ok:
+            return f"valid {self.k}-periodic pattern, period {self.period:g}, normalised {self.normalised_period:g}"
+        return f"invalid pattern: {len(self.errors)} error(s); first: {self.errors[0]}"
+
+
+def _tol(x: float) -> float:
+    return _REL * max(1.0, abs(x))
+
+
+def _batch_sequence(L: int) -> list[tuple[str, int]]:
+    """The dependency chain of one batch (Figure 1): F_1..F_L, then B_L..B_1."""
+    return [("F", l) for l in range(L)] + [("B", l) for l in reversed(range(L))]
+
+
+def validate_pattern(pattern: Pattern, memory: float | None = None) -> PatternReport:
+    """Check a k-periodic pattern: every op k times with shifts covering all residues mod k, each layer
+    on one resource, durations from the chain, one op at a time per resource (circularly, ops of zero
+    duration ignored), the Figure-1 dependencies across periods, NCA per layer and memory per resource
+    (≤ ``memory`` when given). NCA_l is counted at each F_l start: batches whose F_l started and whose
+    B_l has not started yet (a B_l starting at the same instant counts as not started)."""
+    ch = pattern.chain
+    T, k = float(pattern.period), int(pattern.k)
+    errs: list[str] = []
+    L = ch.L
+    nca = [0] * L
+    mem = [0.0] * len(pattern.resources)
+    if k < 1 or not (T > 0):
+        return PatternReport(False, [f"period must be > 0 and k >= 1, got T={T!r}, k={k!r}"], nca, mem, T, k)
+    copies: dict[tuple[str, int], dict[int, PatternOp]] = {}
+    res_of = [-1] * L
+    for op in pattern.ops:
+        if op.kind not in ("F", "B") or not 0 <= op.layer < L:
+            errs.append(f"op {op.kind}{op.layer}: unknown kind or layer")
+            continue
+        name = f"{op.kind}({ch.layers[op.layer].id})"
+        want = ch.layers[op.layer].forward if op.kind == "F" else ch.layers[op.layer].backward
+        if abs(op.duration - want) > _tol(want):
+            errs.append(f"{name}: duration must be {want:g}, got {op.duration:g}")
+        if not -_tol(T) <= op.start < T:
+            errs.append(f"{name}: start must be in [0, {T:g}), got {op.start:g}")
+        if op.duration > T + _tol(T):
+            errs.append(f"{name}: duration {op.duration:g} exceeds the period {T:g}")
+        if not 0 <= op.resource < len(pattern.resources):
+            errs.append(f"{name}: unknown resource {op.resource}")
+            continue
+        if res_of[op.layer] not in (-1, op.resource):
+            errs.append(f"layer {ch.layers[op.layer].id!r}: ops on resources {res_of[op.layer]} and {op.resource}")
+        res_of[op.layer] = op.resource
+        slot = copies.setdefault((op.kind, op.layer), {})
+        r = op.shift % k
+        if r in slot:
+            errs.append(f"{name}: two copies process batches ≡ {r} mod {k}")
+        slot[r] = op
+    for kind, l in _batch_sequence(L):
+        got = copies.get((kind, l), {})
+        if len(got) != k:
+            errs.append(f"{kind}({ch.layers[l].id}): needs {k} copies with distinct shifts mod {k}, got {len(got)}")
+    if errs:
+        return PatternReport(False, errs, nca, mem, T, k)
+    # one op at a time per resource (circular)
+    by_res: dict[int, list[PatternOp]] = {}
+    for op in pattern.ops:
+        if op.duration > 0:
+            by_res.setdefault(op.resource, []).append(op)
+    for r, ops in by_res.items():
+        ops.sort(key=lambda o: o.start)
+        for i, a in enumerate(ops):
+            b = ops[(i + 1) % len(ops)]
+            limit = b.start + (T if i == len(ops) - 1 else 0.0)
+            if len(ops) > 1 and a.start + a.duration > limit + _tol(T):
+                errs.append(f"resource {pattern.resources[r]!r}: {a.kind}({ch.layers[a.layer].id}) at {a.start:g} "
+                            f"overlaps {b.kind}({ch.layers[b.layer].id}) at {b.start:g}")
+    # dependencies: batch b runs op a then op b; op copies with the same residue process the same batches
+    seq = _batch_sequence(L)
+    for (ka, la), (kb, lb) in zip(seq, seq[1:]):
+        for r, a in copies[(ka, la)].items():
+            b = copies[(kb, lb)][r]
+            dshift = a.shift - b.shift  # multiple of k
+            if (dshift / k) * T + b.start < a.start + a.duration - _tol(T):
+                errs.append(f"dependency {ka}({ch.layers[la].id}) -> {kb}({ch.layers[lb].id}) broken for shift "
+                            f"{a.shift} -> {b.shift}")
+    # NCA: exact count of live activations at each F_l start
+    for l in range(L):
+        fs, bs = copies[("F", l)], copies[("B", l)]
+        best = 0
+        for f in fs.values():
+            t = f.start
+            live = 0
+            for r in range(k):
+                fr, br = fs[r], bs[r]
+                jf = math.floor((t - fr.start) / T + _REL)  # last period whose copy has started (<= t)
+                jb = math.ceil((t - br.start) / T - _REL) - 1  # last period whose copy started (< t)
+                live += ((jf * k + fr.shift) - (jb * k + br.shift)) // k
+            best = max(best, live)
+        if best < 1:
+            errs.append(f"layer {ch.layers[l].id!r}: B runs before its F (NCA {best})")
+        nca[l] = best
+        if res_of[l] >= 0:
+            mem[res_of[l]] += ch.layers[l].weights + best * ch.layers[l].activation
+    if memory is not None:
+        for r in range(min(pattern.processors, len(mem))):
+            if mem[r] > memory + _tol(memory):
+                errs.append(f"processor {pattern.resources[r]!r}: memory {mem[r]:g} exceeds {memory:g}")
+    return PatternReport(not errs, errs, nca, mem, T, k)
+
+
+def pattern_from_times(chain: Chain, allocation: Sequence[int], tau_f: Sequence[float], tau_b: Sequence[float],
+                       period: float, resources: Sequence[str], processors: int) -> Pattern:
+    """Fold a single-batch schedule (batch i runs F_l at tau_f[l] + i·T, B_l at tau_b[l] + i·T) into a
+    1-periodic pattern: start = tau mod T, shift = -floor(tau / T), shifts renormalised so that B_1 has 0."""
+    T = float(period)
+    ops = []
+    for kind, taus, durs in (("F", tau_f, chain.uf), ("B", tau_b, chain.ub)):
+        for l, tau in enumerate(taus):
+            q = math.floor(tau / T + _REL)
+            start = tau - q * T
+            if start < 0:
+                start = 0.0
+            ops.append([kind, l, allocation[l], start, -q, durs[l]])
+    h0 = next(o[4] for o in ops if o[0] == "B" and o[1] == 0)
+    return Pattern(T, 1, tuple(PatternOp(o[0], o[1], o[2], o[3], o[4] - h0, o[5]) for o in ops), chain,
+                   tuple(resources), processors)
+
+
+def single_batch_times(pattern: Pattern) -> tuple[list[float], list[float]]:
+    """Inverse of :func:`pattern_from_times` for a 1-periodic pattern: tau = start - shift·T."""
+    if pattern.k != 1:
+        raise InvalidInstanceError(f"pattern: single-batch times need k = 1, got {pattern.k}")
+    tf = [0.0] * pattern.chain.L
+    tb = [0.0] * pattern.chain.L
+    for op in pattern.ops:
+        (tf if op.kind == "F" else tb)[op.layer] = op.start - op.shift * pattern.period
+    return tf, tb
+
+
+def k_periodic(pattern: Pattern, k: int) -> Pattern:
+    """Theorem 4's construction (§5.2): unroll the 1-periodic ``pattern`` k+1 times (period (k+1)·T)
+    and remove every operation of every (k+1)-th batch. The result is k-periodic with period (k+1)·T
+    and normalised period (1 + 1/k)·T; it trades throughput for at most one fewer live activation.
+    ``k = 1`` keeps one batch in two (period 2T)."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InvalidInstanceError(f"k must be an integer >= 1, got {k!r}")
+    tf, tb = single_batch_times(pattern)
+    T = pattern.period
+    Tk = (k + 1) * T
+    alloc = pattern.allocation()
+    ops = []
+    for kind, taus, durs in (("F", tf, pattern.chain.uf), ("B", tb, pattern.chain.ub)):
+        for l, tau in enumerate(taus):
+            for r in range(k):  # kept batches: i = q(k+1) + r, r < k, renumbered q·k + r
+                t = tau + r * T
+                j0 = math.floor(t / Tk + _REL)
+                start = max(0.0, t - j0 * Tk)
+                ops.append([kind, l, alloc[l], start, r - j0 * k, durs[l]])
+    ref = min((o for o in ops if o[0] == "B" and o[1] == 0), key=lambda o: o[3])[4]
+    ref -= ref % k  # keep residues; shift so the first B_1 is near 0
+    return Pattern(Tk, k, tuple(PatternOp(o[0], o[1], o[2], o[3], o[4] - ref, o[5]) for o in ops), pattern.chain,
+                   pattern.resources, pattern.processors)
+
+
+# ============================================================================== communication
+def expand_communication(chain: Chain, allocation: Sequence[int], processors: int
+                         ) -> tuple[Chain, list[int], list[int | None], list[str]]:
+    """With β, insert a communication layer (u_F = u_B = a_l/β, no weights, no activation) at every
+    cut l | l+1 whose layers are on different processors, each on its own link resource (§3.1).
+    Returns (expanded chain, allocation over it, origin layer of each expanded layer or None, resource
+    names). Without β (or without cuts) the chain is returned unchanged."""
+    res = [f"p{p}" for p in range(processors)]
+    if chain.bandwidth is None:
+        return chain, list(allocation), list(range(chain.L)), res
+    layers: list[Layer] = []
+    alloc: list[int] = []
+    origin: list[int | None] = []
+    for l, ly in enumerate(chain.layers):
+        layers.append(ly)
+        alloc.append(allocation[l])
+        origin.append(l)
+        if l + 1 < chain.L and allocation[l] != allocation[l + 1]:
+            half = communication_time(chain, l) / 2.0
+            layers.append(Layer(f"comm:{ly.id}", half, half, 0.0, 0.0))
+            alloc.append(len(res))
+            origin.append(None)
+            res.append(f"link{allocation[l]}-{allocation[l + 1]}@{ly.id}")
+    return chain.replace(layers=tuple(layers), bandwidth=None), alloc, origin, res
+
+
+# ===================================================================================== 1F1B*
+@dataclass
+class StarPattern:
+    pattern: Pattern  # 1-periodic, over the chain with communication layers
+    nca: list[int]  # per layer of the original chain (= group number of its stage)
+    groups: list[list[int]]  # groups of items (stages and comm layers), group 1 = the last one
+    origin: list[int | None]
+
+
+def _check_stages(chain: Chain, stages: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    st = [tuple(s) for s in stages]
+    pos = 0
+    for i, (a, b) in enumerate(st):
+        if a != pos or b <= a:
+            raise InvalidInstanceError(f"partition: stage {i} must start at layer {pos} and be non-empty, got ({a}, {b})")
+        pos = b
+    if pos != chain.L:
+        raise InvalidInstanceError(f"partition: stages must cover the {chain.L} layers, cover {pos}")
+    return st  # type: ignore[return-value]
+
+
+def one_f_one_b_star(chain: Chain, stages: Sequence[tuple[int, int]], period: float) -> StarPattern:
+    """Algorithm 1 (1F1B*, §5.1) for the contiguous partition ``stages`` (half-open layer ranges, stage
+    s on processor s) and period T: (1) groups built greedily from the last stage while the summed
+    u_F + u_B stays ≤ T; (2) an Equal Shift Pattern inside each group (forwards back to back, then the
+    backwards in reverse order); (3) groups connected with no idle time between forwards. Every
+    layer of group g gets NCA g, which is the least any 1-periodic pattern of period T can use
+    (Theorem 3). Communication layers (β) are items of their own, on links."""
+    st = _check_stages(chain, stages)
+    P = len(st)
+    alloc = [0] * chain.L
+    for s, (a, b) in enumerate(st):
+        for l in range(a, b):
+            alloc[l] = s
+    ech, ealloc, origin, resources = expand_communication(chain, alloc, P)
+    T = float(period)
+    # items: maximal runs of expanded layers on one resource
+    items: list[list[int]] = []
+    for l in range(ech.L):
+        if items and ealloc[items[-1][-1]] == ealloc[l]:
+            items[-1].append(l)
+        else:
+            items.append([l])
+    uf, ub = ech.uf, ech.ub
+    U = [sum(uf[l] + ub[l] for l in it) for it in items]
+    for i, it in enumerate(items):
+        if U[i] > T + _tol(T):
+            raise InvalidInstanceError(f"period: {T:g} is below the load {U[i]:g} of {resources[ealloc[it[0]]]}")
+    # Phase 1: groups from the end
+    groups: list[list[int]] = []
+    cur: list[int] = []
+    load = 0.0
+    for i in reversed(range(len(items))):
+        if cur and load + U[i] > T + _tol(T):
+            groups.append(cur[::-1])
+            cur, load = [], 0.0
+        cur.append(i)
+        load += U[i]
+    groups.append(cur[::-1])
+    # Phases 2-3 as single-batch times: forwards back to back from 0; the backwards of group g form
+    # the V of the Equal Shift Pattern, delayed by (g-1)·T
+    tau_f = [0.0] * ech.L
+    tau_b = [0.0] * ech.L
+    t = 0.0
+    for l in range(ech.L):
+        tau_f[l] = t
+        t += uf[l]
+    for g, grp in enumerate(groups, start=1):
+        layers = [l for i in grp for l in items[i]]
+        t = tau_f[layers[-1]] + uf[layers[-1]] + (g - 1) * T
+        for l in reversed(layers):
+            tau_b[l] = t
+            t += ub[l]
+    pat = pattern_from_times(ech, ealloc, tau_f, tau_b, T, resources, P)
+    group_of_item = {i: g for g, grp in enumerate(groups, start=1) for i in grp}
+    nca_e = [0] * ech.L
+    for i, it in enumerate(items):
+        for l in it:
+            nca_e[l] = group_of_item[i]
+    nca = [nca_e[e] for e in range(ech.L) if origin[e] is not None]
+    return StarPattern(pat, nca, [[i for i in grp] for grp in groups], origin)
+
+
+def packed_pattern(chain: Chain, allocation: Sequence[int], processors: int,
+                   period: float | None = None) -> Pattern:
+    """A valid 1-periodic pattern for any allocation (§6, Theorem 1's proof): on each processor the
+    ops of its layers are packed back to back from time 0 in the order of one batch (F_1..F_L,
+    B_L..B_1); each op then gets the largest shift its predecessor allows. Period = the largest
+    processor load (or ``period`` if larger). Communication layers (β) sit alone on their links."""
+    ech, ealloc, origin, resources = expand_communication(chain, allocation, processors)
+    loads = [0.0] * len(resources)
+    for l, r in enumerate(ealloc):
+        loads[r] += ech.layers[l].forward + ech.layers[l].backward
+    T = max(loads)
+    if period is not None:
+        T = max(T, float(period))
+    if T <= 0:
+        T = 1.0
+    nxt = [0.0] * len(resources)
+    start: dict[tuple[str, int], float] = {}
+    seq = _batch_sequence(ech.L)
+    for kind, l in seq:
+        d = ech.layers[l].forward if kind == "F" else ech.layers[l].backward
+        start[(kind, l)] = nxt[ealloc[l]]
+        nxt[ealloc[l]] += d
+    tau: dict[tuple[str, int], float] = {}
+    prev_end = 0.0
+    for kind, l in seq:
+        s = start[(kind, l)]
+        tau[(kind, l)] = s + T * max(0, math.ceil((prev_end - s) / T - _REL))
+        prev_end = tau[(kind, l)] + (ech.layers[l].forward if kind == "F" else ech.layers[l].backward)
+    return pattern_from_times(ech, ealloc, [tau[("F", l)] for l in range(ech.L)],
+                              [tau[("B", l)] for l in range(ech.L)], T, resources, processors)
+
+
+# ==================================================================================== solutions
+@dataclass
+class PipelineSolution:
+    method: str
+    chain: Chain
+    processors: int
+    memory: float | None
+    status: str  # "optimal" | "feasible" | "infeasible" | "unknown"
+    allocation: list[int] = field(default_factory=list)  # processor of each layer
+    stages: list[tuple[int, int]] | None = None  # contiguous allocations only
+    pattern: Pattern | None = None
+    report: PatternReport | None = None
+    nca: list[int] = field(default_factory=list)  # per layer of the chain
+    memory_used: list[float] = field(default_factory=list)  # per processor
+    claimed_period: float | None = None  # the model's objective
+    solve_time_s: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def period(self) -> float | None:
+        return self.pattern.period if self.pattern else None
+
+    @property
+    def normalised_period(self) -> float | None:
+        return self.pattern.normalised_period if self.pattern else None
+
+    @property
+    def k(self) -> int:
+        return self.pattern.k if self.pattern else 1
+
+    @property
+    def ok(self) -> bool:
+        return self.report is not None and self.report.ok
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": "dplace-pipeline/1", "chain": self.chain.name, "method": self.method,
+                "status": self.status, "processors": self.processors, "memory": self.memory,
+                "period": self.period, "k": self.k, "normalised_period": self.normalised_period,
+                "claimed_period": self.claimed_period, "valid": self.ok,
+                "errors": list(self.report.errors) if self.report else [],
+                "allocation": {ly.id: a for ly, a in zip(self.chain.layers, self.allocation)},
+                "stages": self.stages, "nca": {ly.id: n for ly, n in zip(self.chain.layers, self.nca)},
+                "memory_used": self.memory_used, "solve_time_s": self.solve_time_s, "extra": self.extra,
+                "pattern": self.pattern.to_dict() if self.pattern else None}
+
+
+def _finish(sol: PipelineSolution, pattern: Pattern, origin: Sequence[int | None]) -> PipelineSolution:
+    rep = validate_pattern(pattern, sol.memory)
+    sol.pattern = pattern
+    sol.report = rep
+    sol.nca = [rep.nca[e] for e in range(len(origin)) if origin[e] is not None]
+    sol.memory_used = rep.memory[:sol.processors]
+    return sol
+
+
+def with_k(sol: PipelineSolution, k: int) -> PipelineSolution:
+    """The same allocation with the k-periodic pattern of :func:`k_periodic` built from its 1-periodic one."""
+    if sol.pattern is None:
+        raise InvalidInstanceError(f"solution of {sol.method!r} has no pattern to unroll")
+    pat = k_periodic(sol.pattern, k)
+    origin = [i for i in range(pat.chain.L)]
+    # communication layers carry no memory; map back through the expanded chain's ids
+    ids = {ly.id for ly in sol.chain.layers}
+    origin2 = [i if pat.chain.layers[i].id in ids else None for i in origin]
+    new = PipelineSolution(sol.method + f"+k{k}", sol.chain, sol.processors, sol.memory, sol.status, sol.allocation,
+                           sol.stages, claimed_period=sol.claimed_period, solve_time_s=sol.solve_time_s,
+                           extra=dict(sol.extra, k_from_period=sol.period))
+    return _finish(new, pat, origin2)
+
+
+# =============================================================================== contiguous DP
+def _prefix(xs: Sequence[float]) -> list[float]:
+    out = [0.0]
+    for x in xs:
+        out.append(out[-1] + x)
+    return out
+
+
+class _ContiguousDP:
+    """Exact feasibility test for a period T over contiguous partitions under 1F1B* memory.
+
+    Any grouping of consecutive stages whose summed loads are ≤ T yields a valid 1-periodic pattern
+    in which group g (numbered from the end) has NCA g, and the greedy grouping of Alg. 1 gives every
+    stage its least group number (Theorem 3). So T is feasible iff layers can be cut into groups
+    (from the end, loads ≤ T, communication included) and groups into ≤ P stages each fitting in
+    memory with NCA = its group number. The DP goes group by group from the end; a state is (first
+    layer covered, whether the comm layer at that cut is already in the group on its right) with the
+    least number of stages used; without β, states that cover more layers with no more stages dominate.
+    """
+
+    def __init__(self, chain: Chain, P: int, M: float | None) -> None:
+        self.ch = chain
+        self.P = P
+        self.M = M
+        self.L = chain.L
+        self.U = _prefix(chain.u)
+        self.W = _prefix(chain.w)
+        self.A = _prefix(chain.a)
+        self.c = [0.0] + [communication_time(chain, l - 1) for l in range(1, self.L)] + [0.0]  # c[j]: cut before j
+        self.comm = chain.bandwidth is not None and any(x > 0 for x in self.c)
+        self._reach: dict[int, list[int]] = {}
+
+    def fits(self, i: int, j: int, g: int) -> bool:
+        if self.M is None:
+            return True
+        m = self.W[j] - self.W[i] + g * (self.A[j] - self.A[i])
+        return m <= self.M + _tol(self.M)
+
+    def reach(self, g: int) -> list[int]:
+        """reach[e] = least i with stage [i, e) fitting at NCA g (e if layer e-1 alone does not fit)."""
+        r = self._reach.get(g)
+        if r is None:
+            r = [0] * (self.L + 1)
+            i = 0
+            for e in range(1, self.L + 1):
+                while i < e and not self.fits(i, e, g):
+                    i += 1
+                r[e] = i
+            self._reach[g] = r
+        return r
+
+    def _min_stages(self, i: int, j: int, g: int, limit: int) -> int | None:
+        r = self.reach(g)
+        cnt, e = 0, j
+        while e > i:
+            nxt = r[e]
+            if nxt >= e:
+                return None
+            e = max(nxt, i)
+            cnt += 1
+            if cnt > limit:
+                return None
+        return cnt
+
+    def _split_comm(self, i: int, j: int, g: int, limit: int) -> list[dict[int, tuple[float, int]]]:
+        """For fixed end j: D[i][s] = (least internal comm, next cut) splitting [i, j) into s stages."""
+        r = self.reach(g)
+        D: list[dict[int, tuple[float, int]]] = [dict() for _ in range(j + 1)]
+        D[j][0] = (0.0, j)
+        for x in range(j - 1, i - 1, -1):
+            for e in range(x + 1, j + 1):
+                if r[e] > x:
+                    continue
+                add = self.c[e] if e < j else 0.0
+                for s, (cm, _) in D[e].items():
+                    if s + 1 > limit:
+                        continue
+                    v = cm + add
+                    old = D[x].get(s + 1)
+                    if old is None or v < old[0] - 1e-12:
+                        D[x][s + 1] = (v, e)
+        return D
+
+    def solve(self, T: float) -> list[tuple[list[tuple[int, int]], int]] | None:
+        """Groups (each a list of stages, from the chain's start) if T is feasible, else None."""
+        P, L, U, c = self.P, self.L, self.U, self.c
+        tol = _tol(T)
+        # state key (i, f) -> (stages, parent) ; parent = (prev key, level, stage cuts of the group)
+        levels: list[dict[tuple[int, int], tuple[int, Any]]] = [{(L, 0): (0, None)}]
+        seen: dict[tuple[int, int], int] = {(L, 0): 0}
+        for g in range(P if not self.comm else 2 * P - 1):
+            cur = levels[-1]
+            new: dict[tuple[int, int], tuple[int, Any]] = {}
+
+            def offer(key, s, parent):
+                if s > P:
+                    return
+                if key in seen and seen[key] <= s:
+                    return
+                old = new.get(key)
+                if old is None or s < old[0]:
+                    new[key] = (s, parent)
+
+            for (j, f), (s0, _) in cur.items():
+                right = c[j] if (f == 0 and j < L) else 0.0
+                if right > T + tol:
+                    continue
+                if f == 0 and j < L and self.comm:  # a group made of the comm layer alone
+                    offer((j, 1), s0, ((j, f), []))
+                if not self.comm:
+                    i = j - 1
+                    while i >= 0 and U[j] - U[i] <= T + tol:
+                        ms = self._min_stages(i, j, g + 1, P - s0)
+                        if ms is None:
+                            break
+                        offer((i, 0), s0 + ms, ((j, f), None))
+                        i -= 1
+                    continue
+                if j == 0 or U[j] - U[j - 1] + right > T + tol:
+                    continue
+                lo = j - 1
+                while lo > 0 and U[j] - U[lo - 1] + right <= T + tol:
+                    lo -= 1
+                D = self._split_comm(lo, j, g + 1, P - s0)
+                for i in range(j - 1, lo - 1, -1):
+                    for flag in ((0, 1) if i > 0 else (0,)):
+                        extra = c[i] if flag else 0.0
+                        for s, (cm, _) in sorted(D[i].items()):
+                            if U[j] - U[i] + right + cm + extra <= T + tol:
+                                offer((i, flag), s0 + s, ((j, f), (i, j, g + 1)))
+                                break
+            if not new:
+                return None
+            if not self.comm:  # Pareto front: fewer layers left and fewer stages dominate
+                front: dict[tuple[int, int], tuple[int, Any]] = {}
+                bests = math.inf
+                for key in sorted(new):
+                    if new[key][0] < bests:
+                        front[key] = new[key]
+                        bests = new[key][0]
+                new = front
+            for key, (s, _) in new.items():
+                seen[key] = min(seen.get(key, P + 1), s)
+            levels.append(new)
+            for key in ((0, 0), (0, 1)):
+                if key in new:
+                    return self._rebuild(levels, key)
+        return None
+
+    def _rebuild(self, levels, key) -> list[tuple[list[tuple[int, int]], int]]:
+        groups = []
+        g = len(levels) - 1
+        while g > 0:
+            s, parent = levels[g][key]
+            prev, info = parent
+            i, j = key[0], prev[0]
+            if i < j:  # not a comm-only group
+                if not self.comm:
+                    r = self.reach(g)
+                    cuts, e = [], j
+                    while e > i:
+                        b = max(r[e], i)
+                        cuts.append((b, e))
+                        e = b
+                    stages = cuts[::-1]
+                else:
+                    D = self._split_comm(i, j, g, self.P)
+                    s_here = s - levels[g - 1][prev][0]
+                    stages, x, cnt = [], i, s_here
+                    while x < j:
+                        e = D[x][cnt][1]
+                        stages.append((x, e))
+                        x, cnt = e, cnt - 1
+                groups.append((stages, g))
+            key = prev
+            g -= 1
+        return groups  # from the chain's start
+
+
+def _check_cost(chain: Chain) -> None:
+    if sum(chain.u) <= 0:
+        raise InvalidInstanceError(f"chain {chain.name!r}: total forward+backward time must be > 0, got 0")
+
+
+def _candidates(chain: Chain, lo: float) -> list[float]:
+    import numpy as np
+
+    pre = np.asarray(_prefix(chain.u))
+    diffs = (pre[None, :] - pre[:, None])
+    vals = np.unique(diffs[np.triu_indices(len(pre), 1)])
+    return [float(v) for v in vals if v >= lo - _tol(lo)]
+
+
+def contiguous_dp(chain: Chain, processors: int | None = None, memory: float | None = None, *,
+                  use_chain_memory: bool = True) -> PipelineSolution:
+    """Exact least period over contiguous allocations with memory under 1F1B* (§5.1, Theorem 3).
+
+    A binary search over candidate periods (every sum of consecutive layer costs; with β a bisection
+    on the period) with the exact feasibility DP of :class:`_ContiguousDP`; the pattern is 1F1B* at
+    the least feasible period. Raises InfeasibleError when no contiguous allocation fits."""
+    t0 = time.perf_counter()
+    _check_cost(chain)
+    P = processors or chain.processors
+    M = memory if memory is not None else (chain.memory if use_chain_memory else None)
+    dp = _ContiguousDP(chain, P, M)
+    total = dp.U[-1]
+    lo = max(max(chain.u), total / P)
+    hi = total + sum(dp.c)
+    if dp.solve(hi) is None:
+        raise InfeasibleError(
+            f"chain {chain.name!r}: no contiguous allocation on {P} processors fits in memory {M:g}")
+    if not dp.comm:
+        cands = _candidates(chain, lo)
+        a, b = 0, len(cands) - 1
+        while a < b:
+            mid = (a + b) // 2
+            if dp.solve(cands[mid]) is not None:
+                b = mid
+            else:
+                a = mid + 1
+        T = cands[a]
+    else:
+        a_t, b_t = lo, hi
+        for _ in range(60):
+            if b_t - a_t <= 1e-9 * b_t:
+                break
+            mid = (a_t + b_t) / 2
+            if dp.solve(mid) is not None:
+                b_t = mid
+            else:
+                a_t = mid
+        T = b_t
+    groups = dp.solve(T)
+    assert groups is not None
+    stages = [st for grp, _ in groups for st in grp]
+    if dp.comm:  # the period the found partition actually needs (≤ T)
+        T = _needed_period(chain, stages, M)
+    star = one_f_one_b_star(chain, stages, T)
+    alloc = [s for s, (a_, b_) in enumerate(stages) for _ in range(a_, b_)]
+    sol = PipelineSolution("contiguous_dp", chain, P, M, "optimal", alloc, stages, claimed_period=T,
+                           extra={"groups": len(star.groups)})
+    _finish(sol, star.pattern, star.origin)
+    sol.solve_time_s = time.perf_counter() - t0
+    return sol
+
+
+def _needed_period(chain: Chain, stages: list[tuple[int, int]], M: float | None) -> float:
+    """Least T for which 1F1B* on ``stages`` fits in memory (T ranges over group loads)."""
+    alloc = [s for s, (a, b) in enumerate(stages) for _ in range(a, b)]
+    ech, ealloc, _, _ = expand_communication(chain, alloc, len(stages))
+    items: list[float] = []
+    last = None
+    for l in range(ech.L):
+        if ealloc[l] == last:
+            items[-1] += ech.layers[l].forward + ech.layers[l].backward
+        else:
+            items.append(ech.layers[l].forward + ech.layers[l].backward)
+            last = ealloc[l]
+    pre = _prefix(items)
+    cands = sorted({pre[j] - pre[i] for i in range(len(pre)) for j in range(i + 1, len(pre))
+                    if pre[j] - pre[i] >= max(items) - 1e-12})
+    for T in cands:
+        star = one_f_one_b_star(chain, stages, T)
+        if validate_pattern(star.pattern, M).ok:
+            return T
+    return cands[-1]
+
+
+# ============================================================================== CP-SAT models
+def _int_scale(values: Sequence[float]) -> tuple[float, bool]:
+    """Scale making times integers: 1 if they already are, else 1000 (rounded; flagged)."""
+    if all(abs(v - round(v)) <= 1e-9 * max(1.0, abs(v)) for v in values):
+        return 1.0, False
+    return 1000.0, True
+
+
+def _solver(time_limit_s: float | None, seed: int):
+    from ortools.sat.python import cp_model
+
+    s = cp_model.CpSolver()
+    if time_limit_s is not None:
+        s.parameters.max_time_in_seconds = float(time_limit_s)
+    s.parameters.num_workers = 2
+    s.parameters.random_seed = int(seed)
+    return s
+
+
+def contiguous_milp(chain: Chain, processors: int | None = None, memory: float | None = None, *,
+                    time_limit_s: float | None = 30.0, seed: int = 0) -> PipelineSolution:
+    """CP-SAT model of the contiguous problem with the **1F1B* NCA model**: layer l's NCA is the
+    number z_l of its group (groups of consecutive stages counted from the end, each group's summed
+    u_F + u_B ≤ T), so memory of stage p is Σ_l [l in p](W_l + z_l·a_l) ≤ M; minimise T ≥ every stage
+    load. Same optimum as :func:`contiguous_dp` (both are exact for this model). Not with β."""
+    from ortools.sat.python import cp_model
+
+    if chain.bandwidth is not None:
+        raise NotImplementedError("contiguous_milp: communication (bandwidth) is not modelled; use contiguous_dp")
+    t0 = time.perf_counter()
+    _check_cost(chain)
+    P = processors or chain.processors
+    M = memory if memory is not None else chain.memory
+    L = chain.L
+    sc, rounded = _int_scale(chain.u)
+    u = [int(round(x * sc)) for x in chain.u]
+    W = [int(math.ceil(x)) for x in chain.w]
+    A = [int(math.ceil(x)) for x in chain.a]
+    need_groups = M is not None and any(A)
+    m = cp_model.CpModel()
+    total = sum(u)
+    T = m.NewIntVar(max(u) if u else 0, max(total, 1), "T")  # the period
+    b = {(l, p): m.NewBoolVar(f"b{l}_{p}") for l in range(L) for p in range(P)}  # layer l on stage p
+    y = [m.NewIntVar(0, P - 1, f"y{l}") for l in range(L)]  # stage of layer l
+    for l in range(L):
+        m.AddExactlyOne(b[l, p] for p in range(P))
+        m.Add(y[l] == sum(p * b[l, p] for p in range(P)))
+    m.Add(y[0] == 0)
+    cut = []
+    for l in range(L - 1):  # contiguity: stage index grows by 0 or 1
+        cv = m.NewBoolVar(f"cut{l}")
+        m.Add(y[l + 1] - y[l] == cv)
+        cut.append(cv)
+    for p in range(P):  # stage load ≤ T
+        m.Add(sum(u[l] * b[l, p] for l in range(L)) <= T)
+    if M is not None:
+        Mi = int(math.floor(M))
+        if need_groups:
+            z = [m.NewIntVar(1, P, f"z{l}") for l in range(L)]  # group number (= NCA) of layer l
+            m.Add(z[L - 1] == 1)
+            for l in range(L - 1):
+                m.Add(z[l] - z[l + 1] >= 0)
+                m.Add(z[l] - z[l + 1] <= cut[l])  # groups change only at stage cuts, by one
+            gb = {(l, g): m.NewBoolVar(f"gb{l}_{g}") for l in range(L) for g in range(1, P + 1)}
+            for l in range(L):
+                m.AddExactlyOne(gb[l, g] for g in range(1, P + 1))
+                m.Add(z[l] == sum(g * gb[l, g] for g in range(1, P + 1)))
+            for g in range(1, P + 1):  # group load ≤ T
+                m.Add(sum(u[l] * gb[l, g] for l in range(L)) <= T)
+            e = {}
+            for l in range(L):
+                for p in range(P):
+                    e[l, p] = m.NewIntVar(0, P, f"e{l}_{p}")  # z_l if layer l is on p, else 0
+                    m.Add(e[l, p] >= z[l]).OnlyEnforceIf(b[l, p])
+            for p in range(P):
+                m.Add(sum(W[l] * b[l, p] + A[l] * e[l, p] for l in range(L)) <= Mi)
+        else:
+            for p in range(P):
+                m.Add(sum((W[l] + A[l]) * b[l, p] for l in range(L)) <= Mi)
+    m.Minimize(T)
+    solver = _solver(time_limit_s, seed)
+    st = solver.Solve(m)
+    if st == cp_model.INFEASIBLE:
+        raise InfeasibleError(f"chain {chain.name!r}: no contiguous allocation on {P} processors fits in memory {M}")
+    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        raise SolverError(f"contiguous_milp: no solution within {time_limit_s} s (status {solver.StatusName(st)})")
+    alloc = [next(p for p in range(P) if solver.Value(b[l, p])) for l in range(L)]
+    stages: list[tuple[int, int]] = []
+    for l in range(L):
+        if l == 0 or alloc[l] != alloc[l - 1]:
+            stages.append((l, l + 1))
+        else:
+            stages[-1] = (stages[-1][0], l + 1)
+    claimed = solver.Value(T) / sc
+    Tpat = _needed_period(chain, stages, M) if need_groups else max(
+        sum(chain.u[a:b_]) for a, b_ in stages)
+    star = one_f_one_b_star(chain, stages, Tpat)
+    status = "optimal" if st == cp_model.OPTIMAL and not rounded else "feasible"
+    sol = PipelineSolution("contiguous_milp", chain, P, M, status, alloc, stages, claimed_period=claimed,
+                           extra={"bound": solver.BestObjectiveBound() / sc, "rounded_times": rounded})
+    _finish(sol, star.pattern, star.origin)
+    sol.solve_time_s = time.perf_counter() - t0
+    return sol
+
+
+def general_milp(chain: Chain, processors: int | None = None, memory: float | None = None, *,
+                 time_limit_s: float | None = 30.0, seed: int = 0, hint: bool = True) -> PipelineSolution:
+    """CP-SAT model of general (non-contiguous) allocations: a processor may hold any set of layers;
+    minimise the period T subject to memory. Two NCA models, chosen by the data:
+
+    - **weights only** (no memory limit, or every a_l = 0; §6): memory is Σ W_l, T = the largest
+      processor load; the pattern is :func:`packed_pattern` (no idle time).
+    - **position NCA** (otherwise): the model places every F_l and B_l in the pattern — start s ∈ [0, T),
+      integer q with single-batch time τ = s + q·T (so shift −q), τ following the Figure-1 chain,
+      circular one-op-at-a-time per processor — and takes NCA_l = q_B − q_F + [s_B ≥ s_F], the exact
+      count of the resulting 1-periodic pattern (§3.2). Exact over 1-periodic patterns on the integer
+      time grid.
+
+    With ``hint`` the contiguous DP solution seeds the search and is kept if the solver returns
+    something worse (it is a general allocation too). Not with β."""
+    from ortools.sat.python import cp_model
+
+    if chain.bandwidth is not None:
+        raise NotImplementedError("general_milp: communication (bandwidth) is not modelled yet; drop 'bandwidth'")
+    t0 = time.perf_counter()
+    _check_cost(chain)
+    P = processors or chain.processors
+    M = memory if memory is not None else chain.memory
+    L = chain.L
+    sc, rounded = _int_scale(chain.uf + chain.ub)
+    uf = [int(round(x * sc)) for x in chain.uf]
+    ubk = [int(round(x * sc)) for x in chain.ub]
+    u = [uf[l] + ubk[l] for l in range(L)]
+    W = [int(math.ceil(x)) for x in chain.w]
+    A = [int(math.ceil(x)) for x in chain.a]
+    position = M is not None and any(A)
+    seed_sol = None
+    if hint:
+        try:
+            seed_sol = contiguous_dp(chain, P, M)
+        except InfeasibleError:
+            seed_sol = None
+    m = cp_model.CpModel()
+    total = sum(u)
+    ub_T = max(total, 1)  # T = total allows NCA 1 everywhere (one batch at a time)
+    T = m.NewIntVar(max(max(u), -(-total // P)), ub_T, "T")  # the period
+    b = {(l, p): m.NewBoolVar(f"b{l}_{p}") for l in range(L) for p in range(P)}  # layer l on processor p
+    for l in range(L):
+        m.AddExactlyOne(b[l, p] for p in range(P))
+    m.Add(b[0, 0] == 1)  # identical processors: layer 1 on the first
+    for p in range(P):
+        m.Add(sum(u[l] * b[l, p] for l in range(L)) <= T)
+    Mi = int(math.floor(M)) if M is not None else None
+    if M is not None and not position:
+        for p in range(P):
+            m.Add(sum(W[l] * b[l, p] for l in range(L)) <= Mi)
+    s_f = s_b = q_f = q_b = ge = None
+    if position:
+        Q = 2 * L + 1
+        horizon = int(ub_T)
+        s_f = [m.NewIntVar(0, horizon, f"sf{l}") for l in range(L)]  # start of F_l in the pattern
+        s_b = [m.NewIntVar(0, horizon, f"sb{l}") for l in range(L)]
+        q_f = [m.NewIntVar(0, Q, f"qf{l}") for l in range(L)]  # periods before F_l in one batch's life
+        q_b = [m.NewIntVar(0, Q, f"qb{l}") for l in range(L)]
+        tau = {}
+        for kind, ss, qq, dd in (("F", s_f, q_f, uf), ("B", s_b, q_b, ubk)):
+            for l in range(L):
+                m.Add(ss[l] <= T - 1)
+                prod = m.NewIntVar(0, Q * horizon, f"pq{kind}{l}")
+                m.AddMultiplicationEquality(prod, [T, qq[l]])
+                t = m.NewIntVar(0, (Q + 1) * horizon, f"tau{kind}{l}")  # single-batch time τ = s + q·T
+                m.Add(t == ss[l] + prod)
+                tau[kind, l] = t
+        seq = _batch_sequence(L)
+        for (ka, la), (kb, lb) in zip(seq, seq[1:]):  # Figure-1 dependencies
+            m.Add(tau[kb, lb] >= tau[ka, la] + (uf[la] if ka == "F" else ubk[la]))
+        m.Add(tau["F", 0] == s_f[0])
+        # circular one-at-a-time per processor: each op as [s, s+d) and [s+T, s+T+d) in a NoOverlap
+        shifted = {}
+        for kind, ss in (("F", s_f), ("B", s_b)):
+            for l in range(L):
+                v = m.NewIntVar(0, 2 * horizon, f"s2{kind}{l}")
+                m.Add(v == ss[l] + T)
+                shifted[kind, l] = v
+        for p in range(P):
+            ivs = []
+            for kind, ss, dd in (("F", s_f, uf), ("B", s_b, ubk)):
+                for l in range(L):
+                    if dd[l] == 0:
+                        continue
+                    ivs.append(m.NewOptionalFixedSizeIntervalVar(ss[l], dd[l], b[l, p], f"i{kind}{l}_{p}"))
+                    ivs.append(m.NewOptionalFixedSizeIntervalVar(shifted[kind, l], dd[l], b[l, p], f"j{kind}{l}_{p}"))
+            m.AddNoOverlap(ivs)
+        ge = [m.NewBoolVar(f"ge{l}") for l in range(L)]  # s_B ≥ s_F
+        nca = []
+        for l in range(L):
+            m.Add(s_b[l] >= s_f[l]).OnlyEnforceIf(ge[l])
+            m.Add(s_b[l] <= s_f[l] - 1).OnlyEnforceIf(ge[l].Not())
+            n = m.NewIntVar(1, Q + 1, f"nca{l}")
+            m.Add(n == q_b[l] - q_f[l] + ge[l])
+            nca.append(n)
+        for p in range(P):
+            e = []
+            for l in range(L):
+                v = m.NewIntVar(0, Q + 1, f"e{l}_{p}")  # NCA_l if layer l is on p, else 0
+                m.Add(v >= nca[l]).OnlyEnforceIf(b[l, p])
+                e.append(v)
+            m.Add(sum(W[l] * b[l, p] + A[l] * e[l] for l in range(L)) <= Mi)
+    if seed_sol is not None and seed_sol.ok:
+        for l in range(L):
+            for p in range(P):
+                m.AddHint(b[l, p], int(seed_sol.allocation[l] == p))
+        if position and sc == 1.0 and float(seed_sol.period).is_integer():
+            Ts = seed_sol.period
+            m.AddHint(T, int(Ts))
+            for op in seed_sol.pattern.ops:
+                ss, qq = (s_f, q_f) if op.kind == "F" else (s_b, q_b)
+                tau_v = op.start - op.shift * Ts
+                q = int(math.floor(tau_v / Ts + _REL))
+                m.AddHint(ss[op.layer], int(round(tau_v - q * Ts)))
+                m.AddHint(qq[op.layer], q)
+    m.Minimize(T)
+    solver = _solver(time_limit_s, seed)
+    st = solver.Solve(m)
+    got = st in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    if st == cp_model.INFEASIBLE:
+        raise InfeasibleError(f"chain {chain.name!r}: no allocation on {P} processors fits in memory {M}")
+    sol = PipelineSolution("general_milp", chain, P, M, "unknown", claimed_period=None,
+                           extra={"nca_model": "position" if position else "weights only",
+                                  "rounded_times": rounded})
+    if got:
+        alloc = [next(p for p in range(P) if solver.Value(b[l, p])) for l in range(L)]
+        sol.claimed_period = solver.Value(T) / sc
+        sol.extra["bound"] = solver.BestObjectiveBound() / sc
+        sol.allocation = alloc
+        if position:
+            Tv = solver.Value(T) / sc
+            tf = [(solver.Value(s_f[l]) + solver.Value(q_f[l]) * solver.Value(T)) / sc for l in range(L)]
+            tb = [(solver.Value(s_b[l]) + solver.Value(q_b[l]) * solver.Value(T)) / sc for l in range(L)]
+            pat = pattern_from_times(chain, alloc, tf, tb, Tv, [f"p{p}" for p in range(P)], P)
+        else:
+            pat = packed_pattern(chain, alloc, P)
+        sol.status = "optimal" if st == cp_model.OPTIMAL and not rounded else "feasible"
+        _finish(sol, pat, list(range(L)))
+    if seed_sol is not None and seed_sol.ok and (not got or not sol.ok or sol.period > seed_sol.period + _tol(seed_sol.period)):
+        sol.allocation = list(seed_sol.allocation)
+        sol.status = "feasible"
+        sol.extra["kept_hint"] = True
+        _finish(sol, seed_sol.pattern, list(range(L)))
+        sol.nca = list(seed_sol.nca)
+    elif not got:
+        raise SolverError(f"general_milp: no solution within {time_limit_s} s (status {solver.StatusName(st)})")
+    sol.solve_time_s = time.perf_counter() - t0
+    return sol
+
+
+def solve_pipeline(chain: Chain, *, processors: int | None = None, memory: float | None = None,
+                   allocation: str = "contiguous", method: str | None = None, k: int = 1,
+                   time_limit_s: float | None = 30.0, seed: int = 0) -> PipelineSolution:
+    """One entry point: ``allocation`` contiguous (method ``dp`` or ``milp``) or general (``milp``);
+    ``k`` > 1 turns the found 1-periodic pattern into the k-periodic one of :func:`k_periodic`."""
+    if allocation == "contiguous":
+        meth = method or "dp"
+        if meth == "dp":
+            sol = contiguous_dp(chain, processors, memory)
+        elif meth == "milp":
+            sol = contiguous_milp(chain, processors, memory, time_limit_s=time_limit_s, seed=seed)
+        else:
+            raise InvalidInstanceError(f"method must be one of dp, milp for contiguous allocations, got {meth!r}")
+    elif allocation == "general":
+        meth = method or "milp"
+        if meth != "milp":
+            raise InvalidInstanceError(f"method must be milp for general allocations, got {meth!r}")
+        sol = general_milp(chain, processors, memory, time_limit_s=time_limit_s, seed=seed)
+    else:
+        raise InvalidInstanceError(f"allocation must be contiguous or general, got {allocation!r}")
+    if k != 1:
+        sol = with_k(sol, k)
+    return sol
+
+
+# ============================================================================ paper instances
+def theorem4_chain(k: int) -> Chain:
+    """Theorem 4 (§5.2): P = L = k+1, M = k+1, u_F = u_B = 1, a_l = 1, W_1 = 1, W_{l+1} = l."""
+    L = k + 1
+    layers = tuple(Layer(f"l{l + 1}", 1.0, 1.0, float(max(1, l)), 1.0) for l in range(L))
+    return Chain(f"theorem4_k{k}", layers, L, float(k + 1))
+
+
+def theorem5_chain(k: int) -> Chain:
+    """Theorem 5's chain C_k (§6.1), costs scaled by 2k+1 so that ε = 1: k parts (k, ε, k-1, ε), then
+    one layer k, (k-2)(2k+1)+1 layers ε and one layer 1; P = 2k+1. Best general period k·(2k+1)."""
+    s = 2 * k + 1
+    costs: list[int] = []
+    for _ in range(k):
+        costs += [k * s, 1, (k - 1) * s, 1]
+    costs += [k * s] + [1] * ((k - 2) * s + 1) + [s]
+    layers = tuple(Layer(f"l{i + 1}", float(c), 0.0) for i, c in enumerate(costs))
+    return Chain(f"theorem5_k{k}", layers, s, None)
+
+
+def theorem6_chain(k: int, memory: int | None = None) -> Chain:
+    """Theorem 6 (§6.2, Figure 8): k layers (cost 1, W = M-1), one layer (cost k, W = M), k layers
+    (cost k-1, W = 1); P = k+2, M ≥ k (default M = k, k ≥ 3); weights only. Best general period k,
+    best contiguous k(k-1)."""
+    M = memory if memory is not None else k
+    layers = ([Layer(f"a{i + 1}", 1.0, 0.0, float(M - 1)) for i in range(k)] + [Layer("big", float(k), 0.0, float(M))]
+              + [Layer(f"c{i + 1}", float(k - 1), 0.0, 1.0) for i in range(k)])
+    return Chain(f"theorem6_k{k}", tuple(layers), k + 2, float(M))
