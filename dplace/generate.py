@@ -333,7 +333,7 @@ def add_cli(subparsers: Any) -> None:
     p.add_argument("kind", choices=("layered", "transformer"))
     p.add_argument("--ops", type=int, required=True, help="number of ops (about, for transformer)")
     p.add_argument("--devices", type=int, default=4)
-    p.add_argument("--ccr", type=float, default=1.0, help="layered only: target CCR (default 1.0)")
+    p.add_argument("--ccr", type=float, default=None, help="layered only: target CCR (default 1.0)")
     p.add_argument("--layers", type=int, default=None)
     p.add_argument("--memory-fraction", type=float, default=None,
                    help="layered only: device memory as a fraction of total op memory")
@@ -350,9 +350,13 @@ def _cmd_generate(args: Any) -> int:
     from .convert import write_instance
 
     if args.kind == "layered":
-        inst = layered_dag(args.ops, args.devices, ccr=args.ccr, layers=args.layers,
+        if args.memory is not None:
+            raise InvalidInstanceError("--memory applies to transformer; use --memory-fraction for layered")
+        inst = layered_dag(args.ops, args.devices, ccr=1.0 if args.ccr is None else args.ccr, layers=args.layers,
                            memory_fraction=args.memory_fraction, comm=args.comm, seed=args.seed, name=args.name)
     else:
+        if args.ccr is not None or args.memory_fraction is not None:
+            raise InvalidInstanceError("--ccr and --memory-fraction apply to layered only")
         inst = transformer_training(args.ops, args.devices, seed=args.seed, layers=args.layers,
                                     memory_per_device=args.memory, comm=args.comm, name=args.name)
     write_instance(inst, args.out, compact=args.compact)

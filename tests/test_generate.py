@@ -142,3 +142,6 @@ def test_cli_generate(tmp_path):
                         "--out", str(tmp_path / "bad.json")], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "ccr" in r.stderr
     assert not (tmp_path / "bad.json").exists()
+    r = subprocess.run([sys.executable, "-m", "dplace.cli", "generate", "transformer", "--ops", "5", "--ccr", "2",
+                        "--out", str(tmp_path / "bad.json")], capture_output=True, text=True)
+    assert r.returncode == 2 and "layered only" in r.stderr
