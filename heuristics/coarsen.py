@@ -45,6 +45,7 @@ If no merge is possible any more, more than K clusters remain; ``len(c.members)`
 """
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -65,8 +66,9 @@ class Coarsening:
     """A coarse graph and its mapping to the original ops.
 
     ``coarse``: the coarse :class:`Instance` (cluster k is op ``"c{k}"``; time per device = summed
-    times of its members on that device, memory = summed memory, edges with summed bytes; same
-    devices, links and comm mode). ``cluster_of[o]``: cluster of original op o. ``members[k]``:
+    times of its members on that device, memory = summed memory of its ungrouped members plus the
+    whole memory of the colocation groups anchored in it, pinned when a member is pinned, edges with
+    summed bytes; same devices, links and comm mode; no colocation values). ``cluster_of[o]``: cluster of original op o. ``members[k]``:
     original ops of cluster k, in the fusion order. ``order``: the topological order that was cut.
     ``mem_limit``: M in bytes. ``oversize``: clusters that are a single op larger than M.
     ``cut_cost``: summed mean transfer time of the edges between clusters (the DP's S(n)).
@@ -101,10 +103,13 @@ class Coarsening:
         return out
 
     def expand_order(self, coarse_order: Any, coarse_placement: Any | None = None) -> list[list[int]]:
-        """Per-device order of the original ops: each cluster's members, clusters in the given order.
+        """Per-device order of the original ops from a per-device order of the clusters.
 
-        ``coarse_order`` is per device (list of lists of cluster indices, or {device: [ids]}). Valid
-        for :func:`dplace.simulate` whenever the coarse order is valid for the coarse graph.
+        ``coarse_order`` is per device (list of lists of cluster indices, or {device: [ids]}). The
+        clusters are merged into one sequence that keeps the coarse edges and every device's list;
+        each device then runs its original ops (moved colocated ops included) in that sequence, and
+        inside a cluster in fusion order. Valid for :func:`dplace.simulate` (no deadlock) whenever the
+        coarse order is valid for the coarse graph; raises InvalidInstanceError otherwise.
         """
         if coarse_placement is None:
             pl = [-1] * self.coarse.n
@@ -122,8 +127,6 @@ class Coarsening:
         # one global sequence of clusters that respects the coarse edges and every device's list; each
         # device's original ops sorted by (cluster's place in it, fusion order) are then subsequences
         # of one topological order of the original graph, so the simulator cannot deadlock on them
-        import heapq
-
         cg = self.coarse
         nxt: list[list[int]] = [[cg.edst[e] for e in cg.succ[k]] for k in range(cg.n)]
         for ks in od:
@@ -173,8 +176,8 @@ def fusion_breakpoints(inst: Instance, order: Sequence[int], R: int, mem_limit: 
     """Kernighan's DP (eqs. 4-6) over ``order``: breakpoints [0, b_1, ..., n] and the cut cost S(n).
 
     Clusters [b_k, b_{k+1}) hold at most ``R`` ops, at most ``mem_limit`` bytes (a single op larger
-    than that is a cluster of its own), members of at most one colocation group and ops pinned to at
-    most one device. Ties go to the earliest start (larger clusters).
+    than that is a cluster of its own) and ops pinned to at most one device. Ties go to the earliest
+    start (larger clusters). Cost of an edge: its mean transfer time (:func:`dplace.ranks.edge_costs`).
     """
     n = len(order)
     if R < 1:
@@ -185,7 +188,7 @@ def fusion_breakpoints(inst: Instance, order: Sequence[int], R: int, mem_limit: 
     pos = [0] * inst.n
     for i, o in enumerate(order):
         pos[o] = i
-    esrc, edst, succ, pred, mem = inst.esrc, inst.edst, inst.succ, inst.pred, inst.mem
+    esrc, succ, pred, mem = inst.esrc, inst.succ, inst.pred, inst.mem
     key = _constraint_keys(inst)
     C = np.zeros(n + 1)  # C[i] = cost(i, j) for the current j, valid for i in [j-R, j)
     S = np.full(n + 1, np.inf)
