@@ -1,0 +1,104 @@
+"""FastT benchmark (issue #5): DPOS / OS-DPOS placement time on the generated 36,000-op Transformer
+training graph (4 and 8 devices), and DPOS vs heft vs m_etf (and OS-DPOS) on the bundled real instances.
+
+    .venv/bin/python benchmarks/bench_fastt.py                 # both tables
+    .venv/bin/python benchmarks/bench_fastt.py --part generated --ops 36000 --devices 4 8
+    .venv/bin/python benchmarks/bench_fastt.py --part real
+
+Prints tables; no timing is asserted. Times are wall-clock seconds of ``dplace.solve`` (placement plus the
+final simulation), makespans are the simulator's (µs).
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+import dplace
+
+
+def _row(inst, method, **options):
+    t0 = time.perf_counter()
+    res = dplace.solve(inst, method, **options)
+    dt = time.perf_counter() - t0
+    ex = res.extra or {}
+    return {
+        "method": method, "time_s": dt, "makespan": res.makespan, "lb": res.lower_bound,
+        "memory_ok": res.memory_ok, "fifo": ex.get("makespan_fifo"), "splits": len(ex.get("splits", [])),
+        "runs": ex.get("dpos_runs"), "stopped": ex.get("stopped"), "status": res.status,
+    }
+
+
+def _fmt(x, spec=",.0f"):
+    return "-" if x is None else format(x, spec)
+
+
+def generated(console: Console, n_ops: int, devices: list[int], max_runs: int, methods: list[str]) -> None:
+    from dplace.generate import transformer_training
+
+    table = Table(title=f"FastT placement time, transformer_training({n_ops}, m)")
+    for col in ("m", "ops", "method", "time s", "makespan µs", "FIFO makespan µs", "lower bound µs", "splits",
+                "DPOS runs", "stopped", "mem ok"):
+        table.add_column(col, justify="right")
+    for m in devices:
+        inst = transformer_training(n_ops, m)
+        for method in methods:
+            opts = {"max_dpos_runs": max_runs} if method == "os_dpos" else {}
+            r = _row(inst, method, **opts)
+            table.add_row(str(m), str(inst.n), method, f"{r['time_s']:.2f}", _fmt(r["makespan"]), _fmt(r["fifo"]),
+                          _fmt(r["lb"]), str(r["splits"]) if method == "os_dpos" else "-", _fmt(r["runs"], "d"),
+                          r["stopped"] or "-", str(r["memory_ok"]))
+            console.print(f"  done: m={m} {method} {r['time_s']:.2f}s", style="dim")
+    console.print(table)
+
+
+def real(console: Console, pattern: str, max_runs: int, methods: list[str]) -> None:
+    paths = sorted(glob.glob(pattern))
+    if not paths:
+        console.print(f"no instances match {pattern!r}")
+        return
+    known = set(dplace.methods())
+    table = Table(title="DPOS vs heft vs m_etf on the bundled real instances (makespan µs; time s)")
+    for col in ("instance", "ops", "m", "lower bound", "method", "makespan", "gap", "time s", "FIFO makespan",
+                "splits", "mem ok"):
+        table.add_column(col, justify="right")
+    for path in paths:
+        inst = dplace.load_instance(path)
+        for method in methods:
+            if method not in known:
+                table.add_row(os.path.basename(path), str(inst.n), str(inst.m), "-", method, "not registered",
+                              "", "", "", "", "")
+                continue
+            opts = {"max_dpos_runs": max_runs} if method == "os_dpos" else {}
+            r = _row(inst, method, **opts)
+            gap = None if r["makespan"] in (None, 0) or r["lb"] is None else (r["makespan"] - r["lb"]) / r["makespan"]
+            table.add_row(os.path.basename(path), str(inst.n), str(inst.m), _fmt(r["lb"]), method,
+                          _fmt(r["makespan"]), _fmt(gap, ".1%"), f"{r['time_s']:.2f}", _fmt(r["fifo"]),
+                          str(r["splits"]) if method == "os_dpos" else "-", str(r["memory_ok"]))
+    console.print(table)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--part", choices=["generated", "real", "all"], default="all")
+    ap.add_argument("--ops", type=int, default=36000)
+    ap.add_argument("--devices", type=int, nargs="+", default=[4, 8])
+    ap.add_argument("--max-dpos-runs", type=int, default=32, help="OS-DPOS cap on DPOS re-runs")
+    ap.add_argument("--instances", default="instances/*.json")
+    ap.add_argument("--methods", default="", help="comma list (default: dpos,os_dpos / heft,m_etf,dpos,os_dpos)")
+    args = ap.parse_args()
+    console = Console(width=200)
+    chosen = [m for m in args.methods.split(",") if m]
+    if args.part in ("generated", "all"):
+        generated(console, args.ops, args.devices, args.max_dpos_runs, chosen or ["dpos", "os_dpos"])
+    if args.part in ("real", "all"):
+        real(console, args.instances, args.max_dpos_runs, chosen or ["heft", "m_etf", "dpos", "os_dpos"])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
