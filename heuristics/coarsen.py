@@ -34,7 +34,7 @@ in the order); ``expand`` puts every member of the group on the anchor's device,
 Instance counts the group's whole memory in the anchor cluster (and none of it elsewhere), so per-
 device memory of the expanded placement equals that of the coarse placement. Times and edges stay
 with the cluster an op is in, so the coarse *timing* is approximate for moved ops (usually small
-update/read ops) — the simulator of the original graph has the last word. A cluster whose memory with
+update/read ops) — the simulator of the original graph has the last word. A cluster of several ops whose memory with
 anchored groups exceeds the smallest device is cut into single ops. The coarse Instance has no
 colocation values; ``moved_ops`` counts ops whose cluster is not their group's anchor.
 
@@ -271,6 +271,7 @@ def coarsen(inst: Instance, order: Sequence[int] | None = None, R: int = 200, M:
         raise InvalidInstanceError(f"coarsen: max_nodes must be >= 1, got {max_nodes!r}")
     lim = _resolve_limit(inst, M, mem_limit)
     bps, _ = fusion_breakpoints(inst, order, int(R), lim)
+    bps = _split_heavy(inst, order, bps)
     if max_nodes is not None and len(bps) - 1 > max_nodes:
         bps = _merge_to(inst, order, bps, max_nodes)
     return _build(inst, order, bps, int(R), lim)
@@ -288,15 +289,18 @@ def _merge_to(inst: Instance, order: Sequence[int], bps: list[int], K: int) -> l
     while len(bps) - 1 > K:
         nseg = len(bps) - 1
         seg_of = [0] * inst.n
-        keys = []
+        pins = []
         for k in range(nseg):
-            mk, pk = 0, -1
+            pk = -1
             for o in order[bps[k]:bps[k + 1]]:
                 seg_of[o] = k
-                mk += inst.mem[o]
                 if inst.pinned[o] >= 0:
                     pk = inst.pinned[o]
-            keys.append((mk, pk))
+            pins.append(pk)
+        # memory with each group counted at its anchor: additive when clusters merge (the merged
+        # cluster holds the group's largest member, so it becomes the anchor)
+        cmem = _cluster_memory(inst, nseg, seg_of, _anchors(inst, order, seg_of))
+        keys = list(zip(cmem, pins))
         w = [0.0] * (nseg - 1)
         for e in range(len(inst.esrc)):
             ku, kv = seg_of[inst.esrc[e]], seg_of[inst.edst[e]]
@@ -330,44 +334,55 @@ def _anchors(inst: Instance, order: Sequence[int], cluster_of: list[int]) -> lis
     return [cluster_of[min(ms, key=lambda o: (-inst.mem[o], at[o]))] for ms in inst.groups]
 
 
-def _cluster_memory(inst: Instance, members: list[list[int]], cluster_of: list[int], anchor: list[int]) -> list[int]:
+def _cluster_memory(inst: Instance, nk: int, cluster_of: list[int], anchor: list[int]) -> list[int]:
     """Bytes per cluster, with each colocation group's whole memory counted at its anchor."""
-    mk = [0] * len(members)
-    for k, ms in enumerate(members):
-        for o in ms:
-            if inst.group_of[o] < 0:
-                mk[k] += inst.mem[o]
+    mk = [0] * nk
+    for o in range(inst.n):
+        if inst.group_of[o] < 0:
+            mk[cluster_of[o]] += inst.mem[o]
     for g, ms in enumerate(inst.groups):
         mk[anchor[g]] += sum(inst.mem[o] for o in ms)
     return mk
 
 
-def _build(inst: Instance, order: list[int], bps: list[int], R: int, lim: int) -> Coarsening:
-    n, m = inst.n, inst.m
+def _split_heavy(inst: Instance, order: Sequence[int], bps: list[int]) -> list[int]:
+    """Cut into single ops every cluster of several ops that anchored groups make too big for a device.
+
+    Repeats until none is left (a cut can move an anchor); single ops always fit (the Instance checked
+    that every op and group fits the largest device).
+    """
     small = min(inst.capacity)
     while True:
         nk = len(bps) - 1
-        cluster_of = [0] * n
-        members: list[list[int]] = []
+        cluster_of = [0] * inst.n
         for k in range(nk):
-            ms = order[bps[k]:bps[k + 1]]
-            members.append(ms)
-            for o in ms:
+            for o in order[bps[k]:bps[k + 1]]:
                 cluster_of[o] = k
-        anchor = _anchors(inst, order, cluster_of)
-        cmem = _cluster_memory(inst, members, cluster_of, anchor)
-        heavy = [k for k in range(nk) if len(members[k]) > 1 and cmem[k] > small]
+        cmem = _cluster_memory(inst, nk, cluster_of, _anchors(inst, order, cluster_of))
+        heavy = {k for k in range(nk) if bps[k + 1] - bps[k] > 1 and cmem[k] > small}
         if not heavy:
-            break
-        # anchored groups made these clusters too big for a device: cut them into single ops
-        hs = set(heavy)
+            return bps
         new = [0]
         for k in range(nk):
-            if k in hs:
+            if k in heavy:
                 new.extend(range(bps[k] + 1, bps[k + 1] + 1))
             else:
                 new.append(bps[k + 1])
         bps = new
+
+
+def _build(inst: Instance, order: list[int], bps: list[int], R: int, lim: int) -> Coarsening:
+    n, m = inst.n, inst.m
+    nk = len(bps) - 1
+    cluster_of = [0] * n
+    members: list[list[int]] = []
+    for k in range(nk):
+        ms = order[bps[k]:bps[k + 1]]
+        members.append(ms)
+        for o in ms:
+            cluster_of[o] = k
+    anchor = _anchors(inst, order, cluster_of)
+    cmem = _cluster_memory(inst, nk, cluster_of, anchor)
     dur = inst.dur
     dnames = [dv.name for dv in inst.devices]
     ops: list[Op] = []

@@ -204,3 +204,17 @@ def test_all_segmentations_small():
     for R in (1, 2, 3, 6):
         _, got = fusion_breakpoints(inst, order, R, 100)
         assert got == pytest.approx(_brute_force_cut(inst, order, R, 100))
+
+
+def test_max_nodes_with_colocation_groups_stays_small_and_fits():
+    from dplace.generate import transformer_training
+
+    inst = transformer_training(600, 4)
+    assert inst.groups
+    fine = coarsen(inst, M=0.02)
+    for K in (8, 20):
+        cz = coarsen(inst, M=0.02, max_nodes=K)
+        assert fine.n_clusters > K >= cz.n_clusters
+        assert max(cz.coarse.mem) <= min(inst.capacity) and sum(cz.coarse.mem) == sum(inst.mem)
+        pl = cz.expand([k % inst.m for k in range(cz.coarse.n)])
+        assert all(len({pl[o] for o in ms}) == 1 for ms in inst.groups)
