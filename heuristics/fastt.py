@@ -52,6 +52,7 @@ from dplace.simulate import ScheduleState, simulate
 class DposOptions:
     insertion: bool = True  # insert ops into idle slots (the paper); FastT's public code: False
     critical_path: bool = True  # critical-path ops on critical-path devices (the paper); False: EFT for all
+    cp_one_device: bool = False  # FastT's public code: all critical-path ops on the first one, memory or not
 
 
 def critical_path(inst: Instance, rank: Sequence[float]) -> list[int]:
@@ -131,7 +132,7 @@ def _dpos_schedule(inst: Instance, opts: DposOptions) -> tuple[ScheduleState, li
             f = rules.forced(o)
             if f >= 0:
                 d = f
-            elif cp_dev >= 0 and rules.fits(o, cp_dev):
+            elif cp_dev >= 0 and (opts.cp_one_device or rules.fits(o, cp_dev)):
                 d = cp_dev
             else:
                 nd = _choose_cp_device(inst, rules, path, cp_pos[o])
@@ -317,6 +318,7 @@ def split_instance(inst: Instance, splits: Iterable[Sequence[Any]], *, overhead_
 class OsDposOptions:
     insertion: bool = True  # DPOS's insertion into idle slots
     critical_path: bool = True  # DPOS's critical-path devices
+    cp_one_device: bool = False  # DPOS's public-code variant (see DposOptions)
     split_overhead_us: float = 0.0  # added to each sub-op's time
     max_dpos_runs: int = 32  # cap on DPOS re-runs on split graphs (bounds the running time)
 
@@ -366,7 +368,7 @@ def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
     """
     opts = OsDposOptions(**options)
     t0 = time.perf_counter()
-    dopts = DposOptions(insertion=opts.insertion, critical_path=opts.critical_path)
+    dopts = DposOptions(insertion=opts.insertion, critical_path=opts.critical_path, cp_one_device=opts.cp_one_device)
     best = _dpos_result(inst, "os_dpos", dopts, options)
     dpos_makespan = best.makespan
     cur = inst

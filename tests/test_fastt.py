@@ -215,3 +215,16 @@ def test_theorem1_random_identical_devices():
         checked += 1
     assert checked >= 100
     assert proven >= 20 or not use_cpsat
+
+
+def test_public_code_variants():
+    ops = [Op(f"c{i}", 5.0, 30) for i in range(4)]
+    edges = [Edge(f"c{i}", f"c{i + 1}", 0.0) for i in range(3)]
+    inst = Instance("full", [Device(f"d{i}", 70) for i in range(3)], ops, edges, link=Link(1.0, 1.0))
+    one = dplace.solve(inst, "dpos", cp_one_device=True, insertion=False)
+    _ok(inst, one)
+    assert len(set(one.placement)) == 1 and one.memory_ok is False  # memory flagged, not hidden
+    eft = dplace.solve(inst, "dpos", critical_path=False)
+    _ok(inst, eft)
+    assert eft.memory_ok and eft.extra["critical_path_devices"] == []
+    assert dplace.solve(inst, "os_dpos", cp_one_device=True).memory_ok is False
