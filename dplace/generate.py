@@ -75,7 +75,8 @@ def layered_dag(
 ) -> Instance:
     """A random layered DAG of ``n_ops`` ops whose CCR (module docstring) is ``ccr``.
 
-    Ops are spread over ``layers`` levels (default ``round(sqrt(n_ops))``, every level non-empty); each
+    Ops are spread over ``layers`` levels (default ``round(sqrt(n_ops))``, at least 2 so that there are
+    edges, every level non-empty; with one level there are no edges and no CCR to hit); each
     op after level 0 gets 1-3 predecessors on the previous level and, with probability 0.2, one more
     from an earlier level. Op times are integers drawn uniformly in [0.5, 1.5] · T with T = 100 µs
     (raised to ``2 · latency / ccr`` when ``ccr`` is small, so that transfers can be that cheap); edge
@@ -88,7 +89,7 @@ def layered_dag(
     _check_int(n_devices, "n_devices", 1)
     target = _check_pos(ccr, "ccr")
     if layers is None:
-        layers = max(1, min(n_ops, int(round(math.sqrt(n_ops)))))
+        layers = min(n_ops, max(2, int(round(math.sqrt(n_ops)))))
     _check_int(layers, "layers", 1)
     if layers > n_ops:
         raise InvalidInstanceError(f"layers must be <= n_ops ({n_ops}), got {layers}")

@@ -6,6 +6,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dplace
 from dplace.errors import InvalidInstanceError
@@ -145,3 +147,27 @@ def test_cli_generate(tmp_path):
     r = subprocess.run([sys.executable, "-m", "dplace.cli", "generate", "transformer", "--ops", "5", "--ccr", "2",
                         "--out", str(tmp_path / "bad.json")], capture_output=True, text=True)
     assert r.returncode == 2 and "layered only" in r.stderr
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(2, 40), m=st.integers(1, 4), target=st.floats(0.05, 20.0), seed=st.integers(0, 10**6))
+def test_layered_property(n, m, target, seed):
+    inst = layered_dag(n, m, ccr=target, seed=seed)
+    assert inst.n == n and inst.m == m and len(inst.topo) == n and inst.edges
+    assert ccr(inst) == pytest.approx(target, rel=0.02)
+    assert sum(inst.capacity) >= sum(inst.mem) and max(inst.capacity) >= max(inst.mem)
+
+
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(1, 2500), m=st.integers(1, 8), seed=st.integers(0, 10**6))
+def test_transformer_property(n, m, seed):
+    inst = transformer_training(n, m, seed=seed)
+    assert len(inst.topo) == inst.n
+    ids = inst.op_index
+    for op in inst.ops:
+        f = op.extra.get("forward_of")
+        if f is not None:
+            assert inst.topo_pos[ids[f]] < inst.topo_pos[ids[op.id]]
+    if m >= 2:
+        assert max(inst.capacity) < sum(inst.mem)
+    assert sum(inst.capacity) >= sum(inst.mem)
