@@ -238,6 +238,9 @@ def test_dot_fixture(tmp_path):
     assert [inst.transfer_time(e, 0, 1) for e in range(3)] == pytest.approx([5.0, 1.0, 1.0])
     inst2 = from_dot(p, latency=10.0, bandwidth=6000.0)
     assert inst2.transfer_time(0, 0, 1) == pytest.approx(15.0)
+    compact = from_dot(_write(tmp_path, "c.dot", 'digraph{node[Weight=2];1;"x y"[Weight=1e+1];1->"x y"[Weight=0.5]}'))
+    assert [op.id for op in compact.ops] == ["1", "x y"] and [r[0] for r in compact.dur] == [2.0, 10.0]
+    assert compact.transfer_time(0, 0, 1) == pytest.approx(0.5)
 
 
 @pytest.mark.parametrize("text, match", [
