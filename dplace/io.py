@@ -184,6 +184,9 @@ def write_atomic(path: str | os.PathLike, text: str | bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(text.encode() if isinstance(text, str) else text)
+        umask = os.umask(0)  # mkstemp makes 0600 files: give the usual permissions
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, p)
     except BaseException:
         try:
