@@ -86,3 +86,41 @@ def brute_force(inst: Instance) -> tuple[float, list[int], list[list[int]]]:
     if best is None:
         raise InfeasibleError("brute force: no placement keeps pins, colocation and memory")
     return best
+
+
+def task_graph(n_tasks: int, n_procs: int, ccr: float = 1.0, *, seed: int = 0, comm: str = "parallel") -> Instance:
+    """A classic task-graph scheduling benchmark (test and benchmark support): a random layered DAG of
+    ``n_tasks`` tasks with integer computation costs 1..20 on ``n_procs`` identical processors, integer
+    communication costs paid only between different processors (latency 0, bandwidth 1, bytes = cost),
+    scaled so that total communication / total computation is about ``ccr``; unlimited memory."""
+    import math
+    import random
+
+    from dplace.model import Device, Edge, Link, Op
+
+    rng = random.Random(seed)
+    width = max(1, round(math.sqrt(n_tasks)))
+    layers: list[list[int]] = []
+    t = 0
+    while t < n_tasks:
+        k = min(n_tasks - t, rng.randint(1, 2 * width - 1))
+        layers.append(list(range(t, t + k)))
+        t += k
+    comp = [rng.randint(1, 20) for _ in range(n_tasks)]
+    pairs: list[tuple[int, int]] = []
+    for li in range(1, len(layers)):
+        for v in layers[li]:
+            prev = layers[li - 1]
+            srcs = {rng.choice(prev)}
+            for lj in range(max(0, li - 2), li):
+                for u in layers[lj]:
+                    if rng.random() < 1.5 / max(1, len(layers[lj])):
+                        srcs.add(u)
+            pairs.extend((u, v) for u in sorted(srcs))
+    weights = [rng.uniform(0.5, 1.5) for _ in pairs]
+    scale = ccr * sum(comp) / max(1e-9, sum(weights)) if pairs else 0.0
+    costs = [max(0, round(w * scale)) for w in weights]
+    ops = [Op(f"t{i}", float(comp[i]), 0) for i in range(n_tasks)]
+    edges = [Edge(f"t{u}", f"t{v}", float(c)) for (u, v), c in zip(pairs, costs)]
+    devices = [Device(f"p{d}", 1 << 40, 1.0) for d in range(n_procs)]
+    return Instance(f"tg{n_tasks}-p{n_procs}-ccr{ccr:g}-s{seed}", devices, ops, edges, link=Link(0.0, 1.0), comm=comm)

@@ -25,6 +25,7 @@ import os
 import re
 import tempfile
 import time
+import warnings
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -72,7 +73,7 @@ class MilpModel:
         self.y: dict[tuple[int, int], Any] = {}
         self.z: dict[int, Any] = {}
         self.tr: dict[tuple[int, int, int], tuple[Any, Any]] = {}  # (p, d1, d2) -> (ts, te)
-        self.mk = pulp.LpVariable("makespan", lowBound=lb, upBound=big_m)
+        self.mk = self.prob.add_variable("makespan", lowBound=lb, upBound=big_m)
 
     def X(self, o: int, d: int) -> Any:
         if d not in self.allowed[o]:
@@ -90,11 +91,11 @@ class MilpModel:
 def _add_ops(P: MilpModel) -> None:
     inst, prob = P.inst, P.prob
     for o in range(inst.n):
-        P.s.append(pulp.LpVariable(f"s{o}", lowBound=0, upBound=P.M))
+        P.s.append(P.prob.add_variable(f"s{o}", lowBound=0, upBound=P.M))
         al = P.allowed[o]
         if len(al) > 1:
             for d in al:
-                P.x[o, d] = pulp.LpVariable(f"x{o}_{d}", cat="Binary")
+                P.x[o, d] = P.prob.add_variable(f"x{o}_{d}", cat="Binary")
             prob += pulp.lpSum(P.x[o, d] for d in al) == 1, f"one_{o}"
         prob += P.mk >= P.end(o), f"mk_{o}"
     for g, members in enumerate(inst.groups):
@@ -129,7 +130,7 @@ def _same_device(P: MilpModel, a: int, b: int) -> Any:
         return 1
     key = (a, b)
     if key not in P.q:
-        qv = pulp.LpVariable(f"q{a}_{b}", cat="Binary")
+        qv = P.prob.add_variable(f"q{a}_{b}", cat="Binary")
         P.q[key] = qv
         for d in common:
             P.prob += qv >= P.X(a, d) + P.X(b, d) - 1, f"same_{a}_{b}_{d}"
@@ -139,7 +140,7 @@ def _same_device(P: MilpModel, a: int, b: int) -> Any:
 def _order_var(P: MilpModel, a: int, b: int) -> Any:
     key = (min(a, b), max(a, b))
     if key not in P.y:
-        P.y[key] = pulp.LpVariable(f"y{key[0]}_{key[1]}", cat="Binary")
+        P.y[key] = P.prob.add_variable(f"y{key[0]}_{key[1]}", cat="Binary")
     return P.y[key] if key == (a, b) else 1 - P.y[key]
 
 
@@ -171,7 +172,7 @@ def _add_precedence(P: MilpModel) -> None:
             prob += P.s[v] >= P.end(u), f"prec_{k}"
         elif homog:
             c = inst.transfer_time(k, *pairs[0])
-            z = pulp.LpVariable(f"z{k}", cat="Binary")
+            z = P.prob.add_variable(f"z{k}", cat="Binary")
             P.z[k] = z
             for d in P.allowed[u]:
                 prob += z >= P.X(u, d) - P.X(v, d), f"diff_{k}_{d}"
@@ -195,9 +196,9 @@ def _add_transfers(P: MilpModel, reach: list[int]) -> None:
                 cons = [k for k in inst.succ[p] if d2 in P.allowed[inst.edst[k]]]
                 if not cons:
                     continue
-                ts = pulp.LpVariable(f"ts{p}_{d1}_{d2}", lowBound=0, upBound=M)
-                te = pulp.LpVariable(f"te{p}_{d1}_{d2}", lowBound=0, upBound=M)
-                w = pulp.LpVariable(f"w{p}_{d1}_{d2}", cat="Binary")
+                ts = P.prob.add_variable(f"ts{p}_{d1}_{d2}", lowBound=0, upBound=M)
+                te = P.prob.add_variable(f"te{p}_{d1}_{d2}", lowBound=0, upBound=M)
+                w = P.prob.add_variable(f"w{p}_{d1}_{d2}", cat="Binary")
                 P.tr[p, d1, d2] = (ts, te, w)
                 prob += ts >= P.end(p), f"tstart_{p}_{d1}_{d2}"
                 for k in cons:
@@ -358,8 +359,10 @@ def _solve(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed: int 
         fd, logp = tempfile.mkstemp(suffix=".log", prefix="dplace_cbc_")
         os.close(fd)
         try:
-            solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=limit, gapRel=0.0, gapAbs=1e-9, warmStart=warm,
-                                       threads=opts.threads, logPath=logp)
+            with warnings.catch_warnings():  # PuLP 3 marks its bundled CBC as deprecated (still shipped)
+                warnings.simplefilter("ignore", DeprecationWarning)
+                solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=limit, gapRel=0.0, gapAbs=1e-9, warmStart=warm,
+                                           threads=opts.threads, logPath=logp)
             prob.solve(solver)
             with open(logp, encoding="utf-8", errors="replace") as fh:
                 text = fh.read()

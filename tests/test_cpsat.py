@@ -1,0 +1,121 @@
+"""CP-SAT model (issue #6): hint completeness (fix-to-hint), ticks and proven bounds, limits, progress."""
+import random
+import time
+
+import pytest
+from ortools.sat.python import cp_model as cp
+
+import dplace
+from dplace.formulations import cpsat as C
+from dplace.formulations._brute import brute_force, task_graph
+from dplace.model import Device, Edge, Instance, Link, Op
+from dplace.testing import contract_instances, random_instance
+
+pytestmark = pytest.mark.solver
+
+
+def _fix_to_hint_feasible(inst, method="heft"):
+    """Build the model, complete the hint from ``method``, then fix every variable to its hint value:
+    the fixed model must be feasible (the hint is complete and valid)."""
+    res = dplace.solve(inst, method)
+    T = C.Ticks(inst, None, res.makespan)
+    V = C.build_model(inst, T, horizon=C.horizon_ticks(inst, T), symmetry=True)
+    order = res.order if res.order is not None else res.schedule.order
+    pl, od = C.relabel_symmetric(inst, res.placement, order) if V.symmetric else (res.placement, order)
+    vals = C.complete_hint(V, pl, od)
+    assert vals is not None, f"no hint for {inst}"
+    md = V.model.clone()
+    for i, v in enumerate(vals):
+        var = md.get_int_var_from_proto_index(i)
+        md.add(var == v)
+    sv = cp.CpSolver()
+    sv.parameters.num_workers = 1
+    assert sv.solve(md) in (cp.OPTIMAL, cp.FEASIBLE)
+    # the hinted makespan (ticks) is at least the heuristic's real makespan (rounding is pessimistic)
+    assert vals[V.mk.index] * T.tick >= res.makespan - 1e-9
+
+
+@pytest.mark.parametrize("inst", list(contract_instances()), ids=lambda i: i.name)
+def test_fix_to_hint_contract(inst):
+    _fix_to_hint_feasible(inst)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fix_to_hint_random(seed):
+    rng = random.Random(seed)
+    inst = random_instance(rng, n_ops=8, n_devices=3, memory_slack=3.0)
+    _fix_to_hint_feasible(inst)
+
+
+def test_fix_to_hint_identical_devices_symmetry():
+    inst = task_graph(12, 4, 1.0, seed=2, comm="sequential")
+    assert inst.has_identical_devices
+    _fix_to_hint_feasible(inst)
+
+
+def test_contract_results_check_and_claims():
+    for inst in contract_instances():
+        res = dplace.solve(inst, "cpsat", time_limit_s=5, progress=False)
+        assert res.status == "optimal", inst
+        assert dplace.check(inst, res).ok
+        assert res.claimed_makespan == pytest.approx(res.makespan)
+        assert res.lower_bound == pytest.approx(res.makespan)
+
+
+def _fractional(comm):
+    ops = [Op("a", 1.3, 1), Op("b", 2.71, 1), Op("c", 0.45, 1), Op("d", 3.05, 1), Op("e", 1.0, 1)]
+    edges = [Edge("a", "b", 3.3), Edge("a", "c", 1.1), Edge("b", "d", 0.7), Edge("c", "d", 2.2), Edge("c", "e", 5)]
+    return Instance(f"frac-{comm}", [Device("g0", 10), Device("g1", 10, 2.0)], ops, edges,
+                    link=Link(0.25, 2.0), comm=comm)
+
+
+@pytest.mark.parametrize("comm", ["parallel", "sequential"])
+def test_coarse_ticks_keep_bound_proven(comm):
+    """With tick 1 µs on fractional data the model rounds up: the Result's bound must stay below the
+    true optimum (brute force) and ``optimal`` is only claimed when the simulated makespan reaches it."""
+    inst = _fractional(comm)
+    opt = brute_force(inst)[0]
+    res = dplace.solve(inst, "cpsat", time_limit_s=10, tick=1.0, progress=False)
+    assert res.extra["ticks_exact"] is False
+    assert res.lower_bound <= opt + 1e-9
+    assert res.makespan >= opt - 1e-9
+    assert res.claimed_makespan >= res.makespan - 1e-9  # pessimistic model: simulation is never worse
+    if res.status == "optimal":
+        assert res.makespan <= res.lower_bound + 1e-6
+    fine = dplace.solve(inst, "cpsat", time_limit_s=10, progress=False)  # automatic tick: exact here
+    assert fine.extra["ticks_exact"] is True
+    assert fine.status == "optimal" and fine.makespan == pytest.approx(opt)
+
+
+def test_time_limit_respected_and_gap_reported():
+    inst = task_graph(30, 4, 10.0, seed=5)
+    t0 = time.perf_counter()
+    res = dplace.solve(inst, "cpsat", time_limit_s=1.0, progress=False, workers=2)
+    assert time.perf_counter() - t0 < 6.0
+    assert res.status in ("optimal", "feasible")
+    assert res.lower_bound <= res.makespan + 1e-9
+    assert dplace.check(inst, res).ok
+    heft = dplace.solve(inst, "heft")
+    assert res.makespan <= heft.makespan + 1e-9  # never worse than its hint
+
+
+def test_progress_line_on_stderr(capsys):
+    inst = task_graph(8, 2, 1.0, seed=1)
+    dplace.solve(inst, "cpsat", time_limit_s=5, hint="none", workers=1)
+    err = capsys.readouterr().err
+    assert "cpsat: solution" in err and "incumbent" in err and "bound" in err
+
+
+def test_memory_infeasible_is_reported():
+    ops = [Op("a", 1, 6), Op("b", 1, 6), Op("c", 1, 6)]
+    inst = Instance("mem", [Device("d0", 10), Device("d1", 10)], ops, [Edge("a", "b", 1)])
+    res = dplace.solve(inst, "cpsat", time_limit_s=5, progress=False)
+    assert res.status == "infeasible" and res.placement is None and res.message
+
+
+def test_bad_options_rejected():
+    inst = task_graph(5, 2, 1.0)
+    with pytest.raises(dplace.InvalidInstanceError):
+        dplace.solve(inst, "cpsat", hint="magic")
+    with pytest.raises(dplace.InvalidInstanceError):
+        dplace.solve(inst, "cpsat", workers="0")
