@@ -104,9 +104,24 @@ def load_suite(paths: Sequence[str | os.PathLike]) -> list[SuiteInstance]:
     return out
 
 
+def parse_method_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """``"name"`` or ``"name:key=value:key=value"`` (a point of an option sweep) -> (name, options)."""
+    name, *items = [x.strip() for x in spec.split(":")]
+    opts: dict[str, str] = {}
+    for item in items:
+        k, eq, v = item.partition("=")
+        if not eq or not k.strip():
+            raise InvalidInstanceError(f"--methods: {spec!r}: options are written name:key=value, got {item!r}")
+        opts[k.strip()] = v.strip()
+    return name, opts
+
+
 def parse_methods(spec: str | Sequence[str] | None) -> list[str]:
-    """``"a,b,c"`` (or a list) -> validated method names; ``None``/``"all"`` -> every registered method."""
-    from .registry import method_info, methods
+    """``"a,b,c"`` (or a list) -> validated method specs; ``None``/``"all"`` -> every registered method.
+
+    A spec is a method name, optionally with options: ``heft:insertion=false`` (rows are labelled by
+    the spec, so one study can sweep a method's options)."""
+    from .registry import method_info, methods, validate_options
 
     if spec is None or spec == "all" or spec == ["all"]:
         names = methods()
@@ -116,7 +131,9 @@ def parse_methods(spec: str | Sequence[str] | None) -> list[str]:
         if not names:
             raise InvalidInstanceError(f"--methods: no method named in {spec!r}")
     for n in names:
-        method_info(n)  # unknown -> one-line error listing the valid names
+        name, opts = parse_method_spec(n)
+        method_info(name)  # unknown -> one-line error listing the valid names
+        validate_options(name, opts)  # unknown option / bad value -> one-line error
     return list(dict.fromkeys(names))
 
 
@@ -126,15 +143,31 @@ def _safe(text: str) -> str:
 
 def pair_key(inst: SuiteInstance, method: str, repeat: int) -> str:
     """File-name-safe, stable id of one pair: a changed instance file gets a new key."""
-    return f"{_safe(inst.label)}-{inst.sha[:10]}__{_safe(method)}__r{repeat}"
+    m = _safe(method)
+    if m != method:  # e.g. "heft:insertion=false": keep distinct specs distinct after sanitising
+        m += "-" + hashlib.sha1(method.encode()).hexdigest()[:6]
+    return f"{_safe(inst.label)}-{inst.sha[:10]}__{m}__r{repeat}"
+
+
+def oversize(inst: SuiteInstance, method: str) -> int | None:
+    """The method's ``max_ops`` when ``inst`` is larger than what the method is meant for, else None."""
+    from .registry import method_info
+
+    cap = method_info(parse_method_spec(method)[0]).max_ops
+    return cap if cap is not None and inst.n_ops > cap else None
 
 
 def plan(suite: Sequence[SuiteInstance], methods: Sequence[str], *, repeat: int = 1, seed: int = 0,
-         time_limit_s: float | None = DEFAULT_TIME_LIMIT_S) -> list[dict[str, Any]]:
-    """Every (instance, method, repeat) as a task dict (instance-major order; repeat r uses seed+r)."""
+         time_limit_s: float | None = DEFAULT_TIME_LIMIT_S, respect_max_ops: bool = False) -> list[dict[str, Any]]:
+    """Every (instance, method, repeat) as a task dict (instance-major order; repeat r uses seed+r).
+
+    ``respect_max_ops``: leave out pairs where the instance is larger than the method's registered
+    ``max_ops`` (as ``dplace compare`` does for its default methods)."""
     tasks = []
     for inst in suite:
         for m in methods:
+            if respect_max_ops and oversize(inst, m) is not None:
+                continue
             for r in range(repeat):
                 tasks.append({
                     "key": pair_key(inst, m, r), "instance": inst.label, "instance_name": inst.name,
@@ -196,7 +229,8 @@ def run_pair(task: dict[str, Any], text: str | None = None, *, worker_init: str 
     try:
         init_worker(worker_init)
         inst = _instance(task["instance_sha"], text if text is not None else task["text"])
-        res = solve(inst, task["method"], time_limit_s=task.get("time_limit_s"), seed=task.get("seed", 0))
+        name, opts = parse_method_spec(task["method"])
+        res = solve(inst, name, time_limit_s=task.get("time_limit_s"), seed=task.get("seed", 0), **opts)
         row["status"] = res.status
         row["time_s"] = res.solve_time_s
         row["transformed"] = res.instance is not inst
@@ -238,12 +272,22 @@ def hard_limit_for(time_limit_s: float | None) -> float | None:
 
 
 # ---------------------------------------------------------------------------------------------- local pool
-def _worker_main(conn: Any, worker_init: str | None) -> None:
-    """Body of a local pool worker: its own process group (so a kill takes solver children with it)."""
+def _worker_main(conn: Any, worker_init: str | None, log_path: str | None = None) -> None:
+    """Body of a local pool worker: its own process group (so a kill takes solver children with it);
+    its stdout/stderr (solver logs, progress lines) go to ``log_path`` instead of the terminal."""
     try:
         os.setpgrp()
     except OSError:
         pass
+    if log_path:
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+        sys.stdout = open(1, "w", buffering=1, closefd=False)
+        sys.stderr = open(2, "w", buffering=1, closefd=False)
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and kills us
@@ -273,9 +317,9 @@ def _worker_main(conn: Any, worker_init: str | None) -> None:
 
 
 class _Slot:
-    def __init__(self, ctx: Any, worker_init: str | None) -> None:
+    def __init__(self, ctx: Any, worker_init: str | None, log_path: str | None = None) -> None:
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child, worker_init), daemon=True)
+        self.proc = ctx.Process(target=_worker_main, args=(child, worker_init, log_path), daemon=True)
         self.proc.start()
         child.close()
         self.task: dict[str, Any] | None = None
@@ -297,8 +341,11 @@ class _Slot:
 
 
 def run_local(tasks: Sequence[dict[str, Any]], texts: dict[str, str], *, workers: int,
-              hard_limit_s: float | None, worker_init: str | None = None) -> Iterator[dict[str, Any]]:
-    """Yield one row per task from a pool of ``workers`` processes; kill a worker on overrun."""
+              hard_limit_s: float | None, worker_init: str | None = None,
+              log_dir: str | os.PathLike | None = None) -> Iterator[dict[str, Any]]:
+    """Yield one row per task from a pool of ``workers`` processes; kill a worker on overrun.
+
+    With ``log_dir``, worker ``i`` appends its stdout/stderr to ``log_dir/worker-<i>.log``."""
     import multiprocessing as mp
     from multiprocessing.connection import wait
 
@@ -311,7 +358,8 @@ def run_local(tasks: Sequence[dict[str, Any]], texts: dict[str, str], *, workers
             for i, s in enumerate(slots):
                 if pending and (s is None or s.task is None):
                     if s is None:
-                        s = slots[i] = _Slot(ctx, worker_init)
+                        log = str(Path(log_dir) / f"worker-{i}.log") if log_dir is not None else None
+                        s = slots[i] = _Slot(ctx, worker_init, log)
                     task = pending.popleft()
                     s.task, s.started, s.deadline = task, now, now + _WORKER_START_S
                     s.conn.send((task, texts[task["instance_sha"]]))
@@ -496,7 +544,10 @@ def run_bench(
         init_worker(worker_init)  # fail early, and in-process runs need it too
     names = parse_methods(methods)
     suite = load_suite(paths)
-    tasks = plan(suite, names, repeat=repeat, seed=seed, time_limit_s=time_limit_s)
+    default_methods = methods is None or methods == "all" or methods == ["all"]
+    tasks = plan(suite, names, repeat=repeat, seed=seed, time_limit_s=time_limit_s, respect_max_ops=default_methods)
+    left_out = [f"{m} on {s.label} ({s.n_ops} ops > max_ops {oversize(s, m)})"
+                for s in suite for m in names if default_methods and oversize(s, m) is not None]
     texts = {s.sha: s.text for s in suite}
     hard = hard_limit_s if hard_limit_s is not None else hard_limit_for(time_limit_s)
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
@@ -504,7 +555,7 @@ def run_bench(
     params = {
         "instances": [s.path for s in suite], "methods": names, "time_limit_s": time_limit_s,
         "hard_limit_s": hard if n_workers else None, "repeat": repeat, "seed": seed, "executor": executor,
-        "address": address, "workers": n_workers,
+        "address": address, "workers": n_workers, "left_out": left_out,
     }
     done = read_rows(out)
     if retry_failed:
@@ -521,7 +572,9 @@ def run_bench(
     elif n_workers == 0:
         stream = run_inline(todo, texts, worker_init=worker_init)
     else:
-        stream = run_local(todo, texts, workers=n_workers, hard_limit_s=hard, worker_init=worker_init)
+        (out / "logs").mkdir(parents=True, exist_ok=True)
+        stream = run_local(todo, texts, workers=n_workers, hard_limit_s=hard, worker_init=worker_init,
+                           log_dir=out / "logs")
 
     def record(row: dict[str, Any]) -> None:
         save_json(out / "rows" / f"{row['key']}.json", row)
@@ -578,7 +631,8 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
                     "in OUT/rows (resumable), and write results.csv, results.json, report.md and plots in OUT.",
     )
     p.add_argument("instances", nargs="+", help="instance files, or directories of *.json (searched recursively)")
-    p.add_argument("--methods", default=None, help="comma-separated method names (default: all registered methods)")
+    p.add_argument("--methods", default=None, help="comma-separated method names, each optionally with options as name:key=value:key=value "
+                        "(default: all registered methods, each on the instances up to its max_ops)")
     p.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT_S, metavar="S",
                    help=f"time limit per run in seconds, given to the method (default {DEFAULT_TIME_LIMIT_S:g})")
     p.add_argument("--hard-limit", type=float, default=None, metavar="S",
@@ -610,13 +664,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
         from .report import summary_table_rows
 
-        header, lines = summary_table_rows(run.summary)
-        table = Table(title=f"dplace bench: {len(run.rows)} runs ({run.ran} run now, {run.skipped} resumed)")
+        header, lines = summary_table_rows(run.summary, short=True)
+        table = Table(title=f"dplace bench: {len(run.rows)} runs ({run.ran} run now, {run.skipped} resumed); "
+                            "gap = to the best proven bound")
         for h in header:
-            table.add_column(h, justify="left" if h == "method" else "right")
+            table.add_column(h, justify="left" if h == "method" else "right", no_wrap=True)
         for line in lines:
             table.add_row(*line)
-        console = Console()
+        console = Console(highlight=False)
+        if console.width < 132:
+            console = Console(highlight=False, width=132)
         console.print(table)
         console.print(f"wrote {Path(args.out) / 'report.md'} and {len(run.files) - 1} more file(s) in {args.out}")
     return 0

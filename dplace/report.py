@@ -159,7 +159,7 @@ def _pct(v: float | None) -> str:
 def _sec(v: float | None) -> str:
     if v is None:
         return "—"
-    return f"{v:.3f}" if v < 10 else f"{v:.1f}"
+    return f"{v:.3g}" if v < 10 else f"{v:.1f}"
 
 
 def _num(v: float | None) -> str:
@@ -175,10 +175,14 @@ def _md_table(header: Sequence[str], lines: Iterable[Sequence[str]]) -> str:
     return "\n".join(out)
 
 
-def summary_table_rows(summary: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+def summary_table_rows(summary: Sequence[dict[str, Any]], *, short: bool = False) -> tuple[list[str], list[list[str]]]:
     """Header and cells of the per-method summary (shared by report.md and the CLI's rich table)."""
-    header = ["method", "runs", "ok", "optimal", "failed", "mean gap", "median gap", "max gap",
-              "mean gap to best", "wins", "mean time s", "max time s"]
+    if short:
+        header = ["method", "runs", "ok", "opt", "fail", "gap mean", "gap med", "gap max", "to best", "wins",
+                  "t mean s", "t max s"]
+    else:
+        header = ["method", "runs", "ok", "optimal", "failed", "mean gap", "median gap", "max gap",
+                  "mean gap to best", "wins", "mean time s", "max time s"]
     lines = []
     for s in summary:
         failed = s["errors"] + s["timeouts"] + s["infeasible"] + s["memory_violations"] + s["check_failures"]
@@ -232,6 +236,9 @@ def report_markdown(rows: Sequence[dict[str, Any]], summary: Sequence[dict[str, 
     if transformed:
         parts += ["", f"{len(transformed)} run(s) solved a transformed graph (e.g. split ops): their makespans count, "
                   "their bounds do not."]
+    if params.get("left_out"):
+        parts += ["", "Left out (the method is registered for smaller graphs; name it in --methods to run it): "
+                  + "; ".join(params["left_out"]) + "."]
     if plots:
         parts += ["", "## Plots", ""]
         parts += [f"![{Path(p).stem}]({Path(p).name})" for p in plots]
@@ -256,6 +263,12 @@ def write_outputs(out: str | Path, rows: Sequence[dict[str, Any]], params: dict[
 
 
 # ---------------------------------------------------------------------------------------------- plots
+def _scale(values: Sequence[float]) -> str:
+    """Log scale only where the values span more than a factor 20."""
+    vals = [v for v in values if v > 0]
+    return "log" if vals and max(vals) > 20 * min(vals) else "linear"
+
+
 def _save_fig(fig: Any, path: Path) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
@@ -301,13 +314,16 @@ def write_plots(out: str | Path, rows: Sequence[dict[str, Any]], methods: Sequen
     fig = Figure(figsize=(6.4, 4.4))
     FigureCanvasAgg(fig)
     ax = fig.subplots()
+    allx, ally = [], []
     for m in order:
-        pts = [(r["n_ops"], max(r["time_s"], 1e-4)) for r in rows
+        pts = [(r["n_ops"], max(r["time_s"], 1e-5)) for r in rows
                if r["method"] == m and r.get("time_s") is not None and r.get("n_ops")]
         if pts:
             ax.scatter([p[0] for p in pts], [p[1] for p in pts], label=m, color=colors[m], marker=mark[m], s=22, alpha=0.8)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+            allx += [p[0] for p in pts]
+            ally += [p[1] for p in pts]
+    ax.set_xscale(_scale(allx))
+    ax.set_yscale(_scale(ally))
     ax.set_xlabel("ops in the graph")
     ax.set_ylabel("solve time (s)")
     ax.set_title("Solve time vs graph size")
@@ -332,15 +348,17 @@ def write_plots(out: str | Path, rows: Sequence[dict[str, Any]], methods: Sequen
                 continue
             name = page[k]
             rs = [r for r in rows if r["instance"] == name]
+            allx = []
             for m in order:
-                pts = [(max(r["time_s"] or 0.0, 1e-4), r["makespan"]) for r in rs if r["method"] == m and r.get("ok")]
+                pts = [(max(r["time_s"] or 0.0, 1e-5), r["makespan"]) for r in rs if r["method"] == m and r.get("ok")]
+                allx += [q[0] for q in pts]
                 if pts:
                     ax.scatter([q[0] for q in pts], [q[1] for q in pts], color=colors[m], marker=mark[m], s=24,
                                label=m, alpha=0.85)
             bb = rs[0].get("best_bound") if rs else None
             if bb is not None:
                 ax.axhline(bb, color="k", ls="--", lw=0.8, label="best bound")
-            ax.set_xscale("log")
+            ax.set_xscale(_scale(allx))
             ax.set_title(name, fontsize=8)
             ax.tick_params(labelsize=7)
             ax.grid(alpha=0.3)

@@ -15,7 +15,7 @@ from dplace.report import aggregate, summarize
 SMALL = Path(__file__).resolve().parent.parent / "instances" / "suites" / "small"
 THREE = ["small_01_lowccr.json", "small_06_coloc_pin.json", "small_07_sequential.json"]
 INIT = "tests.test_bench:register_test_methods"
-TEST_METHODS = ("_bench_roundrobin", "_bench_fail", "_bench_hang")
+TEST_METHODS = ("_bench_roundrobin", "_bench_fail", "_bench_hang", "_bench_print")
 # fields that legitimately differ between two runs of the same pair
 VOLATILE = {"time_s", "wall_s", "host", "traceback"}
 
@@ -38,6 +38,13 @@ def register_test_methods() -> None:
         @registry.register("_bench_fail", summary="test: always raises", kind="baseline")
         def _fail(inst, *, time_limit_s=None, seed=0):
             raise RuntimeError(f"boom on {inst.name}")
+
+    if "_bench_print" not in registry._METHODS:
+
+        @registry.register("_bench_print", summary="test: prints like a solver log", kind="baseline")
+        def _print(inst, *, time_limit_s=None, seed=0):
+            print("chatty method", flush=True)
+            return dplace.make_result(inst, "_bench_print", [0] * inst.n)
 
     if "_bench_hang" not in registry._METHODS:
 
@@ -317,3 +324,23 @@ def test_cli_bad_paths(tmp_path, capsys):
 def test_default_methods_are_all_registered():
     assert bench.parse_methods(None) == dplace.methods()
     assert bench.parse_methods(" heft , single,heft") == ["heft", "single"]
+
+
+def test_method_specs_sweep_options(suite, tmp_path):
+    run = bench.run_bench([suite / THREE[0]], "heft,heft:insertion=false", out=tmp_path / "o", workers=0,
+                          progress=False, plots=False)
+    assert [r["method"] for r in run.rows] == ["heft", "heft:insertion=false"]
+    assert all(r["ok"] for r in run.rows)
+    assert len({r["key"] for r in run.rows}) == 2 and all("/" not in r["key"] for r in run.rows)
+    with pytest.raises(dplace.InvalidInstanceError, match="unknown option 'nope'"):
+        bench.parse_methods("heft:nope=1")
+    with pytest.raises(dplace.InvalidInstanceError, match="name:key=value"):
+        bench.parse_methods("heft:insertion")
+
+
+def test_worker_output_goes_to_log_files(suite, tmp_path, test_methods, capfd):
+    out = tmp_path / "o"
+    bench.run_bench([suite / THREE[0]], "_bench_print", out=out, workers=1, worker_init=INIT,
+                    progress=False, plots=False)
+    assert "chatty method" not in capfd.readouterr().out
+    assert "chatty method" in (out / "logs" / "worker-0.log").read_text()
