@@ -431,8 +431,10 @@ def _add_symmetry(V: CpModelVars) -> None:
 
 def build_model(inst: Instance, T: Ticks, *, horizon: int, lb_ticks: int = 0,
                 fixed: dict[int, int] | None = None, symmetry: bool = False,
-                reach: list[int] | None = None, fifo_limit: int = 400) -> CpModelVars:
-    """The CP-SAT model of ``inst`` in ticks; ``fixed`` maps ops to a device they must use."""
+                reach: list[int] | None = None, fifo_limit: int = 400,
+                prec: Sequence[tuple[int, int]] = ()) -> CpModelVars:
+    """The CP-SAT model of ``inst`` in ticks; ``fixed`` maps ops to a device they must use; ``prec`` adds
+    e[a] <= s[b] for each pair (used to keep the order of fixed ops in large-neighbourhood search)."""
     allowed = []
     for o in range(inst.n):
         if fixed and o in fixed:
@@ -454,6 +456,8 @@ def build_model(inst: Instance, T: Ticks, *, horizon: int, lb_ticks: int = 0,
     else:
         V.symmetric = False
     md = V.model
+    for a, b in prec:
+        md.add(V.e[a] <= V.s[b])
     V.mk = md.new_int_var(min(lb_ticks, horizon), horizon, "makespan")
     md.add_max_equality(V.mk, V.e) if inst.n else None
     md.minimize(V.mk)
