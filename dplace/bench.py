@@ -272,25 +272,23 @@ def hard_limit_for(time_limit_s: float | None) -> float | None:
 
 
 # ---------------------------------------------------------------------------------------------- local pool
-def _worker_main(conn: Any, worker_init: str | None, log_path: str | None = None) -> None:
-    """Body of a local pool worker: its own process group (so a kill takes solver children with it);
-    its stdout/stderr (solver logs, progress lines) go to ``log_path`` instead of the terminal."""
-    try:
-        os.setpgrp()
-    except OSError:
-        pass
-    if log_path:
-        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        os.close(fd)
-        sys.stdout = open(1, "w", buffering=1, closefd=False)
-        sys.stderr = open(2, "w", buffering=1, closefd=False)
+# A worker is a fresh ``python -c`` process (not multiprocessing's spawn, which re-runs the caller's
+# main script when it lacks an ``if __name__ == "__main__"`` guard), in a session of its own (a kill
+# takes solver child processes with it; Ctrl-C reaches only the parent), talking over a socket pair.
+_WORKER_BOOT = (
+    "import json, os, sys; sys.path[:0] = [p for p in json.loads(os.environ.pop('DPLACE_BENCH_PATH', '[]')) "
+    "if p not in sys.path]; from dplace.bench import _worker_main; _worker_main(int(sys.argv[1]))"
+)
+
+
+def _worker_main(fd: int) -> None:
+    """Body of a local pool worker: ``worker_init`` once, then pairs until told to stop or orphaned."""
     import signal
+    from multiprocessing.connection import Connection
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and kills us
+    conn = Connection(fd)
+    worker_init = conn.recv()
     try:
         init_worker(worker_init)
     except Exception as exc:  # noqa: BLE001 - reported with each pair below
@@ -317,27 +315,54 @@ def _worker_main(conn: Any, worker_init: str | None, log_path: str | None = None
 
 
 class _Slot:
-    def __init__(self, ctx: Any, worker_init: str | None, log_path: str | None = None) -> None:
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child, worker_init, log_path), daemon=True)
-        self.proc.start()
-        child.close()
+    """One worker process of the local pool and the pair it is running."""
+
+    def __init__(self, worker_init: str | None, log_path: str | None = None) -> None:
+        import subprocess
+        from multiprocessing.connection import Connection
+
+        mine, theirs = socket.socketpair()
+        env = dict(os.environ, DPLACE_BENCH_PATH=json.dumps([p for p in sys.path if p]))
+        log = open(log_path, "ab") if log_path else None
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", _WORKER_BOOT, str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT if log else None,
+                start_new_session=True, env=env,
+            )
+        finally:
+            theirs.close()
+            if log is not None:
+                log.close()
+        self.log_path = log_path
+        self.conn = Connection(mine.detach())
+        self.conn.send(worker_init)
         self.task: dict[str, Any] | None = None
         self.deadline = float("inf")
         self.started = 0.0
 
     def kill(self) -> None:
-        pid = self.proc.pid
         try:
-            os.killpg(pid, 9)
+            os.killpg(self.proc.pid, 9)
         except (ProcessLookupError, PermissionError, OSError):
-            pass
+            try:
+                self.proc.kill()
+            except OSError:
+                pass
         try:
-            self.proc.kill()
-        except Exception:  # noqa: BLE001
+            self.proc.wait(10)
+        except Exception:  # noqa: BLE001 - a zombie we cannot reap is not worth a crash
             pass
-        self.proc.join(5)
         self.conn.close()
+
+    def stop(self) -> None:
+        """Ask an idle worker to exit; kill it if it does not within 2 s."""
+        try:
+            self.conn.send(None)
+            self.proc.wait(2)
+            self.conn.close()
+        except Exception:  # noqa: BLE001
+            self.kill()
 
 
 def run_local(tasks: Sequence[dict[str, Any]], texts: dict[str, str], *, workers: int,
@@ -346,10 +371,8 @@ def run_local(tasks: Sequence[dict[str, Any]], texts: dict[str, str], *, workers
     """Yield one row per task from a pool of ``workers`` processes; kill a worker on overrun.
 
     With ``log_dir``, worker ``i`` appends its stdout/stderr to ``log_dir/worker-<i>.log``."""
-    import multiprocessing as mp
     from multiprocessing.connection import wait
 
-    ctx = mp.get_context("spawn")
     pending = deque(tasks)
     slots: list[_Slot | None] = [None] * max(1, min(workers, len(tasks)))
     try:
@@ -359,10 +382,13 @@ def run_local(tasks: Sequence[dict[str, Any]], texts: dict[str, str], *, workers
                 if pending and (s is None or s.task is None):
                     if s is None:
                         log = str(Path(log_dir) / f"worker-{i}.log") if log_dir is not None else None
-                        s = slots[i] = _Slot(ctx, worker_init, log)
+                        s = slots[i] = _Slot(worker_init, log)
                     task = pending.popleft()
                     s.task, s.started, s.deadline = task, now, now + _WORKER_START_S
-                    s.conn.send((task, texts[task["instance_sha"]]))
+                    try:
+                        s.conn.send((task, texts[task["instance_sha"]]))
+                    except OSError:  # died while idle: noticed as EOF below
+                        pass
             busy = [s for s in slots if s is not None and s.task is not None]
             timeout = max(0.0, min(s.deadline for s in busy) - time.monotonic())
             ready = wait([s.conn for s in busy], timeout=min(timeout, 5.0))
@@ -372,10 +398,11 @@ def run_local(tasks: Sequence[dict[str, Any]], texts: dict[str, str], *, workers
                 try:
                     kind, payload = s.conn.recv()
                 except (EOFError, OSError):
-                    code = s.proc.exitcode
                     s.kill()
+                    code = s.proc.returncode
                     slots[slots.index(s)] = None
-                    yield failed_row(s.task, "crashed", f"worker died (exit code {code})",
+                    where = f"; its output is in {s.log_path}" if s.log_path else ""
+                    yield failed_row(s.task, "crashed", f"worker died (exit code {code}){where}",
                                      time.monotonic() - s.started)
                     continue
                 if kind == "start":
@@ -394,16 +421,8 @@ def run_local(tasks: Sequence[dict[str, Any]], texts: dict[str, str], *, workers
                                      now - s.started)
     finally:
         for s in slots:
-            if s is None:
-                continue
-            if s.task is None:
-                try:
-                    s.conn.send(None)
-                    s.proc.join(2)
-                except (OSError, ValueError):
-                    pass
-            if s.proc.is_alive() or s.task is not None:
-                s.kill()
+            if s is not None:
+                s.kill() if s.task is not None else s.stop()
 
 
 def run_inline(tasks: Sequence[dict[str, Any]], texts: dict[str, str], *,
@@ -583,6 +602,7 @@ def run_bench(
             on_row(row)
 
     ran = 0
+    restore = _sigterm_as_interrupt()
     try:
         if progress and todo:
             ran = _consume_with_progress(stream, record, len(todo), len(tasks) - len(todo))
@@ -591,6 +611,7 @@ def run_bench(
                 record(row)
                 ran += 1
     finally:
+        restore()
         close = getattr(stream, "close", None)
         if close is not None:
             close()  # kills workers still running after an interrupt
@@ -599,6 +620,22 @@ def run_bench(
 
         written = write_outputs(out, ordered, params, names, plots=plots)
     return BenchRun(written["rows"], written["summary"], written["files"], ran, len(tasks) - len(todo), params)
+
+
+def _sigterm_as_interrupt() -> Callable[[], None]:
+    """While a study runs, SIGTERM (a batch system's stop) unwinds like Ctrl-C: workers are killed and the
+    aggregates of the finished rows are written. Returns the function that restores the old handler."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def _raise(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    old = signal.signal(signal.SIGTERM, _raise)
+    return lambda: signal.signal(signal.SIGTERM, old)
 
 
 def _consume_with_progress(stream: Iterable[dict[str, Any]], record: Callable[[dict[str, Any]], None],

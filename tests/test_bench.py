@@ -15,7 +15,7 @@ from dplace.report import aggregate, summarize
 SMALL = Path(__file__).resolve().parent.parent / "instances" / "suites" / "small"
 THREE = ["small_01_lowccr.json", "small_06_coloc_pin.json", "small_07_sequential.json"]
 INIT = "tests.test_bench:register_test_methods"
-TEST_METHODS = ("_bench_roundrobin", "_bench_fail", "_bench_hang", "_bench_print")
+TEST_METHODS = ("_bench_roundrobin", "_bench_fail", "_bench_hang", "_bench_print", "_bench_crash")
 # fields that legitimately differ between two runs of the same pair
 VOLATILE = {"time_s", "wall_s", "host", "traceback"}
 
@@ -45,6 +45,14 @@ def register_test_methods() -> None:
         def _print(inst, *, time_limit_s=None, seed=0):
             print("chatty method", flush=True)
             return dplace.make_result(inst, "_bench_print", [0] * inst.n)
+
+    if "_bench_crash" not in registry._METHODS:
+
+        @registry.register("_bench_crash", summary="test: kills its own process", kind="baseline")
+        def _crash(inst, *, time_limit_s=None, seed=0):
+            import os
+
+            os._exit(3)
 
     if "_bench_hang" not in registry._METHODS:
 
@@ -213,7 +221,8 @@ def test_raising_method_is_a_row_inline(suite, tmp_path, test_methods):
 
 def test_raising_and_hanging_methods_in_worker_pool(suite, tmp_path, test_methods):
     t0 = time.monotonic()
-    run = bench.run_bench([suite / THREE[0], suite / THREE[1]], "_bench_hang,_bench_fail,heft", out=tmp_path / "o",
+    run = bench.run_bench([suite / THREE[0], suite / THREE[1]], "_bench_hang,_bench_fail,_bench_crash,heft",
+                          out=tmp_path / "o",
                           time_limit_s=1, hard_limit_s=1.0, workers=2, worker_init=INIT, progress=False, plots=False)
     assert time.monotonic() - t0 < 60
     by = {(r["instance"], r["method"]): r for r in run.rows}
@@ -222,6 +231,8 @@ def test_raising_and_hanging_methods_in_worker_pool(suite, tmp_path, test_method
         assert by[name, "_bench_hang"]["status"] == "timeout"
         assert "killed after" in by[name, "_bench_hang"]["error"]
         assert by[name, "_bench_fail"]["status"] == "error"
+        assert by[name, "_bench_crash"]["status"] == "crashed"
+        assert "exit code 3" in by[name, "_bench_crash"]["error"]
         assert by[name, "heft"]["ok"]
     assert {x["method"]: x["timeouts"] for x in run.summary}["_bench_hang"] == 2
     # a timeout is a finished pair; --retry-failed runs it (and the errors) again
