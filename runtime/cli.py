@@ -1,0 +1,165 @@
+"""``dplace profile`` and ``dplace execute`` (plugged into the main CLI by ``add_cli``).
+
+TensorFlow is imported only when one of these commands runs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from contextlib import contextmanager
+from typing import Any
+
+from dplace.errors import InvalidInstanceError
+
+GiB = 1 << 30
+
+
+def _model_args(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--model", help="zoo model: inceptionv3, resnet50, vgg19, transformer, lstm")
+    s.add_argument("--batch", type=int, help="batch size")
+    s.add_argument("--image-size", type=int, default=None, help="image side for image models")
+    s.add_argument("--width", type=int, default=None, help="transformer d_model / LSTM units")
+    s.add_argument("--layers", type=int, default=None, help="transformer blocks / LSTM layers")
+    s.add_argument("--seq-len", type=int, default=None, help="sequence length (transformer, lstm)")
+
+
+def _model_options(args: argparse.Namespace, saved: dict[str, Any] | None = None) -> dict[str, Any]:
+    opts = dict(saved or {})
+    for k in ("image_size", "width", "layers", "seq_len"):
+        v = getattr(args, k, None)
+        if v is not None:
+            opts[k] = v
+    return opts
+
+
+@contextmanager
+def _progress(enabled: bool = True):
+    """A rich progress bar; yields the ``progress(stage, done, total)`` callback."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description:>10}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), transient=True) as bar:
+        task = bar.add_task("start", total=1)
+
+        def cb(stage: str, done: int, total: int) -> None:
+            bar.update(task, description=stage, completed=done, total=total)
+
+        yield cb
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    from dplace.io import save_instance
+    from dplace.model import Link
+
+    from . import commfit, profile, zoo
+
+    if not args.model or not args.batch:
+        raise InvalidInstanceError("profile: --model and --batch are required")
+    if args.batch < 1:
+        raise InvalidInstanceError(f"profile: --batch must be >= 1, got {args.batch}")
+    devices = zoo.resolve_devices(args.devices)
+    step = zoo.build_step(args.model, **_model_options(args))
+    link = Link(args.latency, args.bandwidth)
+    with _progress(not args.quiet) as cb:
+        cb = cb or (lambda *a: None)
+        if args.regress_from:
+            small = [int(b) for b in args.regress_from.split(",") if b.strip()]
+            inst = profile.regress(step, args.batch, small, devices, memory=args.memory, link=link,
+                                   steps=args.steps, warmup=args.warmup, progress=cb, name=args.name)
+        else:
+            inst = profile.profile(step, args.batch, devices, memory=args.memory, link=link, steps=args.steps,
+                                   warmup=args.warmup, progress=cb, name=args.name)
+        if args.commfit and len(devices) > 1:
+            inst = commfit.with_links(inst, commfit.fit_links(devices, progress=cb))
+    save_instance(inst, args.out)
+    tot = sum(inst.dur[o][0] for o in range(inst.n))
+    print(f"{inst.name}: {inst.n} ops, {len(inst.edges)} edges, {len(inst.groups)} colocation groups, "
+          f"{sum(inst.mem) / GiB:.2f} GiB, sum of op times {tot / 1000:.1f} ms on {len(devices)} device(s) -> {args.out}")
+    return 0
+
+
+def cmd_execute(args: argparse.Namespace) -> int:
+    from dplace.io import load_instance, read_json
+    from dplace.result import result_from_dict
+
+    from . import execute, extract, zoo
+
+    data = read_json(args.result, "result")
+    if not isinstance(data, dict) or not isinstance(data.get("placement"), dict):
+        raise InvalidInstanceError(f"result {args.result!r}: has no placement")
+    saved: dict[str, Any] = {}
+    if args.instance:
+        inst = load_instance(args.instance)
+        saved = inst.extra.get("tf", {})
+    model = args.model or saved.get("model")
+    batch = args.batch or saved.get("batch")
+    if not model or not batch:
+        raise InvalidInstanceError("execute: --model and --batch are required (or an --instance made by dplace profile)")
+    if saved and (saved.get("model"), saved.get("batch")) != (model, batch):
+        raise InvalidInstanceError(
+            f"execute: instance was profiled for {saved.get('model')!r} batch {saved.get('batch')}, "
+            f"not {model!r} batch {batch}"
+        )
+    opts = _model_options(args, {k: v for k, v in (saved.get("options") or {}).items()
+                                 if k in ("image_size", "width", "layers", "seq_len", "vocab", "classes", "seed",
+                                          "learning_rate", "momentum")})
+    devices = list(data.get("memory") or {}) or sorted(set(data["placement"].values()))
+    zoo.ensure_logical_cpus(sum(1 for d in devices if d.upper().startswith("CPU:")) or 1)
+    step = zoo.build_step(model, **opts)
+    predicted_from_result = False
+    if not args.instance:  # structure only: the predicted time is the result's own makespan
+        inst = extract.extract(step, batch, devices)
+        predicted_from_result = True
+    res = result_from_dict(inst, data)
+    with _progress(not args.json) as cb:
+        rep = execute.execute(inst, res, step, batch, steps=args.steps, warmup=args.warmup, progress=cb)
+    if predicted_from_result and data.get("makespan") is not None:
+        rep.predicted_us = float(data["makespan"])
+    if args.json:
+        print(json.dumps(rep.to_dict(), indent=1))
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        t = Table(title=f"{model} batch {batch}: {data.get('method', '?')} on {', '.join(rep.devices)}")
+        for c in ("measured ms (mean ± sd)", "predicted ms", "ops moved", "ops not run", "ops per device", "loss check"):
+            t.add_column(c)
+        t.add_row(f"{rep.step_us_mean / 1000:.2f} ± {rep.step_us_std / 1000:.2f}", f"{rep.predicted_us / 1000:.2f}",
+                  str(len(rep.ops_moved)), str(rep.ops_not_run),
+                  ", ".join(f"{d}: {n}" for d, n in rep.ops_per_device.items()),
+                  "ok" if rep.loss_ok else f"FAILED {rep.loss_placed} vs {rep.loss_ref}")
+        Console().print(t)
+        for n, want, got in rep.ops_moved[:20]:
+            print(f"moved: {n} placed on {want} ran on {got}")
+    return 0 if rep.ok else 1
+
+
+def add_cli(subparsers) -> None:
+    s = subparsers.add_parser("profile", help="extract and profile a zoo model's training step (TensorFlow)")
+    _model_args(s)
+    s.add_argument("--devices", default="1", help="N logical CPUs, 'gpu', or names like GPU:0,GPU:1 (default 1)")
+    s.add_argument("--memory", type=int, default=8 * GiB, help="bytes per device in the instance (default 8 GiB)")
+    s.add_argument("--latency", type=float, default=10.0, help="link latency µs (default 10, PCIe-like)")
+    s.add_argument("--bandwidth", type=float, default=12000.0, help="link bytes/µs (default 12000, PCIe-like)")
+    s.add_argument("--commfit", action="store_true", help="measure copies between the devices and fit links.pairs")
+    s.add_argument("--steps", type=int, default=5, help="profiled steps (median over them)")
+    s.add_argument("--warmup", type=int, default=2, help="untimed steps before profiling")
+    s.add_argument("--regress-from", default=None, metavar="B1,B2,...",
+                   help="estimate --batch from profiles at these small batches (Celeritas §4.2.1)")
+    s.add_argument("--name", default=None, help="instance name")
+    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.add_argument("--out", required=True, help="instance JSON to write")
+    s.set_defaults(func=cmd_profile)
+
+    s = subparsers.add_parser("execute", help="run a result's placement on TensorFlow and measure it")
+    _model_args(s)
+    s.add_argument("--result", required=True, help="dplace-result/1 JSON")
+    s.add_argument("--instance", default=None, help="the instance the result was made for (its profile gives "
+                   "the model options and the predicted time)")
+    s.add_argument("--steps", type=int, default=50, help="timed steps (default 50)")
+    s.add_argument("--warmup", type=int, default=5, help="untimed steps first (default 5)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_execute)

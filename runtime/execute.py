@@ -1,0 +1,204 @@
+"""Run a placement on TensorFlow and measure it (Celeritas §6.3: drop 5 warm-up steps, average 50).
+
+The step's GraphDef gets ``node.device`` from the Result's placement and is imported as a function;
+each variable is created on the device of its colocation group (its placeholder's device) from the
+values it had before any step. Verification reads the graphs TensorFlow actually executed (the
+per-device partition graphs of the run metadata), not the request: every op found on another device
+than placed is listed. Soft placement is off, so TensorFlow errors out rather than moving an op.
+The loss of the first steps must equal the unplaced run's (same start values, same data).
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+from dplace.errors import InvalidInstanceError
+from dplace.model import Instance
+from dplace.result import Result
+from dplace.simulate import as_placement, simulate
+
+from .zoo import TrainStep, _tf, ensure_logical_cpus, short_device, tf_device
+
+
+@dataclass
+class ExecReport:
+    model: str
+    batch: int
+    devices: list[str]
+    steps: int
+    warmup: int
+    step_us_mean: float
+    step_us_std: float
+    step_us_median: float
+    predicted_us: float  # dplace.simulate makespan of the placement without an order, as TF runs it (µs)
+    ops_moved: list[tuple[str, str, str]]  # (node, placed, ran on)
+    ops_not_run: int  # instance ops absent from every executed partition graph (e.g. folded constants)
+    not_run_types: dict[str, int]  # their op types
+    ops_per_device: dict[str, int]  # instance ops found per device in the executed graphs
+    loss_ref: list[float]
+    loss_placed: list[float]
+    loss_ok: bool
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.ops_moved and self.loss_ok
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["ops_moved_count"] = len(self.ops_moved)
+        d["ok"] = self.ok
+        return d
+
+
+def _graph_fn(step: TrainStep, batch: int, device_of: Callable[[str], str] | None):
+    """(callable(x, y, *handles), placeholder names of the captured variables) for the step's graph
+    with every node's device set by ``device_of`` (None: no device, TF's default placement)."""
+    tf = _tf()
+    cf = step.concrete(batch)
+    graph = cf.graph
+    gd = graph.as_graph_def()
+    for nd in gd.node:
+        nd.device = tf_device(device_of(nd.name)) if device_of else ""
+    wrapped = tf.compat.v1.wrap_function(lambda: tf.compat.v1.import_graph_def(gd, name=""), [])
+    g = wrapped.graph
+    fn = wrapped.prune(
+        feeds=[g.get_tensor_by_name(t.name) for t in graph.inputs],
+        fetches=[g.get_tensor_by_name(t.name) for t in graph.outputs],
+    )
+    names = [t.op.name for t in graph.internal_captures]
+    return fn, list(zip(names, cf.captured_inputs))
+
+
+def _variables(step: TrainStep, caps, device_of: Callable[[str], str] | None) -> list[Any]:
+    """The captured inputs to feed: a fresh variable with the step's start value on its
+    placeholder's device for each variable; captured constants as they are, copied to their device."""
+    tf = _tf()
+    out = []
+    for node, ext in caps:
+        var = step.variable_of(ext)
+        with tf.device(tf_device(device_of(node)) if device_of else None):
+            if var is None:
+                out.append(tf.identity(ext))
+            else:
+                out.append(tf.Variable(step.initial[id(var.handle)], name=node.replace("/", "_")[-60:]))
+    return out
+
+
+def _call(fn, x, y, feeds) -> float:
+    out = fn(x, y, *[getattr(f, "handle", f) for f in feeds])
+    if isinstance(out, (list, tuple)):
+        out = out[0]
+    return float(out.numpy())
+
+
+def reference_losses(step: TrainStep, batch: int, n: int) -> list[float]:
+    """Losses of the first ``n`` steps with no device requested (TensorFlow's default placement);
+    kept on ``step`` since they do not depend on any placement."""
+    cache = step.__dict__.setdefault("_reference_losses", {})
+    if (batch, n) in cache:
+        return list(cache[(batch, n)])
+    fn, caps = _graph_fn(step, batch, None)
+    handles = _variables(step, caps, None)
+    x, y = step.inputs(batch)
+    cache[(batch, n)] = [_call(fn, x, y, handles) for _ in range(n)]
+    return list(cache[(batch, n)])
+
+
+def execute(inst: Instance, placement: Result | Any, step: TrainStep, batch: int | None = None, *,
+            steps: int = 50, warmup: int = 5, loss_steps: int = 3, rtol: float = 1e-4, atol: float = 1e-5,
+            progress: Callable[[str, int, int], None] | None = None) -> ExecReport:
+    """Run ``placement`` (a Result or a placement accepted by ``dplace.simulate``) of ``inst`` on the
+    devices named in it, ``warmup`` untimed then ``steps`` timed steps, and verify it."""
+    tf = _tf()
+    from tensorflow.python.eager import context
+
+    result_makespan = None
+    if batch is None:
+        batch = int(inst.extra.get("tf", {}).get("batch", 0)) or 1
+    if isinstance(placement, Result):
+        result_makespan = placement.makespan
+        if placement.placement is None:
+            raise InvalidInstanceError(f"result: method {placement.method!r} has no placement ({placement.status})")
+        placement = placement.placement
+    pl = as_placement(inst, placement)
+    # TensorFlow follows no given order: its executor runs ops as they become ready, which is what
+    # dplace.simulate models without an order (a method's own order may give another makespan)
+    predicted = simulate(inst, pl).makespan
+    cpus = [d.name for d in inst.devices if d.name.upper().startswith("CPU:")]
+    if cpus:
+        have = ensure_logical_cpus(1 + max(int(c.split(":")[1]) for c in cpus))
+        for c in cpus:
+            if int(c.split(":")[1]) >= have:
+                raise InvalidInstanceError(f"devices: instance device {c!r} needs more logical CPUs than this process has ({have})")
+    types = {op.extra.get("tf_node", op.id): str(op.type) for op in inst.ops}
+    node_dev = {op.extra.get("tf_node", op.id): inst.devices[pl[o]].name for o, op in enumerate(inst.ops)}
+
+    def device_of(node: str) -> str:
+        if node not in node_dev:
+            raise InvalidInstanceError(f"placement: graph node {node!r} is not an op of instance {inst.name!r}")
+        return node_dev[node]
+
+    loss_ref = reference_losses(step, batch, loss_steps)
+    fn, caps = _graph_fn(step, batch, device_of)
+    handles = _variables(step, caps, device_of)
+    x, y = step.inputs(batch)
+    in_nodes = [t.op.name for t in step.concrete(batch).graph.inputs[:2]]
+    with tf.device(tf_device(device_of(in_nodes[0]))):  # an input's _Arg runs where its tensor lives
+        x = tf.identity(x)
+    with tf.device(tf_device(device_of(in_nodes[1]))):
+        y = tf.identity(y)
+
+    context.enable_run_metadata()
+    try:
+        context.export_run_metadata()  # drain what earlier runs left in the buffer
+        first = _call(fn, x, y, handles)  # instantiation: the partition graphs are recorded here
+        meta = context.export_run_metadata()
+    finally:
+        context.disable_run_metadata()
+    ran_on: dict[str, str] = {}
+    for fg in meta.function_graphs:
+        for part in fg.partition_graphs:
+            for nd in part.node:
+                if nd.name in node_dev and nd.device:
+                    ran_on.setdefault(nd.name, short_device(nd.device))
+    moved = sorted((n, d, ran_on[n]) for n, d in node_dev.items() if n in ran_on and ran_on[n] != d)
+    per_dev: dict[str, int] = {}
+    for n, d in ran_on.items():
+        per_dev[d] = per_dev.get(d, 0) + 1
+
+    losses = [first]
+    untimed = max(warmup, loss_steps)
+    total = untimed + steps
+    for i in range(1, untimed):
+        v = _call(fn, x, y, handles)
+        if i < loss_steps:
+            losses.append(v)
+        if progress:
+            progress("warm-up", i + 1, total)
+    times = []
+    for i in range(steps):
+        t0 = time.perf_counter()
+        _call(fn, x, y, handles)
+        times.append((time.perf_counter() - t0) * 1e6)
+        if progress:
+            progress("timed", untimed + i + 1, total)
+    loss_ok = len(losses) == len(loss_ref) and all(
+        math.isfinite(a) and math.isclose(a, b, rel_tol=rtol, abs_tol=atol) for a, b in zip(losses, loss_ref)
+    )
+    meta_tf = inst.extra.get("tf", {})
+    return ExecReport(
+        model=step.name, batch=batch, devices=[d.name for d in inst.devices], steps=steps, warmup=untimed,
+        step_us_mean=statistics.fmean(times) if times else float("nan"),
+        step_us_std=statistics.pstdev(times) if len(times) > 1 else 0.0,
+        step_us_median=statistics.median(times) if times else float("nan"),
+        predicted_us=predicted, ops_moved=moved, ops_not_run=sum(1 for n in node_dev if n not in ran_on),
+        not_run_types=dict(Counter(types[n] for n in node_dev if n not in ran_on).most_common()),
+        ops_per_device=dict(sorted(per_dev.items())), loss_ref=loss_ref, loss_placed=losses[:loss_steps],
+        loss_ok=loss_ok, extra={"instance": inst.name, "instance_batch": meta_tf.get("batch"),
+               "result_makespan_us": result_makespan},
+    )
