@@ -375,3 +375,32 @@ def make_chain(costs: Iterable[tuple[float, float]] | Iterable[float], *, weight
         f, b = (c, 0.0) if not isinstance(c, (tuple, list)) else c
         layers.append(Layer(f"l{i + 1}", f, b, ws[i], as_[i]))
     return Chain(name, tuple(layers), processors, memory, bandwidth)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m dplace.chain PROFILE.graph.txt... --out DIR [--processors P]``: convert PipeDream
+    profiles into ``DIR/<name>.json`` chains (no memory limit, no bandwidth)."""
+    import argparse
+    import sys
+
+    from .errors import DplaceError
+
+    ap = argparse.ArgumentParser(prog="python -m dplace.chain", description=main.__doc__)
+    ap.add_argument("profiles", nargs="+")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--processors", type=int, default=4)
+    args = ap.parse_args(argv)
+    try:
+        for prof in args.profiles:
+            ch = chain_from_pipedream(prof, processors=args.processors)
+            dest = Path(args.out) / f"{ch.name}.json"
+            save_chain(ch, dest)
+            print(f"{dest}: {ch.L} layers")
+    except DplaceError as exc:
+        print(f"dplace.chain: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,361 @@
+"""Pipelined model parallelism (issue #7): chain format, 1F1B*, k-periodic patterns, validator, DP and
+CP-SAT models, and the paper's results (Beaumont, Eyraud-Dubois, Shilova, Euro-Par 2021)."""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from dplace.chain import (Chain, Layer, chain_from_dict, chain_from_instance, chain_from_pipedream, chain_to_dict,
+                          load_chain, make_chain, save_chain)
+from dplace.errors import InfeasibleError, InvalidInstanceError
+from dplace.formulations import pipeline as pl
+from dplace.formulations.pipeline import (PatternOp, Pattern, contiguous_dp, contiguous_milp, general_milp,
+                                          k_periodic, one_f_one_b_star, pattern_from_times, validate_pattern)
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAINS = ROOT / "instances" / "chains"
+PROFILES = Path("/work/shared/data/pipedream-profiles")
+
+
+def singletons(chain: Chain) -> list[tuple[int, int]]:
+    return [(l, l + 1) for l in range(chain.L)]
+
+
+def brute_contiguous(chain: Chain, P: int, M):
+    """Least 1F1B* period over every contiguous partition into at most P stages (reference)."""
+    best = None
+    for r in range(min(P, chain.L)):
+        for cuts in itertools.combinations(range(1, chain.L), r):
+            b = [0, *cuts, chain.L]
+            stages = list(zip(b, b[1:]))
+            T = pl._needed_period(chain, stages, M)
+            if validate_pattern(one_f_one_b_star(chain, stages, T).pattern, M).ok and (best is None or T < best):
+                best = T
+    return best
+
+
+def delay_patterns(chain: Chain, T: float, step: float = 1.0):
+    """Every 1-periodic pattern with one layer per processor whose single-batch times are built from
+    delays in {0, step, ..., T - step} between consecutive operations of Figure 1 (F_1..F_L, B_L..B_1).
+    A delay ≥ T can be cut by T without moving any op modulo T nor raising any NCA, so on this time
+    grid this is every pattern that can matter."""
+    L = chain.L
+    grid = [i * step for i in range(int(round(T / step)))]
+    seq = pl._batch_sequence(L)
+    for delays in itertools.product(grid, repeat=2 * L - 1):
+        tau = {}
+        t = 0.0
+        for i, (kind, l) in enumerate(seq):
+            if i:
+                t += delays[i - 1]
+            tau[kind, l] = t
+            t += chain.layers[l].forward if kind == "F" else chain.layers[l].backward
+        # cheap pre-filter: F_l and B_l must not overlap modulo T on their processor
+        ok = True
+        for l in range(L):
+            d = (tau["B", l] - tau["F", l]) % T
+            if not (chain.layers[l].forward - 1e-9 <= d <= T - chain.layers[l].backward + 1e-9):
+                ok = False
+                break
+        yield ok, tau
+
+
+def from_tau(chain, tau, T):
+    return pattern_from_times(chain, list(range(chain.L)), [tau["F", l] for l in range(chain.L)],
+                              [tau["B", l] for l in range(chain.L)], T, [f"p{p}" for p in range(chain.L)], chain.L)
+
+
+# ------------------------------------------------------------------------------------- format
+def test_chain_roundtrip(tmp_path):
+    c = make_chain([(1, 2), (3, 4)], weights=[5, 6], activations=[7, 8], processors=3, memory=100, bandwidth=2.0)
+    p = tmp_path / "c.json"
+    save_chain(c, p)
+    back = load_chain(p)
+    assert back == c
+    assert chain_to_dict(back)["format"] == "dplace-chain/1"
+
+
+@pytest.mark.parametrize("data, msg", [
+    ({"layers": []}, "at least one layer"),
+    ({"format": "x", "layers": [{"id": "a", "forward": 1, "backward": 1}]}, "format must be"),
+    ({"layers": [{"id": "a", "forward": -1, "backward": 1}]}, "layer 'a': forward must be >= 0, got -1"),
+    ({"layers": [{"id": "a", "forward": 1}]}, "layer 'a': missing field 'backward'"),
+    ({"layers": [{"id": "a", "forward": 1, "backward": 1}, {"id": "a", "forward": 1, "backward": 1}]}, "duplicate"),
+    ({"layers": [{"id": "a", "forward": 1, "backward": 1}], "processors": 0}, "processors must be an integer >= 1, got 0"),
+    ({"layers": [{"id": "a", "forward": 1, "backward": 1}], "bandwidth": 0}, "bandwidth must be > 0, got 0"),
+    ({"layers": [{"id": "a", "forward": "x", "backward": 1}]}, "layer 'a': forward must be a number, got 'x'"),
+])
+def test_chain_errors_name_field_and_value(data, msg):
+    with pytest.raises(InvalidInstanceError) as ei:
+        chain_from_dict(data)
+    assert msg in str(ei.value) and "\n" not in str(ei.value)
+
+
+@pytest.mark.skipif(not PROFILES.exists(), reason="shared PipeDream profiles not present")
+def test_pipedream_converter_matches_bundled():
+    c = chain_from_pipedream(PROFILES / "gnmt.graph.txt", processors=4)
+    assert c.L == 48
+    assert c == load_chain(CHAINS / "gnmt.json")
+    # times ms -> µs; a list of output sizes is summed
+    assert all(float(x).is_integer() for x in c.u)
+
+
+def test_bundled_chains_load():
+    files = sorted(CHAINS.glob("*.json"))
+    assert len(files) == 11 and (CHAINS / "LICENSE-pipedream.txt").exists()
+    for f in files:
+        assert load_chain(f).L >= 20
+
+
+def test_chain_from_instance_pairs_backward_twins():
+    from dplace.io import instance_from_dict
+
+    inst = instance_from_dict({
+        "format": "dplace-instance/1", "devices": [{"name": "d0", "memory": 100}, {"name": "d1", "memory": 80}],
+        "ops": [{"id": "f1", "time": 2, "memory": 3}, {"id": "f2", "time": 4, "memory": 1},
+                {"id": "b2", "time": 5, "forward_of": "f2"}, {"id": "b1", "time": 6, "forward_of": "f1"},
+                {"id": "upd", "time": 1, "memory": 2}],
+        "edges": [{"src": "f1", "dst": "f2", "bytes": 10}, {"src": "f2", "dst": "b2", "bytes": 7},
+                  {"src": "b2", "dst": "b1", "bytes": 10}, {"src": "f1", "dst": "b1", "bytes": 10},
+                  {"src": "b1", "dst": "upd", "bytes": 1}],
+    })
+    c = chain_from_instance(inst)
+    assert [ly.id for ly in c.layers] == ["f1", "f2"]
+    assert c.uf == [2, 4] and c.ub == [6 + 1, 5]  # the update joins b1's layer
+    assert c.w == [5, 1] and c.a == [10, 0]
+    assert c.processors == 2 and c.memory == 80
+
+
+# ------------------------------------------------------------------------------ done-when tests
+def test_121_contiguous_3_general_2():
+    c = make_chain([1, 2, 1], processors=2)
+    assert contiguous_dp(c).period == 3
+    assert contiguous_milp(c).period == 3
+    g = general_milp(c)
+    assert g.period == 2 and g.ok and g.allocation[0] == g.allocation[2] != g.allocation[1]
+
+
+def test_lemma2_only_general_fits():
+    c = make_chain([1, 2, 1], weights=[1, 2, 1], processors=2, memory=2)
+    with pytest.raises(InfeasibleError):
+        contiguous_dp(c)
+    with pytest.raises(InfeasibleError):
+        contiguous_milp(c)
+    g = general_milp(c)
+    assert g.ok and max(g.memory_used) <= 2
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_theorem5_ratio(k):
+    # costs scaled by 2k+1 (ε = 1): general k(2k+1); contiguous (2k-1)(2k+1) + 1 = (2k-1+ε)(2k+1)
+    c = pl.theorem5_chain(k)
+    cont, gen = contiguous_dp(c), general_milp(c, time_limit_s=20)
+    assert gen.status == "optimal" and gen.ok and cont.ok
+    s = 2 * k + 1
+    assert gen.period == k * s and cont.period == (2 * k - 1) * s + 1
+    ratio = cont.period / gen.period
+    assert ratio > 2 - 1 / k and ratio == pytest.approx(2 - 1 / k + 1 / (k * s))  # → 2 - 1/k as ε → 0
+
+
+@pytest.mark.parametrize("k", [3, 4])
+def test_theorem6_ratio(k):
+    c = pl.theorem6_chain(k)
+    cont, gen = contiguous_dp(c), general_milp(c, time_limit_s=20)
+    assert cont.ok and gen.ok and gen.status == "optimal"
+    assert gen.period == k and cont.period == k * (k - 1)
+    assert cont.period / gen.period >= k - 1
+
+
+def test_theorem3_exhaustive_shifts_never_beat_1f1b_star():
+    rng = random.Random(3)
+    cases = 0
+    while cases < 6:
+        L = rng.randint(2, 4)
+        c = make_chain([(rng.randint(1, 2), rng.randint(1, 2)) for _ in range(L)], processors=3)
+        S = rng.randint(2, min(3, L))
+        cuts = sorted(rng.sample(range(1, L), S - 1))
+        b = [0, *cuts, L]
+        stages = list(zip(b, b[1:]))
+        loads = [sum(c.u[x:y]) for x, y in stages]
+        if max(loads) > 6:
+            continue
+        T = rng.randint(max(loads), min(sum(loads), 6))
+        star = one_f_one_b_star(c, stages, T)
+        rep = validate_pattern(star.pattern)
+        assert rep.ok and rep.nca == star.nca
+        # the same partition at stage level: one "layer" per stage
+        stage_chain = make_chain([(sum(c.uf[x:y]), sum(c.ub[x:y])) for x, y in stages], processors=S)
+        best = [99] * S
+        for ok, tau in delay_patterns(stage_chain, T):
+            if not ok:
+                continue
+            r = validate_pattern(from_tau(stage_chain, tau, T))
+            if r.ok:
+                best = [min(x, y) for x, y in zip(best, r.nca)]
+        star_stage = [star.nca[x] for x, _ in stages]
+        assert best == star_stage  # 1F1B* reaches the least NCA of every stage at once
+        cases += 1
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_theorem4_k_periodic_beats_every_1_periodic(k):
+    c = pl.theorem4_chain(k)
+    one = one_f_one_b_star(c, singletons(c), 2.0)  # 1F1B: no idle time, NCA_1 = k + 1
+    assert validate_pattern(one.pattern).nca[0] == k + 1
+    assert not validate_pattern(one.pattern, c.memory).ok
+    kp = k_periodic(one.pattern, k)
+    rep = validate_pattern(kp, c.memory)
+    assert rep.ok, rep.errors
+    assert kp.k == k and rep.normalised_period == pytest.approx(2 * (1 + 1 / k))
+    assert rep.nca[0] == k
+    # every 1-periodic pattern with period < 2(1 + 1/k) is rejected (two layers on one processor
+    # would load it with 4 > T, so one layer per processor); times on the half-integer grid
+    grids = [(2.0, 1.0), (2.0, 0.5), (2.5, 0.5)]
+    checked = 0
+    for T, step in grids:
+        assert T < 2 * (1 + 1 / k)
+        for ok, tau in delay_patterns(c, T, step):
+            if ok or k == 2:  # k = 2: send every pattern to the validator; k = 3: the plausible ones
+                assert not validate_pattern(from_tau(c, tau, T), c.memory).ok
+                checked += 1
+    assert checked > 0
+
+
+def test_contiguous_dp_agrees_with_milp_and_general_is_never_worse():
+    rng = random.Random(7)
+    for _ in range(25):
+        L, P = rng.randint(2, 6), rng.randint(1, 3)
+        c = make_chain([(rng.randint(1, 5), rng.randint(0, 5)) for _ in range(L)],
+                       weights=[rng.randint(0, 4) for _ in range(L)], activations=[rng.randint(0, 3) for _ in range(L)],
+                       processors=P, memory=rng.choice([None, rng.randint(5, 25)]))
+        try:
+            d = contiguous_dp(c)
+        except InfeasibleError:
+            with pytest.raises(InfeasibleError):
+                contiguous_milp(c, time_limit_s=10)
+            continue
+        m = contiguous_milp(c, time_limit_s=10)
+        assert d.ok and m.ok and m.status == "optimal"
+        assert d.period == m.period == brute_contiguous(c, P, c.memory)
+        g = general_milp(c, time_limit_s=10)
+        assert g.ok and g.period <= d.period
+
+
+def test_contiguous_dp_with_communication_layers():
+    rng = random.Random(11)
+    for _ in range(15):
+        L, P = rng.randint(2, 5), rng.randint(2, 3)
+        c = make_chain([(rng.randint(1, 5), rng.randint(0, 5)) for _ in range(L)],
+                       weights=[rng.randint(0, 4) for _ in range(L)], activations=[rng.randint(0, 3) for _ in range(L)],
+                       processors=P, memory=rng.choice([None, rng.randint(6, 25)]), bandwidth=rng.choice([0.5, 1.0, 2.0]))
+        try:
+            d = contiguous_dp(c)
+        except InfeasibleError:
+            assert brute_contiguous(c, P, c.memory) is None
+            continue
+        assert d.ok, d.report.errors
+        assert d.period == pytest.approx(brute_contiguous(c, P, c.memory))
+        # the cut's link carries 2·a/β per batch
+        links = [r for r in d.pattern.resources if r.startswith("link")]
+        assert len(links) == len(d.stages) - 1
+
+
+def test_communication_layer_time():
+    c = make_chain([(1, 1), (1, 1)], activations=[3, 0], processors=2, bandwidth=2.0)
+    star = one_f_one_b_star(c, [(0, 1), (1, 2)], 3.0)
+    comm = [op for op in star.pattern.ops if op.layer == 1]  # expanded chain: l1, comm, l2
+    assert sum(op.duration for op in comm) == pytest.approx(2 * 3 / 2.0)
+    assert validate_pattern(star.pattern).ok
+
+
+# ------------------------------------------------------------------------------------ validator
+def _two_layer_pattern(changes=None):
+    c = make_chain([(1, 1), (1, 1)], weights=[1, 1], activations=[1, 1], processors=2)
+    star = one_f_one_b_star(c, singletons(c), 2.0)
+    ops = list(star.pattern.ops)
+    for (kind, layer), kw in (changes or {}).items():
+        i = next(i for i, o in enumerate(ops) if o.kind == kind and o.layer == layer)
+        ops[i] = PatternOp(**{**ops[i].__dict__, **kw})
+    p = star.pattern
+    return Pattern(p.period, p.k, tuple(ops), p.chain, p.resources, p.processors)
+
+
+def test_validator_accepts_1f1b_and_reports_nca_and_memory():
+    rep = validate_pattern(_two_layer_pattern(), memory=3)
+    assert rep.ok and rep.nca == [2, 1] and rep.memory == [3, 2]
+    assert not validate_pattern(_two_layer_pattern(), memory=2.5).ok
+
+
+@pytest.mark.parametrize("change, msg", [
+    ({("F", 1): {"resource": 0}}, "ops on resources"),
+    ({("F", 0): {"duration": 2.0}}, "duration must be"),
+    ({("B", 0): {"shift": 5}}, "dependency"),
+    ({("F", 0): {"start": 2.0}}, "start must be in"),
+])
+def test_validator_rejects(change, msg):
+    rep = validate_pattern(_two_layer_pattern(change))
+    assert not rep.ok and any(msg in e for e in rep.errors), rep.errors
+
+
+def test_validator_rejects_overlap():
+    c = make_chain([(1, 1), (1, 1)], processors=1)
+    p = pattern_from_times(c, [0, 0], [0, 1], [2, 3], 3.0, ["p0"], 1)  # load 4 > period 3
+    rep = validate_pattern(p)
+    assert not rep.ok and any("overlaps" in e for e in rep.errors)
+
+
+def test_k_periodic_for_k1_halves_throughput():
+    c = make_chain([(1, 1)] * 3, activations=[1, 1, 1], processors=3)
+    star = one_f_one_b_star(c, singletons(c), 2.0)
+    kp = k_periodic(star.pattern, 1)
+    rep = validate_pattern(kp)
+    assert rep.ok and kp.period == 4 and rep.nca[0] <= star.nca[0]
+
+
+def test_solution_json_and_k_option():
+    c = pl.theorem4_chain(2)
+    sol = pl.solve_pipeline(c.replace(memory=None), k=2)
+    assert sol.k == 2 and sol.ok
+    d = json.loads(json.dumps(sol.to_dict()))
+    assert d["k"] == 2 and d["valid"] and set(d["nca"]) == {ly.id for ly in c.layers}
+
+
+# ------------------------------------------------------------------------------------------ CLI
+def _cli(argv):
+    from dplace.formulations.pipeline_cli import add_cli
+
+    ap = argparse.ArgumentParser(prog="dplace")
+    add_cli(ap.add_subparsers(dest="command", required=True))
+    args = ap.parse_args(argv)
+    return args.func(args)
+
+
+def test_cli_text_json_gantt(tmp_path, capsys):
+    f = tmp_path / "c.json"
+    save_chain(make_chain([(1, 1), (2, 2), (1, 1)], weights=[1, 2, 1], activations=[1, 1, 1], processors=2), f)
+    assert _cli(["pipeline", str(f), "--memory", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "period 6" in out and "NCA per layer: l1=2 l2=1 l3=1" in out and "p1 |" in out
+    assert _cli(["pipeline", str(f), "--allocation", "general", "--k", "2", "--json",
+                 "--gantt", str(tmp_path / "g.png")]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["period"] == 12 and d["normalised_period"] == 6 and (tmp_path / "g.png").stat().st_size > 1000
+
+
+def test_cli_user_errors(tmp_path):
+    from dplace.errors import DplaceError
+
+    f = tmp_path / "c.json"
+    save_chain(make_chain([1, 2, 1], weights=[1, 2, 1], processors=2), f)
+    with pytest.raises(InfeasibleError):
+        _cli(["pipeline", str(f), "--memory", "2"])
+    with pytest.raises(DplaceError, match="--memory must be"):
+        _cli(["pipeline", str(f), "--memory", "lots"])
+    (tmp_path / "bad.json").write_text('{"layers": [{"id": "a", "forward": -3, "backward": 0}]}')
+    with pytest.raises(InvalidInstanceError, match="forward must be >= 0, got -3"):
+        _cli(["pipeline", str(tmp_path / "bad.json")])
