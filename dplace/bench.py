@@ -577,6 +577,8 @@ def run_bench(
         "address": address, "workers": n_workers, "left_out": left_out,
     }
     done = read_rows(out)
+    if done:
+        _note_changed_params(out, params)
     if retry_failed:
         done = {k: r for k, r in done.items() if r.get("status") not in ("error", "timeout", "crashed")}
     todo = [t for t in tasks if t["key"] not in done]
@@ -620,6 +622,19 @@ def run_bench(
 
         written = write_outputs(out, ordered, params, names, plots=plots)
     return BenchRun(written["rows"], written["summary"], written["files"], ran, len(tasks) - len(todo), params)
+
+
+def _note_changed_params(out: Path, params: dict[str, Any]) -> None:
+    """Resumed pairs keep the rows they have: say so when the limits or seed differ from last time."""
+    try:
+        old = json.loads((out / "params.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return
+    changed = [f"{k} {old.get(k)!r} -> {params[k]!r}" for k in ("time_limit_s", "hard_limit_s", "seed")
+               if k in old and old.get(k) != params[k]]
+    if changed:
+        sys.stderr.write(f"dplace bench: note: {', '.join(changed)} since the last run in {str(out)!r}; finished "
+                         "pairs keep their rows (use a new --out to rerun them)\n")
 
 
 def _sigterm_as_interrupt() -> Callable[[], None]:

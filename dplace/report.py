@@ -37,7 +37,8 @@ RUN_FIELDS = [
     "claimed_makespan", "memory_ok", "check_ok", "check_errors", "peak_memory", "transformed", "time_s",
     "wall_s", "host", "error",
 ]
-DERIVED_FIELDS = ["ok", "best_bound", "best_makespan", "gap_to_bound", "gap_to_best", "win"]
+DERIVED_FIELDS = ["ok", "best_bound", "bound_from", "best_makespan", "gap_to_bound", "gap_to_best", "win",
+                  "below_bound"]
 FIELDS = RUN_FIELDS + DERIVED_FIELDS
 FAILED_STATUSES = ("error", "timeout", "crashed")
 
@@ -58,16 +59,21 @@ def aggregate(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in out:
         by_inst[r["instance"]].append(r)
     for group in by_inst.values():
-        bounds = [r["lower_bound"] for r in group if r.get("lower_bound") is not None and not r.get("transformed")]
-        bounds += [r["makespan"] for r in group
+        bounds = [(r["lower_bound"], f"{r['method']} bound") for r in group
+                  if r.get("lower_bound") is not None and not r.get("transformed")]
+        bounds += [(r["makespan"], f"{r['method']} optimal") for r in group
                    if r.get("status") == "optimal" and is_ok(r) and not r.get("transformed")]
-        best_bound = max(bounds) if bounds else None
+        best_bound, bound_from = max(bounds, key=lambda b: b[0]) if bounds else (None, None)
         spans = [r["makespan"] for r in group if is_ok(r)]
         best_span = min(spans) if spans else None
         for r in group:
             ok = is_ok(r)
             r["ok"] = ok
             r["best_bound"] = best_bound
+            r["bound_from"] = bound_from
+            # a usable schedule of the same problem below a proven bound: a bound or an "optimal" is wrong
+            r["below_bound"] = bool(ok and best_bound is not None and not r.get("transformed")
+                                    and not _close_le(best_bound, r["makespan"]))
             r["best_makespan"] = best_span
             r["gap_to_bound"] = compute_gap(r["makespan"], best_bound) if ok else None
             r["gap_to_best"] = compute_gap(r["makespan"], best_span) if ok else None
@@ -108,6 +114,7 @@ def summarize(rows: Sequence[dict[str, Any]], methods: Sequence[str] | None = No
             "check_failures": sum(1 for r in rs if r.get("makespan") is not None and r.get("check_ok") is False),
             "errors": sum(1 for r in rs if r.get("status") in ("error", "crashed")),
             "timeouts": sum(1 for r in rs if r.get("status") == "timeout"),
+            "below_bound": sum(1 for r in rs if r.get("below_bound")),
             "mean_gap_to_bound": mean_b, "median_gap_to_bound": med_b, "max_gap_to_bound": max_b,
             "mean_gap_to_best": mean_s, "median_gap_to_best": med_s, "max_gap_to_best": max_s,
             "wins": wins, "mean_time_s": mean_t, "median_time_s": med_t, "max_time_s": max_t,
@@ -122,7 +129,8 @@ def per_instance(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in rows:
         d = seen.setdefault(r["instance"], {
             "instance": r["instance"], "n_ops": r.get("n_ops"), "n_devices": r.get("n_devices"),
-            "best_bound": r.get("best_bound"), "best_makespan": r.get("best_makespan"), "winners": [],
+            "best_bound": r.get("best_bound"), "bound_from": r.get("bound_from"),
+            "best_makespan": r.get("best_makespan"), "winners": [],
             "runs": 0, "ok": 0,
         })
         d["runs"] += 1
@@ -218,8 +226,10 @@ def report_markdown(rows: Sequence[dict[str, Any]], summary: Sequence[dict[str, 
     parts.append(_md_table(header, lines))
     parts += ["", "## Per instance", ""]
     parts.append(_md_table(
-        ["instance", "ops", "devices", "best bound", "best makespan", "gap of best", "winners", "ok runs"],
-        [[d["instance"], str(d["n_ops"]), str(d["n_devices"]), _num(d["best_bound"]), _num(d["best_makespan"]),
+        ["instance", "ops", "devices", "best bound", "bound from", "best makespan", "gap of best", "winners",
+         "ok runs"],
+        [[d["instance"], str(d["n_ops"]), str(d["n_devices"]), _num(d["best_bound"]), d["bound_from"] or "—",
+          _num(d["best_makespan"]),
           _pct(d["gap_of_best"]), ", ".join(d["winners"]) or "—", f"{d['ok']}/{d['runs']}"] for d in insts],
     ))
     failures = [r for r in rows if not r.get("ok")]
@@ -232,6 +242,15 @@ def report_markdown(rows: Sequence[dict[str, Any]], summary: Sequence[dict[str, 
         ))
     else:
         parts.append("None.")
+    below = [r for r in rows if r.get("below_bound")]
+    if below:
+        parts += ["", "## Contradictions: makespans below a proven bound", "",
+                  "A bound or a claim of optimality is wrong (the gap is shown as 0 above):", ""]
+        parts.append(_md_table(
+            ["instance", "method", "repeat", "makespan", "best bound", "bound from"],
+            [[r["instance"], r["method"], str(r["repeat"]), _num(r["makespan"]), _num(r["best_bound"]),
+              str(r.get("bound_from"))] for r in below],
+        ))
     transformed = [r for r in rows if r.get("transformed")]
     if transformed:
         parts += ["", f"{len(transformed)} run(s) solved a transformed graph (e.g. split ops): their makespans count, "

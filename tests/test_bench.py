@@ -10,7 +10,7 @@ import pytest
 
 import dplace
 from dplace import bench, registry
-from dplace.report import aggregate, summarize
+from dplace.report import aggregate, report_markdown, summarize
 
 SMALL = Path(__file__).resolve().parent.parent / "instances" / "suites" / "small"
 THREE = ["small_01_lowccr.json", "small_06_coloc_pin.json", "small_07_sequential.json"]
@@ -277,6 +277,11 @@ def test_aggregate_best_bound_gaps_and_wins():
     assert a["exact"]["gap_to_bound"] == 0.0 and a["split"]["gap_to_bound"] == 0.0  # clamped like Result.gap
     assert a["split"]["win"] and not a["exact"]["win"] and not a["bad"]["win"]
     assert a["bad"]["gap_to_bound"] is None and not a["bad"]["ok"] and a["err"]["gap_to_best"] is None
+    assert a["h1"]["bound_from"] == "exact optimal"
+    assert not any(r["below_bound"] for r in rows)
+    lie = aggregate([_row("c", "h", 90.0, lb=50.0), _row("c", "liar", 100.0, lb=100.0, status="optimal")])
+    assert [r["below_bound"] for r in lie] == [True, False]
+    assert "Contradictions" in report_markdown(lie, summarize(lie), {})
     s = {x["method"]: x for x in summarize(rows)}
     assert s["h1"]["wins"] == 1 and s["exact"]["wins"] == 1  # tie on "b" wins for both
     assert s["exact"]["optimal"] == 1 and s["bad"]["memory_violations"] == 1 and s["err"]["errors"] == 1
