@@ -212,7 +212,8 @@ def _one_line(exc: BaseException) -> str:
 def base_row(task: dict[str, Any]) -> dict[str, Any]:
     row = {k: task.get(k) for k in ("key", "instance", "instance_name", "instance_file", "instance_sha", "n_ops",
                                      "n_edges", "n_devices", "comm", "method", "repeat", "seed", "time_limit_s")}
-    row.update(status=None, makespan=None, lower_bound=None, claimed_makespan=None, memory_ok=None, check_ok=None,
+    row.update(status=None, makespan=None, lower_bound=None, project_bound=None, claimed_makespan=None,
+               memory_ok=None, check_ok=None,
                check_errors=None, peak_memory=None, transformed=False, time_s=None, wall_s=None,
                host=socket.gethostname(), error=None)
     return row
@@ -229,6 +230,10 @@ def run_pair(task: dict[str, Any], text: str | None = None, *, worker_init: str 
     try:
         init_worker(worker_init)
         inst = _instance(task["instance_sha"], text if text is not None else task["text"])
+        try:
+            row["project_bound"] = lower_bound(inst)
+        except DplaceError:  # memory cannot fit: solve says so as an "infeasible" row
+            pass
         name, opts = parse_method_spec(task["method"])
         res = solve(inst, name, time_limit_s=task.get("time_limit_s"), seed=task.get("seed", 0), **opts)
         row["status"] = res.status
@@ -251,11 +256,6 @@ def run_pair(task: dict[str, Any], text: str | None = None, *, worker_init: str 
         row["status"] = "error"
         row["error"] = _one_line(exc)
         row["traceback"] = "".join(traceback.format_exception(exc)[-6:])
-        if row["lower_bound"] is None:
-            try:
-                row["lower_bound"] = lower_bound(_instance(task["instance_sha"], text if text is not None else task["text"]))
-            except Exception:  # noqa: BLE001 - no bound is a fine answer here
-                pass
     row["wall_s"] = time.perf_counter() - t0
     return row
 

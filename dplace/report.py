@@ -6,7 +6,8 @@ gives one line per method, :func:`write_outputs` writes ``results.csv``, ``resul
 and the PNG plots (matplotlib, Agg canvas, no pyplot state).
 
 Definitions (the same as :func:`dplace.result.compute_gap`):
-  best bound of an instance  = max over its runs of the proven ``lower_bound``, and of the makespan of
+  best bound of an instance  = max of :func:`dplace.lower_bound` (``project_bound``), of every run's proven
+                               ``lower_bound`` and of the makespan of
                                runs with status ``optimal`` (rows that solved a transformed graph are
                                left out: their bound is for another problem);
   gap to bound               = (makespan - best bound) / makespan;
@@ -33,7 +34,7 @@ _REL_TOL = 1e-9
 # Columns of a row as the worker records it, then the ones :func:`aggregate` derives.
 RUN_FIELDS = [
     "key", "instance", "instance_name", "instance_file", "instance_sha", "n_ops", "n_edges", "n_devices",
-    "comm", "method", "repeat", "seed", "time_limit_s", "status", "makespan", "lower_bound",
+    "comm", "method", "repeat", "seed", "time_limit_s", "status", "makespan", "lower_bound", "project_bound",
     "claimed_makespan", "memory_ok", "check_ok", "check_errors", "peak_memory", "transformed", "time_s",
     "wall_s", "host", "error",
 ]
@@ -59,10 +60,12 @@ def aggregate(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in out:
         by_inst[r["instance"]].append(r)
     for group in by_inst.values():
-        bounds = [(r["lower_bound"], f"{r['method']} bound") for r in group
-                  if r.get("lower_bound") is not None and not r.get("transformed")]
+        # on ties the first source is named: the project's generic bound, then an optimum, then a method's bound
+        bounds = [(r["project_bound"], "lower_bound()") for r in group[:1] if r.get("project_bound") is not None]
         bounds += [(r["makespan"], f"{r['method']} optimal") for r in group
                    if r.get("status") == "optimal" and is_ok(r) and not r.get("transformed")]
+        bounds += [(r["lower_bound"], f"{r['method']} bound") for r in group
+                   if r.get("lower_bound") is not None and not r.get("transformed")]
         best_bound, bound_from = max(bounds, key=lambda b: b[0]) if bounds else (None, None)
         spans = [r["makespan"] for r in group if is_ok(r)]
         best_span = min(spans) if spans else None

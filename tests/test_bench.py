@@ -212,7 +212,7 @@ def test_raising_method_is_a_row_inline(suite, tmp_path, test_methods):
     assert len(bad) == 3
     for r in bad:
         assert r["status"] == "error" and r["error"].startswith("RuntimeError: boom on ")
-        assert r["makespan"] is None and not r["ok"] and r["lower_bound"] is not None
+        assert r["makespan"] is None and not r["ok"] and r["project_bound"] is not None
     assert all(r["ok"] for r in run.rows if r["method"] == "heft")
     s = {x["method"]: x for x in run.summary}
     assert s["_bench_fail"]["errors"] == 3 and s["_bench_fail"]["wins"] == 0 and s["heft"]["wins"] == 3
@@ -278,6 +278,8 @@ def test_aggregate_best_bound_gaps_and_wins():
     assert a["split"]["win"] and not a["exact"]["win"] and not a["bad"]["win"]
     assert a["bad"]["gap_to_bound"] is None and not a["bad"]["ok"] and a["err"]["gap_to_best"] is None
     assert a["h1"]["bound_from"] == "exact optimal"
+    tie = aggregate([_row("d", "h", 12.0, lb=10.0, project_bound=10.0), _row("d", "x", 10.0, lb=10.0, status="optimal")])
+    assert tie[0]["bound_from"] == "lower_bound()" and tie[0]["best_bound"] == 10.0
     assert not any(r["below_bound"] for r in rows)
     lie = aggregate([_row("c", "h", 90.0, lb=50.0), _row("c", "liar", 100.0, lb=100.0, status="optimal")])
     assert [r["below_bound"] for r in lie] == [True, False]
