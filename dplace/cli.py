@@ -55,9 +55,13 @@ def _bytes(x: float | None) -> str:
 
 
 def _console(stderr: bool = False):
+    import shutil
+
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False)
+    stream = sys.stderr if stderr else sys.stdout
+    width = None if stream.isatty() else max(shutil.get_terminal_size((160, 24)).columns, 160)
+    return Console(stderr=stderr, highlight=False, width=width)
 
 
 def _parse_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -86,7 +90,8 @@ def _instance_for_result(inst, data: dict):
     if extra.get("splits"):
         from .heuristics.fastt import split_instance
 
-        return split_instance(inst, [tuple(s) for s in extra["splits"]])
+        return split_instance(inst, [tuple(s) for s in extra["splits"]],
+                              overhead_us=float(extra.get("split_overhead_us", 0.0)))
     return inst
 
 
