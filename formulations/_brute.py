@@ -99,7 +99,7 @@ def task_graph(n_tasks: int, n_procs: int, ccr: float = 1.0, *, seed: int = 0, c
     from dplace.model import Device, Edge, Link, Op
 
     rng = random.Random(seed)
-    width = max(1, round(math.sqrt(n_tasks)))
+    width = max(1, round(1.5 * math.sqrt(n_tasks)))
     layers: list[list[int]] = []
     t = 0
     while t < n_tasks:
@@ -109,13 +109,10 @@ def task_graph(n_tasks: int, n_procs: int, ccr: float = 1.0, *, seed: int = 0, c
     comp = [rng.randint(1, 20) for _ in range(n_tasks)]
     pairs: list[tuple[int, int]] = []
     for li in range(1, len(layers)):
+        earlier = [u for lj in range(max(0, li - 2), li) for u in layers[lj]]
         for v in layers[li]:
-            prev = layers[li - 1]
-            srcs = {rng.choice(prev)}
-            for lj in range(max(0, li - 2), li):
-                for u in layers[lj]:
-                    if rng.random() < 1.5 / max(1, len(layers[lj])):
-                        srcs.add(u)
+            srcs = {rng.choice(layers[li - 1])}  # one input from the previous level keeps the levels
+            srcs.update(rng.sample(earlier, min(len(earlier), rng.randint(0, 2))))
             pairs.extend((u, v) for u in sorted(srcs))
     weights = [rng.uniform(0.5, 1.5) for _ in pairs]
     scale = ccr * sum(comp) / max(1e-9, sum(weights)) if pairs else 0.0

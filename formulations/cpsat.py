@@ -262,6 +262,20 @@ def _add_device_no_overlap(V: CpModelVars) -> None:
             V.model.add_no_overlap(V.intervals[d])
 
 
+def _add_redundant_cumulative(V: CpModelVars) -> None:
+    """Redundant: when an op takes the same time on every device it may use and all devices are open
+    to it, the ops form a cumulative of capacity m (energy reasoning strengthens the bound)."""
+    inst, md = V.inst, V.model
+    ivs = []
+    for o in range(inst.n):
+        al = V.allowed[o]
+        if len(al) != inst.m or len({V.T.p[o][d] for d in al}) != 1:
+            return
+        ivs.append(md.new_interval_var(V.s[o], V.T.p[o][al[0]], V.e[o], f"C{o}"))
+    if inst.m > 1 and ivs:
+        md.add_cumulative(ivs, [1] * len(ivs), inst.m)
+
+
 def _homogeneous(inst: Instance) -> bool:
     m = inst.m
     vals = {(inst.lat[a][b], inst.bw[a][b]) for a in range(m) for b in range(m) if a != b}
@@ -446,6 +460,7 @@ def build_model(inst: Instance, T: Ticks, *, horizon: int, lb_ticks: int = 0,
     _add_placement(V)
     _add_memory(V)
     _add_device_no_overlap(V)
+    _add_redundant_cumulative(V)
     _add_precedence(V)
     if inst.comm == "sequential":
         _add_transfers(V, horizon, reach if reach is not None else reachability(inst), fifo_limit)
