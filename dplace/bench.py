@@ -45,6 +45,7 @@ class SuiteInstance:
 
     path: str
     label: str  # unique short name used in rows and reports
+    group: str  # the folder it was found in (e.g. "small", "real"): reports summarise per group too
     name: str  # the instance's own name
     sha: str  # sha256 of the file's bytes (a changed file is a new instance)
     text: str
@@ -69,8 +70,10 @@ def find_instance_files(paths: Sequence[str | os.PathLike]) -> list[Path]:
             files.append(p)
         else:
             raise InvalidInstanceError(f"instances: {str(p)!r}: no such file or directory")
-    unique = list(dict.fromkeys(f.resolve() for f in files))
-    return [Path(os.path.relpath(f)) if not os.path.relpath(f).startswith("..") else f for f in unique]
+    seen: dict[Path, Path] = {}
+    for f in files:  # the same file twice (e.g. through a link): the first path named wins
+        seen.setdefault(f.resolve(), f)
+    return list(seen.values())
 
 
 def _labels(files: Sequence[Path]) -> list[str]:
@@ -99,7 +102,7 @@ def load_suite(paths: Sequence[str | os.PathLike]) -> list[SuiteInstance]:
             inst = instance_from_dict(data)
         except InvalidInstanceError as exc:
             raise InvalidInstanceError(f"instance {str(f)!r}: {exc}") from None
-        out.append(SuiteInstance(str(f), label, inst.name, hashlib.sha256(raw).hexdigest(), raw.decode(),
+        out.append(SuiteInstance(str(f), label, f.parent.name or ".", inst.name, hashlib.sha256(raw).hexdigest(), raw.decode(),
                                  inst.n, len(inst.edges), inst.m, inst.comm))
     return out
 
@@ -170,7 +173,8 @@ def plan(suite: Sequence[SuiteInstance], methods: Sequence[str], *, repeat: int 
                 continue
             for r in range(repeat):
                 tasks.append({
-                    "key": pair_key(inst, m, r), "instance": inst.label, "instance_name": inst.name,
+                    "key": pair_key(inst, m, r), "instance": inst.label, "group": inst.group,
+                    "instance_name": inst.name,
                     "instance_file": inst.path, "instance_sha": inst.sha, "n_ops": inst.n_ops,
                     "n_edges": inst.n_edges, "n_devices": inst.n_devices, "comm": inst.comm, "method": m,
                     "repeat": r, "seed": seed + r, "time_limit_s": time_limit_s,
@@ -210,7 +214,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def base_row(task: dict[str, Any]) -> dict[str, Any]:
-    row = {k: task.get(k) for k in ("key", "instance", "instance_name", "instance_file", "instance_sha", "n_ops",
+    row = {k: task.get(k) for k in ("key", "instance", "group", "instance_name", "instance_file", "instance_sha", "n_ops",
                                      "n_edges", "n_devices", "comm", "method", "repeat", "seed", "time_limit_s")}
     row.update(status=None, makespan=None, lower_bound=None, project_bound=None, claimed_makespan=None,
                memory_ok=None, check_ok=None,

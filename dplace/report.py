@@ -33,7 +33,7 @@ _REL_TOL = 1e-9
 
 # Columns of a row as the worker records it, then the ones :func:`aggregate` derives.
 RUN_FIELDS = [
-    "key", "instance", "instance_name", "instance_file", "instance_sha", "n_ops", "n_edges", "n_devices",
+    "key", "instance", "group", "instance_name", "instance_file", "instance_sha", "n_ops", "n_edges", "n_devices",
     "comm", "method", "repeat", "seed", "time_limit_s", "status", "makespan", "lower_bound", "project_bound",
     "claimed_makespan", "memory_ok", "check_ok", "check_errors", "peak_memory", "transformed", "time_s",
     "wall_s", "host", "error",
@@ -227,6 +227,14 @@ def report_markdown(rows: Sequence[dict[str, Any]], summary: Sequence[dict[str, 
     ]
     header, lines = summary_table_rows(summary)
     parts.append(_md_table(header, lines))
+    groups = list(dict.fromkeys(r.get("group") for r in rows if r.get("group")))
+    if len(groups) > 1:
+        for g in groups:
+            sub = [r for r in rows if r.get("group") == g]
+            n_inst = len({r["instance"] for r in sub})
+            parts += ["", f"### Group `{g}` ({n_inst} instances)", ""]
+            header, lines = summary_table_rows(summarize(sub, [s["method"] for s in summary]))
+            parts.append(_md_table(header, lines))
     parts += ["", "## Per instance", ""]
     parts.append(_md_table(
         ["instance", "ops", "devices", "best bound", "bound from", "best makespan", "gap of best", "winners",

@@ -362,3 +362,15 @@ def test_worker_output_goes_to_log_files(suite, tmp_path, test_methods, capfd):
                     progress=False, plots=False)
     assert "chatty method" not in capfd.readouterr().out
     assert "chatty method" in (out / "logs" / "worker-0.log").read_text()
+
+
+def test_groups_and_duplicate_names(tmp_path):
+    for g in ("exact", "real"):
+        (tmp_path / g).mkdir()
+        shutil.copy(SMALL / THREE[0], tmp_path / g / "x.json")
+    (tmp_path / "real" / "z_link.json").symlink_to(tmp_path / "real" / "x.json")  # same file twice: once
+    run = bench.run_bench([tmp_path / "exact", tmp_path / "real"], "heft", out=tmp_path / "o", workers=0,
+                          progress=False, plots=False)
+    assert [(r["instance"], r["group"]) for r in run.rows] == [("exact/x", "exact"), ("real/x", "real")]
+    report = (tmp_path / "o" / "report.md").read_text()
+    assert "### Group `exact` (1 instances)" in report and "### Group `real` (1 instances)" in report
