@@ -586,7 +586,9 @@ def run_bench(
     if retry_failed:
         done = {k: r for k, r in done.items() if r.get("status") not in ("error", "timeout", "crashed")}
     todo = [t for t in tasks if t["key"] not in done]
-    rows = {t["key"]: done[t["key"]] for t in tasks if t["key"] in done}
+    # a resumed row keeps its results; where the file was found this time is refreshed from the plan
+    rows = {t["key"]: {**done[t["key"]], **{k: t[k] for k in ("instance", "group", "instance_file")}}
+            for t in tasks if t["key"] in done}
     (out / "rows").mkdir(parents=True, exist_ok=True)
     save_json(out / "params.json", params)
 
