@@ -315,7 +315,13 @@ def write_plots(out: str | Path, rows: Sequence[dict[str, Any]], methods: Sequen
 
     out = Path(out)
     order = list(methods) if methods else sorted({r["method"] for r in rows})
-    colors = {m: f"C{i % 10}" for i, m in enumerate(order)}
+    if len(order) <= 10:
+        colors = {m: f"C{i}" for i, m in enumerate(order)}
+    else:  # 20 distinct colours, then markers tell the rest apart
+        from matplotlib import colormaps
+
+        tab = colormaps["tab20"]
+        colors = {m: tab(i % 20) for i, m in enumerate(order)}
     markers = "osD^v<>pP*Xh"
     mark = {m: markers[i % len(markers)] for i, m in enumerate(order)}
     files = []
