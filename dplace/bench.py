@@ -10,7 +10,12 @@ At the end (also on Ctrl-C) :mod:`dplace.report` regenerates ``results.csv``, ``
 Executors: ``local`` keeps a pool of worker processes (one per core by default; a worker killed on a
 timeout is replaced); ``ray`` submits each pair as a Ray task (a local Ray with ``--workers`` CPUs, or
 an existing cluster with ``--address``) and cancels it with force on overrun. ``workers=0`` runs the
-pairs in this process (no hard limit; for tests and debugging).
+pairs in this process (no hard limit; for tests and debugging). Local workers write their stdout/stderr
+(solver logs) to ``OUT/logs/worker-<i>.log``. On a Ray cluster every node needs dplace installed.
+
+Methods: ``--methods a,b`` (default: every registered method, each left out of instances larger than its
+registered ``max_ops``); a spec may carry options, ``heft:insertion=false``, so one study sweeps them.
+Issue #9 ("Compare optimality gaps at scale"); definitions of the gaps in :mod:`dplace.report`.
 """
 from __future__ import annotations
 
