@@ -722,11 +722,14 @@ def _needed_period(chain: Chain, stages: list[tuple[int, int]], M: float | None)
     pre = _prefix(items)
     cands = sorted({pre[j] - pre[i] for i in range(len(pre)) for j in range(i + 1, len(pre))
                     if pre[j] - pre[i] >= max(items) - 1e-12})
-    for T in cands:
-        star = one_f_one_b_star(chain, stages, T)
-        if validate_pattern(star.pattern, M).ok:
-            return T
-    return cands[-1]
+    a, b = 0, len(cands) - 1  # feasibility is monotone in T: larger T, no larger group numbers
+    while a < b:
+        mid = (a + b) // 2
+        if validate_pattern(one_f_one_b_star(chain, stages, cands[mid]).pattern, M).ok:
+            b = mid
+        else:
+            a = mid + 1
+    return cands[a]
 
 
 # ============================================================================== CP-SAT models
@@ -753,23 +756,26 @@ def contiguous_milp(chain: Chain, processors: int | None = None, memory: float |
     """CP-SAT model of the contiguous problem with the **1F1B* NCA model**: layer l's NCA is the
     number z_l of its group (groups of consecutive stages counted from the end, each group's summed
     u_F + u_B ≤ T), so memory of stage p is Σ_l [l in p](W_l + z_l·a_l) ≤ M; minimise T ≥ every stage
-    load. Same optimum as :func:`contiguous_dp` (both are exact for this model). Not with β."""
+    load. With β the communication layer of each cut (2·a_l/β, on its own link) counts in T and in
+    the load of one of the groups around the cut (or of a group of its own: z may jump by 2 there).
+    Same optimum as :func:`contiguous_dp` (both are exact for this model)."""
     from ortools.sat.python import cp_model
 
-    if chain.bandwidth is not None:
-        raise NotImplementedError("contiguous_milp: communication (bandwidth) is not modelled; use contiguous_dp")
     t0 = time.perf_counter()
     _check_cost(chain)
     P = processors or chain.processors
     M = memory if memory is not None else chain.memory
     L = chain.L
-    sc, rounded = _int_scale(chain.u)
+    cf = [communication_time(chain, l) for l in range(L - 1)]
+    sc, rounded = _int_scale(chain.u + cf)
     u = [int(round(x * sc)) for x in chain.u]
+    cm = [int(round(x * sc)) for x in cf]  # comm time of cut l | l+1 (0 without β)
     W = [int(math.ceil(x)) for x in chain.w]
     A = [int(math.ceil(x)) for x in chain.a]
     need_groups = M is not None and any(A)
+    G = P if not any(cm) else 2 * P - 1  # largest group number
     m = cp_model.CpModel()
-    total = sum(u)
+    total = sum(u) + sum(cm)
     T = m.NewIntVar(max(u) if u else 0, max(total, 1), "T")  # the period
     b = {(l, p): m.NewBoolVar(f"b{l}_{p}") for l in range(L) for p in range(P)}  # layer l on stage p
     y = [m.NewIntVar(0, P - 1, f"y{l}") for l in range(L)]  # stage of layer l
@@ -784,24 +790,44 @@ def contiguous_milp(chain: Chain, processors: int | None = None, memory: float |
         cut.append(cv)
     for p in range(P):  # stage load ≤ T
         m.Add(sum(u[l] * b[l, p] for l in range(L)) <= T)
+    for l in range(L - 1):  # a link's load ≤ T
+        if cm[l]:
+            m.Add(cm[l] * cut[l] <= T)
     if M is not None:
         Mi = int(math.floor(M))
         if need_groups:
-            z = [m.NewIntVar(1, P, f"z{l}") for l in range(L)]  # group number (= NCA) of layer l
+            z = [m.NewIntVar(1, G, f"z{l}") for l in range(L)]  # group number (= NCA) of layer l
             m.Add(z[L - 1] == 1)
             for l in range(L - 1):
                 m.Add(z[l] - z[l + 1] >= 0)
-                m.Add(z[l] - z[l + 1] <= cut[l])  # groups change only at stage cuts, by one
-            gb = {(l, g): m.NewBoolVar(f"gb{l}_{g}") for l in range(L) for g in range(1, P + 1)}
+                m.Add(z[l] - z[l + 1] <= (2 if cm[l] else 1) * cut[l])  # groups change only at stage cuts
+                m.Add(z[l] - z[l + 1] <= (2 if cm[l] else 1))
+            gb = {(l, g): m.NewBoolVar(f"gb{l}_{g}") for l in range(L) for g in range(1, G + 1)}
             for l in range(L):
-                m.AddExactlyOne(gb[l, g] for g in range(1, P + 1))
-                m.Add(z[l] == sum(g * gb[l, g] for g in range(1, P + 1)))
-            for g in range(1, P + 1):  # group load ≤ T
-                m.Add(sum(u[l] * gb[l, g] for l in range(L)) <= T)
+                m.AddExactlyOne(gb[l, g] for g in range(1, G + 1))
+                m.Add(z[l] == sum(g * gb[l, g] for g in range(1, G + 1)))
+            cg = {}  # cg[l, g]: the comm layer of cut l is in group g
+            for l in range(L - 1):
+                if not cm[l]:
+                    continue
+                zc = m.NewIntVar(1, G, f"zc{l}")  # its group: between the groups of layers l+1 and l
+                m.Add(zc >= z[l + 1])
+                m.Add(zc <= z[l])
+                bs = [m.NewBoolVar(f"zcb{l}_{g}") for g in range(1, G + 1)]
+                m.AddExactlyOne(bs)
+                m.Add(zc == sum(g * bs[g - 1] for g in range(1, G + 1)))
+                for g in range(1, G + 1):
+                    v = m.NewBoolVar(f"cg{l}_{g}")
+                    m.AddBoolAnd([bs[g - 1], cut[l]]).OnlyEnforceIf(v)
+                    m.AddBoolOr([bs[g - 1].Not(), cut[l].Not()]).OnlyEnforceIf(v.Not())
+                    cg[l, g] = v
+            for g in range(1, G + 1):  # group load ≤ T
+                m.Add(sum(u[l] * gb[l, g] for l in range(L))
+                      + sum(cm[l] * cg[l, g] for l in range(L - 1) if cm[l]) <= T)
             e = {}
             for l in range(L):
                 for p in range(P):
-                    e[l, p] = m.NewIntVar(0, P, f"e{l}_{p}")  # z_l if layer l is on p, else 0
+                    e[l, p] = m.NewIntVar(0, G, f"e{l}_{p}")  # z_l if layer l is on p, else 0
                     m.Add(e[l, p] >= z[l]).OnlyEnforceIf(b[l, p])
             for p in range(P):
                 m.Add(sum(W[l] * b[l, p] + A[l] * e[l, p] for l in range(L)) <= Mi)
@@ -823,8 +849,7 @@ def contiguous_milp(chain: Chain, processors: int | None = None, memory: float |
         else:
             stages[-1] = (stages[-1][0], l + 1)
     claimed = solver.Value(T) / sc
-    Tpat = _needed_period(chain, stages, M) if need_groups else max(
-        sum(chain.u[a:b_]) for a, b_ in stages)
+    Tpat = _needed_period(chain, stages, M)
     star = one_f_one_b_star(chain, stages, Tpat)
     status = "optimal" if st == cp_model.OPTIMAL and not rounded else "feasible"
     sol = PipelineSolution("contiguous_milp", chain, P, M, status, alloc, stages, claimed_period=claimed,
@@ -835,154 +860,273 @@ def contiguous_milp(chain: Chain, processors: int | None = None, memory: float |
 
 
 def general_milp(chain: Chain, processors: int | None = None, memory: float | None = None, *,
-                 time_limit_s: float | None = 30.0, seed: int = 0, hint: bool = True) -> PipelineSolution:
-    """CP-SAT model of general (non-contiguous) allocations: a processor may hold any set of layers;
-    minimise the period T subject to memory. Two NCA models, chosen by the data:
+                 time_limit_s: float | None = 30.0, seed: int = 0, hint: bool = True,
+                 max_position_size: int = 2000) -> PipelineSolution:
+    """CP-SAT models of general (non-contiguous) allocations: a processor may hold any set of layers;
+    minimise the period T subject to memory. Two NCA models:
 
-    - **weights only** (no memory limit, or every a_l = 0; §6): memory is Σ W_l, T = the largest
-      processor load; the pattern is :func:`packed_pattern` (no idle time).
-    - **position NCA** (otherwise): the model places every F_l and B_l in the pattern — start s ∈ [0, T),
-      integer q with single-batch time τ = s + q·T (so shift −q), τ following the Figure-1 chain,
-      circular one-op-at-a-time per processor — and takes NCA_l = q_B − q_F + [s_B ≥ s_F], the exact
-      count of the resulting 1-periodic pattern (§3.2). Exact over 1-periodic patterns on the integer
-      time grid.
+    1. **load model** (§6): T ≥ every processor (and link) load, memory Σ_l (W_l + 1·a_l) ≤ M — every
+       NCA is at least 1, so this is a relaxation valid for every k-periodic pattern (T/k can never be
+       below the largest load). Its allocation gets :func:`packed_pattern` (no idle time on the busiest
+       processor); if that pattern fits in memory, it is optimal. Without a memory limit or activations
+       this is the whole story.
+    2. **position NCA** (otherwise, when 2·L·P ≤ ``max_position_size``): the model places every F_l and
+       B_l in the pattern — start s ∈ [0, T), integer q with single-batch time τ = s + q·T (shift −q),
+       τ following the Figure-1 chain, circular one-op-at-a-time per processor — and takes NCA_l =
+       q_B − q_F + [s_B ≥ s_F], the exact count of the resulting 1-periodic pattern (§3.2). Exact
+       over 1-periodic patterns whose times lie on the integer µs grid. Larger chains skip it (CP-SAT
+       does not keep its time limit on them) and return the best valid pattern found, with the load
+       model's bound.
 
-    With ``hint`` the contiguous DP solution seeds the search and is kept if the solver returns
-    something worse (it is a general allocation too). Not with β."""
-    from ortools.sat.python import cp_model
-
-    if chain.bandwidth is not None:
-        raise NotImplementedError("general_milp: communication (bandwidth) is not modelled yet; drop 'bandwidth'")
+    With β, a cut l | l+1 between processors adds a communication op of a_l/β each way, on a link of
+    its own (one op at a time on it), between the two layers' ops (§3.1).
+    With ``hint`` the contiguous DP solution seeds the search and is returned if nothing better is
+    found (it is a general allocation too)."""
     t0 = time.perf_counter()
     _check_cost(chain)
     P = processors or chain.processors
     M = memory if memory is not None else chain.memory
     L = chain.L
-    sc, rounded = _int_scale(chain.uf + chain.ub)
-    uf = [int(round(x * sc)) for x in chain.uf]
-    ubk = [int(round(x * sc)) for x in chain.ub]
-    u = [uf[l] + ubk[l] for l in range(L)]
-    W = [int(math.ceil(x)) for x in chain.w]
-    A = [int(math.ceil(x)) for x in chain.a]
-    position = M is not None and any(A)
+    half = [communication_time(chain, l) / 2.0 for l in range(L - 1)]  # each way
+    sc, rounded = _int_scale(chain.uf + chain.ub + half)
+    data = dict(P=P, L=L, sc=sc, uf=[int(round(x * sc)) for x in chain.uf], ub=[int(round(x * sc)) for x in chain.ub],
+                hc=[int(round(x * sc)) for x in half], W=[int(math.ceil(x)) for x in chain.w],
+                A=[int(math.ceil(x)) for x in chain.a], M=None if M is None else int(math.floor(M)))
     seed_sol = None
     if hint:
         try:
             seed_sol = contiguous_dp(chain, P, M)
         except InfeasibleError:
             seed_sol = None
-    m = cp_model.CpModel()
-    total = sum(u)
-    ub_T = max(total, 1)  # T = total allows NCA 1 everywhere (one batch at a time)
-    T = m.NewIntVar(max(max(u), -(-total // P)), ub_T, "T")  # the period
+    deadline = None if time_limit_s is None else time.perf_counter() + float(time_limit_s)
+    sol = PipelineSolution("general_milp", chain, P, M, "unknown", extra={"rounded_times": rounded})
+    # 1. load model
+    got = _load_model(data, seed_sol, time_limit_s, seed)
+    activ = M is not None and any(data["A"])
+    best: tuple[Pattern, list[int], list[int | None], str, float] | None = None  # pattern, alloc, origin, model, claim
+    bound = None
+    if got == "infeasible":
+        if seed_sol is None:
+            raise InfeasibleError(f"chain {chain.name!r}: no allocation on {P} processors fits in memory {M}")
+    elif got is not None:
+        alloc, claim, bound, optimal = got
+        pat = packed_pattern(chain, alloc, P)
+        origin = expand_communication(chain, alloc, P)[2]
+        if validate_pattern(pat, M).ok:
+            best = (pat, alloc, origin, "load model + packed pattern", claim)
+            if optimal and not rounded and abs(pat.period - claim) <= _tol(claim):
+                sol.status = "optimal"
+    sol.extra["bound"] = bound
+    # 2. position model
+    if sol.status != "optimal" and activ:
+        if 2 * L * P <= max_position_size:
+            left = None if deadline is None else max(1.0, deadline - time.perf_counter())
+            incumbent = min([x for x in (best and best[0].period, seed_sol.period if seed_sol and seed_sol.ok else None)
+                             if x is not None], default=None)
+            got2 = _position_model(chain, data, seed_sol, left, seed, incumbent)
+            if got2 == "infeasible" and best is None and seed_sol is None:
+                raise InfeasibleError(f"chain {chain.name!r}: no allocation on {P} processors fits in memory {M}")
+            if isinstance(got2, tuple):
+                pat, alloc, origin, claim, bnd, optimal = got2
+                if validate_pattern(pat, M).ok and (best is None or pat.period < best[0].period - _tol(pat.period)):
+                    best = (pat, alloc, origin, "position", claim)
+                    sol.status = "optimal" if optimal and not rounded else "feasible"
+                elif optimal and best is not None and not rounded and best[0].period <= claim + _tol(claim):
+                    sol.status = "optimal"
+                sol.extra["bound"] = max(bnd, bound or 0.0)
+        else:
+            sol.extra["position_model"] = f"skipped: 2·L·P = {2 * L * P} > max_position_size {max_position_size}"
+    if seed_sol is not None and seed_sol.ok and (best is None or seed_sol.period < best[0].period - _tol(seed_sol.period)):
+        sol.allocation = list(seed_sol.allocation)
+        sol.status = "optimal" if sol.extra.get("bound") is not None and seed_sol.period <= sol.extra["bound"] + _tol(
+            seed_sol.period) else "feasible"
+        sol.extra["nca_model"] = "contiguous 1F1B* (hint kept)"
+        sol.claimed_period = seed_sol.period
+        sol.pattern, sol.report = seed_sol.pattern, seed_sol.report
+        sol.nca, sol.memory_used = list(seed_sol.nca), list(seed_sol.memory_used)
+    elif best is not None:
+        pat, alloc, origin, model, claim = best
+        sol.allocation = alloc
+        sol.claimed_period = claim
+        sol.extra["nca_model"] = model
+        if sol.status == "unknown":
+            sol.status = "feasible"
+        _finish(sol, pat, origin)
+    else:
+        raise SolverError(f"general_milp: no valid pattern found within {time_limit_s} s for chain {chain.name!r}")
+    sol.solve_time_s = time.perf_counter() - t0
+    return sol
+
+
+def _alloc_vars(m, data):
+    P, L = data["P"], data["L"]
     b = {(l, p): m.NewBoolVar(f"b{l}_{p}") for l in range(L) for p in range(P)}  # layer l on processor p
     for l in range(L):
         m.AddExactlyOne(b[l, p] for p in range(P))
     m.Add(b[0, 0] == 1)  # identical processors: layer 1 on the first
+    return b
+
+
+def _cut_vars(m, data, b, T):
+    """cut[l] ⇔ layers l and l+1 on different processors (only where a comm op has a duration)."""
+    cut = {}
+    for l in range(data["L"] - 1):
+        if data["hc"][l] <= 0:
+            continue
+        cut[l] = m.NewBoolVar(f"cut{l}")
+        for p in range(data["P"]):
+            m.Add(cut[l] >= b[l, p] - b[l + 1, p])
+            m.Add(cut[l] <= 2 - b[l, p] - b[l + 1, p])
+        m.Add(2 * data["hc"][l] * cut[l] <= T)  # the link's load
+    return cut
+
+
+def _hint_alloc(m, b, seed_sol, data):
+    if seed_sol is not None and seed_sol.ok:
+        for l in range(data["L"]):
+            for p in range(data["P"]):
+                m.AddHint(b[l, p], int(seed_sol.allocation[l] == p))
+
+
+def _load_model(data, seed_sol, time_limit_s, seed):
+    """Relaxation with every NCA = 1: (allocation, T, bound, proven optimal) | "infeasible" | None."""
+    from ortools.sat.python import cp_model
+
+    P, L, uf, ub, W, A = data["P"], data["L"], data["uf"], data["ub"], data["W"], data["A"]
+    u = [uf[l] + ub[l] for l in range(L)]
+    m = cp_model.CpModel()
+    total = sum(u) + 2 * sum(data["hc"])
+    T = m.NewIntVar(max(max(u), -(-sum(u) // P)), max(total, 1), "T")  # the period
+    b = _alloc_vars(m, data)
     for p in range(P):
         m.Add(sum(u[l] * b[l, p] for l in range(L)) <= T)
-    Mi = int(math.floor(M)) if M is not None else None
-    if M is not None and not position:
-        for p in range(P):
-            m.Add(sum(W[l] * b[l, p] for l in range(L)) <= Mi)
-    s_f = s_b = q_f = q_b = ge = None
-    if position:
-        Q = 2 * L + 1
-        horizon = int(ub_T)
-        s_f = [m.NewIntVar(0, horizon, f"sf{l}") for l in range(L)]  # start of F_l in the pattern
-        s_b = [m.NewIntVar(0, horizon, f"sb{l}") for l in range(L)]
-        q_f = [m.NewIntVar(0, Q, f"qf{l}") for l in range(L)]  # periods before F_l in one batch's life
-        q_b = [m.NewIntVar(0, Q, f"qb{l}") for l in range(L)]
-        tau = {}
-        for kind, ss, qq, dd in (("F", s_f, q_f, uf), ("B", s_b, q_b, ubk)):
-            for l in range(L):
-                m.Add(ss[l] <= T - 1)
-                prod = m.NewIntVar(0, Q * horizon, f"pq{kind}{l}")
-                m.AddMultiplicationEquality(prod, [T, qq[l]])
-                t = m.NewIntVar(0, (Q + 1) * horizon, f"tau{kind}{l}")  # single-batch time τ = s + q·T
-                m.Add(t == ss[l] + prod)
-                tau[kind, l] = t
-        seq = _batch_sequence(L)
-        for (ka, la), (kb, lb) in zip(seq, seq[1:]):  # Figure-1 dependencies
-            m.Add(tau[kb, lb] >= tau[ka, la] + (uf[la] if ka == "F" else ubk[la]))
-        m.Add(tau["F", 0] == s_f[0])
-        # circular one-at-a-time per processor: each op as [s, s+d) and [s+T, s+T+d) in a NoOverlap
-        shifted = {}
-        for kind, ss in (("F", s_f), ("B", s_b)):
-            for l in range(L):
-                v = m.NewIntVar(0, 2 * horizon, f"s2{kind}{l}")
-                m.Add(v == ss[l] + T)
-                shifted[kind, l] = v
-        for p in range(P):
-            ivs = []
-            for kind, ss, dd in (("F", s_f, uf), ("B", s_b, ubk)):
-                for l in range(L):
-                    if dd[l] == 0:
-                        continue
-                    ivs.append(m.NewOptionalFixedSizeIntervalVar(ss[l], dd[l], b[l, p], f"i{kind}{l}_{p}"))
-                    ivs.append(m.NewOptionalFixedSizeIntervalVar(shifted[kind, l], dd[l], b[l, p], f"j{kind}{l}_{p}"))
-            m.AddNoOverlap(ivs)
-        ge = [m.NewBoolVar(f"ge{l}") for l in range(L)]  # s_B ≥ s_F
-        nca = []
-        for l in range(L):
-            m.Add(s_b[l] >= s_f[l]).OnlyEnforceIf(ge[l])
-            m.Add(s_b[l] <= s_f[l] - 1).OnlyEnforceIf(ge[l].Not())
-            n = m.NewIntVar(1, Q + 1, f"nca{l}")
-            m.Add(n == q_b[l] - q_f[l] + ge[l])
-            nca.append(n)
-        for p in range(P):
-            e = []
-            for l in range(L):
-                v = m.NewIntVar(0, Q + 1, f"e{l}_{p}")  # NCA_l if layer l is on p, else 0
-                m.Add(v >= nca[l]).OnlyEnforceIf(b[l, p])
-                e.append(v)
-            m.Add(sum(W[l] * b[l, p] + A[l] * e[l] for l in range(L)) <= Mi)
-    if seed_sol is not None and seed_sol.ok:
-        for l in range(L):
-            for p in range(P):
-                m.AddHint(b[l, p], int(seed_sol.allocation[l] == p))
-        if position and sc == 1.0 and float(seed_sol.period).is_integer():
-            Ts = seed_sol.period
-            m.AddHint(T, int(Ts))
-            for op in seed_sol.pattern.ops:
-                ss, qq = (s_f, q_f) if op.kind == "F" else (s_b, q_b)
-                tau_v = op.start - op.shift * Ts
-                q = int(math.floor(tau_v / Ts + _REL))
-                m.AddHint(ss[op.layer], int(round(tau_v - q * Ts)))
-                m.AddHint(qq[op.layer], q)
+        if data["M"] is not None:
+            m.Add(sum((W[l] + A[l]) * b[l, p] for l in range(L)) <= data["M"])
+    _cut_vars(m, data, b, T)
+    _hint_alloc(m, b, seed_sol, data)
     m.Minimize(T)
     solver = _solver(time_limit_s, seed)
     st = solver.Solve(m)
-    got = st in (cp_model.OPTIMAL, cp_model.FEASIBLE)
     if st == cp_model.INFEASIBLE:
-        raise InfeasibleError(f"chain {chain.name!r}: no allocation on {P} processors fits in memory {M}")
-    sol = PipelineSolution("general_milp", chain, P, M, "unknown", claimed_period=None,
-                           extra={"nca_model": "position" if position else "weights only",
-                                  "rounded_times": rounded})
-    if got:
-        alloc = [next(p for p in range(P) if solver.Value(b[l, p])) for l in range(L)]
-        sol.claimed_period = solver.Value(T) / sc
-        sol.extra["bound"] = solver.BestObjectiveBound() / sc
-        sol.allocation = alloc
-        if position:
-            Tv = solver.Value(T) / sc
-            tf = [(solver.Value(s_f[l]) + solver.Value(q_f[l]) * solver.Value(T)) / sc for l in range(L)]
-            tb = [(solver.Value(s_b[l]) + solver.Value(q_b[l]) * solver.Value(T)) / sc for l in range(L)]
-            pat = pattern_from_times(chain, alloc, tf, tb, Tv, [f"p{p}" for p in range(P)], P)
-        else:
-            pat = packed_pattern(chain, alloc, P)
-        sol.status = "optimal" if st == cp_model.OPTIMAL and not rounded else "feasible"
-        _finish(sol, pat, list(range(L)))
-    if seed_sol is not None and seed_sol.ok and (not got or not sol.ok or sol.period > seed_sol.period + _tol(seed_sol.period)):
-        sol.allocation = list(seed_sol.allocation)
-        sol.status = "feasible"
-        sol.extra["kept_hint"] = True
-        _finish(sol, seed_sol.pattern, list(range(L)))
-        sol.nca = list(seed_sol.nca)
-    elif not got:
-        raise SolverError(f"general_milp: no solution within {time_limit_s} s (status {solver.StatusName(st)})")
-    sol.solve_time_s = time.perf_counter() - t0
-    return sol
+        return "infeasible"
+    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    alloc = [next(p for p in range(P) if solver.Value(b[l, p])) for l in range(L)]
+    sc = data["sc"]
+    return alloc, solver.Value(T) / sc, solver.BestObjectiveBound() / sc, st == cp_model.OPTIMAL
+
+
+def _position_model(chain, data, seed_sol, time_limit_s, seed, incumbent):
+    """The position-NCA model: (pattern, allocation, origin, T, bound, optimal) | "infeasible" | None."""
+    from ortools.sat.python import cp_model
+
+    P, L, uf, ubk, hc, W, A, sc = (data[k] for k in ("P", "L", "uf", "ub", "hc", "W", "A", "sc"))
+    u = [uf[l] + ubk[l] for l in range(L)]
+    m = cp_model.CpModel()
+    total = sum(u) + 2 * sum(hc)
+    ub_T = max(total, 1)  # T = total allows NCA 1 everywhere (one batch at a time)
+    if incumbent is not None:
+        ub_T = max(1, min(ub_T, int(math.floor(incumbent * sc))))
+    T = m.NewIntVar(min(ub_T, max(max(u), -(-sum(u) // P))), ub_T, "T")  # the period
+    b = _alloc_vars(m, data)
+    for p in range(P):
+        m.Add(sum(u[l] * b[l, p] for l in range(L)) <= T)
+    cut = _cut_vars(m, data, b, T)
+    ops: list[tuple[str, int]] = []  # one batch's ops in order; "f"/"b" = comm of cut l
+    for l in range(L):
+        ops.append(("F", l))
+        if l in cut:
+            ops.append(("f", l))
+    for l in reversed(range(L)):
+        if l in cut:
+            ops.append(("b", l))
+        ops.append(("B", l))
+    dur = {("F", l): uf[l] for l in range(L)} | {("B", l): ubk[l] for l in range(L)}
+    dur |= {("f", l): hc[l] for l in cut} | {("b", l): hc[l] for l in cut}
+    Q = 2 * len(ops) + 1
+    horizon = int(max(total, 1))
+    sv, qv, tau, shifted = {}, {}, {}, {}
+    for op in ops:
+        sv[op] = m.NewIntVar(0, horizon, f"s{op}")  # start in the pattern
+        qv[op] = m.NewIntVar(0, Q, f"q{op}")  # whole periods before it in one batch's life
+        m.Add(sv[op] <= T - 1)
+        prod = m.NewIntVar(0, Q * horizon, f"pq{op}")
+        m.AddMultiplicationEquality(prod, [T, qv[op]])
+        tau[op] = m.NewIntVar(0, (Q + 1) * horizon, f"tau{op}")  # single-batch time τ = s + q·T
+        m.Add(tau[op] == sv[op] + prod)
+        shifted[op] = m.NewIntVar(0, 2 * horizon, f"s2{op}")
+        m.Add(shifted[op] == sv[op] + T)
+    for a, c in zip(ops, ops[1:]):  # Figure-1 dependencies (a comm op only delays when cut)
+        m.Add(tau[c] >= tau[a] + (dur[a] if a[0] in "FB" else dur[a] * cut[a[1]]))
+    m.Add(qv["F", 0] == 0)
+
+    def pair(op, present):  # circular one-at-a-time: [s, s+d) and [s+T, s+T+d) in one NoOverlap
+        if dur[op] == 0:
+            return []
+        return [m.NewOptionalFixedSizeIntervalVar(sv[op], dur[op], present, f"i{op}"),
+                m.NewOptionalFixedSizeIntervalVar(shifted[op], dur[op], present, f"j{op}")]
+
+    for p in range(P):
+        m.AddNoOverlap([iv for op in ops if op[0] in "FB" for iv in pair(op, b[op[1], p])])
+    for l in cut:
+        m.AddNoOverlap(pair(("f", l), cut[l]) + pair(("b", l), cut[l]))
+    nca = []
+    for l in range(L):
+        f_, b_ = ("F", l), ("B", l)
+        ge = m.NewBoolVar(f"ge{l}")  # s_B ≥ s_F
+        m.Add(sv[b_] >= sv[f_]).OnlyEnforceIf(ge)
+        m.Add(sv[b_] <= sv[f_] - 1).OnlyEnforceIf(ge.Not())
+        n = m.NewIntVar(1, Q + 1, f"nca{l}")  # NCA_l (§3.2)
+        m.Add(n == qv[b_] - qv[f_] + ge)
+        nca.append(n)
+    for p in range(P):
+        e = []
+        for l in range(L):
+            v = m.NewIntVar(0, Q + 1, f"e{l}_{p}")  # NCA_l if layer l is on p, else 0
+            m.Add(v >= nca[l]).OnlyEnforceIf(b[l, p])
+            e.append(v)
+        m.Add(sum(W[l] * b[l, p] + A[l] * e[l] for l in range(L)) <= data["M"])
+    _hint_alloc(m, b, seed_sol, data)
+    if (seed_sol is not None and seed_sol.ok and sc == 1.0 and chain.bandwidth is None
+            and float(seed_sol.period).is_integer() and seed_sol.period <= ub_T):
+        Ts = seed_sol.period
+        m.AddHint(T, int(Ts))
+        for op in seed_sol.pattern.ops:
+            tau_v = op.start - op.shift * Ts
+            q = int(math.floor(tau_v / Ts + _REL))
+            m.AddHint(sv[op.kind, op.layer], int(round(tau_v - q * Ts)))
+            m.AddHint(qv[op.kind, op.layer], q)
+    m.Minimize(T)
+    solver = _solver(time_limit_s, seed)
+    if 2 * L * P > 400:  # CP-SAT's presolve overruns the time limit on the larger models
+        solver.parameters.cp_model_presolve = False
+    st = solver.Solve(m)
+    if st == cp_model.INFEASIBLE:
+        return "infeasible"
+    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    alloc = [next(p for p in range(P) if solver.Value(b[l, p])) for l in range(L)]
+    Tv = solver.Value(T)
+    ech, ealloc, origin, resources = expand_communication(chain, alloc, P)
+
+    def at(op):
+        return solver.Value(sv[op]) + solver.Value(qv[op]) * Tv
+
+    tf, tb = [], []
+    for e, o in enumerate(origin):
+        if o is not None:
+            tf.append(at(("F", o)))
+            tb.append(at(("B", o)))
+        else:  # communication layer after layer origin[e - 1]
+            l = origin[e - 1]
+            if l in cut:
+                tf.append(at(("f", l)))
+                tb.append(at(("b", l)))
+            else:  # zero-time comm layer
+                tf.append(at(("F", l)) + uf[l])
+                tb.append(at(("B", l + 1)) + ubk[l + 1])
+    pat = pattern_from_times(ech, ealloc, [x / sc for x in tf], [x / sc for x in tb], Tv / sc, resources, P)
+    return pat, alloc, origin, Tv / sc, solver.BestObjectiveBound() / sc, st == cp_model.OPTIMAL
 
 
 def solve_pipeline(chain: Chain, *, processors: int | None = None, memory: float | None = None,

@@ -257,9 +257,15 @@ def test_contiguous_dp_with_communication_layers():
             d = contiguous_dp(c)
         except InfeasibleError:
             assert brute_contiguous(c, P, c.memory) is None
+            with pytest.raises(InfeasibleError):
+                contiguous_milp(c, time_limit_s=10)
             continue
         assert d.ok, d.report.errors
         assert d.period == pytest.approx(brute_contiguous(c, P, c.memory))
+        m = contiguous_milp(c, time_limit_s=10)
+        assert m.ok and m.period == pytest.approx(d.period)
+        g = general_milp(c, time_limit_s=10)
+        assert g.ok and g.period <= d.period + 1e-9
         # the cut's link carries 2·a/β per batch
         links = [r for r in d.pattern.resources if r.startswith("link")]
         assert len(links) == len(d.stages) - 1
