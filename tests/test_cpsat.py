@@ -119,3 +119,34 @@ def test_bad_options_rejected():
         dplace.solve(inst, "cpsat", hint="magic")
     with pytest.raises(dplace.InvalidInstanceError):
         dplace.solve(inst, "cpsat", workers="0")
+
+
+@pytest.mark.slow
+def test_ctrl_c_returns_best_so_far():
+    """SIGINT during the search stops CP-SAT; the best schedule found so far comes back."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    code = (
+        "import dplace\n"
+        "from dplace.formulations._brute import task_graph\n"
+        "inst = task_graph(30, 4, 0.1, seed=1)\n"
+        "r = dplace.solve(inst, 'cpsat', time_limit_s=60, workers=1, hint='none')\n"
+        "print('RESULT', r.status, r.makespan, r.lower_bound, flush=True)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ))
+    t0 = time.perf_counter()
+    for line in proc.stderr:  # wait for the first progress line
+        if "cpsat: solution" in line or time.perf_counter() - t0 > 30:
+            break
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    assert time.perf_counter() - t0 < 45
+    assert proc.returncode == 0
+    line = [x for x in out.splitlines() if x.startswith("RESULT")][0]
+    status, mk = line.split()[1], float(line.split()[2])
+    assert status in ("feasible", "optimal") and mk > 0
