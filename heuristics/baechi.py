@@ -51,6 +51,7 @@ class BaechiOptions:
 class SctOptions(BaechiOptions):
     threshold: float = 0.1  # §2.4: x_ij < threshold after the LP => j is i's favorite child
     lp_solver: str = "glop"  # "glop" or "highs" (OR-Tools' bundled HiGHS; see formulations/sct_lp.py)
+    lp_window: int = 1000  # dplace addition: LPs over this many clusters are solved per window (0: never)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -58,6 +59,8 @@ class SctOptions(BaechiOptions):
             raise InvalidInstanceError(f"option 'threshold' must be in (0, 1), got {self.threshold!r}")
         if self.lp_solver not in ("highs", "glop"):
             raise InvalidInstanceError(f"option 'lp_solver' must be highs or glop, got {self.lp_solver!r}")
+        if int(self.lp_window) < 0:
+            raise InvalidInstanceError(f"option 'lp_window' must be >= 0, got {self.lp_window!r}")
 
 
 # ----------------------------------------------------------------------------------------- units
@@ -494,15 +497,19 @@ def m_sct(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, *
     """m-SCT (Baechi §2.4; SCT of Hanen & Munier): solve the favorite-child LP relaxation (eq. 2),
     round x_ij < threshold to "favorite", then list-schedule like ETF preferring each favorite child
     on its parent's device and urgent ops; a full device is excluded."""
-    from dplace.formulations.sct_lp import favorite_children, solve_sct_lp
+    from dplace.formulations.sct_lp import favorite_children, solve_sct_lp_windows
 
     opts = SctOptions(**options)
     units, cl, ur = _prepare(inst, opts)
     k, edges = _cluster_lp_data(inst, cl)
-    lp = solve_sct_lp(k, edges, solver=opts.lp_solver, time_limit_s=time_limit_s)
+    lp = solve_sct_lp_windows(k, edges, window=int(opts.lp_window), solver=opts.lp_solver, time_limit_s=time_limit_s)
     fav_child, _ = favorite_children(cl.n, edges, lp.x, opts.threshold)
     state, fallbacks = _list_schedule(inst, cl, ur, fav_child)
-    extra = {**_extra(inst, units, cl), "fallbacks": fallbacks, "sct_lp_objective": lp.objective, "sct_lp_status": lp.status,
-             "sct_lp_time_s": lp.time_s, "favorite_children": sum(1 for f in fav_child if f >= 0)}
+    extra = {**_extra(inst, units, cl), "fallbacks": fallbacks,
+             # the SCT relaxation's optimum (infinite devices): NOT a lower bound of this problem
+             "sct_lp_objective": lp.objective, "sct_lp_status": lp.status, "sct_lp_time_s": lp.time_s,
+             "sct_lp_windows": len(lp.window_objectives), "favorite_children": sum(1 for f in fav_child if f >= 0)}
+    if len(lp.window_objectives) > 1:
+        extra["sct_lp_window_objectives"] = lp.window_objectives
     return make_result(inst, "m_sct", state.placement, state.order(), options=options,
                        claimed_makespan=state.makespan, extra=extra)

@@ -274,3 +274,27 @@ def test_fusion_fuses_chains_and_skips_unsafe_pair():
     ix = inst.op_index
     assert cl.of[ix["a"]] != cl.of[ix["d"]]
     assert _is_dag(cl.n, cl.succ)
+
+
+def test_sct_lp_windows():
+    from dplace.formulations.sct_lp import solve_sct_lp_windows
+
+    rng = random.Random(7)
+    n = 40
+    k = [float(rng.randint(5, 20)) for _ in range(n)]
+    edges = sorted({(i, j, float(rng.randint(0, 5))) for i in range(n) for j in range(i + 1, min(n, i + 6))
+                    if rng.random() < 0.4})
+    whole = solve_sct_lp_windows(k, edges, window=0)
+    assert whole.objective == pytest.approx(solve_sct_lp(k, edges).objective)
+    win = solve_sct_lp_windows(k, edges, window=10)
+    assert win.objective is None and len(win.window_objectives) == 4 and win.status == "optimal"
+    for (a, b, _), x in zip(edges, win.x):
+        assert 0.0 <= x <= 1.0
+        if a // 10 != b // 10:
+            assert x == 1.0
+    child, parent = favorite_children(n, edges, win.x, 0.1)
+    assert all(parent[c] == p for p, c in enumerate(child) if c >= 0)
+    inst = _sct_instance(random.Random(11))
+    res = dplace.solve(inst, "m_sct", lp_window=3, **OFF)
+    _valid(inst, res)
+    assert res.extra["sct_lp_windows"] >= 2 and res.extra["sct_lp_objective"] is None
