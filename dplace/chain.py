@@ -299,8 +299,10 @@ def chain_from_instance(inst, *, processors: int | None = None, memory: float | 
       other op (e.g. a weight update after the backward pass) joins the layer of its nearest
       ancestor that has a ``forward_of`` twin (breadth-first over predecessors), else the last layer.
       Without any ``forward_of`` field, every op is a layer with backward time 0.
-    - Times are the op's fastest duration over devices (µs); weights = sum of the ``memory`` of the
-      ops in the layer; activation = the largest edge leaving the forward op (its output tensor).
+    - Times are the op's fastest duration over devices (µs); activation = the largest edge leaving
+      the forward op to another forward op (its output tensor); weights = sum of the ``memory`` of the
+      ops in the layer minus that activation (an instance's op memory is for one batch and already
+      holds the kept output, which the chain counts as NCA·a), at least 0.
     - processors defaults to the instance's device count; memory to the smallest device memory;
       bandwidth to the instance's default link bandwidth only when given explicitly.
     """
@@ -336,6 +338,9 @@ def chain_from_instance(inst, *, processors: int | None = None, memory: float | 
     for o in forward:
         out = [inst.ebytes[e] for e in inst.succ[o] if not backward_side[inst.edst[e]]]
         act.append(float(max(out)) if out else 0.0)
+    # an instance's op memory holds one batch, its kept output included; the chain counts that
+    # output through NCA·a, so it leaves the weights
+    wts = [max(0.0, wts[i] - act[i]) for i in range(len(forward))]
     layers = tuple(Layer(inst.ops[o].id, fwd[i], bwd[i], wts[i], act[i]) for i, o in enumerate(forward))
     procs = processors if processors is not None else inst.m
     mem = memory if memory is not None else float(min(inst.capacity))

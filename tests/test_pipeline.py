@@ -127,7 +127,7 @@ def test_chain_from_instance_pairs_backward_twins():
     c = chain_from_instance(inst)
     assert [ly.id for ly in c.layers] == ["f1", "f2"]
     assert c.uf == [2, 4] and c.ub == [6 + 1, 5]  # the update joins b1's layer
-    assert c.w == [5, 1] and c.a == [10, 0]
+    assert c.a == [10, 0] and c.w == [0, 1]  # f1: 3 + upd 2 - its kept output 10 -> 0
     assert c.processors == 2 and c.memory == 80
 
 
