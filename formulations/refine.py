@@ -42,7 +42,7 @@ class RefineOptions:
     start: str = "best"  # starting heuristic: "best" of the registered ones, or a method name
     window: int = 24  # ops freed per large-neighbourhood step
     step_time_s: float = 3.0  # CP-SAT time per neighbourhood step
-    coarse_share: float = 0.4  # share of the budget for the coarse solve
+    coarse_share: float = 0.25  # share of the budget for the coarse solve
     workers: int | None = None  # CP-SAT workers; None: os.cpu_count()
     default_time_limit_s: float = 60.0  # used when time_limit_s is None
     progress: bool = False  # CP-SAT progress lines on stderr
@@ -104,13 +104,39 @@ def critical_ops(inst: Instance, res: Result) -> list[int]:
     return path[::-1]
 
 
+def list_order(inst: Instance, placement: Sequence[int]) -> list[list[int]]:
+    """Per-device order for a fixed placement: ops by decreasing upward rank (a topological order),
+    each inserted at its earliest start on its device (HEFT's insertion policy, ScheduleState)."""
+    import heapq
+
+    from dplace.ranks import upward_rank
+    from dplace.simulate import ScheduleState
+
+    rank = upward_rank(inst, "mean", "mean")
+    indeg = [len(p) for p in inst.pred]
+    heap = [(-rank[o], inst.topo_pos[o], o) for o in range(inst.n) if indeg[o] == 0]
+    heapq.heapify(heap)
+    st = ScheduleState(inst)
+    while heap:
+        _, _, o = heapq.heappop(heap)
+        st.commit(o, placement[o], insertion=True)
+        for k in inst.succ[o]:
+            v = inst.edst[k]
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                heapq.heappush(heap, (-rank[v], inst.topo_pos[v], v))
+    return st.order()
+
+
 def _coarse_step(inst: Instance, start: Result, K: int, limit: float, workers: int, seed: int,
                  progress: bool) -> tuple[Result | None, dict[str, Any]]:
     """Coarsen to <= K nodes, solve with CP-SAT hinted by the start placement, map back."""
     from dplace.heuristics.coarsen import coarsen
 
     info: dict[str, Any] = {}
-    c = coarsen(inst, max_nodes=K)
+    # exploration range n/K: clusters of at most n/K ops, so the DP leaves at least K and the merge pass
+    # brings them down to K (with the default range the DP may stop at far fewer, coarser clusters)
+    c = coarsen(inst, R=max(1, math.ceil(inst.n / K)), max_nodes=K)
     ci = c.coarse
     info["coarse_nodes"] = ci.n
     T = Ticks(ci, None, start.makespan)
@@ -145,6 +171,11 @@ def _coarse_step(inst: Instance, start: Result, K: int, limit: float, workers: i
     pl = c.expand(out.placement)
     od = c.expand_order(out.order, out.placement)
     res = make_result(inst, "refine", pl, od, status="feasible")
+    for od2 in (make_result(inst, "refine", pl, None).schedule.order,  # the executor's order
+                list_order(inst, pl)):  # HEFT-style insertion order for this placement
+        alt = make_result(inst, "refine", pl, od2, status="feasible")
+        if alt.makespan < res.makespan:
+            res = alt
     info["coarse_makespan"] = res.makespan
     return res, info
 
