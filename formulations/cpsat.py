@@ -151,6 +151,8 @@ class CpModelVars:
     mk: Any = None  # makespan (ticks)
     order_lits: dict[tuple[int, int], Any] = field(default_factory=dict)  # b[p, q]: p before q (sequential)
     relaxed_fifo: bool = False  # link FIFO left out (only NoOverlap): a relaxation, not exact
+    intervals: list[list[Any]] = field(default_factory=list)  # per device: the (optional) op intervals
+    symmetric: bool = False  # identical-device symmetry breaking is on (hints must be relabelled)
 
     def lit(self, o: int, d: int) -> Any:
         return self.x.get((o, d), False)
@@ -175,10 +177,6 @@ class CpModelVars:
         for o in sorted(range(self.inst.n), key=lambda o: (st[o], en[o], tp[o])):
             order[pl[o]].append(o)
         return pl, order, st
-
-
-def _new_bool(V: CpModelVars, name: str):
-    return V.model.new_bool_var(name)
 
 
 def _enf(lits: Sequence[Any]) -> list[Any] | None:
@@ -390,18 +388,18 @@ def _add_transfers(V: CpModelVars, horizon: int, reach: list[int], fifo_limit: i
                 q, _, tsq, teq, wq = items[j]
                 base = [wp, wq]
                 if reach[p] >> q & 1:
-                    _enforced(md, teq_le(tep, tsq), base)
+                    _enforced(md, _le(tep, tsq), base)
                 elif reach[q] >> p & 1:
-                    _enforced(md, teq_le(teq, tsp), base)
+                    _enforced(md, _le(teq, tsp), base)
                 else:
                     b = _order_lit(V, p, q, d1)
                     if b is None:
                         continue
-                    _enforced(md, teq_le(tep, tsq), base + [b])
-                    _enforced(md, teq_le(teq, tsp), base + [_neg(b)])
+                    _enforced(md, _le(tep, tsq), base + [b])
+                    _enforced(md, _le(teq, tsp), base + [_neg(b)])
 
 
-def teq_le(a, b):
+def _le(a, b):
     return a <= b
 
 
@@ -474,7 +472,8 @@ def build_model(inst: Instance, T: Ticks, *, horizon: int, lb_ticks: int = 0,
     for a, b in prec:
         md.add(V.e[a] <= V.s[b])
     V.mk = md.new_int_var(min(lb_ticks, horizon), horizon, "makespan")
-    md.add_max_equality(V.mk, V.e) if inst.n else None
+    if inst.n:
+        md.add_max_equality(V.mk, V.e)
     md.minimize(V.mk)
     return V
 
