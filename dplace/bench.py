@@ -550,7 +550,7 @@ def run_bench(
     worker_init: str | None = None,
     retry_failed: bool = False,
     plots: bool = True,
-    progress: bool = True,
+    progress: bool | str = True,
     on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> BenchRun:
     """Run every (instance, method, repeat) pair not yet in ``out/rows``, then write the reports."""
@@ -617,7 +617,9 @@ def run_bench(
     ran = 0
     restore = _sigterm_as_interrupt()
     try:
-        if progress and todo:
+        if progress == "plain" and todo:
+            ran = _consume_with_lines(stream, record, len(todo), len(tasks) - len(todo))
+        elif progress and todo:
             ran = _consume_with_progress(stream, record, len(todo), len(tasks) - len(todo))
         else:
             for row in stream:
@@ -662,6 +664,26 @@ def _sigterm_as_interrupt() -> Callable[[], None]:
 
     old = signal.signal(signal.SIGTERM, _raise)
     return lambda: signal.signal(signal.SIGTERM, old)
+
+
+def _consume_with_lines(stream: Iterable[dict[str, Any]], record: Callable[[dict[str, Any]], None],
+                        total: int, skipped: int, every_s: float = 30.0) -> int:
+    """Progress for logs (no terminal): one line on stderr every ``every_s`` seconds and at the end."""
+    t0 = last = time.monotonic()
+    if skipped:
+        sys.stderr.write(f"dplace bench: resuming, {skipped} finished pair(s) skipped\n")
+    ran = 0
+    for row in stream:
+        record(row)
+        ran += 1
+        now = time.monotonic()
+        if now - last >= every_s or ran == total:
+            last = now
+            eta = (now - t0) / ran * (total - ran)
+            sys.stderr.write(f"dplace bench: {ran}/{total} pairs, {now - t0:.0f} s elapsed, eta {eta:.0f} s "
+                             f"(last: {row['instance']} {row['method']} r{row['repeat']}: {row['status']})\n")
+            sys.stderr.flush()
+    return ran
 
 
 def _consume_with_progress(stream: Iterable[dict[str, Any]], record: Callable[[dict[str, Any]], None],
@@ -709,7 +731,7 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
                    help="parallel runs (default: the machine's cores; 0 = in this process, no hard limit)")
     p.add_argument("--retry-failed", action="store_true", help="rerun pairs whose row is an error/timeout/crash")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    p.add_argument("--quiet", action="store_true", help="no progress bar and no summary table")
+    p.add_argument("--quiet", action="store_true", help="no progress (bar, or lines when not on a terminal) and no summary table")
     p.set_defaults(func=cmd_bench)
     return p
 
@@ -719,7 +741,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         args.instances, args.methods, out=args.out, time_limit_s=args.time_limit, repeat=args.repeat,
         seed=args.seed, executor=args.executor, address=args.address, workers=args.workers,
         hard_limit_s=args.hard_limit, retry_failed=args.retry_failed, plots=not args.no_plots,
-        progress=not args.quiet and sys.stderr.isatty(),
+        progress=False if args.quiet else (True if sys.stderr.isatty() else "plain"),
     )
     if not args.quiet:
         from rich.console import Console

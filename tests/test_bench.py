@@ -307,8 +307,9 @@ def test_cli_bench(suite, tmp_path, capsys):
     out = tmp_path / "o"
     assert main(["bench", str(suite), "--methods", "single,heft", "--out", str(out), "--workers", "0",
                  "--no-plots"]) == 0
-    printed = capsys.readouterr().out
-    assert "heft" in printed and "report.md" in printed
+    captured = capsys.readouterr()
+    assert "heft" in captured.out and "report.md" in captured.out
+    assert "dplace bench: 6/6 pairs" in captured.err  # not a terminal: progress as log lines
     assert (out / "report.md").exists() and len(list((out / "rows").glob("*.json"))) == 6
 
 
