@@ -108,8 +108,8 @@ def validate_pattern(pattern: Pattern, memory: float | None = None) -> PatternRe
     """Check a k-periodic pattern: every op k times with shifts covering all residues mod k, each layer
     on one resource, durations from the chain, one op at a time per resource (circularly, ops of zero
     duration ignored), the Figure-1 dependencies across periods, NCA per layer and memory per resource
-    (≤ ``memory`` when given). NCA_l is counted at each F_l start: batches whose F_l started and whose
-    B_l has not started yet (a B_l starting at the same instant counts as not started)."""
+    (≤ ``memory`` when given). NCA_l is counted at each F_l start t: batches whose F_l started by t
+    minus those whose B_l ended by t (so a zero-time B_l at t frees its activation first), at least 1."""
     ch = pattern.chain
     T, k = float(pattern.period), int(pattern.k)
     errs: list[str] = []
@@ -181,11 +181,10 @@ def validate_pattern(pattern: Pattern, memory: float | None = None) -> PatternRe
             for r in range(k):
                 fr, br = fs[r], bs[r]
                 jf = math.floor((t - fr.start) / T + _REL)  # last period whose copy has started (<= t)
-                jb = math.ceil((t - br.start) / T - _REL) - 1  # last period whose copy started (< t)
+                jb = math.floor((t - br.start - br.duration) / T + _REL)  # last period whose copy ended (<= t)
                 live += ((jf * k + fr.shift) - (jb * k + br.shift)) // k
             best = max(best, live)
-        if best < 1:
-            errs.append(f"layer {ch.layers[l].id!r}: B runs before its F (NCA {best})")
+        best = max(best, 1)  # below 1 only for zero-time layers (the dependencies are checked above)
         nca[l] = best
         if res_of[l] >= 0:
             mem[res_of[l]] += ch.layers[l].weights + best * ch.layers[l].activation
@@ -873,7 +872,8 @@ def general_milp(chain: Chain, processors: int | None = None, memory: float | No
     2. **position NCA** (otherwise, when 2·L·P ≤ ``max_position_size``): the model places every F_l and
        B_l in the pattern — start s ∈ [0, T), integer q with single-batch time τ = s + q·T (shift −q),
        τ following the Figure-1 chain, circular one-op-at-a-time per processor — and takes NCA_l =
-       q_B − q_F + [s_B ≥ s_F], the exact count of the resulting 1-periodic pattern (§3.2). Exact
+       q_B − q_F + [s_B ≥ s_F] (s_B > s_F if u_B = 0), the exact count of the resulting 1-periodic
+       pattern (§3.2, as :func:`validate_pattern` counts it). Exact
        over 1-periodic patterns whose times lie on the integer µs grid. Larger chains skip it (CP-SAT
        does not keep its time limit on them) and return the best valid pattern found, with the load
        model's bound.
@@ -1073,9 +1073,10 @@ def _position_model(chain, data, seed_sol, time_limit_s, seed, incumbent):
     nca = []
     for l in range(L):
         f_, b_ = ("F", l), ("B", l)
-        ge = m.NewBoolVar(f"ge{l}")  # s_B ≥ s_F
-        m.Add(sv[b_] >= sv[f_]).OnlyEnforceIf(ge)
-        m.Add(sv[b_] <= sv[f_] - 1).OnlyEnforceIf(ge.Not())
+        ge = m.NewBoolVar(f"ge{l}")  # B_l ends after F_l starts in the pattern: s_B + [u_B = 0] > s_F
+        z = 1 if ubk[l] == 0 else 0  # a zero-time B_l at s_F has freed its activation (validator's rule)
+        m.Add(sv[b_] >= sv[f_] + z).OnlyEnforceIf(ge)
+        m.Add(sv[b_] <= sv[f_] + z - 1).OnlyEnforceIf(ge.Not())
         n = m.NewIntVar(1, Q + 1, f"nca{l}")  # NCA_l (§3.2)
         m.Add(n == qv[b_] - qv[f_] + ge)
         nca.append(n)

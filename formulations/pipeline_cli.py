@@ -46,7 +46,8 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--method", choices=("dp", "milp"), default=None,
                    help="contiguous: dp (default, exact) or milp (CP-SAT); general: milp")
     p.add_argument("--k", type=int, default=1, metavar="K",
-                   help="K > 1: also unroll the pattern into the K-periodic one of Theorem 4 (drop 1 batch in K+1)")
+                   help="K > 1: report instead the K-periodic pattern of Theorem 4 built from the one found "
+                        "(K+1 periods unrolled, one batch in K+1 dropped: fewer live activations, period x (K+1)/K)")
     p.add_argument("--time-limit", type=float, default=30.0, metavar="S", help="CP-SAT time limit (default 30)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print the solution as JSON")

@@ -365,3 +365,14 @@ def test_cli_user_errors(tmp_path):
     (tmp_path / "bad.json").write_text('{"layers": [{"id": "a", "forward": -3, "backward": 0}]}')
     with pytest.raises(InvalidInstanceError, match="forward must be >= 0, got -3"):
         _cli(["pipeline", str(tmp_path / "bad.json")])
+
+
+@pytest.mark.parametrize("name", ["vgg16", "gnmt", "squeezenet1_0"])
+def test_real_chains_validator_nca_is_group_number(name):
+    # zero-time layers (inputs, reshapes) included: the validator's count matches 1F1B*'s group numbers
+    c = load_chain(CHAINS / f"{name}.json")
+    free = contiguous_dp(c, 4, None, use_chain_memory=False)
+    sol = contiguous_dp(c, 4, 0.8 * max(free.memory_used))
+    star = one_f_one_b_star(c, sol.stages, sol.period)
+    assert sol.ok and validate_pattern(star.pattern).nca == star.nca == sol.nca
+    assert sol.period >= free.period
