@@ -11,7 +11,6 @@ import dplace
 from dplace.errors import InvalidInstanceError
 from dplace.formulations.sct_lp import favorite_children, solve_sct_lp
 from dplace.heuristics.baechi import BaechiOptions, build_units, fuse
-from dplace.io import instance_from_dict
 from dplace.model import Device, Edge, Instance, Link, Op
 from dplace.testing import random_instance
 
@@ -82,6 +81,20 @@ def test_m_topo_fills_devices_in_order_up_to_cap():
     assert res.placement == [0] * 5 + [1] * 3
     assert res.extra["cap_bytes"] == 50
     assert res.order == [[0, 1, 2, 3, 4], [5, 6, 7]]
+
+
+def test_m_topo_without_fusion_follows_m_topo_order():
+    from dplace.heuristics.orders import m_topo_order
+
+    for seed in range(10):
+        inst = random_instance(random.Random(seed), n_ops=12, colocation=False, pins=False, memory_slack=3.0)
+        res = dplace.solve(inst, "m_topo", **OFF)
+        pos = {o: i for i, o in enumerate(m_topo_order(inst))}
+        for ops in res.order:
+            assert [pos[o] for o in ops] == sorted(pos[o] for o in ops)
+        # devices are filled in id order along the BFS order
+        devs = [res.placement[o] for o in m_topo_order(inst)]
+        assert devs == sorted(devs)
 
 
 # ----------------------------------------------------------------------------------------- m-ETF
