@@ -376,3 +376,38 @@ def test_real_chains_validator_nca_is_group_number(name):
     star = one_f_one_b_star(c, sol.stages, sol.period)
     assert sol.ok and validate_pattern(star.pattern).nca == star.nca == sol.nca
     assert sol.period >= free.period
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@st.composite
+def chain_partition_period(draw):
+    L = draw(st.integers(1, 7))
+    fb = draw(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6)), min_size=L, max_size=L))
+    if sum(f + b for f, b in fb) == 0:
+        fb[0] = (1, 0)
+    acts = draw(st.lists(st.integers(0, 4), min_size=L, max_size=L))
+    beta = draw(st.sampled_from([None, 1.0, 2.0]))
+    c = make_chain(fb, activations=acts, processors=L, bandwidth=beta)
+    cuts = sorted(draw(st.sets(st.integers(1, L - 1), max_size=L - 1))) if L > 1 else []
+    b = [0, *cuts, L]
+    stages = list(zip(b, b[1:]))
+    items = [sum(c.u[x:y]) for x, y in stages] + [pl.communication_time(c, y - 1) for _, y in stages[:-1]]
+    T = max(items) + draw(st.integers(0, 10))
+    return c, stages, max(T, 1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(chain_partition_period())
+def test_1f1b_star_is_valid_and_nca_is_group_number(case):
+    c, stages, T = case
+    star = one_f_one_b_star(c, stages, T)
+    rep = validate_pattern(star.pattern)
+    assert rep.ok, rep.errors
+    real = [e for e, o in enumerate(star.origin) if o is not None]
+    assert [rep.nca[e] for e in real] == star.nca
+    assert max(star.nca) == len(star.groups) or star.nca[0] <= len(star.groups)
+    kp = k_periodic(star.pattern, 2)
+    r2 = validate_pattern(kp)
+    assert r2.ok and all(a <= b for a, b in zip(r2.nca, rep.nca))
