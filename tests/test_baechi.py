@@ -311,3 +311,15 @@ def test_sct_lp_windows():
     res = dplace.solve(inst, "m_sct", lp_window=3, **OFF)
     _valid(inst, res)
     assert res.extra["sct_lp_windows"] >= 2 and res.extra["sct_lp_objective"] is None
+
+
+@pytest.mark.parametrize("method", BAECHI + ("metis",))
+def test_unpackable_memory_is_flagged(method):
+    # 3 x 60 bytes on 2 x 100: total fits, packing does not -> a result, flagged, still a valid schedule
+    inst = _inst([Op(f"a{i}", 5, 60) for i in range(3)], [("a0", "a1", 1)], memory=100)
+    res = dplace.solve(inst, method)
+    assert res.status == "heuristic" and res.memory_ok is False
+    rep = dplace.check(inst, res)
+    assert not rep.memory_ok
+    if method != "metis":
+        assert res.extra["fallbacks"] > 0
