@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import deque
 
 from dplace.model import Instance
-from dplace.ranks import edge_costs, op_costs
+from dplace.ranks import edge_costs, op_costs, upward_rank
 
 __all__ = [
     "blevel", "cpath", "cpd_topo_order", "critical_path", "dfs_topo_order", "is_topological_order",
@@ -50,8 +50,6 @@ def blevel(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean") -> li
     blevel(o) = w_o for a sink, else w_o + max over successors s of blevel(s) + c_(o,s).
     The same quantity as HEFT's upward rank, so it is :func:`dplace.ranks.upward_rank`.
     """
-    from dplace.ranks import upward_rank
-
     return upward_rank(inst, op_cost, comm_cost)
 
 
