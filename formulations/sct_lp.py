@@ -17,6 +17,9 @@ Solved with GLOP or HiGHS, both through OR-Tools' pywraplp; never a commercial s
 """
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import time
 from dataclasses import dataclass
 
@@ -95,6 +98,25 @@ def solve_sct_lp(k: list[float], edges: list[tuple[int, int, float]], *, solver:
     return SctLpSolution(obj, x, list(vals[:n]), status, time.perf_counter() - t0)
 
 
+@contextlib.contextmanager
+def _quiet_stdout():
+    """HiGHS prints a banner on the C-level stdout even with output off; keep it out of CLI output."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(fd)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), fd)
+            yield
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
+
+
 def _solve(backend: str, ncol: int, n: int, rows, time_limit_s):
     """Through OR-Tools' pywraplp: backend "GLOP" or "HIGHS_LP" (OR-Tools' bundled HiGHS).
 
@@ -117,7 +139,8 @@ def _solve(backend: str, ncol: int, n: int, rows, time_limit_s):
     obj = solver.Objective()
     obj.SetCoefficient(v[n], 1.0)
     obj.SetMinimization()
-    st = solver.Solve()
+    with _quiet_stdout() if backend.startswith("HIGHS") else contextlib.nullcontext():
+        st = solver.Solve()
     if st == pywraplp.Solver.OPTIMAL:
         return float(obj.Value()), [x.solution_value() for x in v], "optimal"
     return None, None, {pywraplp.Solver.NOT_SOLVED: "time_limit"}.get(st, f"status_{st}")
