@@ -195,6 +195,30 @@ def validate_pattern(pattern: Pattern, memory: float | None = None) -> PatternRe
     return PatternReport(not errs, errs, nca, mem, T, k)
 
 
+def nca_from_shifts(pattern: Pattern) -> list[int]:
+    """NCA_l by the paper's shift rule (§3.2): the largest h − h' over the copies of F_l, h' being the
+    shift of the B_l copy that precedes it (the last one ended by the F_l start, taken from the previous
+    period — shift h' − k — when none in this one). Equal to :func:`validate_pattern`'s count on valid
+    patterns."""
+    k, T = pattern.k, pattern.period
+    fs: dict[int, list[PatternOp]] = {}
+    bs: dict[int, list[PatternOp]] = {}
+    for op in pattern.ops:
+        (fs if op.kind == "F" else bs).setdefault(op.layer, []).append(op)
+    out = []
+    for l in range(pattern.chain.L):
+        best = 1
+        for f in fs.get(l, []):
+            prev = [b for b in bs.get(l, []) if b.start + b.duration <= f.start + _tol(T)]
+            if prev:
+                h = max(prev, key=lambda b: (b.start + b.duration, b.start)).shift
+            else:
+                h = max(bs[l], key=lambda b: (b.start + b.duration, b.start)).shift - k
+            best = max(best, f.shift - h)
+        out.append(best)
+    return out
+
+
 def pattern_from_times(chain: Chain, allocation: Sequence[int], tau_f: Sequence[float], tau_b: Sequence[float],
                        period: float, resources: Sequence[str], processors: int) -> Pattern:
     """Fold a single-batch schedule (batch i runs F_l at tau_f[l] + i·T, B_l at tau_b[l] + i·T) into a

@@ -212,7 +212,7 @@ def test_theorem4_k_periodic_beats_every_1_periodic(k):
     rep = validate_pattern(kp, c.memory)
     assert rep.ok, rep.errors
     assert kp.k == k and rep.normalised_period == pytest.approx(2 * (1 + 1 / k))
-    assert rep.nca[0] == k
+    assert rep.nca[0] == k and pl.nca_from_shifts(kp) == rep.nca
     # every 1-periodic pattern with period < 2(1 + 1/k) is rejected (two layers on one processor
     # would load it with 4 > T, so one layer per processor); times on the half-integer grid
     grids = [(2.0, 1.0), (2.0, 0.5), (2.5, 0.5)]
@@ -407,7 +407,10 @@ def test_1f1b_star_is_valid_and_nca_is_group_number(case):
     assert rep.ok, rep.errors
     real = [e for e, o in enumerate(star.origin) if o is not None]
     assert [rep.nca[e] for e in real] == star.nca
+    assert pl.nca_from_shifts(star.pattern) == rep.nca  # the paper's max h − h' rule
     assert max(star.nca) == len(star.groups) or star.nca[0] <= len(star.groups)
     kp = k_periodic(star.pattern, 2)
     r2 = validate_pattern(kp)
     assert r2.ok and all(a <= b for a, b in zip(r2.nca, rep.nca))
+    if all(op.duration > 0 for op in kp.ops):
+        assert pl.nca_from_shifts(kp) == r2.nca
