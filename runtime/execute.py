@@ -5,7 +5,7 @@ each variable is created on the device of its colocation group (its placeholder'
 values it had before any step. Verification reads the graphs TensorFlow actually executed (the
 per-device partition graphs of the run metadata), not the request: every op found on another device
 than placed is listed. Soft placement is off, so TensorFlow errors out rather than moving an op.
-The loss of the first steps must equal the unplaced run's (same start values, same data).
+The loss of the first two steps must equal the unplaced run's (same start values, same data).
 """
 from __future__ import annotations
 
@@ -110,10 +110,15 @@ def reference_losses(step: TrainStep, batch: int, n: int) -> list[float]:
 
 
 def execute(inst: Instance, placement: Result | Any, step: TrainStep, batch: int | None = None, *,
-            steps: int = 50, warmup: int = 5, loss_steps: int = 3, rtol: float = 1e-4, atol: float = 1e-5,
+            steps: int = 50, warmup: int = 5, loss_steps: int = 2, rtol: float = 1e-3, atol: float = 1e-5,
             progress: Callable[[str, int, int], None] | None = None) -> ExecReport:
     """Run ``placement`` (a Result or a placement accepted by ``dplace.simulate``) of ``inst`` on the
-    devices named in it, ``warmup`` untimed then ``steps`` timed steps, and verify it."""
+    devices named in it, ``warmup`` untimed then ``steps`` timed steps, and verify it.
+
+    Loss check: the first step's loss (same weights, same data) and the second's (after one update)
+    must match the unplaced run's within ``rtol``. Later steps are not compared: reduction order differs
+    between runs at the 1e-5 level and training amplifies it (ResNet50, batch 8: 7e-6 relative at step
+    2, 1-3% at step 3), while a lost or misplaced update changes step 2 by far more than 1e-3."""
     tf = _tf()
     from tensorflow.python.eager import context
 
@@ -187,9 +192,11 @@ def execute(inst: Instance, placement: Result | Any, step: TrainStep, batch: int
         times.append((time.perf_counter() - t0) * 1e6)
         if progress:
             progress("timed", untimed + i + 1, total)
-    loss_ok = len(losses) == len(loss_ref) and all(
-        math.isfinite(a) and math.isclose(a, b, rel_tol=rtol, abs_tol=atol) for a, b in zip(losses, loss_ref)
+    pairs = list(zip(losses[:loss_steps], loss_ref))
+    loss_ok = len(pairs) == len(loss_ref) and all(
+        math.isfinite(a) and math.isclose(a, b, rel_tol=rtol, abs_tol=atol) for a, b in pairs
     )
+    loss_diff = max((abs(a - b) / max(abs(b), atol) for a, b in pairs), default=0.0)
     meta_tf = inst.extra.get("tf", {})
     return ExecReport(
         model=step.name, batch=batch, devices=[d.name for d in inst.devices], steps=steps, warmup=untimed,
@@ -199,6 +206,6 @@ def execute(inst: Instance, placement: Result | Any, step: TrainStep, batch: int
         predicted_us=predicted, ops_moved=moved, ops_not_run=sum(1 for n in node_dev if n not in ran_on),
         not_run_types=dict(Counter(types[n] for n in node_dev if n not in ran_on).most_common()),
         ops_per_device=dict(sorted(per_dev.items())), loss_ref=loss_ref, loss_placed=losses[:loss_steps],
-        loss_ok=loss_ok, extra={"instance": inst.name, "instance_batch": meta_tf.get("batch"),
-               "result_makespan_us": result_makespan},
+        loss_ok=loss_ok, extra={"loss_max_rel_diff": loss_diff, "instance": inst.name,
+                                "instance_batch": meta_tf.get("batch"), "result_makespan_us": result_makespan},
     )
