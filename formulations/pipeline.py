@@ -12,13 +12,13 @@ Vocabulary (as in the paper):
   in [0, T) and a shift h: in period j it processes batch j·k + h at time j·T + start. The pattern is
   k-periodic; its normalised period is T/k.
 - NCA_l, the number of concurrent activations of layer l, is the largest number of batches whose
-  F_l has started and whose B_l has not (:func:`validate_pattern` counts it exactly from the shifts; for
-  1-periodic patterns it equals max h − h' of §3.2).
+  F_l has started and whose B_l has not ended (:func:`validate_pattern` counts it exactly from starts
+  and shifts; :func:`nca_from_shifts` is the paper's max h − h' rule of §3.2, equal on valid patterns).
 - memory of a processor = Σ over its layers of W_l + NCA_l·a_l.
 - with a bandwidth β each cut between two resources becomes a communication layer of forward and
   backward time a_l/β (2·a_l/β in all, §3.1) on its own link resource, without memory.
 
-Public functions: :func:`one_f_one_b_star`, :func:`k_periodic`, :func:`validate_pattern`,
+Public functions: :func:`one_f_one_b_star`, :func:`k_periodic`, :func:`validate_pattern`, :func:`nca_from_shifts`,
 :func:`contiguous_dp`, :func:`contiguous_milp`, :func:`general_milp`, :func:`solve_pipeline`, plus
 helpers to build patterns (:func:`pattern_from_times`, :func:`packed_pattern`) and the paper's
 example chains (:func:`theorem4_chain`, :func:`theorem5_chain`, :func:`theorem6_chain`).
@@ -683,7 +683,8 @@ def contiguous_dp(chain: Chain, processors: int | None = None, memory: float | N
 
     A binary search over candidate periods (every sum of consecutive layer costs; with β a bisection
     on the period) with the exact feasibility DP of :class:`_ContiguousDP`; the pattern is 1F1B* at
-    the least feasible period. Raises InfeasibleError when no contiguous allocation fits."""
+    the least feasible period. ``memory`` None takes the chain's limit (none at all with
+    ``use_chain_memory=False``). Raises InfeasibleError when no contiguous allocation fits."""
     t0 = time.perf_counter()
     _check_cost(chain)
     P = processors or chain.processors
