@@ -22,7 +22,9 @@ Integer time: every duration and transfer time is rounded *up* to whole ticks, s
 model is a valid (pessimistic) real schedule; with integer data and tick 1 it is exact. A bound proven in
 ticks is turned into a bound of the real problem by subtracting the most that rounding can add along one
 path of the schedule (zero when nothing was rounded); it is combined with :func:`dplace.lower_bound`.
-Status ``optimal`` is claimed only when the *simulated* makespan reaches that proven real bound.
+Status ``optimal`` is claimed only when the *simulated* makespan reaches that proven real bound (to a
+relative 1e-6, ``OPT_TOL``: with times that no decimal tick represents, e.g. ``10 + 4096/12000`` µs, the
+rounding slack keeps the proven bound a hair below the optimum; the Result's lower_bound stays the proven one).
 """
 from __future__ import annotations
 
@@ -46,6 +48,9 @@ __all__ = [
     "relabel_symmetric", "reachability", "solve_model",
 ]
 
+MIN_TICK_EXP = -6  # automatic tick: the coarsest power of ten >= 1e-6 µs that represents every time...
+MAX_HORIZON_TICKS = 1e9  # ...made coarser while the horizon would need more ticks than this
+OPT_TOL = 1e-6  # relative: "optimal" = simulated makespan within this of the proven bound of the real problem
 _SKIP_HINT = frozenset({"cpsat", "milp", "refine", "portfolio", "brute"})
 
 
@@ -69,15 +74,18 @@ class CpsatOptions:
 
 
 # ---------------------------------------------------------------------------------------- ticks
+_TICK_EPS = 1e-6  # a value within this many ticks of an integer counts as that integer (float noise)
+
+
 def _is_multiple(v: float, t: float) -> bool:
     q = v / t
-    return abs(q - round(q)) <= 1e-9 * max(1.0, abs(q))
+    return abs(q - round(q)) <= _TICK_EPS
 
 
 def _ceil_ticks(v: float, t: float) -> int:
     q = v / t
     r = round(q)
-    if abs(q - r) <= 1e-9 * max(1.0, abs(q)):
+    if abs(q - r) <= _TICK_EPS:
         return int(r)
     return int(math.ceil(q))
 
@@ -93,16 +101,13 @@ class Ticks:
         tt = [[[inst.transfer_time(e, a, b) for b in range(m)] for a in range(m)] for e in range(len(inst.esrc))]
         vals += [v for M in tt for row in M for v in row]
         if tick is None:
-            tick = 1e-3
-            for k in range(-3, 7):
-                t = 10.0 ** k
-                if all(_is_multiple(v, t) for v in vals):
-                    tick = t
-                else:
-                    break
+            k = MIN_TICK_EXP
+            while k < 6 and all(_is_multiple(v, float(f"1e{k + 1}")) for v in vals):
+                k += 1
             if horizon_us is not None and horizon_us > 0:
-                while horizon_us / tick > 2e6:
-                    tick *= 10.0
+                while horizon_us / float(f"1e{k}") > MAX_HORIZON_TICKS:
+                    k += 1
+            tick = float(f"1e{k}")
         self.tick = float(tick)
         t = self.tick
         self.p = [[_ceil_ticks(v, t) for v in row] for row in inst.dur]
@@ -676,7 +681,7 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
     best = min(cand, key=lambda r: (not r.memory_ok, r.makespan))
     proven = min(proven, best.makespan) if best.memory_ok else proven
     best.lower_bound = proven
-    tol = 1e-9 * max(1.0, abs(best.makespan))
+    tol = OPT_TOL * max(1.0, abs(best.makespan))
     best.status = "optimal" if best.memory_ok and best.makespan <= proven + tol else "feasible"
     return best
 
