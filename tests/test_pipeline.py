@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dplace.chain import (Chain, Layer, chain_from_dict, chain_from_instance, chain_from_pipedream, chain_to_dict,
+from dplace.chain import (Chain, chain_from_dict, chain_from_instance, chain_from_pipedream, chain_to_dict,
                           load_chain, make_chain, save_chain)
 from dplace.errors import InfeasibleError, InvalidInstanceError
 from dplace.formulations import pipeline as pl
@@ -414,3 +414,15 @@ def test_1f1b_star_is_valid_and_nca_is_group_number(case):
     assert r2.ok and all(a <= b for a, b in zip(r2.nca, rep.nca))
     if all(op.duration > 0 for op in kp.ops):
         assert pl.nca_from_shifts(kp) == r2.nca
+
+
+def test_main_cli_wires_pipeline(tmp_path, capsys):
+    from dplace.cli import main
+
+    f = tmp_path / "c.json"
+    save_chain(make_chain([1, 2, 1], weights=[1, 2, 1], processors=2), f)
+    assert main(["pipeline", str(f), "--allocation", "general", "--memory", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["period"] == 2
+    assert main(["pipeline", str(f), "--memory", "2"]) == 2  # no contiguous allocation fits
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no contiguous allocation" in err
