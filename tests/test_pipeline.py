@@ -426,3 +426,40 @@ def test_main_cli_wires_pipeline(tmp_path, capsys):
     assert main(["pipeline", str(f), "--memory", "2"]) == 2  # no contiguous allocation fits
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no contiguous allocation" in err
+
+
+def brute_general(c: Chain, P: int):
+    """Least period of any 1-periodic pattern (any allocation, times on the integer grid) that the
+    validator accepts under the chain's memory: allocations × single-batch delays in [0, T)."""
+    L = c.L
+    seq = pl._batch_sequence(L)
+    for T in range(int(max(max(c.u), -(-sum(c.u) // P))), int(sum(c.u)) + 1):
+        for alloc in itertools.product(range(P), repeat=L):
+            loads = [sum(c.u[l] for l in range(L) if alloc[l] == p) for p in range(P)]
+            if alloc[0] != 0 or max(loads) > T:
+                continue
+            for delays in itertools.product(range(T), repeat=2 * L - 1):
+                tau, t = {}, 0
+                for i, (kind, l) in enumerate(seq):
+                    t += delays[i - 1] if i else 0
+                    tau[kind, l] = t
+                    t += c.layers[l].forward if kind == "F" else c.layers[l].backward
+                pat = pattern_from_times(c, list(alloc), [tau["F", l] for l in range(L)],
+                                         [tau["B", l] for l in range(L)], T, [f"p{p}" for p in range(P)], P)
+                if validate_pattern(pat, c.memory).ok:
+                    return T
+    return None
+
+
+GENERAL_CASES = [([3, 2, 3], [0, 0, 0], [2, 3, 1], 4, 5), ([3, 4, 4], [0, 0, 1], [2, 2, 2], 7, 7),
+                 ([3, 2, 3], [2, 0, 0], [1, 1, 1], 6, 5),
+                 pytest.param([3, 3, 4], [1, 1, 2], [3, 3, 3], 8, 10, marks=pytest.mark.slow),
+                 pytest.param([3, 4, 4], [1, 0, 1], [3, 3, 2], 9, 8, marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("costs, w, a, M, expected", GENERAL_CASES)
+def test_general_position_model_matches_exhaustive_search(costs, w, a, M, expected):
+    c = make_chain([((x + 1) // 2, x // 2) for x in costs], weights=w, activations=a, processors=2, memory=M)
+    assert brute_general(c, 2) == expected
+    g = general_milp(c, time_limit_s=10, hint=False)
+    assert g.ok and g.status == "optimal" and g.period == expected
