@@ -465,7 +465,8 @@ def _finish(sol: PipelineSolution, pattern: Pattern, origin: Sequence[int | None
     sol.pattern = pattern
     sol.report = rep
     sol.nca = [rep.nca[e] for e in range(len(origin)) if origin[e] is not None]
-    sol.memory_used = rep.memory[:sol.processors]
+    index = {name: r for r, name in enumerate(pattern.resources[:pattern.processors])}
+    sol.memory_used = [rep.memory[index[f"p{p}"]] if f"p{p}" in index else 0.0 for p in range(sol.processors)]
     return sol
 
 

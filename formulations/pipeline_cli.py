@@ -32,6 +32,16 @@ def _memory(text: str) -> float | None:
     return v
 
 
+def _positive(text: str, what: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise InvalidInstanceError(f"{what} must be a number > 0 or none, got {text!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise InvalidInstanceError(f"{what} must be a number > 0 or none, got {text!r}")
+    return v
+
+
 def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``dplace pipeline`` on the main CLI's subparsers."""
     p = subparsers.add_parser(
@@ -42,6 +52,9 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--processors", type=int, default=None, metavar="P", help="processor count (default: the chain's)")
     p.add_argument("--memory", default=None, metavar="M",
                    help="bytes per processor, e.g. 8gb, or none (default: the chain's)")
+    p.add_argument("--bandwidth", default=None, metavar="BETA",
+                   help="bytes/µs: each cut becomes a communication layer of 2·a/β (§3.1); none to drop it "
+                        "(default: the chain's)")
     p.add_argument("--allocation", choices=("contiguous", "general"), default="contiguous")
     p.add_argument("--method", choices=("dp", "milp"), default=None,
                    help="contiguous: dp (default, exact) or milp (CP-SAT); general: milp")
@@ -70,6 +83,9 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
         chain = chain.replace(memory=_memory(args.memory))
     if args.processors is not None:
         chain = chain.replace(processors=args.processors)
+    if args.bandwidth is not None:
+        bw = None if args.bandwidth.strip().lower() == "none" else _positive(args.bandwidth, "--bandwidth")
+        chain = chain.replace(bandwidth=bw)
     sol = solve_pipeline(chain, allocation=args.allocation, method=args.method, k=args.k,
                          time_limit_s=args.time_limit, seed=args.seed)
     if args.gantt:

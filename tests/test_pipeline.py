@@ -351,6 +351,12 @@ def test_cli_text_json_gantt(tmp_path, capsys):
                  "--gantt", str(tmp_path / "g.png")]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["period"] == 12 and d["normalised_period"] == 6 and (tmp_path / "g.png").stat().st_size > 1000
+    assert _cli(["pipeline", str(f), "--bandwidth", "1", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert any(r.startswith("link") for r in d["pattern"]["resources"])
+    assert _cli(["pipeline", str(f), "--bandwidth", "1", "--processors", "4", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)  # 4 processors, fewer stages: unused ones hold nothing
+    assert len(d["memory_used"]) == 4 and d["memory_used"][3] == 0
 
 
 def test_cli_user_errors(tmp_path):
@@ -362,6 +368,8 @@ def test_cli_user_errors(tmp_path):
         _cli(["pipeline", str(f), "--memory", "2"])
     with pytest.raises(DplaceError, match="--memory must be"):
         _cli(["pipeline", str(f), "--memory", "lots"])
+    with pytest.raises(DplaceError, match="--bandwidth must be a number > 0 or none, got '0'"):
+        _cli(["pipeline", str(f), "--bandwidth", "0"])
     (tmp_path / "bad.json").write_text('{"layers": [{"id": "a", "forward": -3, "backward": 0}]}')
     with pytest.raises(InvalidInstanceError, match="forward must be >= 0, got -3"):
         _cli(["pipeline", str(tmp_path / "bad.json")])
