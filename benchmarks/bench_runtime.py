@@ -46,7 +46,7 @@ def main() -> None:
     from dplace.runtime import commfit, execute, profile, zoo
 
     zoo.ensure_logical_cpus(2)
-    con = Console(width=160)
+    con = Console(width=200)
     models = [m for m in args.models.split(",") if m]
     small = [int(b) for b in args.small.split(",")]
     targets = [int(b) for b in args.targets.split(",")]
@@ -56,7 +56,7 @@ def main() -> None:
     if "regression" not in skip:
         t = Table(title=f"Small-batch regression (fit on batches {small}): mean relative deviation over ops")
         for c in ("model", "batch", "ops (mem / time≥1µs)", "mem dev", "time dev", "time dev (time-weighted)",
-                  "Σ op time pred ms", "Σ op time real ms"):
+                  "Σ op time pred ms", "Σ op time real ms", "noise: time dev of a repeat", "(time-weighted)"):
             t.add_column(c, justify="right")
         for m in models:
             step = zoo.build_step(m, **MODEL_OPTS.get(m, {}))
@@ -64,9 +64,12 @@ def main() -> None:
             for b in targets:
                 real = profile.measure(step, b, steps=ps, warmup=2, device="CPU:0")
                 e = profile.regression_error(profile.predict(meas, b), real, model=m, small_batches=small)
+                # the same measurement once more: how far two real profiles of one batch are apart
+                again = profile.measure(step, b, steps=ps, warmup=1, device="CPU:0")
+                n = profile.regression_error(again, real)
                 t.add_row(m, str(b), f"{e.n_mem} / {e.n_time}", f"{100 * e.mem_dev:.2f}%", f"{100 * e.time_dev:.1f}%",
                           f"{100 * e.time_dev_weighted:.1f}%", f"{e.step_pred_us / 1000:.1f}",
-                          f"{e.step_real_us / 1000:.1f}")
+                          f"{e.step_real_us / 1000:.1f}", f"{100 * n.time_dev:.1f}%", f"{100 * n.time_dev_weighted:.1f}%")
                 con.print(f"[dim]{m} batch {b} done")
         con.print(t)
 

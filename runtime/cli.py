@@ -61,7 +61,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if args.batch < 1:
         raise InvalidInstanceError(f"profile: --batch must be >= 1, got {args.batch}")
     devices = zoo.resolve_devices(args.devices)
-    step = zoo.build_step(args.model, **_model_options(args))
+    step = zoo.build_step(args.model, device=devices[0], **_model_options(args))
     link = Link(args.latency, args.bandwidth)
     with _progress(not args.quiet) as cb:
         cb = cb or (lambda *a: None)
@@ -108,7 +108,7 @@ def cmd_execute(args: argparse.Namespace) -> int:
                                           "learning_rate", "momentum")})
     devices = list(data.get("memory") or {}) or sorted(set(data["placement"].values()))
     zoo.ensure_logical_cpus(sum(1 for d in devices if d.upper().startswith("CPU:")) or 1)
-    step = zoo.build_step(model, **opts)
+    step = zoo.build_step(model, device=devices[0], **opts)
     predicted_from_result = False
     if not args.instance:  # structure only: the predicted time is the result's own makespan
         inst = extract.extract(step, batch, devices)

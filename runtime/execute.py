@@ -38,7 +38,7 @@ class ExecReport:
     ops_moved: list[tuple[str, str, str]]  # (node, placed, ran on)
     ops_not_run: int  # instance ops absent from every executed partition graph (e.g. folded constants)
     not_run_types: dict[str, int]  # their op types
-    ops_per_device: dict[str, int]  # instance ops found per device in the executed graphs
+    ops_per_device: dict[str, int]  # instance ops found per device in the executed graphs (and variables)
     loss_ref: list[float]
     loss_placed: list[float]
     loss_ok: bool
@@ -171,6 +171,9 @@ def execute(inst: Instance, placement: Result | Any, step: TrainStep, batch: int
             for nd in part.node:
                 if nd.name in node_dev and nd.device:
                     ran_on.setdefault(nd.name, short_device(nd.device))
+    for (node, _), feed in zip(caps, handles):  # captured inputs become _Arg nodes: check the feeds
+        if node in node_dev and node not in ran_on and getattr(feed, "device", ""):
+            ran_on[node] = short_device(feed.device)
     moved = sorted((n, d, ran_on[n]) for n, d in node_dev.items() if n in ran_on and ran_on[n] != d)
     per_dev: dict[str, int] = {}
     for n, d in ran_on.items():

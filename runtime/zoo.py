@@ -208,8 +208,9 @@ class TrainStep:
         return {"model": self.name, "batch": batch, "options": asdict(self.options)}
 
 
-def build_step(model: str, **options: Any) -> TrainStep:
-    """Build ``model`` (a name in :data:`MODELS`) with its optimizer; names are reset first so the same
+def build_step(model: str, device: str | None = None, **options: Any) -> TrainStep:
+    """Build ``model`` (a name in :data:`MODELS`) with its optimizer, its variables on ``device`` (e.g.
+    'GPU:0'; default TensorFlow's choice) where profiling will run it; names are reset first so the same
     call gives the same graph node names in every process."""
     if model not in MODELS:
         raise InvalidInstanceError(f"model: unknown model {model!r}; valid: {', '.join(sorted(MODELS))}")
@@ -224,7 +225,7 @@ def build_step(model: str, **options: Any) -> TrainStep:
 
     keras.backend.clear_session()
     keras.utils.set_random_seed(opts.seed)
-    with tf.device("/device:CPU:0"):
+    with tf.device(tf_device(device) if device else None):
         net, (kind, shape) = MODELS[model](opts)
         opt = keras.optimizers.SGD(opts.learning_rate, momentum=opts.momentum)
         opt.build(net.trainable_variables)

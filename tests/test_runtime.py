@@ -211,7 +211,7 @@ def test_gpu_path():
     if not tf.config.list_physical_devices("GPU"):
         pytest.skip("no GPU")
     devices = zoo.resolve_devices("gpu")
-    step = zoo.build_step("transformer", **TRANSFORMER)
+    step = zoo.build_step("transformer", device=devices[0], **TRANSFORMER)
     inst = profile.profile(step, 2, devices, steps=2, warmup=1)
     res = dplace.solve(inst, "heft")
     rep = execute.execute(inst, res, step, 2, steps=2, warmup=1, loss_steps=2)
