@@ -90,7 +90,12 @@ def _variables(step: TrainStep, caps, device_of: Callable[[str], str] | None) ->
 
 
 def _call(fn, x, y, feeds) -> float:
-    out = fn(x, y, *[getattr(f, "handle", f) for f in feeds])
+    tf = _tf()
+    try:
+        out = fn(x, y, *[getattr(f, "handle", f) for f in feeds])
+    except (tf.errors.InvalidArgumentError, tf.errors.NotFoundError, tf.errors.UnimplementedError) as exc:
+        msg = str(exc.message if hasattr(exc, "message") else exc).strip().splitlines()[0][:300]
+        raise InvalidInstanceError(f"execute: TensorFlow cannot run this placement: {msg}") from None
     if isinstance(out, (list, tuple)):
         out = out[0]
     return float(out.numpy())
@@ -135,11 +140,14 @@ def execute(inst: Instance, placement: Result | Any, step: TrainStep, batch: int
     # dplace.simulate models without an order (a method's own order may give another makespan)
     predicted = simulate(inst, pl).makespan
     cpus = [d.name for d in inst.devices if d.name.upper().startswith("CPU:")]
-    if cpus:
-        have = ensure_logical_cpus(1 + max(int(c.split(":")[1]) for c in cpus))
-        for c in cpus:
-            if int(c.split(":")[1]) >= have:
-                raise InvalidInstanceError(f"devices: instance device {c!r} needs more logical CPUs than this process has ({have})")
+    have = ensure_logical_cpus(1 + max((int(c.split(":")[1]) for c in cpus), default=0))
+    present = {short_device(d.name) for d in tf.config.list_logical_devices()}
+    for dev in inst.devices:
+        if dev.name not in present:
+            more = f" (this process has {have} logical CPUs)" if dev.name in cpus else ""
+            raise InvalidInstanceError(
+                f"devices: instance device {dev.name!r} is not present{more}; present: {', '.join(sorted(present))}"
+            )
     types = {op.extra.get("tf_node", op.id): str(op.type) for op in inst.ops}
     node_dev = {op.extra.get("tf_node", op.id): inst.devices[pl[o]].name for o, op in enumerate(inst.ops)}
 

@@ -53,8 +53,9 @@ def parse_xplane(path: str, steps: int) -> dict[str, float]:
                     for st in list(ev.stats) + list(md[ev.metadata_id].stats):
                         if st.metadata_id == stat_id:
                             tf_op = st.str_value or (sm[st.ref_value].name if st.ref_value in sm else "")
-                    if ":" in tf_op:
-                        kernels.setdefault(tf_op.rsplit(":", 1)[0], []).append((base + ev.offset_ps, ev.duration_ps))
+                    if tf_op:  # "name:type" (or just the name)
+                        node = tf_op.rsplit(":", 1)[0] if ":" in tf_op else tf_op
+                        kernels.setdefault(node, []).append((base + ev.offset_ps, ev.duration_ps))
                 elif ":" in name and "::" not in name:
                     host.setdefault(name.rsplit(":", 1)[0], []).append((base + ev.offset_ps, ev.duration_ps))
     out: dict[str, float] = {}

@@ -141,7 +141,7 @@ def test_split_placement_really_runs_on_both_devices(transformer):
 def test_wrong_device_is_reported_not_hidden(transformer):
     step, inst = transformer
     bad = inst.replace(devices=[dplace.Device("CPU:0", 1 << 33), dplace.Device("CPU:7", 1 << 33)])
-    with pytest.raises(InvalidInstanceError, match="CPU:7"):
+    with pytest.raises(InvalidInstanceError, match="'CPU:7' is not present"):
         execute.execute(bad, [0] * bad.n, step, 2, steps=1, warmup=1)
 
 
