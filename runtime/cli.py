@@ -125,13 +125,14 @@ def cmd_execute(args: argparse.Namespace) -> int:
         from rich.table import Table
 
         t = Table(title=f"{model} batch {batch}: {data.get('method', '?')} on {', '.join(rep.devices)}")
-        for c in ("measured ms (mean ± sd)", "predicted ms", "ops moved", "ops not run", "ops per device", "loss check"):
-            t.add_column(c)
+        for c in ("measured ms", "predicted ms", "moved", "not run", "loss check"):
+            t.add_column(c, justify="right")
         t.add_row(f"{rep.step_us_mean / 1000:.2f} ± {rep.step_us_std / 1000:.2f}", f"{rep.predicted_us / 1000:.2f}",
                   str(len(rep.ops_moved)), str(rep.ops_not_run),
-                  ", ".join(f"{d}: {n}" for d, n in rep.ops_per_device.items()),
                   "ok" if rep.loss_ok else f"FAILED {rep.loss_placed} vs {rep.loss_ref}")
         Console().print(t)
+        print(f"{rep.steps} timed steps after {rep.warmup} warm-up; ops that ran per device: "
+              + ", ".join(f"{d} {n}" for d, n in rep.ops_per_device.items()))
         for n, want, got in rep.ops_moved[:20]:
             print(f"moved: {n} placed on {want} ran on {got}")
     return 0 if rep.ok else 1

@@ -76,7 +76,13 @@ def resolve_devices(spec: str | int) -> list[str]:
         if not gpus:
             raise InvalidInstanceError("devices: 'gpu' requested but TensorFlow sees no GPU")
         return gpus
-    names = [short_device(x.strip() if x.strip().startswith("/") else "/device:" + x.strip()) for x in s.split(",")]
+    names = []
+    for x in s.split(","):
+        x = x.strip()
+        try:
+            names.append(short_device(x if x.startswith("/") else "/device:" + x))
+        except ValueError:
+            raise InvalidInstanceError(f"devices: {x!r} is not a device name (use N, 'gpu' or names like GPU:0,GPU:1)") from None
     for nm in names:
         if nm not in present:
             raise InvalidInstanceError(f"devices: {nm!r} is not present (present: {', '.join(present)})")
