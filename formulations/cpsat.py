@@ -157,7 +157,9 @@ class CpModelVars:
     order_lits: dict[tuple[int, int], Any] = field(default_factory=dict)  # b[p, q]: p before q (sequential)
     relaxed_fifo: bool = False  # link FIFO left out (only NoOverlap): a relaxation, not exact
     intervals: list[list[Any]] = field(default_factory=list)  # per device: the (optional) op intervals
+    tr: dict[tuple[int, int, int], tuple[Any, Any]] = field(default_factory=dict)  # (p, d1, d2) -> (ts, te)
     symmetric: bool = False  # identical-device symmetry breaking is on (hints must be relabelled)
+    build_args: dict[str, Any] = field(default_factory=dict)  # how build_model made it (for complete_hint)
 
     def lit(self, o: int, d: int) -> Any:
         return self.x.get((o, d), False)
@@ -196,13 +198,14 @@ def _enf(lits: Sequence[Any]) -> list[Any] | None:
     return out
 
 
-def _add_ops(V: CpModelVars, horizon: int) -> None:
-    """Start/end per op and one (optional) interval per allowed device."""
+def _add_ops(V: CpModelVars, horizon: int, windows: tuple[list[int], list[int]] | None = None) -> None:
+    """Start/end per op and one (optional) interval per allowed device; ``windows``: start bounds."""
     md = V.model
     V.intervals = [[] for _ in range(V.inst.m)]
     for o in range(V.inst.n):
-        s = md.new_int_var(0, horizon, f"s{o}")
-        e = md.new_int_var(0, horizon, f"e{o}")
+        lo, hi = (0, horizon) if windows is None else (windows[0][o], max(windows[0][o], min(horizon, windows[1][o])))
+        s = md.new_int_var(lo, hi, f"s{o}")
+        e = md.new_int_var(lo, horizon, f"e{o}")
         V.s.append(s)
         V.e.append(e)
         al = V.allowed[o]
@@ -369,6 +372,7 @@ def _add_transfers(V: CpModelVars, horizon: int, reach: list[int], fifo_limit: i
                     if xp is not True:
                         md.add_implication(w, xp)
                 md.add(ts >= V.e[p])
+                V.tr[p, d1, d2] = (ts, te)
                 for k in cons:
                     v = inst.edst[k]
                     xv = V.lit(v, d2)
@@ -449,9 +453,15 @@ def _add_symmetry(V: CpModelVars) -> None:
 def build_model(inst: Instance, T: Ticks, *, horizon: int, lb_ticks: int = 0,
                 fixed: dict[int, int] | None = None, symmetry: bool = False,
                 reach: list[int] | None = None, fifo_limit: int = 400,
-                prec: Sequence[tuple[int, int]] = ()) -> CpModelVars:
+                prec: Sequence[tuple[int, int]] = (), hint_only: bool = False,
+                windows: tuple[list[int], list[int]] | None = None) -> CpModelVars:
     """The CP-SAT model of ``inst`` in ticks; ``fixed`` maps ops to a device they must use; ``prec`` adds
-    e[a] <= s[b] for each pair (used to keep the order of fixed ops in large-neighbourhood search)."""
+    e[a] <= s[b] for each pair (used to keep the order of fixed ops in large-neighbourhood search).
+    ``hint_only``: the same variables without the device NoOverlap/cumulative constraints, for
+    :func:`complete_hint` (a full device order makes them redundant, and their propagation over large
+    horizons can be slow)."""
+    build_args = dict(horizon=horizon, lb_ticks=lb_ticks, fixed=fixed, symmetry=symmetry, reach=reach,
+                      fifo_limit=fifo_limit, prec=prec, windows=windows)
     allowed = []
     for o in range(inst.n):
         if fixed and o in fixed:
@@ -459,11 +469,13 @@ def build_model(inst: Instance, T: Ticks, *, horizon: int, lb_ticks: int = 0,
         else:
             allowed.append(inst.allowed_devices(o))
     V = CpModelVars(inst=inst, T=T, model=cp.CpModel(), allowed=allowed)
-    _add_ops(V, horizon)
+    _add_ops(V, horizon, windows)
     _add_placement(V)
     _add_memory(V)
-    _add_device_no_overlap(V)
-    _add_redundant_cumulative(V)
+    V.build_args = build_args
+    if not hint_only:
+        _add_device_no_overlap(V)
+        _add_redundant_cumulative(V)
     _add_precedence(V)
     if inst.comm == "sequential":
         _add_transfers(V, horizon, reach if reach is not None else reachability(inst), fifo_limit)
@@ -481,6 +493,56 @@ def build_model(inst: Instance, T: Ticks, *, horizon: int, lb_ticks: int = 0,
         md.add_max_equality(V.mk, V.e)
     md.minimize(V.mk)
     return V
+
+
+def time_windows(inst: Instance, T: Ticks, horizon: int, fixed: dict[int, int] | None = None,
+                 prec: Sequence[tuple[int, int]] = ()) -> tuple[list[int], list[int]]:
+    """Start windows valid for every schedule of makespan <= ``horizon`` (ticks): head = longest path
+    to o, tail = longest path from o (its own time included), with the smallest durations, transfer
+    delays only where both ends are fixed on different devices, and the extra arcs ``prec``. Tight
+    domains spare CP-SAT long propagation chains on large graphs."""
+    fixed = fixed or {}
+    n = inst.n
+    allowed = [[fixed[o]] if o in fixed else inst.allowed_devices(o) for o in range(n)]
+    pmin = [min(T.p[o][d] for d in allowed[o]) for o in range(n)]
+    arcs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    indeg = [0] * n
+    for k in range(len(inst.esrc)):
+        u, v = inst.esrc[k], inst.edst[k]
+        if set(allowed[u]) & set(allowed[v]):
+            c = 0
+        else:
+            c = min(T.c[k][a][b] for a in allowed[u] for b in allowed[v])
+        arcs[u].append((v, c))
+        indeg[v] += 1
+    for a, b in prec:
+        arcs[a].append((b, 0))
+        indeg[b] += 1
+    order = [o for o in range(n) if indeg[o] == 0]
+    for o in order:
+        for v, _ in arcs[o]:
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                order.append(v)
+    if len(order) < n:
+        raise InvalidInstanceError("time_windows: the extra precedences make a cycle")
+    head = [0] * n
+    for o in order:
+        for v, c in arcs[o]:
+            t = head[o] + pmin[o] + c
+            if t > head[v]:
+                head[v] = t
+    tail = list(pmin)
+    for o in reversed(order):
+        for v, c in arcs[o]:
+            t = pmin[o] + c + tail[v]
+            if t > tail[o]:
+                tail[o] = t
+    return head, [horizon - tail[o] for o in range(n)]
+
+
+def will_break_symmetry(inst: Instance, symmetry: bool, fixed: dict[int, int] | None = None) -> bool:
+    return bool(symmetry and inst.m > 1 and inst.has_identical_devices and not fixed)
 
 
 def horizon_ticks(inst: Instance, T: Ticks) -> int:
@@ -512,8 +574,11 @@ def complete_hint(V: CpModelVars, placement: Sequence[int], order: Sequence[Sequ
                   time_limit_s: float = 10.0) -> list[int] | None:
     """Values of every variable of ``V.model`` for the schedule of ``placement``/``order`` (the earliest
     one in ticks), found by solving a clone of the model with placement and order fixed; None if the
-    schedule does not fit the model (memory)."""
-    md = V.model.clone()
+    schedule does not fit the model (memory). The variables are those of ``V.model`` (same indices)."""
+    H = build_model(V.inst, V.T, hint_only=True, **V.build_args)
+    md = H.model
+    if len(md.proto.variables) != len(V.model.proto.variables):  # pragma: no cover — a build is deterministic
+        raise SolverError("complete_hint: the hint model does not match the model")
     for (o, d), x in V.x.items():
         if x is True:
             if placement[o] != d:
@@ -530,13 +595,61 @@ def complete_hint(V: CpModelVars, placement: Sequence[int], order: Sequence[Sequ
     for (a, c), b in V.order_lits.items():
         if placement[a] == placement[c]:
             md.add(md.get_bool_var_from_proto_index(b.index) == int(pos[a] < pos[c]))
+    sched = tick_schedule(V.inst, V.T, placement, order)
+    if sched is not None:  # the earliest tick schedule, from the simulator: fix starts and transfers
+        for o in range(V.inst.n):
+            md.add(md.get_int_var_from_proto_index(V.s[o].index) == int(round(sched.start[o])))
+        for (p, a, b, st, en, _) in sched.transfers:
+            if (p, a, b) in V.tr:
+                ts, te = V.tr[p, a, b]
+                md.add(md.get_int_var_from_proto_index(ts.index) == int(round(st)))
+                md.add(md.get_int_var_from_proto_index(te.index) == int(round(en)))
+    # With placement and orders fixed every constraint left is a precedence, so taking each variable's
+    # smallest value (booleans first, then starts in topological order, then the rest) gives the earliest
+    # schedule at once: a fixed search without presolve, stopped at its first solution.
+    md.clear_objective()
+    nv = len(md.proto.variables)
+    is_bool = [list(md.proto.variables[i].domain) == [0, 1] for i in range(nv)]
+    starts = {V.s[o].index for o in range(V.inst.n)}
+    get = md.get_int_var_from_proto_index
+    md.add_decision_strategy([get(i) for i in range(nv) if is_bool[i]], cp.CHOOSE_FIRST, cp.SELECT_MIN_VALUE)
+    md.add_decision_strategy([get(V.s[o].index) for o in V.inst.topo], cp.CHOOSE_FIRST, cp.SELECT_MIN_VALUE)
+    md.add_decision_strategy([get(i) for i in range(nv) if not is_bool[i] and i not in starts], cp.CHOOSE_FIRST,
+                             cp.SELECT_MIN_VALUE)
     sv = cp.CpSolver()
-    sv.parameters.num_workers = 1
-    sv.parameters.max_time_in_seconds = max(0.5, time_limit_s)
+    prm = sv.parameters
+    prm.num_workers = 1
+    prm.max_time_in_seconds = max(0.5, time_limit_s)
+    prm.search_branching = cp.FIXED_SEARCH
+    prm.cp_model_presolve = False
+    prm.stop_after_first_solution = True
     st = sv.solve(md)
     if st not in (cp.OPTIMAL, cp.FEASIBLE):
         return None
-    return [sv.value(md.get_int_var_from_proto_index(i)) for i in range(len(md.proto.variables))]
+    return [sv.value(get(i)) for i in range(nv)]
+
+
+def tick_schedule(inst: Instance, T: Ticks, placement: Sequence[int], order: Sequence[Sequence[int]]):
+    """:func:`dplace.simulate` of ``placement``/``order`` on the model's tick data (durations p, transfer
+    times c as bytes over a link of latency 0 and bandwidth 1); None when links differ per device pair
+    (then a transfer time is not bytes over one link) or the order is not valid."""
+    from dplace.model import Device, Edge, Link, Op
+    from dplace.simulate import simulate
+
+    if not _homogeneous(inst):
+        return None
+    names = [d.name for d in inst.devices]
+    a, b = (0, 1) if inst.m > 1 else (0, 0)
+    try:
+        ti = Instance(
+            inst.name, [Device(nm, 1 << 62, 1.0) for nm in names],
+            [Op(op.id, {names[d]: float(T.p[o][d]) for d in range(inst.m)}, 0) for o, op in enumerate(inst.ops)],
+            [Edge(inst.ops[inst.esrc[k]].id, inst.ops[inst.edst[k]].id, float(T.c[k][a][b]) if inst.m > 1 else 0.0)
+             for k in range(len(inst.esrc))],
+            link=Link(0.0, 1.0), comm=inst.comm)
+        return simulate(ti, list(placement), [list(x) for x in order])
+    except InvalidInstanceError:
+        return None
 
 
 def best_heuristic(inst: Instance, which: str = "best", *, time_limit_s: float | None = None, seed: int = 0,
@@ -629,25 +742,65 @@ def cpsat(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, *
     horizon_us = hint[1].makespan if hint else None
     T = Ticks(inst, opts.tick, horizon_us)
     lb_ticks = int(math.ceil(lb / T.tick - 1e-9))
-    H = horizon_ticks(inst, T)
-    V = build_model(inst, T, horizon=H, lb_ticks=lb_ticks, symmetry=opts.symmetry)
     extra: dict[str, Any] = {"tick_us": T.tick, "ticks_exact": T.exact}
-    hint_vals = None
+    start = None
     if hint is not None:
         hres = hint[1]
-        order = hres.order if hres.order is not None else hres.schedule.order
-        pl, od = (relabel_symmetric(inst, hres.placement, order) if V.symmetric else (hres.placement, order))
-        hint_vals = complete_hint(V, pl, od, time_limit_s=max(0.5, 0.1 * limit))
-        extra.update(hint_method=hint[0], hint_makespan=hres.makespan, hint_used=hint_vals is not None)
-        if hint_vals is not None:
-            mk_idx = V.mk.index
-            V.model.add(V.mk <= hint_vals[mk_idx])  # horizon from the hint
-            for i, val in enumerate(hint_vals):
-                V.model.add_hint(V.model.get_int_var_from_proto_index(i), val)
+        start = (hres.placement, hres.order if hres.order is not None else hres.schedule.order)
+    V, hint_vals = hinted_model(inst, T, start, lb_ticks=lb_ticks, symmetry=opts.symmetry,
+                                hint_time_s=max(0.5, 0.1 * limit))
+    if hint is not None:
+        extra.update(hint_method=hint[0], hint_makespan=hint[1].makespan, hint_used=hint_vals is not None)
     remaining = max(0.05, limit - (time.perf_counter() - t_start))
     out = solve_model(V, time_limit_s=remaining, workers=opts.workers or os.cpu_count() or 1, seed=seed,
                       progress=opts.progress, log=opts.log)
     return finish(inst, "cpsat", V, out, lb, hint[1] if hint else None, opts, extra)
+
+
+def hinted_model(inst: Instance, T: Ticks, start: tuple[Sequence[int], Sequence[Sequence[int]]] | None, *,
+                 lb_ticks: int = 0, symmetry: bool = False, fixed: dict[int, int] | None = None,
+                 prec: Sequence[tuple[int, int]] = (), reach: list[int] | None = None,
+                 hint_time_s: float = 10.0) -> tuple[CpModelVars, list[int] | None]:
+    """The model with a complete hint from ``start`` = (placement, order), if it fits the model.
+
+    With a hint, the horizon is the hint's makespan in ticks (simulated on the tick data) and every start
+    gets a time window (:func:`time_windows`); without one, or if the hint does not fit (memory), the
+    horizon is the trivial serial one."""
+    sym = will_break_symmetry(inst, symmetry, fixed)
+    pl = od = None
+    if start is not None:
+        pl, od = start
+        if sym:
+            pl, od = relabel_symmetric(inst, pl, od)
+    sched = tick_schedule(inst, T, pl, od) if pl is not None else None
+    if sched is not None and memory_fits(inst, pl):
+        U = int(round(sched.makespan))
+        V = build_model(inst, T, horizon=U, lb_ticks=lb_ticks, symmetry=symmetry, fixed=fixed, prec=prec,
+                        reach=reach, windows=time_windows(inst, T, U, fixed, prec))
+        vals = complete_hint(V, pl, od, time_limit_s=hint_time_s)
+        if vals is not None:
+            _add_hint(V, vals)
+            return V, vals
+    V = build_model(inst, T, horizon=horizon_ticks(inst, T), lb_ticks=lb_ticks, symmetry=symmetry, fixed=fixed,
+                    prec=prec, reach=reach)
+    vals = complete_hint(V, pl, od, time_limit_s=hint_time_s) if pl is not None else None
+    if vals is not None:
+        V.model.add(V.mk <= vals[V.mk.index])  # horizon from the hint
+        _add_hint(V, vals)
+    return V, vals
+
+
+def _add_hint(V: CpModelVars, vals: Sequence[int]) -> None:
+    get = V.model.get_int_var_from_proto_index
+    for i, val in enumerate(vals):
+        V.model.add_hint(get(i), val)
+
+
+def memory_fits(inst: Instance, placement: Sequence[int]) -> bool:
+    used = [0] * inst.m
+    for o, d in enumerate(placement):
+        used[d] += inst.mem[o]
+    return all(used[d] <= inst.capacity[d] for d in range(inst.m))
 
 
 def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: float, hint_res: Result | None,

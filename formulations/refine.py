@@ -29,8 +29,7 @@ from dplace.registry import method_info, methods, register
 from dplace.result import Result, make_result
 
 from .cpsat import (
-    _SKIP_HINT, Ticks, best_heuristic, build_model, complete_hint, finish, horizon_ticks, reachability,
-    relabel_symmetric, solve_model,
+    _SKIP_HINT, Ticks, best_heuristic, finish, hinted_model, memory_fits, reachability, solve_model, tick_schedule,
 )
 
 __all__ = ["PortfolioOptions", "RefineOptions", "critical_ops", "portfolio", "refine"]
@@ -140,9 +139,8 @@ def _coarse_step(inst: Instance, start: Result, K: int, limit: float, workers: i
     ci = c.coarse
     info["coarse_nodes"] = ci.n
     T = Ticks(ci, None, start.makespan)
-    V = build_model(ci, T, horizon=horizon_ticks(ci, T), lb_ticks=int(math.ceil(lower_bound(ci) / T.tick - 1e-9)),
-                    symmetry=True)
-    # hint candidates: the start placement by majority (time-weighted) per cluster, and heft on the coarse graph
+    # hint candidates: the start placement by majority (time-weighted) per cluster, and heft on the coarse
+    # graph; the one with the shorter tick schedule is the hint
     cands = []
     vote = []
     for k, mem in enumerate(c.members):
@@ -154,16 +152,13 @@ def _coarse_step(inst: Instance, start: Result, K: int, limit: float, workers: i
     h = best_heuristic(ci, "heft")
     if h is not None:
         cands.append((h[1].placement, _order_of(h[1])))
-    best_vals = None
+    best = None
     for pl, od in cands:
-        if V.symmetric:
-            pl, od = relabel_symmetric(ci, pl, od)
-        vals = complete_hint(V, pl, od, time_limit_s=max(0.5, 0.1 * limit))
-        if vals is not None and (best_vals is None or vals[V.mk.index] < best_vals[V.mk.index]):
-            best_vals = vals
-    if best_vals is not None:
-        for i, val in enumerate(best_vals):
-            V.model.add_hint(V.model.get_int_var_from_proto_index(i), val)
+        sch = tick_schedule(ci, T, pl, od)
+        if memory_fits(ci, pl) and (best is None or (sch is not None and sch.makespan < best[0])):
+            best = (sch.makespan if sch is not None else math.inf, (pl, od))
+    V, _ = hinted_model(ci, T, best[1] if best else None, symmetry=True, hint_time_s=max(0.5, 0.1 * limit),
+                        lb_ticks=int(math.ceil(lower_bound(ci) / T.tick - 1e-9)))
     out = solve_model(V, time_limit_s=limit, workers=workers, seed=seed, progress=progress, label="refine coarse")
     info["coarse_status"] = out.status_name
     if out.placement is None:
@@ -191,14 +186,10 @@ def _lns_step(inst: Instance, cur: Result, window: Sequence[int], limit: float, 
     for ops in order:
         kept = [o for o in ops if o not in free]
         prec.extend(zip(kept, kept[1:]))
-    V = build_model(inst, T, horizon=horizon_ticks(inst, T), fixed=fixed, reach=reach, prec=prec,
-                    lb_ticks=int(math.ceil(lower_bound(inst) / T.tick - 1e-9)))
-    vals = complete_hint(V, pl, order, time_limit_s=max(0.5, limit))
+    V, vals = hinted_model(inst, T, (pl, order), fixed=fixed, prec=prec, reach=reach, hint_time_s=max(0.5, limit),
+                           lb_ticks=int(math.ceil(lower_bound(inst) / T.tick - 1e-9)))
     if vals is None:
         return None
-    V.model.add(V.mk <= vals[V.mk.index])
-    for i, val in enumerate(vals):
-        V.model.add_hint(V.model.get_int_var_from_proto_index(i), val)
     out = solve_model(V, time_limit_s=limit, workers=workers, seed=seed)
     if out.placement is None:
         return None
@@ -216,16 +207,9 @@ def _refine_from(inst: Instance, start_name: str, start: Result, opts: RefineOpt
 
         lb = lower_bound(inst)
         T = Ticks(inst, None, start.makespan)
-        V = build_model(inst, T, horizon=horizon_ticks(inst, T), lb_ticks=int(math.ceil(lb / T.tick - 1e-9)),
-                        symmetry=True)
-        pl, od = start.placement, _order_of(start)
-        if V.symmetric:
-            pl, od = relabel_symmetric(inst, pl, od)
-        vals = complete_hint(V, pl, od, time_limit_s=max(0.5, 0.1 * limit)) if start.memory_ok else None
-        if vals is not None:
-            V.model.add(V.mk <= vals[V.mk.index])
-            for i, val in enumerate(vals):
-                V.model.add_hint(V.model.get_int_var_from_proto_index(i), val)
+        V, _ = hinted_model(inst, T, (start.placement, _order_of(start)) if start.memory_ok else None,
+                            lb_ticks=int(math.ceil(lb / T.tick - 1e-9)), symmetry=True,
+                            hint_time_s=max(0.5, 0.1 * limit))
         out = solve_model(V, time_limit_s=max(0.05, left()), workers=workers, seed=seed, progress=opts.progress,
                           label=method)
         res = finish(inst, method, V, out, lb, start if start.memory_ok else None, CpsatOptions(workers=opts.workers),

@@ -19,10 +19,8 @@ def _fix_to_hint_feasible(inst, method="heft"):
     the fixed model must be feasible (the hint is complete and valid)."""
     res = dplace.solve(inst, method)
     T = C.Ticks(inst, None, res.makespan)
-    V = C.build_model(inst, T, horizon=C.horizon_ticks(inst, T), symmetry=True)
     order = res.order if res.order is not None else res.schedule.order
-    pl, od = C.relabel_symmetric(inst, res.placement, order) if V.symmetric else (res.placement, order)
-    vals = C.complete_hint(V, pl, od)
+    V, vals = C.hinted_model(inst, T, (res.placement, order), symmetry=True)
     assert vals is not None, f"no hint for {inst}"
     md = V.model.clone()
     for i, v in enumerate(vals):
