@@ -45,6 +45,7 @@ def part_a(limit: float, seeds: int, comms: list[str]) -> None:
                     inst = layered_dag(n_ops, m, ccr=1.0, seed=seed, comm=comm)
                     cells = []
                     best = None
+                    optima = []
                     for name, opts in solvers:
                         meth = name.split("-")[0]
                         t0 = time.perf_counter()
@@ -55,8 +56,12 @@ def part_a(limit: float, seeds: int, comms: list[str]) -> None:
                             tot[name][0] += 1
                             tot[name][1] += t
                             best = res.makespan
+                            optima.append(res.makespan)
+                    if optima and max(optima) - min(optima) > 1e-6 * max(1.0, max(optima)):
+                        cells.append(f"DISAGREE {optima}")
                     print(f"{inst.name[:34]:34s} {comm:10s} {best if best is not None else float('nan'):10.1f} "
                           + " ".join(f"{c:>11s}" for c in cells), flush=True)
+    print("(every pair of proven optima above agrees to 1e-6 unless a row says DISAGREE)")
     print("proven optimal (count, mean time): " + ", ".join(
         f"{n} {c} ({(s / c if c else 0):.2f}s)" for n, (c, s) in tot.items()))
 

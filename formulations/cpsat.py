@@ -16,10 +16,18 @@ Model (one function per constraint family):
                   and a consumer on d2; length >= the largest tensor to d2; NoOverlap per directed link;
                   transfers of one link in the order their producers run on d1 (the simulator's FIFO rule,
                   since producers on one device finish in device order)            -> _add_transfers
-  mk >= e[o], mk >= ceil(lower_bound / tick)                                     -> objective
+  identical devices: device d > 0 only after d - 1 got an earlier op (topological order) -> _add_symmetry
+  identical durations: redundant cumulative of capacity m over all ops        -> _add_redundant_cumulative
+  mk = max e[o], mk >= ceil(lower_bound / tick)                                  -> objective
 
-Integer time: every duration and transfer time is rounded *up* to whole ticks, so every schedule of the
-model is a valid (pessimistic) real schedule; with integer data and tick 1 it is exact. A bound proven in
+Hint (:func:`hinted_model`): the best registered heuristic's placement and order, relabelled for the
+symmetry breaking, timed by :func:`dplace.simulate` on the tick data (:func:`tick_schedule`); its makespan is
+the horizon, :func:`time_windows` bounds every start, and :func:`complete_hint` gives a value to every
+variable (tested by fixing the model to it). If CP-SAT finds nothing better the heuristic answer is kept.
+
+Integer time: every duration and transfer time is rounded *up* to whole ticks (values within 1e-6 tick
+of an integer count as that integer: float noise), so every schedule of the model is a valid
+(pessimistic) real schedule; with integer data and tick 1 it is exact. A bound proven in
 ticks is turned into a bound of the real problem by subtracting the most that rounding can add along one
 path of the schedule (zero when nothing was rounded); it is combined with :func:`dplace.lower_bound`.
 Status ``optimal`` is claimed only when the *simulated* makespan reaches that proven real bound (to a
@@ -44,8 +52,9 @@ from dplace.registry import register
 from dplace.result import Result, make_result, no_solution
 
 __all__ = [
-    "CpsatOptions", "CpModelVars", "Ticks", "best_heuristic", "build_model", "cpsat", "complete_hint",
-    "relabel_symmetric", "reachability", "solve_model",
+    "CpsatOptions", "CpModelVars", "Ticks", "best_heuristic", "build_model", "complete_hint", "cpsat",
+    "finish", "hinted_model", "horizon_ticks", "memory_fits", "reachability", "relabel_symmetric",
+    "solve_model", "tick_schedule", "time_windows",
 ]
 
 MIN_TICK_EXP = -6  # automatic tick: the coarsest power of ten >= 1e-6 µs that represents every time...
@@ -112,12 +121,15 @@ class Ticks:
         t = self.tick
         self.p = [[_ceil_ticks(v, t) for v in row] for row in inst.dur]
         self.c = [[[_ceil_ticks(v, t) for v in row] for row in M] for M in tt]
-        op_err = sorted((max(self.p[o][d] - inst.dur[o][d] / t for d in range(m)) for o in range(n)), reverse=True)
-        tr_err = sorted((max((self.c[e][a][b] - tt[e][a][b] / t for a in range(m) for b in range(m)), default=0.0)
+        # rounding excess (ticks) per op / per edge, worst device (pair); a schedule path holds at most n ops
+        # and n - 1 transfers (parallel) or n (m - 1) transfers (sequential: link queues)
+        op_err = sorted((max(0.0, max(self.p[o][d] - inst.dur[o][d] / t for d in range(m))) for o in range(n)),
+                        reverse=True)
+        tr_err = sorted((max([0.0] + [self.c[e][a][b] - tt[e][a][b] / t for a in range(m) for b in range(m)])
                          for e in range(len(tt))), reverse=True)
         n_tr = (n - 1) if inst.comm == "parallel" else n * max(0, m - 1)
-        self.slack = max(0.0, sum(op_err[:n])) + max(0.0, sum(tr_err[:max(0, n_tr)]))
-        self.exact = self.slack <= 1e-9
+        self.exact = all(x <= _TICK_EPS for x in op_err[:1] + tr_err[:1])
+        self.slack = 0.0 if self.exact else sum(op_err[:n]) + sum(tr_err[:max(0, n_tr)])
 
     def to_us(self, ticks: float) -> float:
         return ticks * self.tick
