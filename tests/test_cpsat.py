@@ -148,3 +148,24 @@ def test_ctrl_c_returns_best_so_far():
     line = [x for x in out.splitlines() if x.startswith("RESULT")][0]
     status, mk = line.split()[1], float(line.split()[2])
     assert status in ("feasible", "optimal") and mk > 0
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_time_windows_contain_every_optimal_schedule(seed):
+    """Start windows for horizon U hold for any schedule of makespan <= U (here: the brute-force optimum)."""
+    rng = random.Random(50 + seed)
+    inst = random_instance(rng, n_ops=6, n_devices=2, integer=True, memory_slack=3.0)
+    opt, pl, order = brute_force(inst)
+    T = C.Ticks(inst)  # automatic tick: exact for these data
+    assert T.exact
+    sch = dplace.simulate(inst, pl, order)
+    U = int(round(opt / T.tick))
+    st = [x / T.tick for x in sch.start]
+    lo, hi = C.time_windows(inst, T, U)
+    for o in range(inst.n):
+        assert lo[o] <= st[o] + 1e-6 and st[o] <= hi[o] + 1e-6
+    # and with the optimum's devices fixed and its order as extra precedences
+    prec = [(a, b) for ops in order for a, b in zip(ops, ops[1:])]
+    lo, hi = C.time_windows(inst, T, U, fixed=dict(enumerate(pl)), prec=prec)
+    for o in range(inst.n):
+        assert lo[o] <= st[o] + 1e-6 and st[o] <= hi[o] + 1e-6
