@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .errors import InvalidInstanceError
+from .model import check_number
 
 CHAIN_FORMAT = "dplace-chain/1"
 _LAYER_KEYS = ("id", "forward", "backward", "weights", "activation")
@@ -38,16 +39,7 @@ def _bad(msg: str) -> InvalidInstanceError:
 
 
 def _num(value: Any, where: str, *, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _bad(f"{where} must be a number, got {value!r}")
-    v = float(value)
-    if math.isnan(v) or math.isinf(v):
-        raise _bad(f"{where} must be finite, got {value!r}")
-    if positive and v <= 0:
-        raise _bad(f"{where} must be > 0, got {value!r}")
-    if v < 0:
-        raise _bad(f"{where} must be >= 0, got {value!r}")
-    return v
+    return check_number(value, where, positive=positive)
 
 
 @dataclass(frozen=True)

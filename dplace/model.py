@@ -61,7 +61,7 @@ def _bad(msg: str) -> InvalidInstanceError:
     return InvalidInstanceError(msg)
 
 
-def _number(value: Any, where: str, *, positive: bool = False, allow_zero: bool = True) -> float:
+def check_number(value: Any, where: str, *, positive: bool = False) -> float:
     """Return ``value`` as a finite float >= 0 (or > 0), else raise naming ``where``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _bad(f"{where} must be a number, got {value!r}")
@@ -119,20 +119,20 @@ class Instance:
         for d, dev in enumerate(self.devices):
             if dev.name in self.device_index:
                 raise _bad(f"devices: duplicate device name {dev.name!r}")
-            _number(dev.memory, f"device {dev.name!r}: memory")
-            _number(dev.speed, f"device {dev.name!r}: speed", positive=True)
+            check_number(dev.memory, f"device {dev.name!r}: memory")
+            check_number(dev.speed, f"device {dev.name!r}: speed", positive=True)
             self.device_index[dev.name] = d
         self.m = len(self.devices)
-        _number(self.link.latency, "links: latency")
-        _number(self.link.bandwidth, "links: bandwidth", positive=True)
+        check_number(self.link.latency, "links: latency")
+        check_number(self.link.bandwidth, "links: bandwidth", positive=True)
         self.lat = [[self.link.latency] * self.m for _ in range(self.m)]
         self.bw = [[self.link.bandwidth] * self.m for _ in range(self.m)]
         for (a, b), lk in self.pairs.items():
             for nm in (a, b):
                 if nm not in self.device_index:
                     raise _bad(f"links.pairs: unknown device {nm!r}")
-            _number(lk.latency, f"links.pairs {a}->{b}: latency")
-            _number(lk.bandwidth, f"links.pairs {a}->{b}: bandwidth", positive=True)
+            check_number(lk.latency, f"links.pairs {a}->{b}: latency")
+            check_number(lk.bandwidth, f"links.pairs {a}->{b}: bandwidth", positive=True)
             self.lat[self.device_index[a]][self.device_index[b]] = lk.latency
             self.bw[self.device_index[a]][self.device_index[b]] = lk.bandwidth
 
@@ -148,15 +148,15 @@ class Instance:
                 for dev in self.devices:
                     if dev.name not in op.time:
                         raise _bad(f"op {op.id!r}: time has no entry for device {dev.name!r}")
-                    row.append(_number(op.time[dev.name], f"op {op.id!r}: time[{dev.name!r}]"))
+                    row.append(check_number(op.time[dev.name], f"op {op.id!r}: time[{dev.name!r}]"))
                 for k in op.time:
                     if k not in self.device_index:
                         raise _bad(f"op {op.id!r}: time names unknown device {k!r}")
             else:
-                t = _number(op.time, f"op {op.id!r}: time")
+                t = check_number(op.time, f"op {op.id!r}: time")
                 row = [t / dev.speed for dev in self.devices]
             self.dur.append(row)
-            self.mem.append(int(_number(op.memory, f"op {op.id!r}: memory")))
+            self.mem.append(int(check_number(op.memory, f"op {op.id!r}: memory")))
         self.n = len(self.ops)
 
         self.esrc: list[int] = []
@@ -169,7 +169,7 @@ class Instance:
                 if nm not in self.op_index:
                     raise _bad(f"edge {ed.src!r}->{ed.dst!r}: {end} names unknown op {nm!r}")
             u, v = self.op_index[ed.src], self.op_index[ed.dst]
-            b = _number(ed.bytes, f"edge {ed.src!r}->{ed.dst!r}: bytes")
+            b = check_number(ed.bytes, f"edge {ed.src!r}->{ed.dst!r}: bytes")
             if u == v:
                 raise _bad(f"edges: cycle through edge {ed.src!r}->{ed.dst!r} (self-loop)")
             self.esrc.append(u)
