@@ -87,3 +87,18 @@ def test_single_infeasible_when_nothing_fits(tmp_path, capsys):
 
     res = dplace.solve(tight_memory(), "single")
     assert res.status == "infeasible" and res.placement is None and "no device holds" in res.message
+
+
+def test_default_instance_heft_solve_evaluate_check_agree(tmp_path, capsys):
+    """Issue #2 done-when: solve the make-run instance with heft; evaluate and check accept it, same makespan."""
+    from pathlib import Path
+
+    default = Path(__file__).resolve().parents[1] / "instances" / "bert12_training_4dev.json"
+    out = tmp_path / "r.json"
+    assert main(["solve", str(default), "--method", "heft", "--json", "--out", str(out)]) == 0
+    solved = json.loads(capsys.readouterr().out)
+    assert main(["evaluate", str(default), str(out), "--json"]) == 0
+    ev = json.loads(capsys.readouterr().out)
+    assert ev["makespan"] == solved["makespan"] and ev["check"] == "valid" and ev["memory_ok"]
+    inst = dplace.load_instance(default)
+    assert dplace.check(inst, json.loads(out.read_text())).ok
