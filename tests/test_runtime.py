@@ -53,7 +53,7 @@ def _methods() -> list[str]:
 # ------------------------------------------------------------------------------------ no TF at import
 @pytest.mark.parametrize("mod", ["dplace", "dplace.runtime.cli"])
 def test_import_does_not_load_tensorflow(mod):
-    code = (f"import sys, {mod}, dplace; dplace.methods(); "
+    code = (f"import sys, {mod}, dplace, dplace.cli; dplace.methods(); dplace.cli.build_parser(); "
             "from dplace.runtime import zoo, extract, profile, commfit, execute; "
             "sys.exit(1 if 'tensorflow' in sys.modules else 0)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
