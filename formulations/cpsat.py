@@ -553,6 +553,56 @@ def time_windows(inst: Instance, T: Ticks, horizon: int, fixed: dict[int, int] |
     return head, [horizon - tail[o] for o in range(n)]
 
 
+def energetic_bound(inst: Instance, T: Ticks, lo: int, hi: int, max_ops: int = 200) -> int:
+    """Smallest makespan L in [lo, hi] (ticks) that passes energetic reasoning (Lopez & Erschler; Baptiste,
+    Le Pape & Nuijten, "Constraint-Based Scheduling", ch. 3): every op o runs p_o (its smallest time) inside
+    [head_o, L - tail_o] (longest paths without transfers); for every interval [a, b] the work that must
+    fall inside it, sum_o min(p_o, b - a, head_o + p_o - a, b - L + tail_o + p_o)^+, is at most m (b - a).
+    A relaxation (one op per device at a time; memory, pins and transfers ignored), so L is a lower bound;
+    ``lo`` when the graph has more than ``max_ops`` ops (cost O(n^3))."""
+    import numpy as np
+
+    n, m = inst.n, inst.m
+    if n == 0 or n > max_ops or hi <= lo:
+        return lo
+    p = np.array([min(row) for row in T.p], dtype=np.int64)
+    head = np.zeros(n, dtype=np.int64)
+    for o in inst.topo:
+        for k in inst.succ[o]:
+            v = inst.edst[k]
+            head[v] = max(head[v], head[o] + p[o])
+    tail = np.zeros(n, dtype=np.int64)
+    for o in reversed(inst.topo):
+        for k in inst.succ[o]:
+            v = inst.edst[k]
+            tail[o] = max(tail[o], p[v] + tail[v])
+
+    def passes(L: int) -> bool:
+        d = L - tail
+        if np.any(head + p > d):
+            return False
+        pts = np.unique(np.concatenate([head, head + p, d - p, d]))
+        pts = pts[(pts >= 0) & (pts <= L)]
+        a, b = pts[:, None], pts[None, :]
+        width = b - a
+        energy = np.zeros(width.shape, dtype=np.int64)
+        for o in range(n):
+            c = np.minimum(np.minimum(p[o], width), np.minimum(head[o] + p[o] - a, b - (d[o] - p[o])))
+            energy += np.maximum(c, 0)
+        return not np.any((width > 0) & (energy > m * width))
+
+    if passes(lo):
+        return lo
+    bad, good = lo, hi  # invariant: bad fails, good passes (hi is a feasible makespan, so it passes)
+    while good - bad > 1:
+        mid = (bad + good) // 2
+        if passes(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
 def will_break_symmetry(inst: Instance, symmetry: bool, fixed: dict[int, int] | None = None) -> bool:
     return bool(symmetry and inst.m > 1 and inst.has_identical_devices and not fixed)
 
@@ -759,6 +809,12 @@ def cpsat(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, *
     if hint is not None:
         hres = hint[1]
         start = (hres.placement, hres.order if hres.order is not None else hres.schedule.order)
+    if start is not None and memory_fits(inst, start[0]):
+        sch = tick_schedule(inst, T, *start)
+        if sch is not None:
+            eb = energetic_bound(inst, T, lb_ticks, int(round(sch.makespan)))
+            extra["energetic_bound_ticks"] = eb
+            lb_ticks = max(lb_ticks, eb)
     V, hint_vals = hinted_model(inst, T, start, lb_ticks=lb_ticks, symmetry=opts.symmetry,
                                 hint_time_s=max(0.5, 0.1 * limit))
     if hint is not None:

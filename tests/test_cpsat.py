@@ -169,3 +169,21 @@ def test_time_windows_contain_every_optimal_schedule(seed):
     lo, hi = C.time_windows(inst, T, U, fixed=dict(enumerate(pl)), prec=prec)
     for o in range(inst.n):
         assert lo[o] <= st[o] + 1e-6 and st[o] <= hi[o] + 1e-6
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_energetic_bound_below_optimum(seed):
+    rng = random.Random(70 + seed)
+    inst = random_instance(rng, n_ops=rng.randint(4, 7), n_devices=rng.randint(2, 3), integer=True, memory_slack=3.0)
+    opt = brute_force(inst)[0]
+    T = C.Ticks(inst)
+    hi = int(round(opt / T.tick))
+    assert C.energetic_bound(inst, T, 0, hi) * T.tick <= opt + 1e-9
+
+
+def test_energetic_bound_proves_packing_case():
+    """4 identical processors, low CCR: the work bound is 59.75, the optimum 63; energetic reasoning gets 63."""
+    inst = task_graph(25, 4, 0.1, seed=1)
+    res = dplace.solve(inst, "cpsat", time_limit_s=20, progress=False, workers=2)
+    assert res.extra["energetic_bound_ticks"] * res.extra["tick_us"] == pytest.approx(63.0)
+    assert res.status == "optimal" and res.makespan == pytest.approx(63.0)
