@@ -82,49 +82,39 @@ def critical_path(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean"
     return path
 
 
-def m_topo_order(inst: Instance) -> list[int]:
-    """M-TOPO order (Baechi §2.2): a FIFO queue of zero-indegree ops; newly freed ops join the tail.
+def _queue_order(inst: Instance, *, to_head: bool, source_key=None, scan=None) -> list[int]:
+    """Shared loop of M-TOPO, DFS-TOPO and CPD-TOPO: pop the head of a queue of zero-indegree ops.
 
-    Initial sources are queued in the instance's topological order; the children of an op are
-    visited in edge order.
+    Sources are queued in topological order (sorted by ``source_key`` when given). The children of
+    the popped op are scanned in ``scan(children)`` order (default: edge order) and each freed one
+    joins the tail (``to_head=False``) or is pushed to the head, so the LAST one scanned comes out first.
     """
     indeg = [len(p) for p in inst.pred]
-    q = deque(o for o in inst.topo if indeg[o] == 0)
-    out: list[int] = []
-    edst = inst.edst
-    while q:
-        o = q.popleft()
-        out.append(o)
-        for e in inst.succ[o]:
-            v = edst[e]
-            indeg[v] -= 1
-            if indeg[v] == 0:
-                q.append(v)
-    return out
-
-
-def _head_pushing_order(inst: Instance, source_key, child_key) -> list[int]:
-    """Shared loop of DFS-TOPO and CPD-TOPO: pop the head; freed children are pushed to the head.
-
-    Sources are queued sorted by ``source_key`` (ascending). The children of the popped op are
-    scanned sorted by ``child_key`` (ascending) and each freed one is pushed to the head, so the
-    LAST one scanned comes out first.
-    """
-    indeg = [len(p) for p in inst.pred]
-    q = deque(sorted((o for o in inst.topo if indeg[o] == 0), key=source_key))
+    sources = [o for o in inst.topo if indeg[o] == 0]
+    if source_key is not None:
+        sources.sort(key=source_key)
+    q = deque(sources)
+    push = q.appendleft if to_head else q.append
     out: list[int] = []
     edst = inst.edst
     while q:
         o = q.popleft()
         out.append(o)
         children = [edst[e] for e in inst.succ[o]]
-        if len(children) > 1:
-            children.sort(key=child_key)
-        for v in children:
+        for v in (scan(children) if scan is not None else children):
             indeg[v] -= 1
             if indeg[v] == 0:
-                q.appendleft(v)
+                push(v)
     return out
+
+
+def m_topo_order(inst: Instance) -> list[int]:
+    """M-TOPO order (Baechi §2.2): a FIFO queue of zero-indegree ops; newly freed ops join the tail.
+
+    Initial sources are queued in the instance's topological order; the children of an op are
+    visited in edge order.
+    """
+    return _queue_order(inst, to_head=False)
 
 
 def dfs_topo_order(inst: Instance) -> list[int]:
@@ -132,19 +122,8 @@ def dfs_topo_order(inst: Instance) -> list[int]:
 
     Among several children freed by the same op, the first in edge order comes out first.
     """
-    indeg = [len(p) for p in inst.pred]
-    q = deque(o for o in inst.topo if indeg[o] == 0)
-    out: list[int] = []
-    edst = inst.edst
-    while q:
-        o = q.popleft()
-        out.append(o)
-        for e in reversed(inst.succ[o]):  # reverse scan: the first child in edge order ends at the head
-            v = edst[e]
-            indeg[v] -= 1
-            if indeg[v] == 0:
-                q.appendleft(v)
-    return out
+    # reverse scan: the first child in edge order ends at the head
+    return _queue_order(inst, to_head=True, scan=reversed)
 
 
 def cpd_topo_order(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean") -> list[int]:
@@ -156,11 +135,8 @@ def cpd_topo_order(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean
     """
     cp = cpath(inst, op_cost, comm_cost)
     tp = inst.topo_pos
-    return _head_pushing_order(
-        inst,
-        source_key=lambda o: (-cp[o], tp[o]),
-        child_key=lambda o: (cp[o], -tp[o]),
-    )
+    return _queue_order(inst, to_head=True, source_key=lambda o: (-cp[o], tp[o]),
+                        scan=lambda ch: sorted(ch, key=lambda o: (cp[o], -tp[o])))
 
 
 def is_topological_order(inst: Instance, order: list[int]) -> bool:
