@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from .errors import InfeasibleError
 from .model import Instance
-from .ranks import upward_rank
+from .ranks import priority_order, upward_rank
 from .registry import register
 from .result import Result, make_result
 from .rules import Rules
@@ -41,19 +41,10 @@ def heft(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **
     opts = HeftOptions(**options)
     rank = upward_rank(inst, "mean", "mean")
     tp = inst.topo_pos
-    # decreasing rank is a topological order when all costs are > 0; topo position breaks ties safely
-    prio = sorted(range(inst.n), key=lambda o: (-rank[o], tp[o]))
-    pos = {o: i for i, o in enumerate(prio)}
-    # make it a valid topological order even with zero costs: stable Kahn on the rank priority
-    import heapq
-
-    indeg = [len(p) for p in inst.pred]
-    heap = [(pos[o], o) for o in range(inst.n) if indeg[o] == 0]
-    heapq.heapify(heap)
+    # decreasing rank, a valid topological order even when zero costs tie ranks (topo position breaks ties)
     state = ScheduleState(inst)
     rules = Rules(inst)
-    while heap:
-        _, o = heapq.heappop(heap)
+    for o in priority_order(inst, lambda o: (-rank[o], tp[o])):
         best_d, best_f = -1, float("inf")
         for d in rules.choose_or_fallback(o):
             f = state.eft(o, d, opts.insertion)
@@ -61,10 +52,5 @@ def heft(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **
                 best_d, best_f = d, f
         state.commit(o, best_d, insertion=opts.insertion)
         rules.assign(o, best_d)
-        for e in inst.succ[o]:
-            v = inst.edst[e]
-            indeg[v] -= 1
-            if indeg[v] == 0:
-                heapq.heappush(heap, (pos[v], v))
     return make_result(inst, "heft", state.placement, state.order(), options=options,
                        claimed_makespan=state.makespan)

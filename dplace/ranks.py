@@ -43,3 +43,27 @@ def upward_rank(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean") 
                 best = r
         rank[o] = w[o] + best
     return rank
+
+
+def priority_order(inst: Instance, key) -> list[int]:
+    """Topological order that always takes the ready op of smallest ``key(o)`` (Kahn's algorithm).
+
+    List schedulers use it so that decreasing rank stays a valid order when zero costs tie ranks;
+    ``key`` must be distinct per op (add ``inst.topo_pos[o]`` to break ties). O((V + E) log V).
+    """
+    import heapq
+
+    indeg = [len(p) for p in inst.pred]
+    heap = [(key(o), o) for o in range(inst.n) if indeg[o] == 0]
+    heapq.heapify(heap)
+    out: list[int] = []
+    succ, edst = inst.succ, inst.edst
+    while heap:
+        o = heapq.heappop(heap)[1]
+        out.append(o)
+        for e in succ[o]:
+            v = edst[e]
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                heapq.heappush(heap, (key(v), v))
+    return out

@@ -32,14 +32,13 @@ starts from the graph it is given.
 """
 from __future__ import annotations
 
-import heapq
 import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from dplace.errors import InvalidInstanceError
 from dplace.model import Edge, Instance, Op
-from dplace.ranks import upward_rank
+from dplace.ranks import priority_order, upward_rank
 from dplace.registry import register
 from dplace.result import Result, make_result
 from dplace.rules import Rules
@@ -122,11 +121,7 @@ def _dpos_schedule(inst: Instance, opts: DposOptions) -> tuple[ScheduleState, li
     cp_dev = -1
     cp_devs: list[int] = []
     # decreasing rank, made a valid topological order when zero costs tie ranks (Kahn on the priority)
-    indeg = [len(p) for p in inst.pred]
-    heap = [(-rank[o], tp[o], o) for o in range(inst.n) if indeg[o] == 0]
-    heapq.heapify(heap)
-    while heap:
-        o = heapq.heappop(heap)[2]
+    for o in priority_order(inst, lambda o: (-rank[o], tp[o])):
         d = -1
         if o in cp_pos:
             f = rules.forced(o)
@@ -151,11 +146,6 @@ def _dpos_schedule(inst: Instance, opts: DposOptions) -> tuple[ScheduleState, li
         else:
             state.commit(o, d, insertion=ins)
         rules.assign(o, d)
-        for e in inst.succ[o]:
-            v = inst.edst[e]
-            indeg[v] -= 1
-            if indeg[v] == 0:
-                heapq.heappush(heap, (-rank[v], tp[v], v))
     return state, path, cp_devs
 
 

@@ -93,3 +93,19 @@ def test_duplicate_edges_and_empty():
     inst = make([("a", 1), ("b", 1)], [("a", "b", 1), ("a", "b", 2)])
     for f in (m_topo_order, dfs_topo_order, cpd_topo_order):
         assert names(inst, f(inst)) == ["a", "b"]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_priority_order_takes_the_smallest_ready_key(seed):
+    from dplace.ranks import priority_order
+
+    rng = random.Random(seed)
+    inst = random_dag(rng, rng.randint(1, 20))
+    key = {o: (rng.randint(0, 3), inst.topo_pos[o]) for o in range(inst.n)}  # many ties on the first part
+    order = priority_order(inst, key.__getitem__)
+    assert is_topological_order(inst, order)
+    done: set[int] = set()
+    for o in order:  # at every step, no ready op has a smaller key
+        ready = [v for v in range(inst.n) if v not in done and all(inst.esrc[e] in done for e in inst.pred[v])]
+        assert key[o] == min(key[v] for v in ready)
+        done.add(o)
