@@ -3,6 +3,7 @@
 ``contract_instances()`` gives the named small graphs every registered method must handle (chain,
 diamond, fork, join, colocation, pinned, tight memory; both comm modes). ``random_instance(rng, ...)``
 makes a random valid DAG instance; ``instances()`` is the hypothesis strategy built on it.
+``assert_valid_result(res)`` asserts what every placed result must satisfy.
 """
 from __future__ import annotations
 
@@ -72,6 +73,24 @@ def contract_instances() -> Iterator[Instance]:
     for comm in ("parallel", "sequential"):
         for g in CONTRACT_GRAPHS:
             yield g(comm)
+
+
+def assert_valid_result(res: Any) -> None:
+    """Assert the contract on a placed Result: every op placed, ``dplace.check`` passes, memory kept
+    or flagged, colocation and pins kept, makespan not below the proven bound."""
+    from .check import check
+
+    inst = res.instance
+    assert res.placement is not None and len(res.placement) == inst.n
+    rep = check(inst, res)
+    assert rep.ok, rep.summary()
+    assert res.memory_ok == rep.memory_ok
+    for g in inst.groups:
+        assert len({res.placement[o] for o in g}) == 1
+    for o in range(inst.n):
+        if inst.pinned[o] >= 0:
+            assert res.placement[o] == inst.pinned[o]
+    assert res.makespan >= res.lower_bound - 1e-6
 
 
 def random_instance(rng: random.Random, *, n_ops: int | None = None, n_devices: int | None = None,
