@@ -12,7 +12,8 @@ K-device generalisation (Moirai). Times are continuous µs (no rounding).
   sequential: transfer (p, d1, d2) with start ts >= e[p], end te >= ts + len_pv (x[p,d1] + x[v,d2] - 1),
             s[v] >= te - M (2 - x[p,d1] - x[v,d2]); transfers of one link in the order of their
             producers on d1 (y), the simulator's FIFO rule                         -> _add_transfers
-  sum_o mem[o] x[o, d] <= capacity[d];  mk >= e[o];  mk >= lower_bound;  M = heuristic makespan.
+  sum_o mem[o] x[o, d] <= capacity[d];  mk >= e[o];  M = heuristic makespan;
+  mk >= max(lower_bound, energetic-reasoning bound of cpsat.energetic_bound).
 
 Warm start: every variable gets the value of the best heuristic's simulated schedule (CBC: PuLP's mst
 file, checked in CBC's log; HiGHS: ``Highs.setSolution`` before ``run``). Status and bound are read from
@@ -29,7 +30,9 @@ import warnings
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .cpsat import _homogeneous, best_heuristic, reachability  # noqa: I001 — OR-Tools before PuLP (see below)
+from .cpsat import (  # noqa: I001 — OR-Tools before PuLP (see below)
+    Ticks, _homogeneous, best_heuristic, energetic_bound, reachability, tick_schedule,
+)
 
 import pulp  # noqa: E402
 
@@ -405,7 +408,14 @@ def milp(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **
         big_m = hres.makespan * (1 + 1e-6) + 1e-6
     else:  # everything one after the other with every transfer paid
         big_m = sum(max(r) for r in inst.dur) + sum(inst.max_transfer_time(k) for k in range(len(inst.esrc))) + 1.0
-    P = build_milp(inst, big_m, lb)
+    mk_floor = lb
+    if hres is not None:  # energetic reasoning (cpsat.energetic_bound) on tick data, turned into real µs
+        T = Ticks(inst, None, hres.makespan)
+        sch = tick_schedule(inst, T, hres.placement, hres.order if hres.order is not None else hres.schedule.order)
+        if sch is not None:
+            eb = energetic_bound(inst, T, int(math.ceil(lb / T.tick - 1e-9)), int(round(sch.makespan)))
+            mk_floor = max(lb, min(T.real_bound(eb), hres.makespan))
+    P = build_milp(inst, big_m, mk_floor)
     warm = False
     if hres is not None:
         vals = warm_values(P, hres)
