@@ -242,11 +242,10 @@ def chain_from_pipedream(path: str | os.PathLike, *, processors: int = 4, memory
     backward_compute_time·1000 µs, W = parameter_size and a = activation_size (the node's own output; a list of outputs is summed).
     On a branchy graph a cut may carry more tensors than the one output counted here.
     """
+    from .io import read_text
+
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise _bad(f"profile {str(p)!r}: cannot read ({exc.__class__.__name__})") from None
+    text = read_text(p, "profile")
     nodes: dict[str, tuple[str, float, float, float, float]] = {}
     succ: dict[str, list[str]] = {}
     for lineno, line in enumerate(text.splitlines(), 1):

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .errors import InvalidInstanceError
-from .model import COMM_MODES, Device, Edge, Instance, Link, Op
+from .io import read_json, read_text
+from .model import COMM_MODES, Device, Edge, Instance, Link, Op, check_number
 
 FORMATS = ("dnn-partitioning", "pipedream", "dot", "stg")
 _MS_TO_US = 1000.0
@@ -31,24 +32,12 @@ def _bad(path: Any, msg: str) -> InvalidInstanceError:
     return InvalidInstanceError(f"{path}: {msg}")
 
 
-def _read_text(path: str | Path) -> str:
-    p = Path(path)
-    try:
-        return p.read_text()
-    except FileNotFoundError:
-        raise InvalidInstanceError(f"{p}: no such file") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise InvalidInstanceError(f"{p}: cannot read ({exc.__class__.__name__})") from None
-
-
 def _num(path: Any, value: Any, where: str) -> float:
     """``value`` as a finite float >= 0, else an error naming file, field and value."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _bad(path, f"{where} must be a number, got {value!r}")
-    v = float(value)
-    if not math.isfinite(v) or v < 0:
-        raise _bad(path, f"{where} must be a finite number >= 0, got {value!r}")
-    return v
+    try:
+        return check_number(value, where)
+    except InvalidInstanceError as exc:
+        raise _bad(path, str(exc)) from None
 
 
 def _parse_float(path: Any, text: str, where: str) -> float:
@@ -65,18 +54,12 @@ def _check_options(devices: Any, memory: Any, memory_fraction: Any, latency: Any
                    comm: Any) -> None:
     if devices is not None and (isinstance(devices, bool) or not isinstance(devices, int) or devices < 1):
         raise InvalidInstanceError(f"devices must be an integer >= 1, got {devices!r}")
-    if memory is not None and (isinstance(memory, bool) or not isinstance(memory, (int, float))
-                               or not math.isfinite(memory) or memory <= 0):
-        raise InvalidInstanceError(f"memory must be a number of bytes > 0, got {memory!r}")
-    if memory_fraction is not None and (isinstance(memory_fraction, bool)
-                                        or not isinstance(memory_fraction, (int, float))
-                                        or not math.isfinite(memory_fraction) or memory_fraction <= 0):
-        raise InvalidInstanceError(f"memory_fraction must be a number > 0, got {memory_fraction!r}")
-    if isinstance(latency, bool) or not isinstance(latency, (int, float)) or not math.isfinite(latency) or latency < 0:
-        raise InvalidInstanceError(f"latency must be a number >= 0 (µs), got {latency!r}")
-    if (isinstance(bandwidth, bool) or not isinstance(bandwidth, (int, float)) or not math.isfinite(bandwidth)
-            or bandwidth <= 0):
-        raise InvalidInstanceError(f"bandwidth must be a number > 0 (bytes/µs), got {bandwidth!r}")
+    if memory is not None:
+        check_number(memory, "memory (bytes per device)", positive=True)
+    if memory_fraction is not None:
+        check_number(memory_fraction, "memory_fraction", positive=True)
+    check_number(latency, "latency (µs)")
+    check_number(bandwidth, "bandwidth (bytes/µs)", positive=True)
     if comm not in COMM_MODES:
         raise InvalidInstanceError(f"comm must be one of {', '.join(COMM_MODES)}, got {comm!r}")
 
@@ -177,8 +160,6 @@ def from_dnn_partitioning(
     ``memory_fraction`` × total op memory, else ``maxSizePerFPGA``.
     """
     _check_options(devices, memory, memory_fraction, latency, bandwidth, comm)
-    from .io import read_json
-
     data = read_json(path, "dnn-partitioning file")
     if not isinstance(data, dict):
         raise _bad(path, f"top level must be an object, got {type(data).__name__}")
@@ -302,7 +283,7 @@ def from_pipedream(
     """
     _check_options(devices, memory, memory_fraction, latency, bandwidth, comm)
     devices = 4 if devices is None else devices
-    text = _read_text(path)
+    text = read_text(path, "input")
     layers: dict[str, tuple[str, dict[str, float]]] = {}
     pairs: list[tuple[str, str]] = []
     for ln, line in enumerate(text.splitlines(), 1):
@@ -451,7 +432,7 @@ def from_dot(
     """
     _check_options(devices, memory, memory_fraction, latency, bandwidth, comm)
     devices = 4 if devices is None else devices
-    toks = _dot_tokens(path, _read_text(path))
+    toks = _dot_tokens(path, read_text(path, "input"))
     i = 0
     if i < len(toks) and toks[i].lower() == "strict":
         i += 1
@@ -572,7 +553,7 @@ def from_stg(
     devices = 4 if devices is None else devices
     eb = _num(path, edge_bytes, "edge_bytes")
     lines = []
-    for ln, line in enumerate(_read_text(path).splitlines(), 1):
+    for ln, line in enumerate(read_text(path, "input").splitlines(), 1):
         s = line.strip()
         if not s:
             continue

@@ -157,14 +157,21 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
     return out
 
 
-def read_json(path: str | os.PathLike, what: str = "file") -> Any:
+def read_text(path: str | os.PathLike, what: str = "file") -> str:
+    """The text of ``path``; a missing or unreadable file is a one-line error naming it."""
     p = Path(path)
     try:
-        text = p.read_text()
+        return p.read_text()
     except FileNotFoundError:
         raise _bad(f"{what} {str(p)!r}: no such file") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise _bad(f"{what} {str(p)!r}: cannot read ({exc.__class__.__name__})") from None
+
+
+def read_json(path: str | os.PathLike, what: str = "file") -> Any:
+    """The JSON value in ``path``; unreadable or malformed files are a one-line error naming it."""
+    p = Path(path)
+    text = read_text(p, what)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

@@ -113,6 +113,19 @@ def test_dnn_partitioning_not_json_and_missing(tmp_path):
                     match="devices")
 
 
+@pytest.mark.parametrize("fn", [from_dot, from_stg, from_pipedream])
+@pytest.mark.parametrize("opts, match", [
+    ({"latency": float("nan")}, "latency (µs) must be finite, got nan"),
+    ({"bandwidth": 0}, "bandwidth (bytes/µs) must be > 0, got 0"),
+    ({"memory": -5}, "memory (bytes per device) must be > 0, got -5"),
+    ({"memory_fraction": "half"}, "memory_fraction must be a number, got 'half'"),
+])
+def test_bad_options_and_unreadable_inputs(tmp_path, fn, opts, match):
+    _one_line_error(fn, _write(tmp_path, "g.txt", ""), match=match, **opts)
+    assert "missing.txt" in _one_line_error(fn, tmp_path / "missing.txt", match="no such file")
+    _one_line_error(fn, tmp_path, match="cannot read")  # a directory
+
+
 def test_op_type_from_name():
     assert op_type_from_name("MatMul47") == "MatMul"
     assert op_type_from_name("MatMul47_Grad/Gemm_7") == "Gemm"
