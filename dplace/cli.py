@@ -70,6 +70,9 @@ def _parse_options(args: argparse.Namespace) -> dict[str, Any]:
         if "=" not in item:
             raise InvalidInstanceError(f"--option must look like KEY=VALUE, got {item!r}")
         k, v = item.split("=", 1)
+        flag = {"seed": "--seed", "time_limit_s": "--time-limit"}.get(k.strip())
+        if flag:
+            raise InvalidInstanceError(f"--option {k.strip()!r}: give it as {flag}")
         opts[k.strip()] = v.strip()
     for name in ("R", "M", "solver"):
         v = getattr(args, name, None)
@@ -95,15 +98,23 @@ def _instance_for_result(inst, data: dict):
     return inst
 
 
-def _write_outputs(args: argparse.Namespace, res) -> None:
+def _write_outputs(args: argparse.Namespace, res, data: dict | None = None) -> None:
+    """Write --out (``data``), --gantt and --trace together: all of them or, on an error, none."""
+    files: list[tuple[str, str | bytes]] = []
+    if data is not None and getattr(args, "out", None):
+        files.append((args.out, json.dumps(data, indent=1) + "\n"))
     if getattr(args, "gantt", None):
-        from .viz import write_gantt
+        from .viz import gantt_png
 
-        write_gantt(res, args.gantt)
+        files.append((args.gantt, gantt_png(res)))
     if getattr(args, "trace", None):
-        from .viz import write_trace
+        from .viz import chrome_trace
 
-        write_trace(res, args.trace)
+        files.append((args.trace, json.dumps(chrome_trace(res))))
+    if files:
+        from .io import write_atomic_many
+
+        write_atomic_many(files)
 
 
 def _print_result(res, check_rep, console) -> None:
@@ -192,7 +203,6 @@ def cmd_methods(args: argparse.Namespace) -> int:
 
 def cmd_solve(args: argparse.Namespace) -> int:
     from .check import check
-    from .io import save_json
     from .registry import solve
 
     inst = _load(args.instance)
@@ -201,9 +211,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     rep = check(res.instance, res)
     data = res.to_dict()
     data["check"] = rep.summary()
-    if args.out:
-        save_json(args.out, data)
-    _write_outputs(args, res)
+    _write_outputs(args, res, data)
     if args.json:
         print(json.dumps(data))
     else:
@@ -258,10 +266,14 @@ def default_compare_methods(inst) -> list[str]:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from .check import check
-    from .registry import method_info, solve
+    from .registry import check_time_limit, method_info, solve
 
+    check_time_limit(args.time_limit)
     inst = _load(args.instance)
     names = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else default_compare_methods(inst)
+    if not names:
+        raise InvalidInstanceError(f"--methods: no method named in {args.methods!r}" if args.methods
+                                   else f"no registered method suits {inst.name!r} ({inst.n} ops)")
     for n in names:
         method_info(n)  # unknown names fail before anything runs
     rows = []

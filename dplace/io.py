@@ -9,7 +9,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from .errors import InvalidInstanceError
 from .model import COMM_MODES, FORMAT, Device, Edge, Instance, Link, Op
@@ -185,22 +185,40 @@ def load_instance(path: str | os.PathLike) -> Instance:
 
 def write_atomic(path: str | os.PathLike, text: str | bytes) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename: never half-written."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(p.parent))
+    write_atomic_many([(path, text)])
+
+
+def write_atomic_many(files: Sequence[tuple[str | os.PathLike, str | bytes]]) -> None:
+    """Write several files through temporary files, renamed only once every one is written, so a
+    command that fails on one output (a directory, no permission, a full disk) leaves none behind.
+    Errors are one line naming the file."""
+    todo = [(Path(p), t.encode() if isinstance(t, str) else t) for p, t in files]
+    for p, _ in todo:
+        if p.is_dir():
+            raise _bad(f"output {str(p)!r}: is a directory")
+    umask = os.umask(0)  # mkstemp makes 0600 files: give the usual permissions
+    os.umask(umask)
+    tmps: list[str] = []
+    p = None
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(text.encode() if isinstance(text, str) else text)
-        umask = os.umask(0)  # mkstemp makes 0600 files: give the usual permissions
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, p)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+        for p, data in todo:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(p.parent))
+            tmps.append(tmp)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.chmod(tmp, 0o666 & ~umask)
+        for (p, _), tmp in zip(todo, tmps):
+            os.replace(tmp, p)
+    except OSError as exc:
+        why = exc.strerror or exc.__class__.__name__
+        raise _bad(f"output {str(p)!r}: cannot write ({why})") from None
+    finally:
+        for tmp in tmps:  # renamed ones are gone already
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
 
 
 def save_json(path: str | os.PathLike, obj: Any, indent: int | None = 1) -> None:

@@ -131,12 +131,17 @@ def validate_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def check_time_limit(time_limit_s: float | None) -> None:
+    """A time limit is None (no limit) or a number > 0; anything else is an InvalidInstanceError."""
+    if time_limit_s is not None and (time_limit_s != time_limit_s or time_limit_s <= 0):
+        raise InvalidInstanceError(f"time_limit_s must be > 0, got {time_limit_s!r}")
+
+
 def solve(inst: Instance, method: str, *, time_limit_s: float | None = None, seed: int = 0, **options: Any) -> Result:
     """Run ``method`` on ``inst`` and return its simulated, bounded :class:`Result`."""
     info = method_info(method)
     opts = validate_options(method, options)
-    if time_limit_s is not None and (time_limit_s != time_limit_s or time_limit_s <= 0):
-        raise InvalidInstanceError(f"time_limit_s must be > 0, got {time_limit_s!r}")
+    check_time_limit(time_limit_s)
     t0 = time.perf_counter()
     try:
         lb = lower_bound(inst)

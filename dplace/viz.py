@@ -43,7 +43,12 @@ def write_trace(res: Result, path: str) -> None:
 
 
 def write_gantt(res: Result, path: str, max_labels: int = 60) -> None:
-    """Gantt chart of the schedule, one row per device, transfers as thin bars below their link."""
+    """Write :func:`gantt_png` to ``path`` atomically."""
+    write_atomic(path, gantt_png(res, max_labels))
+
+
+def gantt_png(res: Result, max_labels: int = 60) -> bytes:
+    """Gantt chart of the schedule (PNG bytes), one row per device, transfers as thin bars below their link."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -73,4 +78,4 @@ def write_gantt(res: Result, path: str, max_labels: int = 60) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
-    write_atomic(path, buf.getvalue())
+    return buf.getvalue()

@@ -32,6 +32,7 @@ starts from the graph it is given.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
@@ -313,8 +314,8 @@ class OsDposOptions:
     max_dpos_runs: int = 32  # cap on DPOS re-runs on split graphs (bounds the running time)
 
     def __post_init__(self) -> None:
-        if self.split_overhead_us < 0:
-            raise ValueError(f"split_overhead_us must be >= 0, got {self.split_overhead_us}")
+        if not 0 <= self.split_overhead_us < math.inf:  # NaN fails too
+            raise ValueError(f"split_overhead_us must be a finite number >= 0, got {self.split_overhead_us}")
         if self.max_dpos_runs < 0:
             raise ValueError(f"max_dpos_runs must be >= 0, got {self.max_dpos_runs}")
 

@@ -102,3 +102,62 @@ def test_default_instance_heft_solve_evaluate_check_agree(tmp_path, capsys):
     assert ev["makespan"] == solved["makespan"] and ev["check"] == "valid" and ev["memory_ok"]
     inst = dplace.load_instance(default)
     assert dplace.check(inst, json.loads(out.read_text())).ok
+
+
+def _one_error_line(capsys, *needles):
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    for n in needles:
+        assert n in err, err
+    return err
+
+
+@pytest.mark.parametrize("bad", ["--out", "--gantt", "--trace"])
+def test_solve_output_is_a_directory_writes_nothing(inst_file, tmp_path, capsys, bad):
+    """One unwritable output: exit 2, one line naming it, and none of the other outputs written."""
+    d = tmp_path / "adir"
+    d.mkdir()
+    paths = {"--out": tmp_path / "r.json", "--gantt": tmp_path / "g.png", "--trace": tmp_path / "t.json"}
+    paths[bad] = d
+    argv = ["solve", str(inst_file), "--method", "heft"]
+    for flag, p in paths.items():
+        argv += [flag, str(p)]
+    assert main(argv) == 2
+    _one_error_line(capsys, "adir", "is a directory")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "inst.json"]
+    assert list(d.iterdir()) == []
+
+
+def test_output_under_a_file_is_one_line(inst_file, tmp_path, capsys):
+    (tmp_path / "f").write_text("x")
+    assert main(["solve", str(inst_file), "--method", "heft", "--out", str(tmp_path / "f" / "r.json")]) == 2
+    _one_error_line(capsys, "cannot write")
+
+
+def test_evaluate_gantt_into_directory(inst_file, tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert main(["solve", str(inst_file), "--method", "heft", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", str(inst_file), str(out), "--gantt", str(tmp_path)]) == 2
+    _one_error_line(capsys, "is a directory")
+
+
+@pytest.mark.parametrize("opt, flag", [("seed=1", "--seed"), ("time_limit_s=3", "--time-limit")])
+def test_option_that_is_a_flag(inst_file, capsys, opt, flag):
+    assert main(["solve", str(inst_file), "--method", "metis", "-o", opt]) == 2
+    _one_error_line(capsys, flag)
+
+
+def test_nan_option_value_rejected(inst_file, capsys):
+    assert main(["solve", str(inst_file), "--method", "os_dpos", "-o", "split_overhead_us=nan"]) == 2
+    _one_error_line(capsys, "split_overhead_us", "nan")
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--methods", "heft", "--time-limit", "-1"], "time_limit_s must be > 0, got -1.0"),
+    (["--methods", "heft", "--time-limit", "0"], "time_limit_s must be > 0, got 0.0"),
+    (["--methods", ","], "--methods: no method named"),
+])
+def test_compare_bad_options_exit_2(inst_file, capsys, argv, needle):
+    assert main(["compare", str(inst_file), *argv]) == 2
+    _one_error_line(capsys, needle)
