@@ -594,7 +594,11 @@ def run_bench(
     # a resumed row keeps its results; where the file was found this time is refreshed from the plan
     rows = {t["key"]: {**done[t["key"]], **{k: t[k] for k in ("instance", "group", "instance_file")}}
             for t in tasks if t["key"] in done}
-    (out / "rows").mkdir(parents=True, exist_ok=True)
+    try:
+        (out / "rows").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidInstanceError(f"--out {str(out)!r}: cannot make the output folder "
+                                   f"({exc.strerror or exc.__class__.__name__})") from None
     save_json(out / "params.json", params)
 
     if not todo:

@@ -79,6 +79,8 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
         raise InvalidInstanceError(f"--processors must be >= 1, got {args.processors}")
     if args.k < 1:
         raise InvalidInstanceError(f"--k must be >= 1, got {args.k}")
+    if not 0 < args.time_limit < math.inf:  # NaN fails too
+        raise InvalidInstanceError(f"--time-limit must be a number of seconds > 0, got {args.time_limit}")
     if args.memory is not None:  # parsed here so that a bad value is a one-line DplaceError
         chain = chain.replace(memory=_memory(args.memory))
     if args.processors is not None:

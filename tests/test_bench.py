@@ -327,7 +327,7 @@ def test_cli_user_errors(suite, tmp_path, capsys, argv, message):
     assert message in err and err.count("\n") == 1
 
 
-def test_cli_bad_paths(tmp_path, capsys):
+def test_cli_bad_paths(suite, tmp_path, capsys):
     from dplace.cli import main
 
     assert main(["bench", str(tmp_path / "missing"), "--quiet"]) == 2
@@ -338,6 +338,10 @@ def test_cli_bad_paths(tmp_path, capsys):
     (tmp_path / "junk.json").write_text("{")
     assert main(["bench", str(tmp_path / "junk.json"), "--quiet"]) == 2
     assert "junk.json" in capsys.readouterr().err
+    (tmp_path / "afile").write_text("x")  # --out names a file: one line, not a traceback
+    assert main(["bench", str(suite), "--out", str(tmp_path / "afile"), "--quiet", "--methods", "single"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot make the output folder" in err and err.count("\n") == 1
 
 
 def test_default_methods_are_all_registered():

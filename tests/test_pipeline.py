@@ -370,6 +370,9 @@ def test_cli_user_errors(tmp_path):
         _cli(["pipeline", str(f), "--memory", "lots"])
     with pytest.raises(DplaceError, match="--bandwidth must be a number > 0 or none, got '0'"):
         _cli(["pipeline", str(f), "--bandwidth", "0"])
+    for t in ("-1", "0", "nan"):  # was accepted (-1: ran with a negative CP-SAT limit)
+        with pytest.raises(DplaceError, match="--time-limit must be a number of seconds > 0"):
+            _cli(["pipeline", str(f), "--allocation", "general", "--time-limit", t])
     (tmp_path / "bad.json").write_text('{"layers": [{"id": "a", "forward": -3, "backward": 0}]}')
     with pytest.raises(InvalidInstanceError, match="forward must be >= 0, got -3"):
         _cli(["pipeline", str(tmp_path / "bad.json")])
