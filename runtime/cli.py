@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from contextlib import contextmanager
 from typing import Any
 
@@ -32,6 +33,31 @@ def _model_options(args: argparse.Namespace, saved: dict[str, Any] | None = None
     return opts
 
 
+def _at_least(value: Any, flag: str, low: int) -> None:
+    if value is not None and value < low:
+        raise InvalidInstanceError(f"{flag} must be >= {low}, got {value}")
+
+
+def _check_model_args(args: argparse.Namespace) -> None:
+    """Reject bad model arguments before TensorFlow is imported (a one-line error, no TF start-up)."""
+    from .zoo import MODELS
+
+    if args.model is not None and args.model not in MODELS:
+        raise InvalidInstanceError(f"--model: unknown model {args.model!r}; valid: {', '.join(sorted(MODELS))}")
+    for flag in ("batch", "image_size", "width", "layers", "seq_len"):
+        _at_least(getattr(args, flag), "--" + flag.replace("_", "-"), 1)
+    _at_least(args.steps, "--steps", 1)
+    _at_least(args.warmup, "--warmup", 0)
+
+
+def _small_batches(text: str) -> list[int]:
+    """``--regress-from 2,4,8``: distinct batch sizes >= 1."""
+    items = [b.strip() for b in text.split(",") if b.strip()]
+    if not items or not all(b.isdigit() and int(b) >= 1 for b in items) or len(set(map(int, items))) != len(items):
+        raise InvalidInstanceError(f"--regress-from must be distinct batch sizes >= 1 like 2,4,8, got {text!r}")
+    return [int(b) for b in items]
+
+
 @contextmanager
 def _progress(enabled: bool = True):
     """A rich progress bar; yields the ``progress(stage, done, total)`` callback."""
@@ -54,19 +80,24 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from dplace.io import save_instance
     from dplace.model import Link
 
+    from dplace.model import check_number
+
+    _check_model_args(args)
+    if args.model is None or args.batch is None:
+        raise InvalidInstanceError("profile: --model and --batch are required")
+    _at_least(args.memory, "--memory", 1)
+    check_number(args.latency, "--latency")
+    check_number(args.bandwidth, "--bandwidth", positive=True)
+    small = _small_batches(args.regress_from) if args.regress_from is not None else None
+
     from . import commfit, profile, zoo
 
-    if not args.model or not args.batch:
-        raise InvalidInstanceError("profile: --model and --batch are required")
-    if args.batch < 1:
-        raise InvalidInstanceError(f"profile: --batch must be >= 1, got {args.batch}")
     devices = zoo.resolve_devices(args.devices)
     step = zoo.build_step(args.model, device=devices[0], **_model_options(args))
     link = Link(args.latency, args.bandwidth)
     with _progress(not args.quiet) as cb:
         cb = cb or (lambda *a: None)
-        if args.regress_from:
-            small = [int(b) for b in args.regress_from.split(",") if b.strip()]
+        if small:
             inst = profile.regress(step, args.batch, small, devices, memory=args.memory, link=link,
                                    steps=args.steps, warmup=args.warmup, progress=cb, name=args.name)
         else:
@@ -85,11 +116,17 @@ def cmd_execute(args: argparse.Namespace) -> int:
     from dplace.io import load_instance, read_json
     from dplace.result import result_from_dict
 
-    from . import execute, extract, zoo
-
+    _check_model_args(args)
     data = read_json(args.result, "result")
     if not isinstance(data, dict) or not isinstance(data.get("placement"), dict):
         raise InvalidInstanceError(f"result {args.result!r}: has no placement")
+    for dev in sorted({str(d) for d in data["placement"].values()} | set(data.get("memory") or {})):
+        if not re.fullmatch(r"(/.*)?[A-Za-z]+:\d+", dev):
+            raise InvalidInstanceError(f"result {args.result!r}: device {dev!r} is not a TensorFlow device name "
+                                       "(CPU:N or GPU:N; results of dplace profile instances have them)")
+
+    from . import execute, extract, zoo
+
     saved: dict[str, Any] = {}
     if args.instance:
         inst = load_instance(args.instance)

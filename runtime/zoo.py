@@ -10,7 +10,9 @@ TensorFlow is imported inside functions only, so ``import dplace`` never loads i
 """
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -19,9 +21,27 @@ from dplace.errors import InvalidInstanceError
 _CONFIGURED: dict[str, Any] = {}
 
 
+def _import_quietly(name: str) -> None:
+    """Import ``name`` with file descriptor 2 on /dev/null: TensorFlow's C++ start-up lines (oneDNN, CPU
+    features) ignore TF_CPP_MIN_LOG_LEVEL and would break the one-line-error rule of the CLI. A failed
+    import still raises its Python exception."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+        importlib.import_module(name)
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def _tf():
     """Import TensorFlow quietly and apply the runtime's process-wide settings once."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if "tensorflow" not in sys.modules:
+        _import_quietly("tensorflow")
     import tensorflow as tf
 
     if not _CONFIGURED.get("opts"):

@@ -6,6 +6,7 @@ steps. Each xdist worker splits its CPU into 2 logical devices on first use; tes
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -216,3 +217,15 @@ def test_gpu_path():
     res = dplace.solve(inst, "heft")
     rep = execute.execute(inst, res, step, 2, steps=2, warmup=1, loss_steps=2)
     assert rep.ops_moved == [] and rep.loss_ok
+
+
+def test_cli_error_after_tensorflow_start_is_one_line(tmp_path):
+    """A mistake found only by TensorFlow (a device name) is still one line: TF's C++ start-up lines
+    (oneDNN, CPU features) are kept off stderr."""
+    proc = subprocess.run([sys.executable, "-m", "dplace.cli", "profile", "--model", "lstm", "--batch", "2",
+                           "--devices", "xyz", "--quiet", "--out", str(tmp_path / "p.json")],
+                          capture_output=True, text=True,
+                          env={k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"})
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "'xyz' is not a device name" in proc.stderr
+    assert not (tmp_path / "p.json").exists()
