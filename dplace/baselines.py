@@ -14,7 +14,9 @@ from .simulate import ScheduleState
 
 @register("single", summary="Every op on one device: the fastest single device that holds them all.", kind="baseline")
 def single(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0) -> Result:
-    """All ops on the one device that fits them and finishes first; infeasible if none holds them."""
+    """Single-device baseline (the "single GPU" placement Baechi, SoCC'20, §5 compares against).
+
+    All ops on the one device that fits them and finishes first; infeasible if none holds them."""
     total = sum(inst.mem)
     pins = {d for d in inst.pinned if d >= 0}
     best = None

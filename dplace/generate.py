@@ -333,15 +333,17 @@ def add_cli(subparsers: Any) -> None:
     p = subparsers.add_parser("generate", help="generate a synthetic instance (layered DAG or Transformer)")
     p.add_argument("kind", choices=("layered", "transformer"))
     p.add_argument("--ops", type=int, required=True, help="number of ops (about, for transformer)")
-    p.add_argument("--devices", type=int, default=4)
+    p.add_argument("--devices", type=int, default=4, help="number of identical devices (default 4)")
     p.add_argument("--ccr", type=float, default=None, help="layered only: target CCR (default 1.0)")
-    p.add_argument("--layers", type=int, default=None)
+    p.add_argument("--layers", type=int, default=None,
+                   help="layered: levels (default round(sqrt(ops))); transformer: blocks (default ops // 750)")
     p.add_argument("--memory-fraction", type=float, default=None,
                    help="layered only: device memory as a fraction of total op memory")
     p.add_argument("--memory", type=int, default=None, help="transformer only: bytes per device")
-    p.add_argument("--comm", choices=("parallel", "sequential"), default="parallel")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--name", default=None)
+    p.add_argument("--comm", choices=("parallel", "sequential"), default="parallel",
+                   help="transfer model: parallel delays or one at a time per link (default parallel)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0): same seed, same file")
+    p.add_argument("--name", default=None, help="instance name (default: from the kind and sizes)")
     p.add_argument("--out", required=True, help="output instance JSON (written atomically)")
     p.add_argument("--compact", action="store_true", help="write minified JSON")
     p.set_defaults(func=_cmd_generate)

@@ -199,5 +199,5 @@ def add_cli(subparsers) -> None:
                    "the model options and the predicted time)")
     s.add_argument("--steps", type=int, default=50, help="timed steps (default 50)")
     s.add_argument("--warmup", type=int, default=5, help="untimed steps first (default 5)")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="print the measurement as JSON")
     s.set_defaults(func=cmd_execute)
