@@ -161,3 +161,18 @@ def test_nan_option_value_rejected(inst_file, capsys):
 def test_compare_bad_options_exit_2(inst_file, capsys, argv, needle):
     assert main(["compare", str(inst_file), *argv]) == 2
     _one_error_line(capsys, needle)
+
+
+def test_evaluate_does_not_pass_on_the_files_bound(inst_file, tmp_path, capsys):
+    """A result file's lower bound is a claim: evaluate prints the bound it proves itself."""
+    out = tmp_path / "r.json"
+    assert main(["solve", str(inst_file), "--method", "heft", "--json", "--out", str(out)]) == 0
+    solved = json.loads(capsys.readouterr().out)
+    data = json.loads(out.read_text())
+    data["lower_bound"] = data["makespan"]  # tampered: would make the result look optimal
+    out.write_text(json.dumps(data))
+    assert main(["evaluate", str(inst_file), str(out), "--json"]) == 0
+    ev = json.loads(capsys.readouterr().out)
+    assert ev["lower_bound"] == pytest.approx(dplace.lower_bound(dplace.load_instance(inst_file)))
+    assert ev["lower_bound"] == pytest.approx(solved["lower_bound"]) and ev["lower_bound"] < ev["makespan"]
+    assert ev["recorded_lower_bound"] == data["makespan"] and ev["gap"] > 0
