@@ -299,13 +299,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
                     "gap": res.gap, "time_s": res.solve_time_s,
                     "peak_memory": max(res.schedule.memory) if res.schedule else None,
                     "memory_ok": res.memory_ok, "check": rep.summary(), "message": res.message,
+                    # solved a transformed graph (OS-DPOS splits): its bound is not one of this instance
+                    "transformed": res.instance is not inst,
                 })
             except DplaceError as exc:
                 rows.append({"method": name, "status": "error", "makespan": None, "lower_bound": None, "gap": None,
-                             "time_s": None, "peak_memory": None, "memory_ok": None, "check": "", "message": str(exc)})
-    best_lb = max((r["lower_bound"] for r in rows if r["lower_bound"] is not None), default=None)
+                             "time_s": None, "peak_memory": None, "memory_ok": None, "check": "", "message": str(exc),
+                             "transformed": False})
+    best_lb = max((r["lower_bound"] for r in rows if r["lower_bound"] is not None and not r["transformed"]),
+                  default=None)
     for r in rows:  # also a proven optimum is a lower bound for everyone
-        if r["status"] == "optimal" and r["makespan"] is not None:
+        if r["status"] == "optimal" and r["makespan"] is not None and not r["transformed"]:
             best_lb = max(best_lb or 0.0, r["makespan"])
     for r in rows:
         r["gap_to_best_bound"] = None

@@ -176,3 +176,22 @@ def test_evaluate_does_not_pass_on_the_files_bound(inst_file, tmp_path, capsys):
     assert ev["lower_bound"] == pytest.approx(dplace.lower_bound(dplace.load_instance(inst_file)))
     assert ev["lower_bound"] == pytest.approx(solved["lower_bound"]) and ev["lower_bound"] < ev["makespan"]
     assert ev["recorded_lower_bound"] == data["makespan"] and ev["gap"] > 0
+
+
+def test_compare_best_bound_ignores_transformed_graphs(tmp_path, capsys):
+    """OS-DPOS solves a split graph: its bound is not a bound of the instance compared, so the table's
+    best bound comes from the other rows only."""
+    from dplace.model import Device, Edge, Instance, Link, Op
+
+    split = {"dims": {"batch": 3}}
+    ops = [Op("a", 10.0, 1), Op("H", 90.0, 6, type="MatMul", extra={"split": split}), Op("b", 10.0, 1)]
+    inst = Instance("hand", [Device(f"g{i}", 1000) for i in range(3)], ops,
+                    [Edge("a", "H", 0.0), Edge("H", "b", 0.0)], link=Link(5.0, 1000.0))
+    p = tmp_path / "hand.json"
+    save_instance(inst, p)
+    assert main(["compare", str(p), "--methods", "heft,os_dpos", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    rows = {r["method"]: r for r in d["rows"]}
+    assert rows["os_dpos"]["transformed"] and not rows["heft"]["transformed"]
+    assert rows["os_dpos"]["makespan"] < rows["heft"]["lower_bound"]  # 60 on the split graph, below 110
+    assert d["best_lower_bound"] == pytest.approx(rows["heft"]["lower_bound"])
