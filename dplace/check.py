@@ -57,12 +57,47 @@ def _link(inst: Instance, a: str, b: str) -> tuple[float, float]:
     return float(lk.latency), float(lk.bandwidth)
 
 
+def _is_num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _shape_errors(data: Any) -> list[str]:
+    """What keeps ``data`` from being read as a result at all (wrong JSON types); [] when readable."""
+    if not isinstance(data, dict):
+        return [f"result must be a JSON object, got {type(data).__name__}"]
+    out = []
+    pl = data.get("placement")
+    if not isinstance(pl, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in pl.items()):
+        out.append("placement must be an object of op name -> device name")
+    rows = data.get("schedule")
+    if rows is not None and not (isinstance(rows, list) and all(
+            isinstance(r, dict) and isinstance(r.get("op"), str) and _is_num(r.get("start")) and _is_num(r.get("end"))
+            for r in rows)):
+        out.append("schedule must be a list of objects with op, start and end (numbers)")
+    trs = data.get("transfers")
+    if trs is not None and not (isinstance(trs, list) and all(
+            isinstance(t, dict) and all(isinstance(t.get(k), str) for k in ("op", "src", "dst"))
+            and all(_is_num(t.get(k)) for k in ("start", "end", "bytes")) for t in trs)):
+        out.append("transfers must be a list of objects with op, src, dst and start, end, bytes (numbers)")
+    order = data.get("order")
+    if order is not None and not (isinstance(order, dict) and all(
+            isinstance(v, list) and all(isinstance(o, str) for o in v) for v in order.values())):
+        out.append("order must be an object of device name -> list of op names")
+    if data.get("makespan") is not None and not _is_num(data["makespan"]):
+        out.append(f"makespan must be a number, got {data['makespan']!r}")
+    return out
+
+
 def check(inst: Instance, result: Any) -> CheckReport:
-    """Validate ``result`` (a Result or its ``to_dict()``) against ``inst``; never raises on bad data."""
+    """Validate ``result`` (a Result or its ``to_dict()``) against ``inst``; never raises on bad data
+    (data of the wrong JSON types is reported as errors)."""
     data = result.to_dict() if hasattr(result, "to_dict") else result
     rep = CheckReport()
     err = rep.errors.append
-    if data.get("status") in ("infeasible", "no_solution") and data.get("placement") is None:
+    if isinstance(data, dict) and data.get("status") in ("infeasible", "no_solution") and data.get("placement") is None:
+        return rep
+    rep.errors.extend(_shape_errors(data))
+    if rep.errors:
         return rep
     placement = data.get("placement") or {}
     sched = data.get("schedule") or []

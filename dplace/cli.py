@@ -89,12 +89,18 @@ def _load(path: str):
 
 def _instance_for_result(inst, data: dict):
     """The instance a saved result refers to (rebuilds OS-DPOS split graphs)."""
+    from .model import check_number
+
     extra = data.get("extra") or {}
+    if not isinstance(extra, dict):
+        raise InvalidInstanceError(f"result: extra must be an object, got {extra!r:.60}")
     if extra.get("splits"):
         from .heuristics.fastt import split_instance
 
+        if not isinstance(extra["splits"], list) or not all(isinstance(s, list) for s in extra["splits"]):
+            raise InvalidInstanceError(f"result: extra.splits must be a list of [op, dim, n], got {extra['splits']!r:.60}")
         return split_instance(inst, [tuple(s) for s in extra["splits"]],
-                              overhead_us=float(extra.get("split_overhead_us", 0.0)))
+                              overhead_us=check_number(extra.get("split_overhead_us", 0.0), "result: extra.split_overhead_us"))
     return inst
 
 

@@ -146,6 +146,13 @@ def result_from_dict(inst: Instance, data: Any) -> Result:
     if status not in STATUSES:
         raise InvalidInstanceError(f"result: status must be one of {', '.join(STATUSES)}, got {status!r}")
     method = str(data.get("method", "?"))
+    for key in ("makespan", "lower_bound", "claimed_makespan", "solve_time_s"):
+        v = data.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise InvalidInstanceError(f"result: {key} must be a number or null, got {v!r}")
+    for key in ("options", "extra"):
+        if not isinstance(data.get(key) or {}, dict):
+            raise InvalidInstanceError(f"result: {key} must be an object, got {data[key]!r}")
     if data.get("placement") is None:
         return no_solution(inst, method, status, str(data.get("message", "")))
     pl = as_placement(inst, data["placement"])

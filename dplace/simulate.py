@@ -84,8 +84,12 @@ def as_order(inst: Instance, placement: list[int], order: Any) -> list[list[int]
             d = inst.device_index.get(dname) if isinstance(dname, str) else dname
             if d is None or not 0 <= d < inst.m:
                 raise InvalidInstanceError(f"order: unknown device {dname!r}")
+            if not isinstance(ops, (list, tuple)):
+                raise InvalidInstanceError(f"order: device {dname!r} must map to a list of ops, got {ops!r}")
             lists[d] = [inst.op_index[x] if isinstance(x, str) and x in inst.op_index else x for x in ops]
     else:
+        if not isinstance(order, (list, tuple)) or not all(isinstance(x, (list, tuple)) for x in order):
+            raise InvalidInstanceError(f"order: expected one list of ops per device, got {order!r:.60}")
         lists = [list(x) for x in order]
         if len(lists) != inst.m:
             raise InvalidInstanceError(f"order: expected {inst.m} device lists, got {len(lists)}")

@@ -195,3 +195,38 @@ def test_compare_best_bound_ignores_transformed_graphs(tmp_path, capsys):
     assert rows["os_dpos"]["transformed"] and not rows["heft"]["transformed"]
     assert rows["os_dpos"]["makespan"] < rows["heft"]["lower_bound"]  # 60 on the split graph, below 110
     assert d["best_lower_bound"] == pytest.approx(rows["heft"]["lower_bound"])
+
+
+MALFORMED_RESULTS = {
+    "schedule_not_a_list": (lambda d: d.update(schedule="x"), 1, None),
+    "schedule_row_not_an_object": (lambda d: d["schedule"].__setitem__(0, "x"), 1, None),
+    "start_not_a_number": (lambda d: d["schedule"][0].update(start="x"), 1, None),
+    "transfers_not_objects": (lambda d: d.update(transfers=[[1]]), 1, None),
+    "order_not_lists": (lambda d: d.update(order=[1, 2]), 2, "order: expected one list of ops per device"),
+    "order_device_not_a_list": (lambda d: d.update(order={"d0": 1}), 2, "order: device 'd0' must map to a list"),
+    "makespan_not_a_number": (lambda d: d.update(makespan="x"), 2, "makespan must be a number or null"),
+    "solve_time_not_a_number": (lambda d: d.update(solve_time_s="x"), 2, "solve_time_s must be a number"),
+    "options_not_an_object": (lambda d: d.update(options=[1]), 2, "options must be an object"),
+    "extra_not_an_object": (lambda d: d.update(extra=[1]), 2, "extra must be an object"),
+    "splits_not_a_list": (lambda d: d.update(extra={"splits": "x"}), 2, "extra.splits must be a list"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED_RESULTS))
+def test_evaluate_malformed_result_file(inst_file, tmp_path, capsys, case):
+    """Wrong JSON types in a result file: either a one-line error (exit 2) or an invalid check (exit 1),
+    never a traceback."""
+    mutate, code, needle = MALFORMED_RESULTS[case]
+    out = tmp_path / "r.json"
+    assert main(["solve", str(inst_file), "--method", "heft", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    mutate(data)
+    out.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(["evaluate", str(inst_file), str(out), "--json"]) == code
+    if code == 2:
+        _one_error_line(capsys, needle)
+    else:
+        ev = json.loads(capsys.readouterr().out)
+        assert ev["check"] != "valid" and ev["check_resimulated"] == "valid"
+        assert not dplace.check(dplace.load_instance(inst_file), data).ok
