@@ -954,12 +954,15 @@ def general_milp(chain: Chain, processors: int | None = None, memory: float | No
                 raise InfeasibleError(f"chain {chain.name!r}: no allocation on {P} processors fits in memory {M}")
             if isinstance(got2, tuple):
                 pat, alloc, origin, claim, bnd, optimal = got2
+                # The position model is exact only over 1-periodic patterns on the integer µs grid: a
+                # k-periodic pattern (Theorem 4) or fractional start times may do better, so its optimum
+                # and bound are reported as such and never as a proven bound of the general problem.
+                sol.extra["position_model_bound"] = bnd
+                sol.extra["position_model_optimal"] = bool(optimal and not rounded)
                 if validate_pattern(pat, M).ok and (best is None or pat.period < best[0].period - _tol(pat.period)):
                     best = (pat, alloc, origin, "position", claim)
-                    sol.status = "optimal" if optimal and not rounded else "feasible"
-                elif optimal and best is not None and not rounded and best[0].period <= claim + _tol(claim):
-                    sol.status = "optimal"
-                sol.extra["bound"] = max(bnd, bound or 0.0)
+                    if sol.status == "unknown":
+                        sol.status = "feasible"
         else:
             sol.extra["position_model"] = f"skipped: 2·L·P = {2 * L * P} > max_position_size {max_position_size}"
     if seed_sol is not None and seed_sol.ok and (best is None or seed_sol.period < best[0].period - _tol(seed_sol.period)):

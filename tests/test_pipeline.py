@@ -473,4 +473,6 @@ def test_general_position_model_matches_exhaustive_search(costs, w, a, M, expect
     c = make_chain([((x + 1) // 2, x // 2) for x in costs], weights=w, activations=a, processors=2, memory=M)
     assert brute_general(c, 2) == expected
     g = general_milp(c, time_limit_s=10, hint=False)
-    assert g.ok and g.status == "optimal" and g.period == expected
+    # optimal among 1-periodic integer-grid patterns only: not claimed as a proven optimum overall
+    assert g.ok and (g.status == "optimal" or g.extra["position_model_optimal"]) and g.period == expected
+    assert g.status != "optimal" or g.period <= g.extra["bound"] + 1e-9
