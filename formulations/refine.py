@@ -20,8 +20,6 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
-from ortools.sat.python import cp_model as cp
-
 from dplace.bounds import lower_bound
 from dplace.errors import InfeasibleError
 from dplace.model import Instance
@@ -32,7 +30,7 @@ from .cpsat import (
     _SKIP_HINT, Ticks, best_heuristic, finish, hinted_model, memory_fits, reachability, solve_model, tick_schedule,
 )
 
-__all__ = ["PortfolioOptions", "RefineOptions", "critical_ops", "portfolio", "refine"]
+__all__ = ["PortfolioOptions", "RefineOptions", "critical_ops", "list_order", "portfolio", "refine"]
 
 
 @dataclass(frozen=True)
