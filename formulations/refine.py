@@ -8,8 +8,15 @@ other op on its device and in its order, and re-solves with CP-SAT) until the ti
 candidate is judged by :func:`dplace.simulate`; the answer is never worse than the starting heuristic.
 Graphs of at most K ops are solved by CP-SAT directly (with its proven bound).
 
+The coarse answer is mapped back with the best of three orders (the clusters' order, the executor's order,
+and a HEFT-style insertion order for the placement: :func:`list_order`).
+
 ``portfolio``: run every registered heuristic, keep the best by simulated makespan, refine it within the
 remaining budget; ``extra["winner"]`` names the heuristic that won.
+
+Both are registered with kind "exact" (they run CP-SAT under a time limit with parallel workers, so a
+seed does not fix their placement; they report ``optimal`` only with a proof), which also keeps them out
+of the heuristics that hint the exact methods.
 """
 from __future__ import annotations
 
