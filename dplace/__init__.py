@@ -2,6 +2,10 @@
 
 Data flows one way: instance -> method -> Result -> simulate/check -> report.
 """
+# OR-Tools first: highspy (loaded by PuLP) and OR-Tools ship clashing HiGHS libraries, and whichever
+# loads second in a process fails to import. dplace runs HiGHS for MILPs in a child process instead.
+from ortools.sat.python import cp_model as _cp_model  # noqa: F401,I001
+
 from .bounds import check_memory_feasible, critical_path_length, lower_bound, lower_bound_parts
 from .check import CheckReport, check
 from .errors import DplaceError, InfeasibleError, InvalidInstanceError, SolverError

@@ -54,8 +54,11 @@ class MilpOptions:
     threads: int | None = None  # None: solver default
     log: bool = False  # solver output on stdout
     default_time_limit_s: float = 60.0  # used when time_limit_s is None
+    max_ops: int = 300  # larger graphs: the O(n^2) ordering model is not built; the warm start is returned
 
     def __post_init__(self) -> None:
+        if self.max_ops < 1:
+            raise ValueError(f"max_ops must be >= 1, got {self.max_ops!r}")
         if self.solver not in ("cbc", "highs"):
             raise ValueError(f"solver must be cbc or highs, got {self.solver!r}")
         if self.hint not in ("best", "heft", "none"):
@@ -393,7 +396,7 @@ def _solve(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed: int 
     return info
 
 
-@register("milp", options=MilpOptions, kind="exact",
+@register("milp", options=MilpOptions, kind="exact", max_ops=300,
           summary="Pesto-style MILP (PuLP; CBC or HiGHS), big-M from the heuristic, warm start, proven gap.")
 def milp(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
     """Pesto (Middleware'21, §4) MILP with memory limits; see the module docstring."""
@@ -404,6 +407,15 @@ def milp(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **
     hint = None if opts.hint == "none" else best_heuristic(inst, opts.hint, time_limit_s=max(0.2, 0.05 * limit),
                                                              seed=seed)
     hres = hint[1] if hint and hint[1].memory_ok else None
+    if inst.n > opts.max_ops:  # the model would need O(n^2) ordering binaries: do not build it
+        why = (f"milp: {inst.n} ops > max_ops {opts.max_ops}; the ordering model was not built "
+               f"(use cpsat or refine for large graphs)")
+        if hint is None:
+            raise SolverError(why)
+        h = hint[1]
+        order = h.order if h.order is not None else h.schedule.order
+        return make_result(inst, "milp", h.placement, order, status="heuristic", lower_bound=lb,
+                           options=asdict(opts), extra={"skipped": why, "returned": "hint", "hint_method": hint[0]})
     if hres is not None:
         big_m = hres.makespan * (1 + 1e-6) + 1e-6
     else:  # everything one after the other with every transfer paid

@@ -61,3 +61,14 @@ def test_time_limit_gives_true_status(solver):
 def test_bad_solver_option():
     with pytest.raises(dplace.InvalidInstanceError):
         dplace.solve(task_graph(4, 2), "milp", solver="gurobi")
+
+
+def test_large_graph_is_not_modelled_and_says_so():
+    """Above max_ops the O(n^2) ordering model is not built: the warm start comes back, labelled."""
+    from dplace.testing import random_instance
+    import random
+
+    inst = random_instance(random.Random(5), n_ops=9, n_devices=2, colocation=False, pins=False, memory_slack=3.0)
+    res = dplace.solve(inst, "milp", time_limit_s=5, max_ops=4)
+    assert res.status == "heuristic" and "max_ops" in res.extra["skipped"]
+    assert dplace.check(inst, res).ok
