@@ -342,7 +342,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="dplace", description="Place and schedule ML operator graphs on devices: exact solvers, "
-                "paper heuristics, one simulator that judges them all. Time in µs, memory in bytes.")
+                "paper heuristics, one simulator that judges them all. Time in µs, memory in bytes.",
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+                epilog="examples:\n"
+                "  dplace info instances/bert12_training_4dev.json\n"
+                "  dplace compare instances/bert12_training_4dev.json --methods heft,m_etf,celeritas,cpsat --time-limit 30\n"
+                "  dplace solve instances/tiny/diamond.json --method cpsat --out r.json --gantt r.png\n"
+                "  dplace evaluate instances/tiny/diamond.json r.json\n"
+                "  dplace bench instances/suites --out study --time-limit 10\n"
+                "'dplace COMMAND --help' explains each command; user errors exit with code 2.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
 
     s = sub.add_parser("info", help="describe an instance: size, memory, lower bound")
