@@ -251,7 +251,7 @@ def warm_values(P: MilpModel, res: Result) -> dict[str, float]:
     pl = res.placement
     order = res.order if res.order is not None else sch.order
     pos = {o: i for ops in order for i, o in enumerate(ops)}
-    val: dict[str, float] = {P.mk.name: sch.makespan}
+    val: dict[str, float] = {P.mk.name: max(sch.makespan, P.mk.lowBound or 0.0)}
     for (o, d), x in P.x.items():
         val[x.name] = float(pl[o] == d)
     for o in range(inst.n):
@@ -427,6 +427,8 @@ def milp(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **
         if sch is not None:
             eb = energetic_bound(inst, T, int(math.ceil(lb / T.tick - 1e-9)), int(round(sch.makespan)))
             mk_floor = max(lb, min(T.real_bound(eb), hres.makespan))
+    if hres is not None:  # float noise: a bound computed elsewhere may exceed an optimal hint by an ulp
+        mk_floor = min(mk_floor, hres.makespan)
     P = build_milp(inst, big_m, mk_floor)
     warm = False
     if hres is not None:

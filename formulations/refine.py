@@ -163,7 +163,7 @@ def _coarse_step(inst: Instance, start: Result, K: int, limit: float, workers: i
         if memory_fits(ci, pl) and (best is None or (sch is not None and sch.makespan < best[0])):
             best = (sch.makespan if sch is not None else math.inf, (pl, od))
     V, _ = hinted_model(ci, T, best[1] if best else None, symmetry=True, hint_time_s=max(0.5, 0.1 * limit),
-                        lb_ticks=int(math.ceil(lower_bound(ci) / T.tick - 1e-9)))
+                        lb_ticks=int(math.ceil(lower_bound(ci) / T.tick - 1e-9)), windows=True)
     out = solve_model(V, time_limit_s=limit, workers=workers, seed=seed, progress=progress, label="refine coarse")
     info["coarse_status"] = out.status_name
     if out.placement is None:
@@ -192,7 +192,7 @@ def _lns_step(inst: Instance, cur: Result, window: Sequence[int], limit: float, 
         kept = [o for o in ops if o not in free]
         prec.extend(zip(kept, kept[1:]))
     V, vals = hinted_model(inst, T, (pl, order), fixed=fixed, prec=prec, reach=reach, hint_time_s=max(0.5, limit),
-                           lb_ticks=int(math.ceil(lower_bound(inst) / T.tick - 1e-9)))
+                           lb_ticks=int(math.ceil(lower_bound(inst) / T.tick - 1e-9)), windows=True)
     if vals is None:
         return None
     out = solve_model(V, time_limit_s=limit, workers=workers, seed=seed)
