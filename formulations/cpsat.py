@@ -450,15 +450,28 @@ def _order_lit(V: CpModelVars, p: int, q: int, d: int):
 
 
 def _add_symmetry(V: CpModelVars) -> None:
-    """Identical devices: device d > 0 is used only after device d - 1 got an earlier op (topo order)."""
+    """Identical devices: device d > 0 is used only after device d - 1 got an earlier op (topo order).
+
+    ``u[i, d]`` = some op among the first i + 1 in topological order is on device d (prefix OR), so the
+    rule is x[o_i, d] => u[i - 1, d - 1]: O(n·m) variables and clauses instead of O(n²·m) terms."""
     inst, md = V.inst, V.model
     topo = inst.topo
+    prev: list[Any] | None = None
     for i, o in enumerate(topo):
         for d in range(1, inst.m):
             if d > i:
                 md.add(V.x[o, d] == 0)
-                continue
-            md.add(V.x[o, d] <= sum(V.x[topo[j], d - 1] for j in range(i)))
+            else:
+                md.add_implication(V.x[o, d], prev[d - 1])
+        cur = []
+        for d in range(inst.m):
+            u = md.new_bool_var(f"u{i}_{d}")
+            lits = [V.x[o, d]] + ([prev[d]] if prev is not None else [])
+            for lit in lits:
+                md.add_implication(lit, u)
+            md.add_bool_or([u.Not()] + lits)
+            cur.append(u)
+        prev = cur
     md.add(V.x[topo[0], 0] == 1)
 
 
