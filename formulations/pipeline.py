@@ -983,6 +983,9 @@ def general_milp(chain: Chain, processors: int | None = None, memory: float | No
         _finish(sol, pat, origin)
     else:
         raise SolverError(f"general_milp: no valid pattern found within {time_limit_s} s for chain {chain.name!r}")
+    bnd = sol.extra.get("bound")
+    if sol.status == "feasible" and bnd is not None and sol.period is not None and sol.period <= bnd + _tol(bnd):
+        sol.status = "optimal"  # the load relaxation's proven bound is reached
     sol.solve_time_s = time.perf_counter() - t0
     return sol
 
