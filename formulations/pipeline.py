@@ -776,6 +776,18 @@ def _solver(time_limit_s: float | None, seed: int):
     return s
 
 
+def _solve_alloc(m, b, L: int, P: int, time_limit_s: float | None, seed: int, presolve: bool = True):
+    """Solve an allocation model: (solver, status, allocation or None when no solution was found)."""
+    from ortools.sat.python import cp_model
+
+    solver = _solver(time_limit_s, seed)
+    solver.parameters.cp_model_presolve = presolve
+    st = solver.Solve(m)
+    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return solver, st, None
+    return solver, st, [next(p for p in range(P) if solver.Value(b[l, p])) for l in range(L)]
+
+
 def contiguous_milp(chain: Chain, processors: int | None = None, memory: float | None = None, *,
                     time_limit_s: float | None = 30.0, seed: int = 0) -> PipelineSolution:
     """CP-SAT model of the contiguous problem with the **1F1B* NCA model**: layer l's NCA is the
@@ -860,13 +872,11 @@ def contiguous_milp(chain: Chain, processors: int | None = None, memory: float |
             for p in range(P):
                 m.Add(sum((W[l] + A[l]) * b[l, p] for l in range(L)) <= Mi)
     m.Minimize(T)
-    solver = _solver(time_limit_s, seed)
-    st = solver.Solve(m)
+    solver, st, alloc = _solve_alloc(m, b, L, P, time_limit_s, seed)
     if st == cp_model.INFEASIBLE:
         raise InfeasibleError(f"chain {chain.name!r}: no contiguous allocation on {P} processors fits in memory {M}")
-    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if alloc is None:
         raise SolverError(f"contiguous_milp: no solution within {time_limit_s} s (status {solver.StatusName(st)})")
-    alloc = [next(p for p in range(P) if solver.Value(b[l, p])) for l in range(L)]
     stages: list[tuple[int, int]] = []
     for l in range(L):
         if l == 0 or alloc[l] != alloc[l - 1]:
@@ -1037,13 +1047,11 @@ def _load_model(data, seed_sol, time_limit_s, seed):
     _cut_vars(m, data, b, T)
     _hint_alloc(m, b, seed_sol, data)
     m.Minimize(T)
-    solver = _solver(time_limit_s, seed)
-    st = solver.Solve(m)
+    solver, st, alloc = _solve_alloc(m, b, L, P, time_limit_s, seed)
     if st == cp_model.INFEASIBLE:
         return "infeasible"
-    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if alloc is None:
         return None
-    alloc = [next(p for p in range(P) if solver.Value(b[l, p])) for l in range(L)]
     sc = data["sc"]
     return alloc, solver.Value(T) / sc, solver.BestObjectiveBound() / sc, st == cp_model.OPTIMAL
 
@@ -1130,15 +1138,12 @@ def _position_model(chain, data, seed_sol, time_limit_s, seed, incumbent):
             m.AddHint(sv[op.kind, op.layer], int(round(tau_v - q * Ts)))
             m.AddHint(qv[op.kind, op.layer], q)
     m.Minimize(T)
-    solver = _solver(time_limit_s, seed)
-    if 2 * L * P > 400:  # CP-SAT's presolve overruns the time limit on the larger models
-        solver.parameters.cp_model_presolve = False
-    st = solver.Solve(m)
+    # CP-SAT's presolve overruns the time limit on the larger models
+    solver, st, alloc = _solve_alloc(m, b, L, P, time_limit_s, seed, presolve=2 * L * P <= 400)
     if st == cp_model.INFEASIBLE:
         return "infeasible"
-    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if alloc is None:
         return None
-    alloc = [next(p for p in range(P) if solver.Value(b[l, p])) for l in range(L)]
     Tv = solver.Value(T)
     ech, ealloc, origin, resources = expand_communication(chain, alloc, P)
 
