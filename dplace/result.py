@@ -31,6 +31,8 @@ class Result:
     options: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     message: str | None = None  # why there is no solution, when there is none
+    interrupted: bool = False  # the run was cut short (Ctrl-C / SIGINT): the answer is the best so far
+    bound_source: str | None = None  # which proven relaxation gave ``lower_bound`` (e.g. "critical_path")
 
     @property
     def makespan(self) -> float | None:
@@ -77,6 +79,9 @@ class Result:
             out["extra"] = _jsonable(self.extra)
         if self.message:
             out["message"] = self.message
+        if self.bound_source:
+            out["bound_source"] = self.bound_source
+        out["interrupted"] = self.interrupted
         return out
 
 
@@ -163,4 +168,7 @@ def result_from_dict(inst: Instance, data: Any) -> Result:
         extra=data.get("extra") or {},
     )
     res.solve_time_s = float(data.get("solve_time_s") or 0.0)
+    res.interrupted = data.get("interrupted") is True
+    bs = data.get("bound_source")
+    res.bound_source = bs if isinstance(bs, str) else None
     return res
