@@ -10,7 +10,11 @@ Prints three tables:
 2. the paper's Table 2 for the bundled real graphs ``instances/*.json`` with the makespans of
    celeritas, order_place, standard_evaluation and m_sct (when registered) side by side;
 3. how often Adjusting Placement is worse than Order-Place on random DAGs, on the coarse model
-   (ScheduleState, insertion) and on the original graph (simulator).
+   (ScheduleState, insertion) and on the original graph (simulator);
+4. ``--classic N``: the gap to the proven optimum (cpsat) on classic task graphs with unlimited memory
+   (``formulations._brute.task_graph``: 10 and 14 tasks, 2/4/8 processors, CCR 0.1/1/10, N seeds) of
+   celeritas and order_place with ``balance`` (default) and without (the paper's behaviour), and heft;
+   the real graphs (table 2) are run in both settings too.
 """
 from __future__ import annotations
 
@@ -75,10 +79,11 @@ def transformer_table(n_ops: int, repeat: int) -> Table:
 
 
 def real_table(methods: list[str], time_limit: float) -> Table | None:
-    paths = sorted(glob.glob(os.path.join(ROOT, "instances", "*.json")))
+    paths = sorted(glob.glob(os.path.join(ROOT, "instances", "*.json"))
+                   + glob.glob(os.path.join(ROOT, "instances", "tf", "*.json")))
     if not paths:
         return None
-    tab = Table(title="Table-2 analog on the bundled real graphs (R=200, M=0.25) and makespans (µs)")
+    tab = Table(title="Table-2 analog on the bundled real graphs (R=200, M=0.25) and makespans (µs); ':paper' = balance=False")
     for col in ["instance", "nodes", "nodes fused", "CCR", "CCR fused", "lower bound"] + methods:
         tab.add_column(col, justify="right")
     for p in paths:
@@ -88,7 +93,8 @@ def real_table(methods: list[str], time_limit: float) -> Table | None:
         lb = None
         for m in methods:
             t0 = time.perf_counter()
-            res = dplace.solve(inst, m, time_limit_s=time_limit)
+            name, _, variant = m.partition(":")
+            res = dplace.solve(inst, name, time_limit_s=time_limit, **({"balance": False} if variant else {}))
             dt = time.perf_counter() - t0
             lb = res.lower_bound if res.lower_bound is not None else lb
             if res.makespan is None:
@@ -140,6 +146,37 @@ def claim_table(n: int) -> Table:
     return tab
 
 
+def classic_table(seeds: int, time_limit: float) -> Table:
+    from dplace.formulations._brute import task_graph
+
+    runs = [("celeritas", {}), ("celeritas", {"balance": False}), ("order_place", {}),
+            ("order_place", {"balance": False}), ("heft", {})]
+    gaps: list[list[float]] = [[] for _ in runs]
+    unproven = 0
+    for n in (10, 14):
+        for procs in (2, 4, 8):
+            for ccr_ in (0.1, 1.0, 10.0):
+                for seed in range(seeds):
+                    inst = task_graph(n, procs, ccr_, seed=seed)
+                    opt = dplace.solve(inst, "cpsat", time_limit_s=time_limit, progress=False)
+                    if opt.status != "optimal":
+                        unproven += 1
+                        continue
+                    for i, (m, kw) in enumerate(runs):
+                        gaps[i].append(dplace.solve(inst, m, **kw).makespan / opt.makespan - 1)
+    tab = Table(title=f"gap to the proven optimum on classic task graphs, unlimited memory "
+                      f"({len(gaps[0])} graphs; {unproven} left out: not proven optimal in {time_limit:g} s)")
+    for col in ("method", "mean gap", "max gap", "optimal (gap < 1e-9)"):
+        tab.add_column(col, justify="right")
+    for (m, kw), g in zip(runs, gaps):
+        if not g:
+            continue
+        label = m + ("" if not kw else " " + " ".join(f"{k}={v}" for k, v in kw.items()))
+        tab.add_row(label, f"{100 * sum(g) / len(g):.1f} %", f"{100 * max(g):.0f} %",
+                    str(sum(1 for x in g if x < 1e-9)))
+    return tab
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ops", type=int, default=36000)
@@ -147,11 +184,13 @@ def main(argv=None) -> int:
     ap.add_argument("--no-real", action="store_true", help="skip the bundled real graphs")
     ap.add_argument("--random", type=int, default=2000, help="random DAGs for the AP-vs-OP count (0: skip)")
     ap.add_argument("--time-limit", type=float, default=60.0, help="per method on the real graphs")
+    ap.add_argument("--classic", type=int, default=3, help="seeds per classic task-graph setting (0: skip)")
     args = ap.parse_args(argv)
     con = Console(width=max(Console().width, 180))
     con.print(transformer_table(args.ops, args.repeat))
     if not args.no_real:
-        methods = [m for m in ("celeritas", "order_place", "standard_evaluation", "m_sct") if m in dplace.methods()]
+        methods = [m for m in ("celeritas", "celeritas:paper", "order_place", "order_place:paper",
+                               "standard_evaluation", "heft", "m_sct") if m.split(":")[0] in dplace.methods()]
         tab = real_table(methods, args.time_limit)
         con.print(tab if tab is not None else "no instances/*.json yet")
         tab = sweep_table([(200, 0.25), (200, 0.1), (200, 0.05), (50, 0.25), (20, 0.25)])
@@ -159,6 +198,8 @@ def main(argv=None) -> int:
             con.print(tab)
     if args.random:
         con.print(claim_table(args.random))
+    if args.classic:
+        con.print(classic_table(args.classic, 30.0))
     return 0
 
 

@@ -13,6 +13,17 @@
 
 Memory, pins and colocation go through :class:`dplace.rules.Rules` on the coarse instance, whose
 clusters carry their group's colocation value and their pin (see :mod:`dplace.heuristics.coarsen`).
+Two departures keep memory: the fusion keeps pinned ops out of unpinned clusters (``pins_alone``: a
+49 KB pinned input must not pin a cluster holding a quarter of a device), and the memory of pinned
+ops is reserved on their device before anything is placed (:class:`PinFirstRules`).
+
+``balance`` (default True). With ample memory the paper's M = 0.25·capacity bounds nothing, fusion
+swallows the graph and the fill puts it all on one device (on classic task graphs with unlimited
+memory: 125 % above the optimum on average, ``benchmarks/bench_celeritas.py --classic``). So the
+fusion is also run with a cluster work limit (total work / m / k, k in ``BALANCE_SPLITS``) and
+Order-Place also tries a fill that moves on once a device holds its work share; every setting is
+simulated and the best kept. The paper's setting is always among them, so ``balance`` never
+returns a worse simulated makespan than ``balance=False`` (the paper's behaviour, kept as an option).
 """
 from __future__ import annotations
 
@@ -39,12 +50,23 @@ __all__ = [
 class CeleritasOptions:
     R: int = 200  # fusion exploration range: most ops per cluster (§5.1.3)
     M: float = 0.25  # cluster memory limit, fraction of the (smallest) device memory (§5.1.3)
+    # True: also limit cluster work and (Order-Place) fill each device to its work share, trying the
+    # granularities in BALANCE_SPLITS and the paper's own setting, keeping the best simulated one.
+    # False: the paper's behaviour (clusters and fill limited by memory only).
+    balance: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.R, int) or isinstance(self.R, bool) or self.R < 1:
             raise InvalidInstanceError(f"option 'R' must be an integer >= 1, got {self.R!r}")
         if not (isinstance(self.M, (int, float)) and 0 < self.M < math.inf):
             raise InvalidInstanceError(f"option 'M' must be a fraction > 0 of device memory, got {self.M!r}")
+        if not isinstance(self.balance, bool):
+            raise InvalidInstanceError(f"option 'balance' must be true or false, got {self.balance!r}")
+
+
+# balance=True: cluster work limits tried, as the number of clusters per device's work share (total
+# mean op time / devices / k); None = memory only (the paper's clusters)
+BALANCE_SPLITS: tuple[int | None, ...] = (None, 1, 2, 4, 8)
 
 
 @dataclass(frozen=True)
@@ -52,22 +74,48 @@ class StandardEvaluationOptions:
     pass
 
 
-def fill_placement(inst: Instance, order: list[int]) -> list[int]:
+class PinFirstRules(Rules):
+    """:class:`Rules` that reserve the memory of pinned ops (and pinned groups) on their device from the
+    start, so that a sequential fill never leaves a device too full for the ops that must go there."""
+
+    def __init__(self, inst: Instance) -> None:
+        super().__init__(inst)
+        for o in range(inst.n):
+            d = inst.pinned[o]
+            if d < 0:
+                continue
+            g = inst.group_of[o]
+            if g < 0:
+                self.used[d] += inst.mem[o]
+            elif self.group_dev[g] < 0:
+                self.used[d] += self.group_mem[g]
+                self.group_dev[g] = d
+
+    def need(self, o: int) -> int:
+        return 0 if self.inst.pinned[o] >= 0 else super().need(o)
+
+
+def fill_placement(inst: Instance, order: list[int], work_share: float | None = None) -> list[int]:
     """Sequential fill: ops in ``order`` go to the current device while it has room, then the next.
 
-    Pins and placed colocation groups force their device. An op that fits no later device goes to the
-    first earlier one with room; if none has room, to the device using the least memory (best effort,
-    flagged by ``memory_ok``).
+    Pins and placed colocation groups force their device (pinned memory is reserved up front). An op
+    that fits no later device goes to the first earlier one with room; if none has room, to the
+    device using the least memory (best effort, flagged by ``memory_ok``). ``work_share`` (µs): a
+    device also counts as full once the ops placed on it by the fill run that long (the last device
+    takes the rest); None: memory only (the paper's fill).
     """
-    rules = Rules(inst)
+    rules = PinFirstRules(inst)
     m = inst.m
     cur = 0
+    work = [0.0] * m
     pl = [-1] * inst.n
     for o in order:
         f = rules.forced(o)
         if f >= 0:
             d = f
         else:
+            if work_share is not None and cur < m - 1 and work[cur] >= work_share:
+                cur += 1
             d = -1
             for k in list(range(cur, m)) + list(range(cur)):
                 if rules.fits(o, k):
@@ -78,6 +126,7 @@ def fill_placement(inst: Instance, order: list[int]) -> list[int]:
             elif d > cur:
                 cur = d
         rules.assign(o, d)
+        work[d] += inst.dur[o][d]
         pl[o] = d
     return pl
 
@@ -94,7 +143,7 @@ def adjusting_placement(inst: Instance, order: list[int] | None = None,
     if order is None:
         order = cpd_topo_order(inst)
     state = ScheduleState(inst)
-    rules = Rules(inst)
+    rules = PinFirstRules(inst)
     m = inst.m
     inf = math.inf
     succ = inst.succ
@@ -124,13 +173,46 @@ def adjusting_placement(inst: Instance, order: list[int] | None = None,
     return state.placement, state
 
 
-def _coarse(inst: Instance, opts: CeleritasOptions) -> Coarsening:
-    return coarsen(inst, R=opts.R, M=opts.M)
+def _work_limit(inst: Instance, split: int | None) -> float | None:
+    """The cluster work limit of granularity ``split``: mean total op time / m / split (µs)."""
+    return None if split is None else max(sum(sum(r) for r in inst.dur) / inst.m / inst.m / split, 1e-9)
+
+
+def _coarse(inst: Instance, opts: CeleritasOptions, split: int | None = None,
+            order: list[int] | None = None) -> Coarsening:
+    """Fusion with the options' R and M; ``split`` k also limits a cluster's work (:func:`_work_limit`)."""
+    return coarsen(inst, order, R=opts.R, M=opts.M, work_limit=_work_limit(inst, split), pins_alone=True)
 
 
 def _extra(inst: Instance, cz: Coarsening, **more) -> dict:
     return {"coarse_nodes": cz.coarse.n, "coarse_edges": len(cz.coarse.esrc), "ccr_before": ccr(inst),
             "ccr_after": ccr(cz.coarse), "oversize_ops": len(cz.oversize), "cut_cost_us": cz.cut_cost, **more}
+
+
+def _best_of(inst: Instance, method: str, opts: CeleritasOptions, options: dict, place,
+             fills: tuple[bool, ...] = (False,)) -> Result:
+    """Run ``place(cz, balanced) -> (coarse placement, extra)`` for each fusion granularity (and each
+    of ``fills``) and keep the best simulated result (memory kept first, then makespan; ties: the
+    earlier setting). Without ``balance`` only the paper's setting (memory-only clusters and fill)."""
+    settings = BALANCE_SPLITS if opts.balance else (None,)
+    order = cpd_topo_order(inst)
+    best = None
+    widest = math.inf  # most work in one cluster of the memory-only fusion
+    for split in settings:
+        wl = _work_limit(inst, split)
+        if wl is not None and wl >= widest:
+            continue  # the limit binds no cluster: same fusion as without it
+        cz = _coarse(inst, opts, split, order)
+        if split is None:
+            widest = max((sum(sum(inst.dur[o]) for o in ms) / inst.m for ms in cz.members if len(ms) > 1),
+                         default=0.0)
+        for balanced in (fills if opts.balance else (False,)):
+            cpl, more = place(cz, balanced)
+            res = make_result(inst, method, cz.expand(cpl), options=options,
+                              extra=_extra(inst, cz, work_split=split, balanced_fill=balanced, **more))
+            if best is None or (not res.memory_ok, res.makespan) < (not best.memory_ok, best.makespan):
+                best = res
+    return best
 
 
 @register("standard_evaluation", options=StandardEvaluationOptions,
@@ -144,11 +226,17 @@ def standard_evaluation(inst: Instance, *, time_limit_s: float | None = None, se
 @register("order_place", options=CeleritasOptions,
           summary="Celeritas §5.2 Order-Place: fusion, then coarse nodes fill devices in CPD-TOPO order.")
 def order_place(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
-    """Celeritas §5.2/§6.2 Order-Place: Optimal Operation Fusion, sequential fill of the coarse graph."""
+    """Celeritas §5.2/§6.2 Order-Place: Optimal Operation Fusion, sequential fill of the coarse graph.
+
+    ``balance`` (default): the fill also moves on once a device holds its work share (total / m)."""
     opts = CeleritasOptions(**options)
-    cz = _coarse(inst, opts)
-    cpl = fill_placement(cz.coarse, cpd_topo_order(cz.coarse))
-    return make_result(inst, "order_place", cz.expand(cpl), options=options, extra=_extra(inst, cz))
+
+    def place(cz: Coarsening, balanced: bool):
+        cg = cz.coarse
+        share = sum(sum(r) for r in cg.dur) / cg.m / cg.m if balanced else None
+        return fill_placement(cg, cpd_topo_order(cg), share), {}
+
+    return _best_of(inst, "order_place", opts, options, place, fills=(False, True))
 
 
 @register("celeritas", options=CeleritasOptions,
@@ -156,10 +244,12 @@ def order_place(inst: Instance, *, time_limit_s: float | None = None, seed: int 
 def celeritas(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
     """Celeritas (Xu et al.) §5.1-5.2, Alg. 1 and 2: fusion, Adjusting Placement, map back, simulate."""
     opts = CeleritasOptions(**options)
-    cz = _coarse(inst, opts)
-    cpl, state = adjusting_placement(cz.coarse)
-    return make_result(inst, "celeritas", cz.expand(cpl), options=options,
-                       extra=_extra(inst, cz, coarse_makespan=state.makespan))
+
+    def place(cz: Coarsening, balanced: bool):
+        cpl, state = adjusting_placement(cz.coarse)
+        return cpl, {"coarse_makespan": state.makespan}
+
+    return _best_of(inst, "celeritas", opts, options, place)
 
 
 def add_cli(subparsers) -> None:

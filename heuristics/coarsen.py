@@ -172,12 +172,16 @@ def _resolve_limit(inst: Instance, M: float | None, mem_limit: int | None) -> in
     return min(lim, min(inst.capacity))
 
 
-def fusion_breakpoints(inst: Instance, order: Sequence[int], R: int, mem_limit: int) -> tuple[list[int], float]:
+def fusion_breakpoints(inst: Instance, order: Sequence[int], R: int, mem_limit: int, *,
+                       work_limit: float | None = None, pins_alone: bool = False) -> tuple[list[int], float]:
     """Kernighan's DP (eqs. 4-6) over ``order``: breakpoints [0, b_1, ..., n] and the cut cost S(n).
 
-    Clusters [b_k, b_{k+1}) hold at most ``R`` ops, at most ``mem_limit`` bytes (a single op larger
-    than that is a cluster of its own) and ops pinned to at most one device. Ties go to the earliest
-    start (larger clusters). Cost of an edge: its mean transfer time (:func:`dplace.ranks.edge_costs`).
+    Clusters [b_k, b_{k+1}) hold at most ``R`` ops, at most ``mem_limit`` bytes and, when given, at
+    most ``work_limit`` µs of mean op time (a single op over a limit is a cluster of its own). Pins:
+    the ops of a cluster are pinned to at most one device; with ``pins_alone`` a cluster holds either
+    only ops pinned to one device or only unpinned ops (so a small pinned op cannot pin a large
+    cluster). Ties go to the earliest start (larger clusters). Cost of an edge: its mean transfer time
+    (:func:`dplace.ranks.edge_costs`).
     """
     n = len(order)
     if R < 1:
@@ -197,8 +201,13 @@ def fusion_breakpoints(inst: Instance, order: Sequence[int], R: int, mem_limit: 
     prefix = [0] * (n + 1)
     for i, o in enumerate(order):
         prefix[i + 1] = prefix[i] + mem[o]
-    i_mem = 0
+    wprefix = [0.0] * (n + 1)
+    if work_limit is not None:
+        for i, o in enumerate(order):
+            wprefix[i + 1] = wprefix[i] + sum(inst.dur[o]) / inst.m
+    i_mem = i_work = 0
     last_k, last_k_pos, bound_k = -1, -1, 0
+    run_start = 0  # pins_alone: first position of the current run of equal pins
     for j in range(1, n + 1):
         q = j - 1
         o = order[q]
@@ -217,14 +226,21 @@ def fusion_breakpoints(inst: Instance, order: Sequence[int], R: int, mem_limit: 
         # constraints on where the cluster ending at v_q may start
         while prefix[j] - prefix[i_mem] > mem_limit:
             i_mem += 1
+        if work_limit is not None:
+            while wprefix[j] - wprefix[i_work] > work_limit * (1 + 1e-12):
+                i_work += 1
         kk = key[o]
-        if kk >= 0:
+        if pins_alone:
+            if q > 0 and kk != key[order[q - 1]]:
+                run_start = q
+            bound_k = run_start
+        elif kk >= 0:
             if kk != last_k:
                 if last_k_pos >= 0:
                     bound_k = last_k_pos + 1
                 last_k = kk
             last_k_pos = q
-        lo = max(lo_r, i_mem, bound_k)
+        lo = max(lo_r, i_mem, i_work, bound_k)
         if lo > q:
             lo = q
         if lo == q:
@@ -243,13 +259,15 @@ def fusion_breakpoints(inst: Instance, order: Sequence[int], R: int, mem_limit: 
 
 
 def coarsen(inst: Instance, order: Sequence[int] | None = None, R: int = 200, M: float | None = None,
-            max_nodes: int | None = None, *, mem_limit: int | None = None) -> Coarsening:
+            max_nodes: int | None = None, *, mem_limit: int | None = None, work_limit: float | None = None,
+            pins_alone: bool = False) -> Coarsening:
     """Optimal Operation Fusion of ``inst`` (Celeritas Alg. 1) and the coarse graph.
 
     ``order``: a topological order of op indices (default: CPD-TOPO). ``R``: exploration range (most
     ops per cluster). ``M``: cluster memory limit as a fraction of the smallest device's memory
-    (default 0.25); ``mem_limit`` gives it in bytes instead. ``max_nodes``: ask for at most K clusters
-    (merge pass, see the module docstring).
+    (default 0.25); ``mem_limit`` gives it in bytes instead. ``work_limit``: most µs of mean op time
+    per cluster (None: no limit, the paper's). ``pins_alone``: pinned ops never share a cluster with
+    unpinned ones. ``max_nodes``: ask for at most K clusters (merge pass, see the module docstring).
     """
     if order is None:
         from dplace.heuristics.orders import cpd_topo_order
@@ -270,7 +288,9 @@ def coarsen(inst: Instance, order: Sequence[int] | None = None, R: int = 200, M:
     if max_nodes is not None and max_nodes < 1:
         raise InvalidInstanceError(f"coarsen: max_nodes must be >= 1, got {max_nodes!r}")
     lim = _resolve_limit(inst, M, mem_limit)
-    bps, _ = fusion_breakpoints(inst, order, int(R), lim)
+    if work_limit is not None and not work_limit > 0:
+        raise InvalidInstanceError(f"coarsen: work_limit must be > 0 µs, got {work_limit!r}")
+    bps, _ = fusion_breakpoints(inst, order, int(R), lim, work_limit=work_limit, pins_alone=pins_alone)
     bps = _split_heavy(inst, order, bps)
     if max_nodes is not None and len(bps) - 1 > max_nodes:
         bps = _merge_to(inst, order, bps, max_nodes)
@@ -421,17 +441,17 @@ def _build(inst: Instance, order: list[int], bps: list[int], R: int, lim: int) -
     return Coarsening(inst, coarse, cluster_of, members, order, R, lim, oversize, cut, anchor, moved)
 
 
-def coarsen_report(inst: Instance, R: int = 200, M: float = 0.25) -> dict[str, Any]:
+def coarsen_report(inst: Instance, R: int = 200, M: float = 0.25, pins_alone: bool = True) -> dict[str, Any]:
     """Nodes, edges and CCR before and after fusion: the paper's Table 2.
 
     CCR is :func:`dplace.generate.ccr` (the generator's definition): mean over edges of the default
     link's latency + bytes/bandwidth, over the mean op time. Eq. (1) of the paper divides sums instead;
-    the two differ by the factor |E|/|V|.
+    the two differ by the factor |E|/|V|. ``pins_alone``: as celeritas fuses (see :func:`coarsen`).
     """
     import time
 
     t0 = time.perf_counter()
-    cz = coarsen(inst, R=R, M=M)
+    cz = coarsen(inst, R=R, M=M, pins_alone=pins_alone)
     dt = time.perf_counter() - t0
     return {
         "R": R, "M": M, "mem_limit_bytes": cz.mem_limit,

@@ -53,9 +53,49 @@ def test_standard_evaluation_fills_devices_in_dfs_topo_order():
 
 def test_order_place_fills_coarse_nodes():
     inst = _chain(n=6, mem=10, cap=40)
-    res = dplace.solve(inst, "order_place", M=0.5)  # clusters of at most 20 bytes = two ops
+    res = dplace.solve(inst, "order_place", M=0.5, balance=False)  # clusters of at most 20 bytes = two ops
     assert res.extra["coarse_nodes"] == 3
     assert res.placement == [0, 0, 0, 0, 1, 1]  # two clusters fill d0, the third goes to d1
+
+
+def test_balanced_fill_moves_on_at_the_work_share():
+    # no memory pressure: the paper's fill puts everything on d0; with a work share of 10 µs per device
+    # (30 µs over 3 devices) each device gets the ops that reach its share, in order
+    ops = [Op(f"o{i}", 5, 1) for i in range(6)]
+    inst = Instance("ind", [Device(f"d{d}", 10**6) for d in range(3)], ops, [], link=Link(1.0, 1.0))
+    order = list(range(6))
+    assert fill_placement(inst, order) == [0] * 6
+    assert fill_placement(inst, order, work_share=10.0) == [0, 0, 1, 1, 2, 2]
+
+
+def _late_pin(cap=100):
+    """A chain whose last op (4 bytes) is pinned to d0: the paper's fusion put it in one cluster with the
+    large ops before it, pinning them all to d0 after the fill had already filled d0."""
+    ops = [Op(f"o{i}", 10, 30) for i in range(6)] + [Op("y", 1, 4, device="d0")]
+    edges = [Edge(f"o{i}", f"o{i + 1}", 1) for i in range(5)] + [Edge("o5", "y", 1)]
+    return Instance("latepin", [Device("d0", cap), Device("d1", cap)], ops, edges, link=Link(1.0, 100.0))
+
+
+def test_a_small_pinned_op_does_not_pin_a_cluster_and_memory_is_kept():
+    inst = _late_pin()  # 184 bytes on two devices of 100: feasible (d0: y + 3 ops = 94)
+    for method in METHODS:
+        for balance in (False, True):
+            opts = {} if method == "standard_evaluation" else {"balance": balance, "M": 1.0}
+            res = dplace.solve(inst, method, **opts)
+            assert res.memory_ok, (method, balance, res.schedule.memory)
+            assert res.placement[6] == 0
+    cz = coarsen(inst, M=1.0, pins_alone=True)
+    assert cz.members[cz.cluster_of[6]] == [6]
+
+
+def test_balance_beats_the_papers_fill_on_independent_work():
+    # 8 independent 10 µs ops, 4 devices, ample memory: the paper's fusion + fill serialises (80 µs);
+    # the work-balanced setting gets the optimum 20 µs; the paper's behaviour stays available
+    ops = [Op(f"o{i}", 10, 1) for i in range(8)]
+    inst = Instance("ind8", [Device(f"d{d}", 10**6) for d in range(4)], ops, [], link=Link(1.0, 1.0))
+    for method in ("order_place", "celeritas"):
+        assert dplace.solve(inst, method, balance=False).makespan == pytest.approx(80.0)
+        assert dplace.solve(inst, method).makespan == pytest.approx(20.0)
 
 
 def _fork_join(m=2, back_bytes=1.0):
@@ -140,15 +180,15 @@ def test_generated_transformer_end_to_end():
         res = dplace.solve(inst, method)
         _assert_valid(inst, res)
         assert res.memory_ok
-    res = dplace.solve(inst, "celeritas")
+    res = dplace.solve(inst, "celeritas", balance=False)
     assert res.extra["coarse_nodes"] == rep["nodes_after"]
     assert res.extra["ccr_after"] == pytest.approx(rep["ccr_after"])
 
 
 def test_options_are_validated_and_coerced():
     inst = _chain()
-    res = dplace.solve(inst, "celeritas", R="2", M="0.5")  # strings as from the CLI
-    assert res.options == {"R": 2, "M": 0.5}
+    res = dplace.solve(inst, "celeritas", R="2", M="0.5", balance="false")  # strings as from the CLI
+    assert res.options == {"R": 2, "M": 0.5, "balance": False}
     with pytest.raises(InvalidInstanceError, match="R"):
         dplace.solve(inst, "celeritas", R=0)
     with pytest.raises(InvalidInstanceError, match="M"):
@@ -166,3 +206,18 @@ def test_random_graphs_sequential_comm():
             res = dplace.solve(inst, method, **opts)
             if res.status != "infeasible":
                 _assert_valid(inst, res)
+
+
+def test_memory_is_kept_on_every_bundled_instance():
+    import glob
+    import os
+
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "instances")
+    paths = sorted(glob.glob(os.path.join(root, "*.json")) + glob.glob(os.path.join(root, "tf", "*.json")))
+    assert len(paths) >= 5
+    for p in paths:
+        inst = dplace.load_instance(p)
+        for method in ("celeritas", "order_place"):
+            for balance in (False, True):
+                res = dplace.solve(inst, method, balance=balance)
+                assert res.memory_ok, (os.path.basename(p), method, balance)

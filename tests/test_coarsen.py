@@ -65,7 +65,7 @@ def test_coarsening_properties(inst):
         assert simulate(inst, pl).memory == simulate(cz.coarse, cpl).memory
 
 
-def _brute_force_cut(inst, order, R, lim):
+def _brute_force_cut(inst, order, R, lim, work=None, pins_alone=False):
     """Min cut cost over all segmentations of ``order`` that the DP allows (tiny n only)."""
     n = len(order)
     c = edge_costs(inst, "mean")
@@ -76,8 +76,9 @@ def _brute_force_cut(inst, order, R, lim):
         ok = True
         for a, b in zip(bps, bps[1:]):
             seg = order[a:b]
-            pins = {inst.pinned[o] for o in seg if inst.pinned[o] >= 0}
-            if b - a > R or (b - a > 1 and sum(inst.mem[o] for o in seg) > lim) or len(pins) > 1:
+            pins = {inst.pinned[o] for o in seg if inst.pinned[o] >= 0 or pins_alone}
+            heavy = work is not None and sum(sum(inst.dur[o]) / inst.m for o in seg) > work * (1 + 1e-9)
+            if b - a > R or (b - a > 1 and (sum(inst.mem[o] for o in seg) > lim or heavy)) or len(pins) > 1:
                 ok = False
                 break
         if not ok:
@@ -100,6 +101,21 @@ def test_dp_is_optimal_against_brute_force():
             lim = rng.choice([3, 6, 10, 100])
             _, got = fusion_breakpoints(inst, order, R, lim)
             assert got == pytest.approx(_brute_force_cut(inst, order, R, lim), abs=1e-9)
+
+
+def test_dp_with_work_limit_and_lone_pins_is_optimal_against_brute_force():
+    rng = random.Random(8)
+    for _ in range(80):
+        inst = random_instance(rng, n_ops=rng.randint(1, 8), colocation=False)
+        order = cpd_topo_order(inst)
+        tot = sum(sum(r) for r in inst.dur) / inst.m
+        for R in (2, 8):
+            lim = rng.choice([6, 100])
+            work = rng.choice([None, tot / 4, tot / 2])
+            bps, got = fusion_breakpoints(inst, order, R, lim, work_limit=work, pins_alone=True)
+            assert got == pytest.approx(_brute_force_cut(inst, order, R, lim, work, True), abs=1e-9)
+            for a, b in zip(bps, bps[1:]):  # each cluster is all pinned to one device or all unpinned
+                assert len({inst.pinned[o] for o in order[a:b]}) == 1
 
 
 def test_chain_with_room_is_one_cluster_and_R_cuts_it():
