@@ -101,7 +101,7 @@ def load_suite(paths: Sequence[str | os.PathLike]) -> list[SuiteInstance]:
         try:
             raw = f.read_bytes()
             data = json.loads(raw)
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:  # ValueError: JSONDecodeError, huge ints
             raise InvalidInstanceError(f"instance {str(f)!r}: cannot read as JSON ({exc.__class__.__name__})") from None
         try:
             inst = instance_from_dict(data)

@@ -81,6 +81,26 @@ def _parse_options(args: argparse.Namespace) -> dict[str, Any]:
     return opts
 
 
+def seconds(text: str) -> float:
+    """argparse type of ``--time-limit``: a finite number of seconds > 0."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not (v > 0 and math.isfinite(v)):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0 (leave it out for no limit), "
+                                         f"got {text!r}")
+    return v
+
+
+def _check_outputs(args: argparse.Namespace, *inputs: str) -> None:
+    """Before any work: no output file may be an input file (or another output of the same command)."""
+    from .io import check_outputs
+
+    outs = {flag: getattr(args, flag.lstrip("-"), None) for flag in ("--out", "--gantt", "--trace")}
+    check_outputs({k: v for k, v in outs.items() if v}, {name: getattr(args, name) for name in inputs})
+
+
 def _load(path: str):
     from .io import load_instance
 
@@ -211,6 +231,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from .check import check
     from .registry import solve
 
+    _check_outputs(args, "instance")
     inst = _load(args.instance)
     opts = _parse_options(args)
     res = solve(inst, args.method, time_limit_s=args.time_limit, seed=args.seed, **opts)
@@ -232,6 +253,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .io import read_json
     from .result import result_from_dict
 
+    _check_outputs(args, "instance", "result")
     inst = _load(args.instance)
     data = read_json(args.result, "result")
     if not isinstance(data, dict):
@@ -247,6 +269,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         res.lower_bound = lower_bound(target)
     except InfeasibleError:
         res.lower_bound = None
+    _check_claims(args.result, data, res)
     rep = check(target, data)  # the file as written: its schedule must be valid
     rep_sim = check(target, res)
     recorded = data.get("makespan")
@@ -266,6 +289,28 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         c.print(f"  recorded lower bound {_fmt(recorded_lb)} µs and status {res.status!r}: the file's claims, "
                 "not re-proven here")
     return 0 if (rep.ok and rep_sim.ok and agree) else 1
+
+
+CLAIM_TOL = 1e-5  # relative (and absolute below 1 µs): float noise allowed between a bound and a makespan
+
+
+def _check_claims(path: str, data: dict, res) -> None:
+    """A saved result's bound and status must be possible for its own (re-simulated) schedule: a proven
+    lower bound is never above a valid makespan, and ``optimal`` means the bound reaches the makespan.
+    A file that breaks either is an input error (one line, exit 2)."""
+    mk, lb = res.makespan, data.get("lower_bound")
+    if mk is None:
+        return
+    tol = CLAIM_TOL * max(1.0, abs(mk))
+    if lb is not None and lb > mk + tol:
+        raise InvalidInstanceError(
+            f"result {path!r}: lower_bound {lb:g} is above the makespan {mk:g} µs of its own schedule "
+            "(a proven bound never is)")
+    if data.get("status") == "optimal" and (lb is None or lb < mk - tol):
+        why = "no lower_bound" if lb is None else f"lower_bound {lb:g}, a gap of {100 * (mk - lb) / mk:.1f} %"
+        raise InvalidInstanceError(
+            f"result {path!r}: status 'optimal' but {why} to the makespan {mk:g} µs (optimal needs a bound "
+            "that reaches the makespan)")
 
 
 def default_compare_methods(inst) -> list[str]:
@@ -366,7 +411,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_methods)
 
     def add_common_solve(s: argparse.ArgumentParser) -> None:
-        s.add_argument("--time-limit", type=float, default=None, metavar="S", help="seconds per method")
+        s.add_argument("--time-limit", type=seconds, default=None, metavar="S",
+                       help="seconds per method (default: each method's own; exact solvers stop there with "
+                       "their best answer and proven bound)")
         s.add_argument("--seed", type=int, default=0, help="random seed given to the method (default 0)")
         s.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
@@ -412,7 +459,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # a usage error (already printed, one line) or --help
+        return exc.code if isinstance(exc.code, int) else 2
     try:
         return int(args.func(args) or 0)
     except DplaceError as exc:

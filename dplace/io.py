@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Sequence
@@ -171,11 +172,21 @@ def read_text(path: str | os.PathLike, what: str = "file") -> str:
 def read_json(path: str | os.PathLike, what: str = "file") -> Any:
     """The JSON value in ``path``; unreadable or malformed files are a one-line error naming it."""
     p = Path(path)
-    text = read_text(p, what)
+    return parse_json(read_text(p, what), f"{what} {str(p)!r}")
+
+
+def parse_json(text: str | bytes, where: str) -> Any:
+    """``json.loads(text)``; malformed JSON, nesting deeper than Python's recursion limit and integers
+    of more digits than Python converts are one-line errors starting with ``where``."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise _bad(f"{what} {str(p)!r}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        raise _bad(f"{where}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:
+        raise _bad(f"{where}: JSON nested too deeply to read (more than about {sys.getrecursionlimit()} levels)") \
+            from None
+    except ValueError as exc:  # e.g. an integer of more than sys.get_int_max_str_digits() digits
+        raise _bad(f"{where}: JSON value out of range ({str(exc).splitlines()[0][:120]})") from None
 
 
 def load_instance(path: str | os.PathLike) -> Instance:
@@ -221,9 +232,32 @@ def write_atomic_many(files: Sequence[tuple[str | os.PathLike, str | bytes]]) ->
                 pass
 
 
+def check_outputs(outputs: dict[str, str | os.PathLike], inputs: dict[str, str | os.PathLike]) -> None:
+    """Refuse, before any work, an output path that is one of the inputs (it would be overwritten) or
+    that two outputs share. Keys name them in the one-line error (``--out``, ``instance``)."""
+    def same(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+        try:
+            return os.path.samefile(a, b)
+        except OSError:
+            return Path(a).resolve() == Path(b).resolve()
+
+    seen: dict[str, str | os.PathLike] = {}
+    for flag, path in outputs.items():
+        for name, src in inputs.items():
+            if src is not None and same(path, src):
+                raise _bad(f"{flag} {str(path)!r}: is the input {name} file; choose another output file")
+        for other, opath in seen.items():
+            if same(path, opath):
+                raise _bad(f"{flag} {str(path)!r}: is also given to {other}; choose another output file")
+        seen[flag] = path
+
+
 def save_json(path: str | os.PathLike, obj: Any, indent: int | None = 1) -> None:
+    """Write ``obj`` as JSON to ``path`` atomically (parent directories are created)."""
     write_atomic(path, json.dumps(obj, indent=indent) + "\n")
 
 
 def save_instance(inst: Instance, path: str | os.PathLike) -> None:
+    """Write ``inst`` as a ``dplace-instance/1`` JSON file, atomically (parent directories are created);
+    :func:`load_instance` reads it back to an equal instance."""
     save_json(path, instance_to_dict(inst))

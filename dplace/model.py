@@ -21,8 +21,24 @@ FORMAT = "dplace-instance/1"
 COMM_MODES = ("parallel", "sequential")
 
 
+# Value limits, checked when an Instance is built. The real guard is MAX_SERIAL_US: every op on its
+# slowest device plus every transfer at the slowest link, one after another, is the longest horizon any
+# method forms (a trivial schedule; CP-SAT's horizon in integer ticks, the MILP's big-M, which HiGHS would
+# read as infinity from 1e20), and fusing ops or edges never makes it longer. The per-value limits name the
+# field at fault for values no instance needs. Documented in the README ("Value limits").
+MAX_SERIAL_US = 1e18  # µs, about 31,700 years
+MAX_TIME_US = 1e18  # an op's time (µs at speed 1, or per device), a link's latency
+SPEED_RANGE = (1e-6, 1e6)  # relative device speed
+MIN_BANDWIDTH = 1e-6  # bytes / µs (1 byte per second)
+MAX_BYTES = 1e18  # one edge's tensor
+MAX_MEMORY = 2**53  # bytes, an op's or a device's memory (8 PiB; exact as a float)
+
+
 @dataclass(frozen=True)
 class Device:
+    """A device: ``memory`` in bytes (what its ops may hold at once), ``speed`` relative to 1 (a scalar
+    op time ``t`` takes ``t / speed`` here)."""
+
     name: str
     memory: int  # bytes
     speed: float = 1.0  # relative speed; a scalar op time t takes t / speed here
@@ -30,6 +46,9 @@ class Device:
 
 @dataclass(frozen=True)
 class Link:
+    """A directed link's cost model: moving ``b`` bytes takes ``latency + b / bandwidth`` µs
+    (latency in µs, bandwidth in bytes per µs)."""
+
     latency: float  # µs
     bandwidth: float  # bytes / µs
 
@@ -40,6 +59,11 @@ class Link:
 
 @dataclass(frozen=True)
 class Op:
+    """An operation of the graph. ``time``: µs on a device of speed 1, or ``{device name: µs}``;
+    ``memory``: bytes it holds on its device for the whole step; ``type``: a label (e.g. ``MatMul``);
+    ``colocation``: ops with the same value must share a device; ``device``: the device it is pinned
+    to; ``extra``: unknown JSON fields, kept as given."""
+
     id: str
     time: float | Mapping[str, float]  # µs at speed 1, or µs per device name
     memory: int = 0  # bytes held on its device
@@ -51,6 +75,9 @@ class Op:
 
 @dataclass(frozen=True)
 class Edge:
+    """A data dependency: ``dst`` starts after ``src`` ends and, on another device, after ``bytes``
+    have crossed the link between them."""
+
     src: str
     dst: str
     bytes: float = 0.0
@@ -61,17 +88,39 @@ def _bad(msg: str) -> InvalidInstanceError:
     return InvalidInstanceError(msg)
 
 
-def check_number(value: Any, where: str, *, positive: bool = False) -> float:
-    """Return ``value`` as a finite float >= 0 (or > 0), else raise naming ``where``."""
+def show_value(value: Any) -> str:
+    """``repr(value)`` kept short enough for a one-line message (huge integers, long strings)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**16:
+        try:
+            return f"{float(value):.3g}"
+        except OverflowError:
+            return f"an integer of {len(str(abs(value)))} digits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_number(value: Any, where: str, *, positive: bool = False, lo: float | None = None,
+                 hi: float | None = None, unit: str = "") -> float:
+    """Return ``value`` as a finite float >= 0 (or > 0 with ``positive``) inside ``[lo, hi]`` when
+    given, else raise :class:`InvalidInstanceError` naming ``where`` and the value."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _bad(f"{where} must be a number, got {value!r}")
-    v = float(value)
+        raise _bad(f"{where} must be a number, got {show_value(value)}")
+    unit = f" {unit}" if unit else ""
+    try:
+        v = float(value)
+    except OverflowError:  # an integer beyond every float
+        limit = f"<= {hi:g}{unit}" if hi is not None else "finite"
+        raise _bad(f"{where} must be {limit}, got {show_value(value)}") from None
     if math.isnan(v) or math.isinf(v):
-        raise _bad(f"{where} must be finite, got {value!r}")
+        raise _bad(f"{where} must be finite, got {show_value(value)}")
     if positive and v <= 0:
-        raise _bad(f"{where} must be > 0, got {value!r}")
+        raise _bad(f"{where} must be > 0, got {show_value(value)}")
     if v < 0:
-        raise _bad(f"{where} must be >= 0, got {value!r}")
+        raise _bad(f"{where} must be >= 0, got {show_value(value)}")
+    if lo is not None and v < lo:
+        raise _bad(f"{where} must be >= {lo:g}{unit}, got {show_value(value)}")
+    if hi is not None and (v > hi or (isinstance(value, int) and value > hi)):  # ints exactly
+        raise _bad(f"{where} must be <= {hi:g}{unit}, got {show_value(value)}")
     return v
 
 
@@ -119,20 +168,21 @@ class Instance:
         for d, dev in enumerate(self.devices):
             if dev.name in self.device_index:
                 raise _bad(f"devices: duplicate device name {dev.name!r}")
-            check_number(dev.memory, f"device {dev.name!r}: memory")
-            check_number(dev.speed, f"device {dev.name!r}: speed", positive=True)
+            check_number(dev.memory, f"device {dev.name!r}: memory", hi=MAX_MEMORY, unit="bytes")
+            check_number(dev.speed, f"device {dev.name!r}: speed", positive=True, lo=SPEED_RANGE[0], hi=SPEED_RANGE[1])
             self.device_index[dev.name] = d
         self.m = len(self.devices)
-        check_number(self.link.latency, "links: latency")
-        check_number(self.link.bandwidth, "links: bandwidth", positive=True)
+        check_number(self.link.latency, "links: latency", hi=MAX_TIME_US, unit="µs")
+        check_number(self.link.bandwidth, "links: bandwidth", positive=True, lo=MIN_BANDWIDTH, unit="bytes/µs")
         self.lat = [[self.link.latency] * self.m for _ in range(self.m)]
         self.bw = [[self.link.bandwidth] * self.m for _ in range(self.m)]
         for (a, b), lk in self.pairs.items():
             for nm in (a, b):
                 if nm not in self.device_index:
                     raise _bad(f"links.pairs: unknown device {nm!r}")
-            check_number(lk.latency, f"links.pairs {a}->{b}: latency")
-            check_number(lk.bandwidth, f"links.pairs {a}->{b}: bandwidth", positive=True)
+            check_number(lk.latency, f"links.pairs {a}->{b}: latency", hi=MAX_TIME_US, unit="µs")
+            check_number(lk.bandwidth, f"links.pairs {a}->{b}: bandwidth", positive=True, lo=MIN_BANDWIDTH,
+                         unit="bytes/µs")
             self.lat[self.device_index[a]][self.device_index[b]] = lk.latency
             self.bw[self.device_index[a]][self.device_index[b]] = lk.bandwidth
 
@@ -148,16 +198,19 @@ class Instance:
                 for dev in self.devices:
                     if dev.name not in op.time:
                         raise _bad(f"op {op.id!r}: time has no entry for device {dev.name!r}")
-                    row.append(check_number(op.time[dev.name], f"op {op.id!r}: time[{dev.name!r}]"))
+                    row.append(check_number(op.time[dev.name], f"op {op.id!r}: time[{dev.name!r}]",
+                                            hi=MAX_TIME_US, unit="µs"))
                 for k in op.time:
                     if k not in self.device_index:
                         raise _bad(f"op {op.id!r}: time names unknown device {k!r}")
             else:
-                t = check_number(op.time, f"op {op.id!r}: time")
+                t = check_number(op.time, f"op {op.id!r}: time", hi=MAX_TIME_US, unit="µs")
                 row = [t / dev.speed for dev in self.devices]
             self.dur.append(row)
-            self.mem.append(int(check_number(op.memory, f"op {op.id!r}: memory")))
+            self.mem.append(int(check_number(op.memory, f"op {op.id!r}: memory", hi=MAX_MEMORY, unit="bytes")))
         self.n = len(self.ops)
+        if self.n == 0:
+            raise _bad("ops: at least one op is required, got an empty list")
 
         self.esrc: list[int] = []
         self.edst: list[int] = []
@@ -169,7 +222,7 @@ class Instance:
                 if nm not in self.op_index:
                     raise _bad(f"edge {ed.src!r}->{ed.dst!r}: {end} names unknown op {nm!r}")
             u, v = self.op_index[ed.src], self.op_index[ed.dst]
-            b = check_number(ed.bytes, f"edge {ed.src!r}->{ed.dst!r}: bytes")
+            b = check_number(ed.bytes, f"edge {ed.src!r}->{ed.dst!r}: bytes", hi=MAX_BYTES)
             if u == v:
                 raise _bad(f"edges: cycle through edge {ed.src!r}->{ed.dst!r} (self-loop)")
             self.esrc.append(u)
@@ -228,6 +281,27 @@ class Instance:
                     f"{self.devices[self.pinned[o]].name!r} ({self.devices[self.pinned[o]].memory})"
                 )
         self.capacity = [int(dev.memory) for dev in self.devices]
+        pinned_mem = [0] * self.m
+        for o, d in enumerate(self.pinned):
+            if d >= 0:
+                pinned_mem[d] += self.mem[o]
+        for d, need in enumerate(pinned_mem):
+            if need > self.capacity[d]:
+                raise _bad(f"device {self.devices[d].name!r}: the ops pinned to it need {need} bytes of memory, "
+                           f"it has {self.capacity[d]}")
+        self._check_serial_time()
+
+    def _check_serial_time(self) -> None:
+        """Every op on its slowest device and every transfer at its slowest, one after another, must stay
+        within ``MAX_SERIAL_US`` (the horizon exact models start from)."""
+        lat = max(max(row) for row in self.lat)
+        bw = min(min(row) for row in self.bw)
+        total = sum(max(row) for row in self.dur)
+        if self.m > 1:
+            total += sum(lat + b / bw for b in self.ebytes)
+        if total > MAX_SERIAL_US:
+            raise _bad(f"instance: ops and transfers one after another take {total:.3g} µs, more than the "
+                       f"limit {MAX_SERIAL_US:g} µs (see the README's value limits)")
 
     def _topological_order(self) -> list[int]:
         """Kahn's algorithm, smallest input index first among ready ops (deterministic)."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import math
+import os
 import pkgutil
 import time
 import typing
@@ -18,7 +20,7 @@ from typing import Any, Callable
 
 from .bounds import lower_bound
 from .errors import DplaceError, InfeasibleError, InvalidInstanceError
-from .model import Instance
+from .model import Instance, show_value
 from .result import Result, no_solution
 
 
@@ -73,13 +75,19 @@ def methods() -> list[str]:
 
 
 def method_info(name: str) -> MethodInfo:
+    """The registry entry of method ``name`` (function, options dataclass, summary, kind, ``max_ops``);
+    an unknown name is an :class:`InvalidInstanceError` listing the valid ones."""
     _load_all()
+    if not isinstance(name, str):
+        raise InvalidInstanceError(f"method must be a method name (a string), got {type(name).__name__}")
     if name not in _METHODS:
         raise InvalidInstanceError(f"method: unknown method {name!r}; valid: {', '.join(sorted(_METHODS))}")
     return _METHODS[name]
 
 
 def get_method(name: str) -> Callable[..., Result]:
+    """The ``place(instance, *, time_limit_s=None, seed=0, **options) -> Result`` function of method
+    ``name``, called directly: no option checks, timing or added bound (:func:`solve` adds those)."""
     return method_info(name).func
 
 
@@ -131,14 +139,26 @@ def validate_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def check_time_limit(time_limit_s: float | None) -> None:
-    """A time limit is None (no limit) or a number > 0; anything else is an InvalidInstanceError."""
-    if time_limit_s is not None and (time_limit_s != time_limit_s or time_limit_s <= 0):
-        raise InvalidInstanceError(f"time_limit_s must be > 0, got {time_limit_s!r}")
+def check_time_limit(time_limit_s: float | None, where: str = "time_limit_s") -> None:
+    """A time limit is None (no limit) or a finite number > 0 of seconds; anything else is an
+    :class:`InvalidInstanceError` naming ``where`` and the value."""
+    if time_limit_s is None:
+        return
+    if isinstance(time_limit_s, bool) or not isinstance(time_limit_s, (int, float)):
+        raise InvalidInstanceError(f"{where} must be a number of seconds, got {time_limit_s!r}")
+    if not (time_limit_s > 0 and math.isfinite(time_limit_s)):
+        raise InvalidInstanceError(f"{where} must be a finite number of seconds > 0 (leave it out for no limit), "
+                                   f"got {time_limit_s!r}")
 
 
 def solve(inst: Instance, method: str, *, time_limit_s: float | None = None, seed: int = 0, **options: Any) -> Result:
     """Run ``method`` on ``inst`` and return its simulated, bounded :class:`Result`."""
+    if not isinstance(inst, Instance):
+        hint = " (load the file first: dplace.load_instance(path))" if isinstance(inst, (str, os.PathLike)) else ""
+        raise InvalidInstanceError(f"solve: instance must be a dplace.Instance, got {type(inst).__name__} "
+                                   f"{show_value(inst)}{hint}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InvalidInstanceError(f"seed must be an integer, got {seed!r}")
     info = method_info(method)
     opts = validate_options(method, options)
     check_time_limit(time_limit_s)

@@ -708,7 +708,7 @@ def tick_schedule(inst: Instance, T: Ticks, placement: Sequence[int], order: Seq
     """:func:`dplace.simulate` of ``placement``/``order`` on the model's tick data (durations p, transfer
     times c as bytes over a link of latency 0 and bandwidth 1); None when links differ per device pair
     (then a transfer time is not bytes over one link) or the order is not valid."""
-    from dplace.model import Device, Edge, Link, Op
+    from dplace.model import MAX_MEMORY, Device, Edge, Link, Op
     from dplace.simulate import simulate
 
     if not _homogeneous(inst):
@@ -717,7 +717,7 @@ def tick_schedule(inst: Instance, T: Ticks, placement: Sequence[int], order: Seq
     a, b = (0, 1) if inst.m > 1 else (0, 0)
     try:
         ti = Instance(
-            inst.name, [Device(nm, 1 << 62, 1.0) for nm in names],
+            inst.name, [Device(nm, MAX_MEMORY, 1.0) for nm in names],
             [Op(op.id, {names[d]: float(T.p[o][d]) for d in range(inst.m)}, 0) for o, op in enumerate(inst.ops)],
             [Edge(inst.ops[inst.esrc[k]].id, inst.ops[inst.edst[k]].id, float(T.c[k][a][b]) if inst.m > 1 else 0.0)
              for k in range(len(inst.esrc))],

@@ -154,8 +154,9 @@ def test_nan_option_value_rejected(inst_file, capsys):
 
 
 @pytest.mark.parametrize("argv, needle", [
-    (["--methods", "heft", "--time-limit", "-1"], "time_limit_s must be > 0, got -1.0"),
-    (["--methods", "heft", "--time-limit", "0"], "time_limit_s must be > 0, got 0.0"),
+    (["--methods", "heft", "--time-limit", "-1"], "--time-limit: must be a finite number of seconds > 0"),
+    (["--methods", "heft", "--time-limit", "0"], "--time-limit: must be a finite number of seconds > 0"),
+    (["--methods", "heft", "--time-limit", "inf"], "got 'inf'"),
     (["--methods", ","], "--methods: no method named"),
 ])
 def test_compare_bad_options_exit_2(inst_file, capsys, argv, needle):

@@ -1,0 +1,39 @@
+"""Value limits of the model: the largest instance the limits allow runs through every method."""
+import pytest
+
+import dplace
+from dplace.model import MAX_MEMORY, MAX_SERIAL_US, Device, Edge, Instance, Link, Op
+
+
+def _at_the_limits() -> Instance:
+    # serial time 2e17 + 1e17 + 1.5e17 + 1 + 4 transfers (1e16 latency + bytes) ~ 5.1e17, under the 1e18 limit,
+    # with a 1 µs op beside 1e17 µs ones (float resolution there is 16 µs)
+    ops = [Op("a", 2e17, 1), Op("b", 1e17, 1), Op("c", 1.5e17, 1, type="X"), Op("d", 1, 1)]
+    edges = [Edge("a", "b", 5e16), Edge("a", "c", 1e16), Edge("b", "d", 1e-3), Edge("c", "d", 3)]
+    return Instance("edge", [Device("g0", MAX_MEMORY, 1.0), Device("g1", MAX_MEMORY, 1.0)], ops, edges,
+                    link=Link(1e16, 1.0))
+
+
+@pytest.mark.solver
+@pytest.mark.parametrize("method", dplace.methods())
+def test_every_method_runs_at_the_value_limits(method):
+    inst = _at_the_limits()
+    res = dplace.solve(inst, method, time_limit_s=5)
+    assert res.makespan is not None and res.makespan < MAX_SERIAL_US
+    assert dplace.check(res.instance, res).ok, dplace.check(res.instance, res).summary()
+    assert res.lower_bound is not None and res.lower_bound <= res.makespan
+
+
+def test_limits_are_inclusive():
+    Instance("ok", [Device("g0", MAX_MEMORY, 1e-6)], [Op("a", 1e12, MAX_MEMORY)], [], link=Link(1e18, 1e-6))
+    with pytest.raises(dplace.InvalidInstanceError, match=r"device 'g0': memory must be <= 9.0072e\+15 bytes"):
+        Instance("no", [Device("g0", MAX_MEMORY + 1)], [Op("a", 1)], [])
+
+
+def test_serial_limit_counts_transfers_only_with_two_devices():
+    ops = [Op("a", 1), Op("b", 1)]
+    big = [Edge("a", "b", 1e18)]
+    Instance("one", [Device("g0", 10)], ops, big, link=Link(0.0, 1.0))  # never transferred
+    with pytest.raises(dplace.InvalidInstanceError, match="ops and transfers one after another take 1.1e\\+18 µs"):
+        Instance("two", [Device("g0", 10), Device("g1", 10)], [Op("a", 5e17), Op("b", 1)], [Edge("a", "b", 6e17)],
+                 link=Link(2.0, 1.0))
