@@ -165,13 +165,23 @@ def cmd_info(args: argparse.Namespace) -> int:
 
     inst = _load(args.instance)
     parts = lower_bound_parts(inst)
+    timed = None
+    if args.bounds:
+        from .bounds import bound_portfolio
+
+        timed = bound_portfolio(inst, segments=True, time_limit_s=args.bounds_time)
+        parts = {b.name: b.value for b in timed}
     total_time = sum(min(r) for r in inst.dur)
     info: dict[str, Any] = {
         "name": inst.name, "ops": inst.n, "edges": len(inst.edges), "devices": inst.m, "comm": inst.comm,
         "total_time_us": total_time, "total_memory": sum(inst.mem), "capacity": sum(inst.capacity),
         "colocation_groups": len(inst.groups), "pinned_ops": sum(1 for p in inst.pinned if p >= 0),
         "lower_bound_parts": parts, "lower_bound": max(parts.values()),
+        "bound_source": max(parts, key=lambda k: parts[k]),
     }
+    if timed is not None:
+        info["bounds"] = [{"name": b.name, "value": b.value, "time_s": b.time_s, **({"detail": b.detail} if b.detail
+                          else {})} for b in timed]
     if args.coarsen:
         try:
             from .heuristics.celeritas import coarsen_report
@@ -192,8 +202,13 @@ def cmd_info(args: argparse.Namespace) -> int:
     c.print(f"  memory                 {_bytes(sum(inst.mem))} of {_bytes(sum(inst.capacity))} "
             f"(largest device {_bytes(max(inst.capacity))})")
     c.print(f"  colocation groups      {len(inst.groups)}; pinned ops {info['pinned_ops']}")
-    c.print("  lower bound            " + _fmt(info["lower_bound"]) + " µs  ("
-            + ", ".join(f"{k} {_fmt(v)}" for k, v in parts.items()) + ")")
+    c.print("  lower bound            " + _fmt(info["lower_bound"]) + f" µs  (proven; source {info['bound_source']})")
+    if timed is None:
+        c.print("    " + ", ".join(f"{k} {_fmt(v)}" for k, v in parts.items()) + "  (--bounds: each with its time)")
+    else:
+        for b in timed:
+            more = "" if not b.detail else "  " + ", ".join(f"{k} {v}" for k, v in b.detail.items())
+            c.print(f"    {b.name:<14} {_fmt(b.value):>16} µs  {b.time_s:8.3f} s{more}")
     if "coarsen" in info:
         c.print("  coarsening             " + json.dumps(info["coarsen"]))
     return 0
@@ -347,6 +362,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 rep = check(res.instance, res)
                 rows.append({
                     "method": name, "status": res.status, "makespan": res.makespan, "lower_bound": res.lower_bound,
+                    "bound_source": res.bound_source,
                     "gap": res.gap, "time_s": res.solve_time_s,
                     "peak_memory": max(res.schedule.memory) if res.schedule else None,
                     "memory_ok": res.memory_ok, "check": rep.summary(), "message": res.message,
@@ -354,20 +370,25 @@ def cmd_compare(args: argparse.Namespace) -> int:
                     "transformed": res.instance is not inst,
                 })
             except DplaceError as exc:
-                rows.append({"method": name, "status": "error", "makespan": None, "lower_bound": None, "gap": None,
+                rows.append({"method": name, "status": "error", "makespan": None, "lower_bound": None,
+                             "bound_source": None, "gap": None,
                              "time_s": None, "peak_memory": None, "memory_ok": None, "check": "", "message": str(exc),
                              "transformed": False})
-    best_lb = max((r["lower_bound"] for r in rows if r["lower_bound"] is not None and not r["transformed"]),
-                  default=None)
+    best_lb, best_src = None, None
+    for r in rows:
+        if r["lower_bound"] is not None and not r["transformed"] and (best_lb is None or r["lower_bound"] > best_lb):
+            best_lb, best_src = r["lower_bound"], f"{r['bound_source'] or 'unnamed'} (from {r['method']})"
     for r in rows:  # also a proven optimum is a lower bound for everyone
         if r["status"] == "optimal" and r["makespan"] is not None and not r["transformed"]:
-            best_lb = max(best_lb or 0.0, r["makespan"])
+            if best_lb is None or r["makespan"] > best_lb:
+                best_lb, best_src = r["makespan"], f"proven optimum of {r['method']}"
     for r in rows:
         r["gap_to_best_bound"] = None
         if r["makespan"] and best_lb is not None:
             r["gap_to_best_bound"] = max(0.0, (r["makespan"] - best_lb) / r["makespan"])
     if args.json:
-        print(json.dumps({"instance": inst.name, "best_lower_bound": best_lb, "rows": rows}, indent=1))
+        print(json.dumps({"instance": inst.name, "best_lower_bound": best_lb, "best_bound_source": best_src,
+                          "rows": rows}, indent=1))
         return 0
     from rich.table import Table
 
@@ -380,6 +401,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         t.add_row(r["method"], r["status"], _fmt(r["makespan"]), _fmt(r["lower_bound"]), _pct(r["gap_to_best_bound"]),
                   _fmt(r["time_s"], 3), mem, r["check"] if r["makespan"] is not None else (r["message"] or "")[:60])
     _console().print(t)
+    _console().print(f"best proven bound: {_fmt(best_lb)} µs, source {best_src}")
     _console().print("gap = (makespan − best proven lower bound over all methods) / makespan; makespans are the simulator's.")
     return 0
 
@@ -403,6 +425,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--coarsen", action="store_true", help="also report nodes and CCR before/after Celeritas fusion")
     s.add_argument("--R", type=int, default=None, help="fusion exploration range (default 200)")
     s.add_argument("--M", type=float, default=None, help="cluster memory limit as a fraction of device memory (default 0.25)")
+    s.add_argument("--bounds", action="store_true", help="every proven bound with its time, exactly solved "
+                   "segments of the critical path included (runs CP-SAT)")
+    s.add_argument("--bounds-time", type=float, default=30.0, metavar="S", help="time for --bounds' segments (default 30)")
     s.add_argument("--json", action="store_true", help="print JSON instead of text")
     s.set_defaults(func=cmd_info)
 

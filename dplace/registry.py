@@ -18,7 +18,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .bounds import lower_bound
+from .bounds import lower_bound_with_source
 from .errors import DplaceError, InfeasibleError, InvalidInstanceError
 from .model import Instance, show_value
 from .result import Result, no_solution
@@ -164,7 +164,7 @@ def solve(inst: Instance, method: str, *, time_limit_s: float | None = None, see
     check_time_limit(time_limit_s)
     t0 = time.perf_counter()
     try:
-        lb = lower_bound(inst)
+        lb, src = lower_bound_with_source(inst)
     except InfeasibleError as exc:
         return no_solution(inst, method, "infeasible", str(exc), lower_bound=None, options=opts,
                            solve_time_s=time.perf_counter() - t0)
@@ -176,9 +176,9 @@ def solve(inst: Instance, method: str, *, time_limit_s: float | None = None, see
     res.solve_time_s = time.perf_counter() - t0
     res.method = method
     if res.instance is not inst:  # the method solved a transformed graph (e.g. OS-DPOS splits)
-        lb = lower_bound(res.instance)
+        lb, src = lower_bound_with_source(res.instance)
     if res.lower_bound is None or res.lower_bound < lb:
-        res.lower_bound = lb
+        res.lower_bound, res.bound_source = lb, src
     if not res.options:
         res.options = opts
     return res

@@ -1,0 +1,301 @@
+"""Segment decomposition: a lower bound from exactly solved pieces of the critical path.
+
+The relaxation, step by step (every step only removes constraints, so the bound is proven):
+
+1. ``comm="sequential"`` is relaxed to ``"parallel"``: in a sequential schedule every input still arrives
+   no earlier than its producer's end plus the edge's own transfer time, so the schedule is feasible for
+   the parallel model with the same placement, and the parallel model's earliest schedule for that
+   placement and order is no later (pure delays: a longest path, monotone in every start).
+2. Ops are dropped: take the critical path P = (c_0, …, c_{L-1}) (fastest devices, no transfers) and keep
+   only the ops whose *window* on P is short. For op o let A(o) be the last path index that is an
+   ancestor of o (or o itself) and D(o) the first path index that is a descendant (or o itself); the path
+   ops c_j with A(o) < j < D(o) are the ones o may run beside. o is kept when D(o) - A(o) - 1 <= ``window``.
+   Restricting a feasible schedule to the kept ops is feasible (memory only goes down, colocation and
+   pins are kept among the kept ops, edges between kept ops keep their transfer delays).
+3. Cut: c_j is a *cut* when no kept op may run beside it (no kept o with A(o) < j < D(o)). Every kept op
+   is then an ancestor or a descendant of every cut, so in any schedule the kept ops between cuts c_a and
+   c_b run inside [start(c_a), start(c_b)]. Segment (a, b) = c_a, the kept ops between, and c_b with
+   time 0 (standing for "the moment c_b starts", its inputs' transfers still paid). The first segment
+   starts at time 0 and ends with the first cut (time 0); the last starts at the last cut and holds all
+   kept descendants. The schedule restricted to a segment and shifted by start(c_a) is a schedule of the
+   segment's sub-instance, so makespan = sum of the segments' spans >= sum of their optima.
+4. Each segment's optimum is replaced by a *proven lower bound* of it: CP-SAT's best bound (or optimum)
+   on the segment with durations and transfer times rounded *down* to whole ticks (a relaxation with
+   integer data, so CP-SAT's tick bound is a bound of it with no rounding slack), or the segment's own
+   critical path when the solve proves nothing better.
+
+The sum of the segments' bounds is a lower bound on every schedule of the instance. Edges between kept
+ops that ran through dropped ops are lost (a further relaxation); with identical links between every
+device pair they are put back as zero-byte edges (any path from u to v through dropped ops pays at least
+one latency when u and v are on different devices, which is what a zero-byte edge costs there).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .model import Device, Edge, Instance, Link, Op
+
+__all__ = ["SegmentBound", "critical_path_ops", "segment_bound", "segments"]
+
+
+def critical_path_ops(inst: Instance) -> list[int]:
+    """Ops of one longest path with every op on its fastest device and no transfers (first to last)."""
+    n = inst.n
+    if n == 0:
+        return []
+    best = [0.0] * n
+    par = [-1] * n
+    dur, succ, edst = inst.dur, inst.succ, inst.edst
+    for o in inst.topo:
+        f = best[o] + min(dur[o])
+        for e in succ[o]:
+            v = edst[e]
+            if f > best[v]:
+                best[v] = f
+                par[v] = o
+    o = max(range(n), key=lambda x: (best[x] + min(dur[x]), -inst.topo_pos[x]))
+    path = []
+    while o >= 0:
+        path.append(o)
+        o = par[o]
+    return path[::-1]
+
+
+def _path_windows(inst: Instance, path: list[int]) -> tuple[list[int], list[int]]:
+    """A(o): last path index that is an ancestor of o or o (-1 if none); D(o): first path index that is
+    a descendant of o or o (len(path) if none)."""
+    L = len(path)
+    idx = {c: j for j, c in enumerate(path)}
+    A = [-1] * inst.n
+    D = [L] * inst.n
+    for o in inst.topo:
+        if o in idx:
+            A[o] = idx[o]
+        a = A[o]
+        for e in inst.succ[o]:
+            v = inst.edst[e]
+            if a > A[v]:
+                A[v] = a
+    for o in reversed(inst.topo):
+        if o in idx:
+            D[o] = idx[o]
+        d = D[o]
+        for e in inst.pred[o]:
+            u = inst.esrc[e]
+            if d < D[u]:
+                D[u] = d
+    return A, D
+
+
+@dataclass
+class Segment:
+    first: int | None  # the cut op that starts the segment (None: the first segment)
+    last: int | None  # the cut op whose start ends it, taken with time 0 (None: the last segment)
+    ops: list[int]  # the kept ops strictly between (op indices of the instance)
+    a: int = -1  # path index of ``first`` (-1: none)
+    b: int = 0  # path index of ``last`` (len(path): none)
+
+
+def segments(inst: Instance, window: int) -> tuple[list[int], list[Segment]]:
+    """(critical path, segments) of the decomposition with the given window (module docstring)."""
+    path = critical_path_ops(inst)
+    L = len(path)
+    A, D = _path_windows(inst, path)
+    on_path = set(path)
+    kept = [o for o in range(inst.n) if o not in on_path and D[o] - A[o] - 1 <= window]
+    blocked = [0] * (L + 1)  # difference array: +1 on (A, D) exclusive
+    for o in kept:
+        lo, hi = A[o] + 1, D[o]
+        if lo < hi:
+            blocked[lo] += 1
+            blocked[hi] -= 1
+    cuts = []
+    run = 0
+    for j in range(L):
+        run += blocked[j]
+        if run == 0:
+            cuts.append(j)
+    # segment k lies between cuts[k-1] and cuts[k]: kept op o belongs to the segment with
+    # cuts[k-1] <= A(o) and D(o) <= cuts[k]
+    import bisect
+
+    bounds_ = [-1] + cuts + [L]
+    segs = [Segment(None if k == 0 else path[cuts[k - 1]], path[cuts[k]] if k < len(cuts) else None, [],
+                    bounds_[k], bounds_[k + 1]) for k in range(len(cuts) + 1)]
+    cut_set = {path[j] for j in cuts}
+    for o in kept + [c for c in path if c not in cut_set]:
+        k = bisect.bisect_left(cuts, D[o])  # first cut index >= D(o)
+        segs[k].ops.append(o)
+    return path, segs
+
+
+def _homogeneous_links(inst: Instance) -> bool:
+    vals = {(inst.lat[a][b], inst.bw[a][b]) for a in range(inst.m) for b in range(inst.m) if a != b}
+    return len(vals) <= 1
+
+
+def _sub_instance(inst: Instance, seg: Segment, tick: float, reach_extra: bool) -> Instance:
+    """The segment as an instance with integer data in ticks, every time rounded down (a relaxation).
+
+    Transfers: one link of latency 0 and bandwidth 1 where an edge's bytes are its transfer time in ticks
+    (rounded down) when every device pair has the same link; otherwise the instance's links with bytes
+    and latencies scaled (still rounded down)."""
+    members = ([seg.first] if seg.first is not None else []) + sorted(seg.ops, key=lambda o: inst.topo_pos[o])
+    if seg.last is not None:
+        members.append(seg.last)
+    pos = {o: i for i, o in enumerate(members)}
+    names = [d.name for d in inst.devices]
+    ops = []
+    for o in members:
+        src = inst.ops[o]
+        t = {names[d]: (0.0 if o == seg.last else math.floor(inst.dur[o][d] / tick + 1e-9)) for d in range(inst.m)}
+        ops.append(Op(src.id, t, inst.mem[o], colocation=src.colocation, device=src.device))
+    homog = _homogeneous_links(inst)
+    edges = []
+    seen = set()
+    for o in members:
+        for e in inst.succ[o]:
+            v = inst.edst[e]
+            if v in pos:
+                seen.add((o, v))
+                b = math.floor(inst.transfer_time(e, 0, 1) / tick + 1e-9) if homog and inst.m > 1 else 0.0
+                edges.append(Edge(inst.ops[o].id, inst.ops[v].id, float(b) if homog else inst.ebytes[e] / tick))
+    if reach_extra and homog:
+        # precedences through dropped ops, as zero-byte edges (paid: one latency between devices, floored)
+        lat = math.floor(inst.lat[0][1] / tick + 1e-9) if inst.m > 1 else 0
+        anc = _reach_within(inst, members, pos)
+        for v, srcs in anc.items():
+            for u in srcs:
+                if (u, v) not in seen:
+                    edges.append(Edge(inst.ops[u].id, inst.ops[v].id, float(lat)))
+    devices = [Device(d.name, d.memory, 1.0) for d in inst.devices]
+    if homog:
+        link, pairs = Link(0.0, 1.0), {}
+    else:  # scaled links: latency / tick rounded down, bandwidth in bytes per tick scaled so bytes/bw stays
+        link = Link(math.floor(inst.link.latency / tick + 1e-9), inst.link.bandwidth)
+        pairs = {k: Link(math.floor(lk.latency / tick + 1e-9), lk.bandwidth) for k, lk in inst.pairs.items()}
+    return Instance(f"{inst.name}-seg", devices, ops, edges, link=link, pairs=pairs, comm="parallel")
+
+
+def _reach_within(inst: Instance, members: list[int], pos: dict[int, int]) -> dict[int, set[int]]:
+    """For each member v, the members u that reach v only through non-members (direct edges excluded
+    later); searched backwards from v through non-members, bounded to the segment's span."""
+    lo = min(inst.topo_pos[o] for o in members)
+    out: dict[int, set[int]] = {}
+    for v in members:
+        found: set[int] = set()
+        stack = [inst.esrc[e] for e in inst.pred[v] if inst.esrc[e] not in pos]
+        seen = set(stack)
+        while stack:
+            w = stack.pop()
+            for e in inst.pred[w]:
+                u = inst.esrc[e]
+                if inst.topo_pos[u] < lo or u in seen:
+                    continue
+                seen.add(u)
+                if u in pos:
+                    found.add(u)
+                else:
+                    stack.append(u)
+        if found:
+            out[v] = found
+    return out
+
+
+def _shape_key(sub: Instance) -> tuple:
+    """Everything the segment's optimum depends on, without names (equal keys: equal optima)."""
+    gid = {g: i for i, g in enumerate(sub.group_names)}
+    ops = tuple((tuple(sub.dur[o]), sub.mem[o], gid.get(sub.ops[o].colocation, -1), sub.pinned[o]) for o in range(sub.n))
+    edges = tuple(sorted(zip(sub.esrc, sub.edst, sub.ebytes)))
+    links = (sub.link, tuple(sorted(sub.pairs.items())), tuple(sub.capacity))
+    return ops, edges, links
+
+
+@dataclass
+class SegmentBound:
+    value: float  # µs, proven lower bound on every schedule's makespan
+    window: int
+    tick: float
+    n_segments: int
+    kept_ops: int
+    largest_segment: int
+    proven_optimal: int  # segments whose bound equals their optimum (CP-SAT proved it)
+    time_s: float
+    pieces: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _segment_lb(sub: Instance, time_limit_s: float, workers: int) -> tuple[float, bool]:
+    """Proven lower bound (ticks) of the sub-instance's optimum and whether it is its optimum."""
+    from .bounds import critical_path_length
+
+    cp_len = critical_path_length(sub)
+    if sub.n <= 2 or time_limit_s <= 0:
+        return cp_len, False
+    from .formulations.cpsat import cpsat  # noqa: PLC0415 — formulations imports dplace.bounds
+
+    res = cpsat(sub, time_limit_s=time_limit_s, hint="heft", workers=workers, progress=False, tick=1.0)
+    lb = res.lower_bound if res.lower_bound is not None else cp_len
+    return max(cp_len, lb), res.status == "optimal"
+
+
+def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 3, 0), time_limit_s: float = 30.0,
+                  segment_time_s: float = 2.0, max_segment_ops: int = 60, workers: int = 1) -> SegmentBound:
+    """Sum of proven segment bounds (module docstring).
+
+    ``windows`` from wide to narrow: the decomposition with the widest window is used where its segments
+    have at most ``max_segment_ops`` ops; a larger segment is bounded by the decomposition of its span with
+    the next window (a wider window keeps more ops, so its cuts are cuts of every narrower window and the
+    span between two of them is bounded by the narrower segments inside it). ``time_limit_s`` caps the
+    whole computation: segments left when it runs out count with their critical path only (still a bound).
+    """
+    import bisect
+
+    t0 = time.perf_counter()
+    windows = tuple(sorted(set(windows), reverse=True)) or (0,)
+    levels = [segments(inst, w) for w in windows]
+    path = levels[0][0]
+    if not path:
+        return SegmentBound(0.0, windows[0], 1.0, 0, 0, 0, 0, 0.0)
+    total_us = sum(min(inst.dur[o]) for o in path)
+    tick = 10.0 ** math.floor(math.log10(max(1.0, total_us / 1e7)))  # ~1e7 ticks along the path at most
+    starts = [[s.a for s in segs] for _, segs in levels]
+    stats = {"n": 0, "opt": 0, "kept": 0, "largest": 0}
+    pieces: list[dict[str, Any]] = []
+    cache: dict[Any, tuple[float, bool]] = {}
+
+    def span(level: int, a: int, b: int) -> float:
+        segs = levels[level][1]
+        k = bisect.bisect_left(starts[level], a)
+        total = 0.0
+        while k < len(segs) and segs[k].b <= b:
+            seg = segs[k]
+            k += 1
+            size = len(seg.ops) + (seg.first is not None) + (seg.last is not None)
+            if size > max_segment_ops and level + 1 < len(levels):
+                total += span(level + 1, seg.a, seg.b)
+                continue
+            sub = _sub_instance(inst, seg, tick, reach_extra=True)
+            key = _shape_key(sub)
+            if key in cache:  # repeated layers give the same segment: solved once
+                lb, opt = cache[key]
+            else:
+                left = time_limit_s - (time.perf_counter() - t0)
+                lb, opt = _segment_lb(sub, min(segment_time_s, left) if size <= max_segment_ops else 0.0, workers)
+                cache[key] = (lb, opt)
+            lb *= tick
+            if not opt and level + 1 < len(levels) and sub.n > 2:  # the narrower pieces may prove more
+                lb = max(lb, span(level + 1, seg.a, seg.b))
+            stats["n"] += 1
+            stats["opt"] += int(opt)
+            stats["kept"] += len(seg.ops)
+            stats["largest"] = max(stats["largest"], sub.n)
+            pieces.append({"window": windows[level], "ops": sub.n, "bound_us": lb, "optimal": opt})
+            total += lb
+        return total
+
+    value = span(0, -1, len(path))
+    return SegmentBound(value, windows[0], tick, stats["n"], stats["kept"], stats["largest"], stats["opt"],
+                        time.perf_counter() - t0, pieces)

@@ -1,0 +1,194 @@
+"""Every proven bound against optima worked out independently: brute force on tiny random instances,
+and on 30-60-op series compositions whose optimum is the sum of brute-forced blocks (proof below)."""
+import json
+import random
+
+import pytest
+
+from dplace.bounds import (
+    bound_portfolio, critical_path_length, energetic_bound, lower_bound_parts, lower_bound_with_source,
+    memory_path_bound, work_bound,
+)
+from dplace.bounds_segments import segment_bound, segments
+from dplace.errors import InfeasibleError
+from dplace.model import Device, Edge, Instance, Link, Op
+from dplace.testing import random_instance
+from formulations._brute import brute_force
+
+pytestmark = pytest.mark.solver  # the segment bound runs CP-SAT
+
+TOL = 1e-6
+
+
+def _opt(inst):
+    try:
+        return brute_force(inst)[0]
+    except InfeasibleError:
+        return None
+
+
+@pytest.mark.parametrize("integer", [True, False])
+def test_every_bound_at_most_brute_force_optimum(integer):
+    rng = random.Random(11 if integer else 12)
+    checked = stronger = 0
+    for _ in range(40):
+        inst = random_instance(rng, n_ops=rng.randint(3, 6), integer=integer, edge_prob=0.35)
+        opt = _opt(inst)
+        if opt is None:
+            continue
+        parts = bound_portfolio(inst, segments=True, time_limit_s=5.0)
+        for b in parts:
+            assert b.value <= opt + TOL * max(1.0, opt), (inst.name, b.name, b.value, opt, inst.to_json())
+        best = max(b.value for b in parts)
+        stronger += best > max(critical_path_length(inst), work_bound(inst)) + 1e-9
+        checked += 1
+    assert checked >= 25
+    assert stronger >= 1  # the new bounds do see something the old ones did not
+
+
+def _block(rng, k, tag):
+    """A random DAG on ops s, b1..bk, t with every op reachable from s and reaching t."""
+    names = [f"{tag}s"] + [f"{tag}b{i}" for i in range(k)] + [f"{tag}t"]
+    times = [rng.randint(1, 9) for _ in names]
+    edges = set()
+    for i in range(1, k + 1):
+        edges.add((rng.randrange(0, i), i))
+        edges.add((i, rng.randint(i + 1, k + 1)))
+    for _ in range(k // 2):
+        a = rng.randrange(0, k + 1)
+        b = rng.randrange(a + 1, k + 2)
+        edges.add((a, b))
+    nbytes = {e: rng.randint(0, 6) for e in sorted(edges)}
+    return names, times, nbytes
+
+
+def _block_instance(names, times, nbytes, m, lat):
+    ops = [Op(nm, t, 0) for nm, t in zip(names, times)]
+    edges = [Edge(names[a], names[b], float(nb)) for (a, b), nb in nbytes.items()]
+    return Instance("block", [Device(f"d{d}", 1 << 30) for d in range(m)], ops, edges, link=Link(lat, 1.0))
+
+
+def _series(rng, blocks, m=2, lat=2.0):
+    """Blocks chained through shared ops (block i's sink is block i+1's source) and the optimum.
+
+    Identical devices, unlimited memory, parallel transfers. Every op of block i+1 is a descendant of the
+    shared op x and every op of block i an ancestor, so in any schedule block i occupies
+    [start(s_i), end(t_i)] and consecutive blocks overlap exactly on x's run: makespan = sum of block
+    spans - sum of the shared ops' times >= sum OPT(B_i) - sum p(x). Conversely, optimal block schedules,
+    devices renamed so x sits on one device in both and shifted to meet at x, form one schedule
+    (nothing of block i+1 starts before x ends, nothing of block i ends after x starts). So
+    OPT = sum OPT(B_i) - sum p(x), each OPT(B_i) by brute force."""
+    ops, edges, opt = [], [], 0.0
+    prev_sink = None
+    for i, k in enumerate(blocks):
+        names, times, nbytes = _block(rng, k, f"B{i}")
+        if prev_sink is not None:  # share: this block's source is the previous sink
+            names[0] = prev_sink[0]
+            times[0] = prev_sink[1]
+        opt += brute_force(_block_instance(names, times, nbytes, m, lat))[0]
+        if prev_sink is not None:
+            opt -= prev_sink[1]
+        ops.extend(Op(nm, t, 0) for j, (nm, t) in enumerate(zip(names, times)) if not (prev_sink and j == 0))
+        edges.extend(Edge(names[a], names[b], float(nb)) for (a, b), nb in nbytes.items())
+        prev_sink = (names[-1], times[-1])
+    inst = Instance("series", [Device(f"d{d}", 1 << 30) for d in range(m)], ops, edges, link=Link(lat, 1.0))
+    return inst, opt
+
+
+@pytest.mark.parametrize("seed,blocks", [(1, [4] * 8), (2, [5, 3, 4, 5, 4, 3, 5, 4, 5, 4, 3])])
+def test_bounds_against_exact_optimum_of_series_compositions(seed, blocks):
+    inst, opt = _series(random.Random(seed), blocks)
+    assert 30 <= inst.n <= 60
+    parts = {b.name: b.value for b in bound_portfolio(inst, segments=True, time_limit_s=20.0)}
+    for name, v in parts.items():
+        assert v <= opt + TOL * opt, (name, v, opt)
+    # every shared op is a cut, each block is solved exactly: the segment bound reaches the optimum
+    assert parts["segments"] == pytest.approx(opt, rel=1e-9)
+    assert parts["segments"] > parts["critical_path"]
+
+
+def test_segments_cut_only_where_every_kept_op_is_comparable():
+    inst, _ = _series(random.Random(3), [4, 5, 4, 4, 5, 4, 4])
+    for w in (0, 2, 8):
+        path, segs = segments(inst, w)
+        anc = {o: set() for o in range(inst.n)}
+        for o in inst.topo:
+            for e in inst.succ[o]:
+                anc[inst.edst[e]] |= anc[o] | {o}
+        kept = [o for s in segs for o in s.ops] + [s.first for s in segs if s.first is not None]
+        for s in segs:
+            for c in (s.first, s.last):
+                if c is None:
+                    continue
+                for o in kept:
+                    assert o == c or o in anc[c] or c in anc[o]
+        assert len({o for s in segs for o in s.ops}) == sum(len(s.ops) for s in segs)
+
+
+def test_memory_path_counts_forced_transfers():
+    # a chain of 4 ops, each needing more than half a device: 4 devices, 3 transfers, all on the path
+    ops = [Op(f"c{i}", 5, 60) for i in range(4)]
+    edges = [Edge(f"c{i}", f"c{i + 1}", 4.0) for i in range(3)]
+    inst = Instance("forced", [Device(f"d{d}", 100) for d in range(4)], ops, edges, link=Link(1.0, 2.0))
+    opt = brute_force(inst)[0]
+    assert opt == pytest.approx(20 + 3 * (1 + 2))
+    assert memory_path_bound(inst) == pytest.approx(opt)
+    assert critical_path_length(inst) == 20
+    # colocation: c1 and c2 together cannot be split, and the group needs a device of its own
+    ops = [Op("c0", 5, 40), Op("c1", 5, 40, colocation="g"), Op("c2", 5, 40, colocation="g"), Op("c3", 5, 40)]
+    inst = Instance("coloc", [Device(f"d{d}", 100) for d in range(3)], ops, edges, link=Link(1.0, 2.0))
+    assert memory_path_bound(inst) == pytest.approx(20 + 1 * 3)
+    assert memory_path_bound(inst) <= brute_force(inst)[0] == pytest.approx(20 + 2 * 3)
+
+
+def test_energetic_sees_what_path_and_work_miss():
+    # m = 2: three independent chains of 4 + 4 and one op of 8 beside a 1-op chain: heads/tails overlap
+    ops = [Op("a", 4), Op("b", 4), Op("c", 4), Op("d", 4), Op("e", 8), Op("f", 1)]
+    edges = [Edge("a", "b"), Edge("c", "d")]
+    inst = Instance("ener", [Device("d0", 10), Device("d1", 10)], ops, edges, link=Link(0.0, 1.0))
+    opt = brute_force(inst)[0]
+    e = energetic_bound(inst)
+    assert e <= opt + 1e-9
+    assert e > max(critical_path_length(inst), work_bound(inst)) - 1e-9
+
+
+def test_energetic_at_scale_is_valid():
+    from dplace.generate import transformer_training
+    from dplace.registry import solve
+
+    inst = transformer_training(3000, 4, seed=0)
+    e = energetic_bound(inst)
+    assert critical_path_length(inst) - 1e-6 <= e <= solve(inst, "heft").makespan + 1e-6
+
+
+def test_lower_bound_names_its_source_in_results_and_cli(tmp_path, capsys):
+    from dplace.cli import main
+    from dplace.registry import solve
+
+    ops = [Op(f"c{i}", 5, 60) for i in range(4)]
+    edges = [Edge(f"c{i}", f"c{i + 1}", 4.0) for i in range(3)]
+    inst = Instance("forced", [Device(f"d{d}", 100) for d in range(4)], ops, edges, link=Link(1.0, 2.0))
+    lb, src = lower_bound_with_source(inst)
+    assert src == "memory_path" and lb == pytest.approx(29)
+    res = solve(inst, "heft")
+    assert res.bound_source == "memory_path" and res.to_dict()["bound_source"] == "memory_path"
+    path = tmp_path / "i.json"
+    path.write_text(inst.to_json())
+    assert main(["info", str(path), "--bounds", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert {b["name"] for b in info["bounds"]} >= {"critical_path", "energetic", "memory_path", "segments"}
+    assert all(b["time_s"] >= 0 for b in info["bounds"])
+    assert main(["compare", str(path), "--methods", "heft,m_etf"]) == 0
+    assert "source memory_path (from heft)" in capsys.readouterr().out
+
+
+def test_cheap_parts_are_what_lower_bound_takes():
+    inst = random_instance(random.Random(5), n_ops=8)
+    parts = lower_bound_parts(inst)
+    assert lower_bound_with_source(inst)[0] == max(parts.values())
+
+
+def test_segment_bound_respects_its_time_limit_and_stays_a_bound():
+    inst, opt = _series(random.Random(4), [5] * 8)
+    sb = segment_bound(inst, time_limit_s=0.0)  # nothing solved: each segment counts its critical path
+    assert critical_path_length(inst) - 1e-9 <= sb.value <= opt + 1e-9
