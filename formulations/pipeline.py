@@ -18,8 +18,16 @@ Vocabulary (as in the paper):
 - with a bandwidth β each cut between two resources becomes a communication layer of forward and
   backward time a_l/β (2·a_l/β in all, §3.1) on its own link resource, without memory.
 
+Claims: every solution says over which patterns its T/k is proven least (``optimal_over``, one of
+SCOPES) and carries a lower bound on T/k with its scope; :func:`_claim` is the one place that sets
+them. The contiguous DP (and a proven contiguous CP-SAT run) is exact over 1-periodic contiguous
+patterns only: when memory binds, a k-periodic pattern can do better (Theorem 4), so ``optimal``
+over k-periodic patterns needs T/k to reach a bound valid for all of them (the load bounds).
+
 Public functions: :func:`one_f_one_b_star`, :func:`k_periodic`, :func:`validate_pattern`, :func:`nca_from_shifts`,
-:func:`contiguous_dp`, :func:`contiguous_milp`, :func:`general_milp`, :func:`solve_pipeline`, plus
+:func:`contiguous_dp`, :func:`contiguous_milp`, :func:`general_milp`, :func:`contiguous_theorem4`,
+:func:`k_search`, :func:`solve_pipeline`, the proven bounds :func:`general_lower_bound` and
+:func:`contiguous_lower_bound`, plus
 helpers to build patterns (:func:`pattern_from_times`, :func:`packed_pattern`) and the paper's
 example chains (:func:`theorem4_chain`, :func:`theorem5_chain`, :func:`theorem6_chain`).
 """
@@ -251,8 +259,10 @@ def single_batch_times(pattern: Pattern) -> tuple[list[float], list[float]]:
 def k_periodic(pattern: Pattern, k: int) -> Pattern:
     """Theorem 4's construction (§5.2): unroll the 1-periodic ``pattern`` k+1 times (period (k+1)·T)
     and remove every operation of every (k+1)-th batch. The result is k-periodic with period (k+1)·T
-    and normalised period (1 + 1/k)·T; it trades throughput for at most one fewer live activation.
-    ``k = 1`` keeps one batch in two (period 2T)."""
+    and normalised period (1 + 1/k)·T. A layer with NCA g keeps g − ⌊g/(k+1)⌋ live activations
+    (:func:`theorem4_nca`), so only layers with g > k gain. The paper applies it to the pattern with
+    no idle time (1F1B* at the stages' largest load, :func:`contiguous_theorem4`); applied to an
+    already memory-feasible pattern it only lengthens the period. ``k = 1`` keeps one batch in two."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InvalidInstanceError(f"k must be an integer >= 1, got {k!r}")
     tf, tb = single_batch_times(pattern)
@@ -271,6 +281,13 @@ def k_periodic(pattern: Pattern, k: int) -> Pattern:
     ref -= ref % k  # keep residues; shift so the first B_1 is near 0
     return Pattern(Tk, k, tuple(PatternOp(o[0], o[1], o[2], o[3], o[4] - ref, o[5]) for o in ops), pattern.chain,
                    pattern.resources, pattern.processors)
+
+
+def theorem4_nca(g: int, k: int) -> int:
+    """NCA of a layer with NCA g in a 1-periodic pattern after :func:`k_periodic` with k: of any g
+    consecutive batches at least ⌊g/(k+1)⌋ are dropped, and some window ending on a kept batch drops
+    no more. (Exact for layers of positive duration; a zero-time layer may count fewer.)"""
+    return g - g // (k + 1)
 
 
 # ============================================================================== communication
@@ -421,7 +438,7 @@ class PipelineSolution:
     chain: Chain
     processors: int
     memory: float | None
-    status: str  # "optimal" | "feasible" | "infeasible" | "unknown"
+    status: str  # "optimal" (over ``optimal_over`` only) | "feasible" | "infeasible" | "unknown"
     allocation: list[int] = field(default_factory=list)  # processor of each layer
     stages: list[tuple[int, int]] | None = None  # contiguous allocations only
     pattern: Pattern | None = None
@@ -431,6 +448,9 @@ class PipelineSolution:
     claimed_period: float | None = None  # the model's objective
     solve_time_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+    optimal_over: str | None = None  # the patterns among which T/k is proven least (SCOPES), with "optimal"
+    lower_bound: float | None = None  # proven least T/k over ``lower_bound_over`` (µs)
+    lower_bound_over: str | None = None
 
     @property
     def period(self) -> float | None:
@@ -450,7 +470,8 @@ class PipelineSolution:
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": "dplace-pipeline/1", "chain": self.chain.name, "method": self.method,
-                "status": self.status, "processors": self.processors, "memory": self.memory,
+                "status": self.status, "optimal_over": self.optimal_over, "lower_bound": self.lower_bound,
+                "lower_bound_over": self.lower_bound_over, "processors": self.processors, "memory": self.memory,
                 "period": self.period, "k": self.k, "normalised_period": self.normalised_period,
                 "claimed_period": self.claimed_period, "valid": self.ok,
                 "errors": list(self.report.errors) if self.report else [],
@@ -470,19 +491,197 @@ def _finish(sol: PipelineSolution, pattern: Pattern, origin: Sequence[int | None
     return sol
 
 
-def with_k(sol: PipelineSolution, k: int) -> PipelineSolution:
-    """The same allocation with the k-periodic pattern of :func:`k_periodic` built from its 1-periodic one."""
-    if sol.pattern is None:
-        raise InvalidInstanceError(f"solution of {sol.method!r} has no pattern to unroll")
-    pat = k_periodic(sol.pattern, k)
-    origin = [i for i in range(pat.chain.L)]
-    # communication layers carry no memory; map back through the expanded chain's ids
-    ids = {ly.id for ly in sol.chain.layers}
-    origin2 = [i if pat.chain.layers[i].id in ids else None for i in origin]
-    new = PipelineSolution(sol.method + f"+k{k}", sol.chain, sol.processors, sol.memory, sol.status, sol.allocation,
-                           sol.stages, claimed_period=sol.claimed_period, solve_time_s=sol.solve_time_s,
-                           extra=dict(sol.extra, k_from_period=sol.period))
-    return _finish(new, pat, origin2)
+# ====================================================================================== claims
+# The scope of a claim: the patterns among which a normalised period T/k is proven least (or bounded).
+ONE_PERIODIC_CONTIGUOUS = "1-periodic contiguous"  # 1-periodic patterns of contiguous allocations
+K_PERIODIC_CONTIGUOUS = "k-periodic contiguous"  # k-periodic patterns (every k) of contiguous allocations
+K_PERIODIC_GENERAL = "k-periodic general"  # k-periodic patterns (every k) of any allocation
+SCOPES = (ONE_PERIODIC_CONTIGUOUS, K_PERIODIC_CONTIGUOUS, K_PERIODIC_GENERAL)
+
+
+def general_lower_bound(chain: Chain, processors: int) -> float:
+    """max(largest u_F + u_B, Σ(u_F + u_B)/P): no k-periodic pattern of any allocation has a smaller
+    T/k (the processor of layer l runs it k times per period; the P processors share k·Σu)."""
+    return max(max(chain.u), sum(chain.u) / processors)
+
+
+def _contiguous_fits(chain: Chain, P: int, M: float | None, T: float) -> bool:
+    """Can the chain be cut into ≤ P stages, each of load ≤ T and Σ(W + a) ≤ M, at cuts whose
+    communication 2a/β is ≤ T? Greedy: from each stage start, cut at the farthest allowed point
+    (both limits hold on every sub-range, so the farthest cut never needs more stages)."""
+    L, u, w, a = chain.L, chain.u, chain.w, chain.a
+    tol_t = _tol(T)
+    i, stages = 0, 0
+    while i < L:
+        load = mem = 0.0
+        e, last_cut = i, None
+        while e < L:
+            load += u[e]
+            mem += w[e] + a[e]
+            if load > T + tol_t or (M is not None and mem > M + _tol(M)):
+                break
+            e += 1
+            if e == L or communication_time(chain, e - 1) <= T + tol_t:
+                last_cut = e
+        if last_cut is None:
+            return False
+        i, stages = last_cut, stages + 1
+        if stages > P:
+            return False
+    return True
+
+
+def contiguous_lower_bound(chain: Chain, processors: int | None = None, memory: float | None = None, *,
+                           use_chain_memory: bool = True) -> float | None:
+    """Least T/k that any k-periodic pattern of a contiguous allocation can reach (every k): every
+    NCA is at least 1, so a stage needs Σ(W_l + a_l) ≤ M, and its processor runs each of its layers k
+    times per period (T/k ≥ the stage's load; a cut's link: T/k ≥ 2a/β). The least T for which the
+    chain splits into ≤ P such stages; None if even every NCA = 1 does not fit. ``memory`` None takes
+    the chain's limit (none at all with ``use_chain_memory=False``)."""
+    P = processors or chain.processors
+    memory = memory if memory is not None else (chain.memory if use_chain_memory else None)
+    cands = _candidates(chain, max(chain.u))
+    cands = sorted(set(cands) | {communication_time(chain, l) for l in range(chain.L - 1)
+                                  if communication_time(chain, l) >= max(chain.u)})
+    if not _contiguous_fits(chain, P, memory, cands[-1]):  # the whole load or the largest cut: fits iff any T does
+        return None
+    a, b = 0, len(cands) - 1
+    while a < b:  # feasibility is monotone in T
+        mid = (a + b) // 2
+        if _contiguous_fits(chain, P, memory, cands[mid]):
+            b = mid
+        else:
+            a = mid + 1
+    return cands[a]
+
+
+def _claim(sol: PipelineSolution, allocation: str, exact_over: str | None = None,
+           relaxation_bound: float | None = None) -> PipelineSolution:
+    """Set the solution's status, ``optimal_over`` and lower bound, the one place this module claims
+    either. ``allocation`` is the class asked for ("contiguous" or "general"); ``exact_over`` a scope
+    over which the method itself proved the pattern optimal (e.g. the contiguous DP: 1-periodic
+    contiguous); ``relaxation_bound`` a proven bound on T/k over every k-periodic general pattern. The
+    pattern is ``optimal`` over k-periodic patterns only when its T/k reaches a bound valid for all of them."""
+    P = sol.processors
+    lb_general = general_lower_bound(sol.chain, P)
+    if relaxation_bound is not None:
+        lb_general = max(lb_general, relaxation_bound)
+    if allocation == "contiguous":
+        lb_c = contiguous_lower_bound(sol.chain, P, sol.memory, use_chain_memory=False)
+        sol.lower_bound = lb_general if lb_c is None else max(lb_c, lb_general)
+        sol.lower_bound_over = K_PERIODIC_CONTIGUOUS
+    else:
+        sol.lower_bound, sol.lower_bound_over = lb_general, K_PERIODIC_GENERAL
+    sol.optimal_over = None
+    if not sol.ok:
+        sol.status = "unknown"
+        return sol
+    v = sol.normalised_period
+    if v <= lb_general + _tol(lb_general):
+        sol.optimal_over = K_PERIODIC_GENERAL
+    elif allocation == "contiguous" and v <= sol.lower_bound + _tol(sol.lower_bound):
+        sol.optimal_over = K_PERIODIC_CONTIGUOUS
+    elif exact_over is not None and sol.k == 1:
+        sol.optimal_over = exact_over
+    sol.status = "optimal" if sol.optimal_over else "feasible"
+    return sol
+
+
+def describe_status(sol: PipelineSolution) -> str:
+    """One line for people: the status with its scope and the proven bound."""
+    names = {ONE_PERIODIC_CONTIGUOUS: "1-periodic patterns of contiguous allocations only (a k-periodic "
+                                      "pattern may have a lower T/k)",
+             K_PERIODIC_CONTIGUOUS: "every k-periodic pattern of a contiguous allocation",
+             K_PERIODIC_GENERAL: "every k-periodic pattern of any allocation"}
+    out = sol.status if sol.optimal_over is None else f"optimal over {names[sol.optimal_over]}"
+    if sol.lower_bound is not None:
+        over = "contiguous allocations" if sol.lower_bound_over == K_PERIODIC_CONTIGUOUS else "any allocation"
+        out += f"; proven T/k >= {sol.lower_bound:,.6g} µs over k-periodic patterns of {over}"
+    return out
+
+
+# ============================================================================ k-periodic patterns
+def _solution(method: str, chain: Chain, P: int, M: float | None, alloc: list[int],
+              stages: list[tuple[int, int]] | None, pattern: Pattern, origin: Sequence[int | None],
+              **extra: Any) -> PipelineSolution:
+    sol = PipelineSolution(method, chain, P, M, "feasible", list(alloc), stages, extra=dict(extra))
+    return _finish(sol, pattern, origin)
+
+
+def theorem4_pattern(chain: Chain, allocation: Sequence[int], processors: int, k: int) -> tuple[Pattern, list]:
+    """Theorem 4's pattern for any allocation: :func:`k_periodic` of :func:`packed_pattern` (no idle
+    time on the busiest processor). Returns (pattern, origin of each layer of its chain)."""
+    base = packed_pattern(chain, allocation, processors)
+    return k_periodic(base, k), expand_communication(chain, allocation, processors)[2]
+
+
+def contiguous_theorem4(chain: Chain, processors: int | None = None, memory: float | None = None, k: int = 2, *,
+                        use_chain_memory: bool = True) -> PipelineSolution:
+    """The best pattern of Theorem 4's form over contiguous allocations, for one k (§5.2): unroll
+    1F1B*(T) of a partition k+1 times and drop every (k+1)-th batch; a layer of group g then keeps
+    :func:`theorem4_nca` (g, k) activations. The least T over every partition into ≤ P stages that fits
+    with those NCAs comes from the contiguous DP with that NCA; at T = the stages' largest load
+    (1F1B, no idle time) this is the paper's construction. Period (k+1)·T, normalised (1 + 1/k)·T.
+    Raises InfeasibleError when no contiguous allocation fits."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InvalidInstanceError(f"k must be an integer >= 1, got {k!r}")
+    t0 = time.perf_counter()
+    P = processors or chain.processors
+    M = memory if memory is not None else (chain.memory if use_chain_memory else None)
+    T, stages = _least_contiguous(chain, P, M, k)
+    star = one_f_one_b_star(chain, stages, T)
+    alloc = [s for s, (a_, b_) in enumerate(stages) for _ in range(a_, b_)]
+    sol = _solution(f"contiguous_theorem4(k={k})", chain, P, M, alloc, stages, k_periodic(star.pattern, k),
+                    star.origin, unrolled_period=T, groups=len(star.groups))
+    sol.claimed_period = (k + 1) * T
+    sol.solve_time_s = time.perf_counter() - t0
+    return _claim(sol, "contiguous")
+
+
+def k_search(chain: Chain, base: PipelineSolution, allocation: str, max_k: int,
+             only_k: int | None = None) -> PipelineSolution:
+    """Theorem-4 patterns (§5.2) for k = 2..``max_k`` (or only ``only_k``), compared with ``base`` (a
+    1-periodic solution of the same problem) on T/k. Contiguous: :func:`contiguous_theorem4`;
+    general: also :func:`theorem4_pattern` of ``base``'s allocation. Returns the best valid solution
+    (``base`` on ties; with ``only_k`` the best k-periodic one, flagged when worse than ``base``), with
+    every candidate tried in ``extra["k_search"]``."""
+    t0 = time.perf_counter()
+    P, M = base.processors, base.memory
+    rows = [dict(k=1, method=base.method, allocation=allocation, period=base.period,
+                 normalised_period=base.normalised_period, valid=base.ok)]
+    best = base if only_k is None else None
+    groups_max = P if chain.bandwidth is None else 2 * P - 1  # 1F1B* never has more groups
+    lb = contiguous_lower_bound(chain, P, M, use_chain_memory=False)
+    rb = base.lower_bound if base.lower_bound_over == K_PERIODIC_GENERAL else None
+    for k in ([only_k] if only_k is not None else range(2, max_k + 1)):
+        target = base.normalised_period if best is None else best.normalised_period
+        cands = []
+        if lb is not None and (only_k is not None or (k < groups_max and (1 + 1 / k) * lb < target - _tol(target))):
+            cands.append(("contiguous", contiguous_theorem4(chain, P, M, k, use_chain_memory=False)))
+        if allocation == "general" and base.pattern is not None:
+            pat, origin = theorem4_pattern(chain, base.allocation, P, k)
+            if only_k is not None or pat.normalised_period < target - _tol(target):
+                cands.append(("general", _solution(f"{base.method}+theorem4(k={k})", chain, P, M, base.allocation,
+                                                   None, pat, origin)))
+        for kind, c in cands:
+            _claim(c, allocation, relaxation_bound=rb)
+            rows.append(dict(k=k, method=c.method, allocation=kind, period=c.period,
+                             normalised_period=c.normalised_period, valid=c.ok))
+            if c.ok and (best is None or c.normalised_period < best.normalised_period - _tol(best.normalised_period)):
+                best = c
+    if best is None:
+        raise InfeasibleError(f"chain {chain.name!r}: no valid {only_k}-periodic pattern of Theorem 4's form fits "
+                              f"in memory {M}")
+    best.extra["k_search"] = rows
+    if best is not base:
+        best.solve_time_s = base.solve_time_s + time.perf_counter() - t0
+    if best is not base:
+        best.extra["one_periodic"] = dict(method=base.method, period=base.period, status=base.status,
+                                          optimal_over=base.optimal_over)
+        if best.normalised_period > base.normalised_period + _tol(base.normalised_period):
+            best.extra["worse_than_1_periodic"] = (
+                f"T/k {best.normalised_period:.6g} with k = {best.k} is above the 1-periodic {base.normalised_period:.6g}")
+    return best
 
 
 # =============================================================================== contiguous DP
@@ -505,10 +704,11 @@ class _ContiguousDP:
     least number of stages used; without β, states that cover more layers with no more stages dominate.
     """
 
-    def __init__(self, chain: Chain, P: int, M: float | None) -> None:
+    def __init__(self, chain: Chain, P: int, M: float | None, k: int = 1) -> None:
         self.ch = chain
         self.P = P
         self.M = M
+        self.k = k  # > 1: group g keeps theorem4_nca(g, k) activations (Theorem 4's unrolled pattern)
         self.L = chain.L
         self.U = _prefix(chain.u)
         self.W = _prefix(chain.w)
@@ -520,7 +720,8 @@ class _ContiguousDP:
     def fits(self, i: int, j: int, g: int) -> bool:
         if self.M is None:
             return True
-        m = self.W[j] - self.W[i] + g * (self.A[j] - self.A[i])
+        n = g if self.k == 1 else theorem4_nca(g, self.k)
+        m = self.W[j] - self.W[i] + n * (self.A[j] - self.A[i])
         return m <= self.M + _tol(self.M)
 
     def reach(self, g: int) -> list[int]:
@@ -680,17 +881,33 @@ def _candidates(chain: Chain, lo: float) -> list[float]:
 
 def contiguous_dp(chain: Chain, processors: int | None = None, memory: float | None = None, *,
                   use_chain_memory: bool = True) -> PipelineSolution:
-    """Exact least period over contiguous allocations with memory under 1F1B* (§5.1, Theorem 3).
+    """Exact least period among **1-periodic** patterns of contiguous allocations with memory (1F1B*,
+    §5.1, Theorem 3); the result says so (``optimal_over`` "1-periodic contiguous"), unless its period
+    reaches a bound valid for every k-periodic pattern. A k-periodic pattern can have a lower T/k when
+    memory binds (Theorem 4, :func:`contiguous_theorem4`, :func:`k_search`).
 
     A binary search over candidate periods (every sum of consecutive layer costs; with β a bisection
     on the period) with the exact feasibility DP of :class:`_ContiguousDP`; the pattern is 1F1B* at
     the least feasible period. ``memory`` None takes the chain's limit (none at all with
     ``use_chain_memory=False``). Raises InfeasibleError when no contiguous allocation fits."""
     t0 = time.perf_counter()
-    _check_cost(chain)
     P = processors or chain.processors
     M = memory if memory is not None else (chain.memory if use_chain_memory else None)
-    dp = _ContiguousDP(chain, P, M)
+    T, stages = _least_contiguous(chain, P, M, 1)
+    star = one_f_one_b_star(chain, stages, T)
+    alloc = [s for s, (a_, b_) in enumerate(stages) for _ in range(a_, b_)]
+    sol = PipelineSolution("contiguous_dp", chain, P, M, "feasible", alloc, stages, claimed_period=T,
+                           extra={"groups": len(star.groups)})
+    _finish(sol, star.pattern, star.origin)
+    sol.solve_time_s = time.perf_counter() - t0
+    return _claim(sol, "contiguous", exact_over=ONE_PERIODIC_CONTIGUOUS)
+
+
+def _least_contiguous(chain: Chain, P: int, M: float | None, k: int) -> tuple[float, list[tuple[int, int]]]:
+    """Least T and its stages for the DP of :class:`_ContiguousDP` (group g keeps NCA g, or
+    theorem4_nca(g, k) when k > 1)."""
+    _check_cost(chain)
+    dp = _ContiguousDP(chain, P, M, k)
     total = dp.U[-1]
     lo = max(max(chain.u), total / P)
     hi = total + sum(dp.c)
@@ -722,18 +939,13 @@ def contiguous_dp(chain: Chain, processors: int | None = None, memory: float | N
     assert groups is not None
     stages = [st for grp, _ in groups for st in grp]
     if dp.comm:  # the period the found partition actually needs (≤ T)
-        T = _needed_period(chain, stages, M)
-    star = one_f_one_b_star(chain, stages, T)
-    alloc = [s for s, (a_, b_) in enumerate(stages) for _ in range(a_, b_)]
-    sol = PipelineSolution("contiguous_dp", chain, P, M, "optimal", alloc, stages, claimed_period=T,
-                           extra={"groups": len(star.groups)})
-    _finish(sol, star.pattern, star.origin)
-    sol.solve_time_s = time.perf_counter() - t0
-    return sol
+        T = _needed_period(chain, stages, M, k)
+    return T, stages
 
 
-def _needed_period(chain: Chain, stages: list[tuple[int, int]], M: float | None) -> float:
-    """Least T for which 1F1B* on ``stages`` fits in memory (T ranges over group loads)."""
+def _needed_period(chain: Chain, stages: list[tuple[int, int]], M: float | None, k: int = 1) -> float:
+    """Least T for which 1F1B* on ``stages`` (unrolled by :func:`k_periodic` when k > 1) fits in
+    memory (T ranges over group loads)."""
     alloc = [s for s, (a, b) in enumerate(stages) for _ in range(a, b)]
     ech, ealloc, _, _ = expand_communication(chain, alloc, len(stages))
     items: list[float] = []
@@ -747,10 +959,15 @@ def _needed_period(chain: Chain, stages: list[tuple[int, int]], M: float | None)
     pre = _prefix(items)
     cands = sorted({pre[j] - pre[i] for i in range(len(pre)) for j in range(i + 1, len(pre))
                     if pre[j] - pre[i] >= max(items) - 1e-12})
+
+    def fits(T: float) -> bool:
+        pat = one_f_one_b_star(chain, stages, T).pattern
+        return validate_pattern(pat if k == 1 else k_periodic(pat, k), M).ok
+
     a, b = 0, len(cands) - 1  # feasibility is monotone in T: larger T, no larger group numbers
     while a < b:
         mid = (a + b) // 2
-        if validate_pattern(one_f_one_b_star(chain, stages, cands[mid]).pattern, M).ok:
+        if fits(cands[mid]):
             b = mid
         else:
             a = mid + 1
@@ -886,12 +1103,18 @@ def contiguous_milp(chain: Chain, processors: int | None = None, memory: float |
     claimed = solver.Value(T) / sc
     Tpat = _needed_period(chain, stages, M)
     star = one_f_one_b_star(chain, stages, Tpat)
-    status = "optimal" if st == cp_model.OPTIMAL and not rounded else "feasible"
-    sol = PipelineSolution("contiguous_milp", chain, P, M, status, alloc, stages, claimed_period=claimed,
+    # CP-SAT's optimum is exact over 1-periodic contiguous patterns when no time or byte was rounded
+    exact = st == cp_model.OPTIMAL and not rounded and _integral_memory(chain)
+    sol = PipelineSolution("contiguous_milp", chain, P, M, "feasible", alloc, stages, claimed_period=claimed,
                            extra={"bound": solver.BestObjectiveBound() / sc, "rounded_times": rounded})
     _finish(sol, star.pattern, star.origin)
     sol.solve_time_s = time.perf_counter() - t0
-    return sol
+    return _claim(sol, "contiguous", exact_over=ONE_PERIODIC_CONTIGUOUS if exact else None)
+
+
+def _integral_memory(chain: Chain) -> bool:
+    """Weights and activations are whole bytes, so the CP-SAT models' rounding up of them is exact."""
+    return all(float(x).is_integer() for x in chain.w + chain.a)
 
 
 def general_milp(chain: Chain, processors: int | None = None, memory: float | None = None, *,
@@ -941,6 +1164,8 @@ def general_milp(chain: Chain, processors: int | None = None, memory: float | No
     activ = M is not None and any(data["A"])
     best: tuple[Pattern, list[int], list[int | None], str, float] | None = None  # pattern, alloc, origin, model, claim
     bound = None
+    exact = not rounded and _integral_memory(chain)  # the load model is then a relaxation of the real problem
+    proven = False
     if got == "infeasible":
         if seed_sol is None:
             raise InfeasibleError(f"chain {chain.name!r}: no allocation on {P} processors fits in memory {M}")
@@ -950,11 +1175,10 @@ def general_milp(chain: Chain, processors: int | None = None, memory: float | No
         origin = expand_communication(chain, alloc, P)[2]
         if validate_pattern(pat, M).ok:
             best = (pat, alloc, origin, "load model + packed pattern", claim)
-            if optimal and not rounded and abs(pat.period - claim) <= _tol(claim):
-                sol.status = "optimal"
+            proven = optimal and exact and abs(pat.period - claim) <= _tol(claim)
     sol.extra["bound"] = bound
     # 2. position model
-    if sol.status != "optimal" and activ:
+    if not proven and activ:
         if 2 * L * P <= max_position_size:
             left = None if deadline is None else max(1.0, deadline - time.perf_counter())
             incumbent = min([x for x in (best and best[0].period, seed_sol.period if seed_sol and seed_sol.ok else None)
@@ -971,14 +1195,10 @@ def general_milp(chain: Chain, processors: int | None = None, memory: float | No
                 sol.extra["position_model_optimal"] = bool(optimal and not rounded)
                 if validate_pattern(pat, M).ok and (best is None or pat.period < best[0].period - _tol(pat.period)):
                     best = (pat, alloc, origin, "position", claim)
-                    if sol.status == "unknown":
-                        sol.status = "feasible"
         else:
             sol.extra["position_model"] = f"skipped: 2·L·P = {2 * L * P} > max_position_size {max_position_size}"
     if seed_sol is not None and seed_sol.ok and (best is None or seed_sol.period < best[0].period - _tol(seed_sol.period)):
         sol.allocation = list(seed_sol.allocation)
-        sol.status = "optimal" if sol.extra.get("bound") is not None and seed_sol.period <= sol.extra["bound"] + _tol(
-            seed_sol.period) else "feasible"
         sol.extra["nca_model"] = "contiguous 1F1B* (hint kept)"
         sol.claimed_period = seed_sol.period
         sol.pattern, sol.report = seed_sol.pattern, seed_sol.report
@@ -988,16 +1208,12 @@ def general_milp(chain: Chain, processors: int | None = None, memory: float | No
         sol.allocation = alloc
         sol.claimed_period = claim
         sol.extra["nca_model"] = model
-        if sol.status == "unknown":
-            sol.status = "feasible"
         _finish(sol, pat, origin)
     else:
         raise SolverError(f"general_milp: no valid pattern found within {time_limit_s} s for chain {chain.name!r}")
-    bnd = sol.extra.get("bound")
-    if sol.status == "feasible" and bnd is not None and sol.period is not None and sol.period <= bnd + _tol(bnd):
-        sol.status = "optimal"  # the load relaxation's proven bound is reached
     sol.solve_time_s = time.perf_counter() - t0
-    return sol
+    # optimal over every k-periodic pattern when T reaches the load relaxation's proven bound
+    return _claim(sol, "general", relaxation_bound=bound if exact else None)
 
 
 def _alloc_vars(m, data):
@@ -1168,10 +1384,19 @@ def _position_model(chain, data, seed_sol, time_limit_s, seed, incumbent):
 
 
 def solve_pipeline(chain: Chain, *, processors: int | None = None, memory: float | None = None,
-                   allocation: str = "contiguous", method: str | None = None, k: int = 1,
-                   time_limit_s: float | None = 30.0, seed: int = 0) -> PipelineSolution:
-    """One entry point: ``allocation`` contiguous (method ``dp`` or ``milp``) or general (``milp``);
-    ``k`` > 1 turns the found 1-periodic pattern into the k-periodic one of :func:`k_periodic`."""
+                   allocation: str = "contiguous", method: str | None = None, k: int | None = None,
+                   max_k: int = 4, time_limit_s: float | None = 30.0, seed: int = 0) -> PipelineSolution:
+    """One entry point: ``allocation`` contiguous (method ``dp`` or ``milp``) or general (``milp``)
+    gives a 1-periodic solution; then, by ``k``:
+
+    - None: when that solution is not proven optimal over every k-periodic pattern (memory binds),
+      Theorem-4 patterns for k = 2..``max_k`` (:func:`k_search`); the least T/k is returned;
+    - 1: the 1-periodic solution only;
+    - K ≥ 2: the best Theorem-4 pattern for that K (the paper's construction from the no-idle pattern),
+      with ``extra["worse_than_1_periodic"]`` when its T/k is above the 1-periodic solution's."""
+    for name, v in (("k", k), ("max_k", max_k)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise InvalidInstanceError(f"{name} must be an integer >= 1, got {v!r}")
     if allocation == "contiguous":
         meth = method or "dp"
         if meth == "dp":
@@ -1187,8 +1412,10 @@ def solve_pipeline(chain: Chain, *, processors: int | None = None, memory: float
         sol = general_milp(chain, processors, memory, time_limit_s=time_limit_s, seed=seed)
     else:
         raise InvalidInstanceError(f"allocation must be contiguous or general, got {allocation!r}")
-    if k != 1:
-        sol = with_k(sol, k)
+    if k is not None and k > 1:
+        return k_search(chain, sol, allocation, k, only_k=k)
+    if k is None and max_k > 1 and sol.optimal_over not in (K_PERIODIC_CONTIGUOUS, K_PERIODIC_GENERAL):
+        return k_search(chain, sol, allocation, max_k)
     return sol
 
 

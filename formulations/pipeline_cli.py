@@ -58,9 +58,13 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--allocation", choices=("contiguous", "general"), default="contiguous")
     p.add_argument("--method", choices=("dp", "milp"), default=None,
                    help="contiguous: dp (default, exact) or milp (CP-SAT); general: milp")
-    p.add_argument("--k", type=int, default=1, metavar="K",
-                   help="K > 1: report instead the K-periodic pattern of Theorem 4 built from the one found "
-                        "(K+1 periods unrolled, one batch in K+1 dropped: fewer live activations, period x (K+1)/K)")
+    p.add_argument("--k", type=int, default=None, metavar="K",
+                   help="K >= 2: the best K-periodic pattern of Theorem 4 (1F1B* with no idle time unrolled K+1 "
+                        "times, one batch in K+1 dropped: fewer live activations, T/K = (1 + 1/K) x its period); "
+                        "1: 1-periodic patterns only; default: Theorem-4 patterns for K = 2..--max-k when memory "
+                        "binds, the least T/K kept")
+    p.add_argument("--max-k", type=int, default=4, metavar="K",
+                   help="largest K tried when --k is not given (default 4; 1 turns the search off)")
     p.add_argument("--time-limit", type=float, default=30.0, metavar="S", help="CP-SAT time limit (default 30)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print the solution as JSON")
@@ -72,13 +76,15 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
 
 def cmd_pipeline(args: argparse.Namespace) -> int:
     from dplace.chain import load_chain
-    from dplace.formulations.pipeline import draw_pattern, save_gantt, solve_pipeline
+    from dplace.formulations.pipeline import describe_status, draw_pattern, save_gantt, solve_pipeline
 
     chain = load_chain(args.chain)
     if args.processors is not None and args.processors < 1:
         raise InvalidInstanceError(f"--processors must be >= 1, got {args.processors}")
-    if args.k < 1:
+    if args.k is not None and args.k < 1:
         raise InvalidInstanceError(f"--k must be >= 1, got {args.k}")
+    if args.max_k < 1:
+        raise InvalidInstanceError(f"--max-k must be >= 1, got {args.max_k}")
     if not 0 < args.time_limit < math.inf:  # NaN fails too
         raise InvalidInstanceError(f"--time-limit must be a number of seconds > 0, got {args.time_limit}")
     if args.memory is not None:  # parsed here so that a bad value is a one-line DplaceError
@@ -88,7 +94,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     if args.bandwidth is not None:
         bw = None if args.bandwidth.strip().lower() == "none" else _positive(args.bandwidth, "--bandwidth")
         chain = chain.replace(bandwidth=bw)
-    sol = solve_pipeline(chain, allocation=args.allocation, method=args.method, k=args.k,
+    sol = solve_pipeline(chain, allocation=args.allocation, method=args.method, k=args.k, max_k=args.max_k,
                          time_limit_s=args.time_limit, seed=args.seed)
     if args.gantt:
         save_gantt(sol.pattern, args.gantt, title=f"{chain.name}: {sol.method}, period {sol.period:g}")
@@ -98,13 +104,26 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    con = Console(highlight=False)
+    con = Console(highlight=False, soft_wrap=True)
     mem = "none" if sol.memory is None else f"{sol.memory:,.0f} B"
     con.print(f"[bold]{chain.name}[/bold]: {chain.L} layers, {sol.processors} processors, memory {mem}"
               + (f", bandwidth {chain.bandwidth:g} B/µs" if chain.bandwidth else ""))
-    con.print(f"method {sol.method} ({args.allocation}), status {sol.status}, {sol.solve_time_s:.2f} s")
-    con.print(f"period {sol.period:,.6g} µs, k = {sol.k}, normalised period {sol.normalised_period:,.6g} µs"
+    con.print(f"method {sol.method} ({args.allocation}), {sol.solve_time_s:.2f} s")
+    con.print(f"status {describe_status(sol)}")
+    con.print(f"period {sol.period:,.6g} µs, k = {sol.k}, normalised period T/k {sol.normalised_period:,.6g} µs"
               + ("" if sol.claimed_period is None else f" (model: {sol.claimed_period:,.6g})"))
+    rows = sol.extra.get("k_search")
+    if rows:
+        con.print("patterns tried (k: T/k): " + ", ".join(
+            f"{r['k']}: {r['normalised_period']:,.6g}" + ("" if r["allocation"] == args.allocation else f" ({r['allocation']})")
+            + ("" if r["valid"] else " invalid") for r in rows))
+    one = sol.extra.get("one_periodic")
+    if one and one["optimal_over"]:
+        con.print(f"the 1-periodic {one['method']} has period {one['period']:,.6g} µs, optimal over {one['optimal_over']} "
+                  "patterns")
+    if sol.extra.get("worse_than_1_periodic"):
+        con.print(f"[bold]warning[/bold]: {sol.extra['worse_than_1_periodic']} (memory does not bind enough for "
+                  "this k to pay)")
     con.print("pattern " + ("valid" if sol.ok else f"INVALID: {'; '.join(sol.report.errors[:3])}"))
     if sol.stages is not None:
         con.print("allocation: " + ", ".join(

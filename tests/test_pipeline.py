@@ -39,6 +39,15 @@ def brute_contiguous(chain: Chain, P: int, M):
     return best
 
 
+def random_chain(rng: random.Random, L: int, P: int, cost: int, memory, bandwidth=lambda: None) -> Chain:
+    """Times 1..cost forward and 0..cost backward, weights 0..4, activations 0..3; ``memory`` and
+    ``bandwidth`` are drawn last (callables), in that order."""
+    fb = [(rng.randint(1, cost), rng.randint(0, cost)) for _ in range(L)]
+    w, a = [rng.randint(0, 4) for _ in range(L)], [rng.randint(0, 3) for _ in range(L)]
+    m = memory()
+    return make_chain(fb, weights=w, activations=a, processors=P, memory=m, bandwidth=bandwidth())
+
+
 def delay_patterns(chain: Chain, T: float, step: float = 1.0):
     """Every 1-periodic pattern with one layer per processor whose single-batch times are built from
     delays in {0, step, ..., T - step} between consecutive operations of Figure 1 (F_1..F_L, B_L..B_1).
@@ -230,9 +239,7 @@ def test_contiguous_dp_agrees_with_milp_and_general_is_never_worse():
     rng = random.Random(7)
     for _ in range(25):
         L, P = rng.randint(2, 6), rng.randint(1, 3)
-        c = make_chain([(rng.randint(1, 5), rng.randint(0, 5)) for _ in range(L)],
-                       weights=[rng.randint(0, 4) for _ in range(L)], activations=[rng.randint(0, 3) for _ in range(L)],
-                       processors=P, memory=rng.choice([None, rng.randint(5, 25)]))
+        c = random_chain(rng, L, P, 5, lambda: rng.choice([None, rng.randint(5, 25)]))
         try:
             d = contiguous_dp(c)
         except InfeasibleError:
@@ -250,9 +257,8 @@ def test_contiguous_dp_with_communication_layers():
     rng = random.Random(11)
     for _ in range(15):
         L, P = rng.randint(2, 5), rng.randint(2, 3)
-        c = make_chain([(rng.randint(1, 5), rng.randint(0, 5)) for _ in range(L)],
-                       weights=[rng.randint(0, 4) for _ in range(L)], activations=[rng.randint(0, 3) for _ in range(L)],
-                       processors=P, memory=rng.choice([None, rng.randint(6, 25)]), bandwidth=rng.choice([0.5, 1.0, 2.0]))
+        c = random_chain(rng, L, P, 5, lambda: rng.choice([None, rng.randint(6, 25)]),
+                         lambda: rng.choice([0.5, 1.0, 2.0]))
         try:
             d = contiguous_dp(c)
         except InfeasibleError:
@@ -315,6 +321,66 @@ def test_validator_rejects_overlap():
     assert not rep.ok and any("overlaps" in e for e in rep.errors)
 
 
+@pytest.mark.parametrize("k", [2, 3])
+def test_theorem4_search_finds_the_papers_pattern_and_scopes_the_1_periodic_optimum(k):
+    # §5.2: the unrolled no-idle pattern has period 2(k+1), T/k = 2(1 + 1/k) (8/3 for k = 3), NCA_1 = k;
+    # every j-periodic pattern has T/j >= 2(1 + 1/j), so 1-periodic ones need 4
+    c = pl.theorem4_chain(k)
+    one = contiguous_dp(c)
+    assert one.period == 4 and one.status == "optimal" and one.optimal_over == pl.ONE_PERIODIC_CONTIGUOUS
+    assert one.lower_bound == 2 and one.lower_bound_over == pl.K_PERIODIC_CONTIGUOUS  # every layer costs 2
+    best = pl.solve_pipeline(c, max_k=4)
+    rep = validate_pattern(best.pattern, c.memory)
+    assert rep.ok and best.k == k and best.period == 2 * (k + 1)
+    assert best.normalised_period == pytest.approx(2 * (1 + 1 / k)) and rep.nca[0] == k
+    assert best.status == "feasible" and best.optimal_over is None  # not proven: no bound reached
+    for row in best.extra["k_search"]:  # no j-periodic pattern with j < k beats the paper's bound
+        assert not row["valid"] or row["normalised_period"] >= 2 * (1 + 1 / row["k"]) - 1e-9
+    assert best.extra["one_periodic"] == dict(method="contiguous_dp", period=4, status="optimal",
+                                              optimal_over=pl.ONE_PERIODIC_CONTIGUOUS)
+    assert pl.solve_pipeline(c, k=1).period == 4  # 1: no search
+
+
+def test_k_option_builds_theorem4_and_flags_a_worse_period():
+    c = pl.theorem4_chain(2)  # 1-periodic optimum 4; unrolling that memory-feasible pattern gave 3·4/2 = 6
+    two = pl.solve_pipeline(c, k=2)
+    assert validate_pattern(two.pattern, c.memory).ok and two.period == 6 and two.normalised_period == 3
+    assert "worse_than_1_periodic" not in two.extra and two.status == "feasible"
+    three = pl.solve_pipeline(c, k=3)  # 3 groups at most: k = 3 drops nothing that counts, T/k = 4·4/3
+    assert three.normalised_period == pytest.approx(16 / 3) and three.status == "feasible"
+    assert "above the 1-periodic 4" in three.extra["worse_than_1_periodic"]
+
+
+@pytest.mark.parametrize("costs, P, expect", [([1, 2, 1], 2, pl.K_PERIODIC_CONTIGUOUS),  # 3 > general bound 2
+                                             ([1, 1], 2, pl.K_PERIODIC_GENERAL)])
+def test_unlimited_memory_optimum_is_proven_over_k_periodic(costs, P, expect):
+    sol = pl.solve_pipeline(make_chain(costs, processors=P))
+    assert sol.k == 1 and sol.status == "optimal" and sol.optimal_over == expect and "k_search" not in sol.extra
+
+
+def test_contiguous_lower_bound_matches_brute_force_and_bounds_every_pattern():
+    rng = random.Random(5)
+    for _ in range(30):
+        L, P = rng.randint(2, 6), rng.randint(1, 4)
+        c = random_chain(rng, L, P, 4, lambda: rng.randint(4, 14), lambda: rng.choice([None, 1.0, 4.0]))
+        # oracle: every partition into <= P stages whose stages fit with NCA 1; T >= stage loads, cut links
+        want = None
+        for r in range(min(P, L)):
+            for cuts in itertools.combinations(range(1, L), r):
+                b = [0, *cuts, L]
+                if any(sum(c.w[x:y]) + sum(c.a[x:y]) > c.memory for x, y in zip(b, b[1:])):
+                    continue
+                t = max([sum(c.u[x:y]) for x, y in zip(b, b[1:])] + [pl.communication_time(c, y - 1) for y in cuts])
+                want = t if want is None else min(want, t)
+        got = pl.contiguous_lower_bound(c)
+        assert got == (None if want is None else pytest.approx(want))
+        if want is None:
+            continue
+        for k in (2, 3):
+            sol = pl.contiguous_theorem4(c, k=k)
+            assert sol.ok and sol.normalised_period >= got - 1e-9
+
+
 def test_k_periodic_for_k1_halves_throughput():
     c = make_chain([(1, 1)] * 3, activations=[1, 1, 1], processors=3)
     star = one_f_one_b_star(c, singletons(c), 2.0)
@@ -359,6 +425,24 @@ def test_cli_text_json_gantt(tmp_path, capsys):
     assert len(d["memory_used"]) == 4 and d["memory_used"][3] == 0
 
 
+def test_cli_statuses_say_their_scope(tmp_path, capsys):
+    f = tmp_path / "t4.json"
+    save_chain(pl.theorem4_chain(3), f)
+    assert _cli(["pipeline", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "k = 3, normalised period T/k 2.66667 µs" in out and "status feasible; proven T/k >= 2 µs" in out
+    assert "period 4 µs, optimal over 1-periodic contiguous patterns" in out
+    assert _cli(["pipeline", str(f), "--k", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "status optimal over 1-periodic patterns of contiguous allocations only" in out
+    assert _cli(["pipeline", str(f), "--k", "4", "--json"]) == 0  # 4 groups at most: k = 4 gains nothing
+    d = json.loads(capsys.readouterr().out)
+    assert d["status"] == "feasible" and d["optimal_over"] is None and d["normalised_period"] == 5
+    assert "above the 1-periodic 4" in d["extra"]["worse_than_1_periodic"]
+    assert _cli(["pipeline", str(f), "--k", "4"]) == 0
+    assert "warning: T/k 5 with k = 4 is above the 1-periodic 4" in capsys.readouterr().out
+
+
 def test_cli_user_errors(tmp_path):
     from dplace.errors import DplaceError
 
@@ -370,6 +454,8 @@ def test_cli_user_errors(tmp_path):
         _cli(["pipeline", str(f), "--memory", "lots"])
     with pytest.raises(DplaceError, match="--bandwidth must be a number > 0 or none, got '0'"):
         _cli(["pipeline", str(f), "--bandwidth", "0"])
+    with pytest.raises(DplaceError, match="--max-k must be >= 1, got 0"):
+        _cli(["pipeline", str(f), "--max-k", "0"])
     for t in ("-1", "0", "nan"):  # was accepted (-1: ran with a negative CP-SAT limit)
         with pytest.raises(DplaceError, match="--time-limit must be a number of seconds > 0"):
             _cli(["pipeline", str(f), "--allocation", "general", "--time-limit", t])
@@ -423,6 +509,9 @@ def test_1f1b_star_is_valid_and_nca_is_group_number(case):
     kp = k_periodic(star.pattern, 2)
     r2 = validate_pattern(kp)
     assert r2.ok and all(a <= b for a, b in zip(r2.nca, rep.nca))
+    for e, l in enumerate(real):  # g − ⌊g/3⌋ (exact when the layer takes time; zero-time ones may count fewer)
+        want = pl.theorem4_nca(star.nca[e], 2)
+        assert r2.nca[l] == want or (r2.nca[l] < want and c.u[e] == 0)
     if all(op.duration > 0 for op in kp.ops):
         assert pl.nca_from_shifts(kp) == r2.nca
 
