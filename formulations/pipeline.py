@@ -540,9 +540,11 @@ def contiguous_lower_bound(chain: Chain, processors: int | None = None, memory: 
     the chain's limit (none at all with ``use_chain_memory=False``)."""
     P = processors or chain.processors
     memory = memory if memory is not None else (chain.memory if use_chain_memory else None)
-    cands = _candidates(chain, max(chain.u))
-    cands = sorted(set(cands) | {communication_time(chain, l) for l in range(chain.L - 1)
-                                  if communication_time(chain, l) >= max(chain.u)})
+    top = max(chain.u)
+    cands = _candidates(chain, top)
+    comm = [communication_time(chain, l) for l in range(chain.L - 1)]
+    if any(x >= top for x in comm):
+        cands = sorted(set(cands) | {x for x in comm if x >= top})
     if not _contiguous_fits(chain, P, memory, cands[-1]):  # the whole load or the largest cut: fits iff any T does
         return None
     a, b = 0, len(cands) - 1
@@ -876,7 +878,7 @@ def _candidates(chain: Chain, lo: float) -> list[float]:
     pre = np.asarray(_prefix(chain.u))
     diffs = (pre[None, :] - pre[:, None])
     vals = np.unique(diffs[np.triu_indices(len(pre), 1)])
-    return [float(v) for v in vals if v >= lo - _tol(lo)]
+    return vals[vals >= lo - _tol(lo)].tolist()
 
 
 def contiguous_dp(chain: Chain, processors: int | None = None, memory: float | None = None, *,
