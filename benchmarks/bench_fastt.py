@@ -4,6 +4,8 @@ training graph (4 and 8 devices), and DPOS vs heft vs m_etf (and OS-DPOS) on the
     .venv/bin/python benchmarks/bench_fastt.py                 # both tables
     .venv/bin/python benchmarks/bench_fastt.py --part generated --ops 36000 --devices 4 8
     .venv/bin/python benchmarks/bench_fastt.py --part real
+    .venv/bin/python benchmarks/bench_fastt.py --part real --instances 'instances/tf/*.json' --methods dpos,os_dpos
+    .venv/bin/python benchmarks/bench_fastt.py --part real --max-dpos-runs 32   # the old cap, to compare
 
 Prints tables; no timing is asserted. Times are wall-clock seconds of ``dplace.solve`` (placement plus the
 final simulation), makespans are the simulator's (µs).
@@ -30,7 +32,22 @@ def _row(inst, method, **options):
         "method": method, "time_s": dt, "makespan": res.makespan, "lb": res.lower_bound,
         "memory_ok": res.memory_ok, "fifo": ex.get("makespan_fifo"), "splits": len(ex.get("splits", [])),
         "runs": ex.get("dpos_runs"), "stopped": ex.get("stopped"), "status": res.status,
+        "split_list": ex.get("splits", []), "evaluate_ok": _evaluate_ok(inst, res) if ex.get("splits") else None,
     }
+
+
+def _evaluate_ok(inst, res) -> bool:
+    """What ``dplace evaluate`` does with a saved OS-DPOS result: rebuild the split graph, re-simulate, check."""
+    import json
+
+    from dplace.cli import _instance_for_result
+    from dplace.result import result_from_dict
+
+    data = json.loads(json.dumps(res.to_dict()))
+    target = _instance_for_result(inst, data)
+    again = result_from_dict(target, data)
+    return (data["instance"] == target.name and dplace.check(target, data).ok
+            and abs(again.makespan - res.makespan) <= 1e-6 * max(1.0, res.makespan))
 
 
 def _fmt(x, spec=",.0f"):
@@ -47,7 +64,7 @@ def generated(console: Console, n_ops: int, devices: list[int], max_runs: int, m
     for m in devices:
         inst = transformer_training(n_ops, m)
         for method in methods:
-            opts = {"max_dpos_runs": max_runs} if method == "os_dpos" else {}
+            opts = {"max_dpos_runs": max_runs} if method == "os_dpos" and max_runs is not None else {}
             r = _row(inst, method, **opts)
             table.add_row(str(m), str(inst.n), method, f"{r['time_s']:.2f}", _fmt(r["makespan"]), _fmt(r["fifo"]),
                           _fmt(r["lb"]), str(r["splits"]) if method == "os_dpos" else "-", _fmt(r["runs"], "d"),
@@ -57,7 +74,7 @@ def generated(console: Console, n_ops: int, devices: list[int], max_runs: int, m
 
 
 def real(console: Console, pattern: str, max_runs: int, methods: list[str]) -> None:
-    paths = sorted(glob.glob(pattern))
+    paths = sorted(p for pat in pattern.split(",") for p in glob.glob(pat))
     if not paths:
         console.print(f"no instances match {pattern!r}")
         return
@@ -73,8 +90,11 @@ def real(console: Console, pattern: str, max_runs: int, methods: list[str]) -> N
                 table.add_row(os.path.basename(path), str(inst.n), str(inst.m), "-", method, "not registered",
                               "", "", "", "", "")
                 continue
-            opts = {"max_dpos_runs": max_runs} if method == "os_dpos" else {}
+            opts = {"max_dpos_runs": max_runs} if method == "os_dpos" and max_runs is not None else {}
             r = _row(inst, method, **opts)
+            if method == "os_dpos":
+                console.print(f"  {os.path.basename(path)}: os_dpos kept {r['splits']} splits {r['split_list']} "
+                              f"({r['runs']} DPOS runs, stopped: {r['stopped']}); evaluate accepts: {r['evaluate_ok']}")
             gap = None if r["makespan"] in (None, 0) or r["lb"] is None else (r["makespan"] - r["lb"]) / r["makespan"]
             table.add_row(os.path.basename(path), str(inst.n), str(inst.m), _fmt(r["lb"]), method,
                           _fmt(r["makespan"]), _fmt(gap, ".1%"), f"{r['time_s']:.2f}", _fmt(r["fifo"]),
@@ -87,8 +107,9 @@ def main() -> int:
     ap.add_argument("--part", choices=["generated", "real", "all"], default="all")
     ap.add_argument("--ops", type=int, default=36000)
     ap.add_argument("--devices", type=int, nargs="+", default=[4, 8])
-    ap.add_argument("--max-dpos-runs", type=int, default=32, help="OS-DPOS cap on DPOS re-runs")
-    ap.add_argument("--instances", default="instances/*.json")
+    ap.add_argument("--max-dpos-runs", type=int, default=None,
+                    help="OS-DPOS cap on DPOS re-runs (default: none, the paper's whole loop)")
+    ap.add_argument("--instances", default="instances/*.json,instances/tf/*.json", help="comma list of globs")
     ap.add_argument("--methods", default="", help="comma list (default: dpos,os_dpos / heft,m_etf,dpos,os_dpos)")
     args = ap.parse_args()
     console = Console(width=200)

@@ -119,8 +119,10 @@ def _instance_for_result(inst, data: dict):
 
         if not isinstance(extra["splits"], list) or not all(isinstance(s, list) for s in extra["splits"]):
             raise InvalidInstanceError(f"result: extra.splits must be a list of [op, dim, n], got {extra['splits']!r:.60}")
+        bw = extra.get("split_copy_bytes_per_us")
         return split_instance(inst, [tuple(s) for s in extra["splits"]],
-                              overhead_us=check_number(extra.get("split_overhead_us", 0.0), "result: extra.split_overhead_us"))
+                              overhead_us=check_number(extra.get("split_overhead_us", 0.0), "result: extra.split_overhead_us"),
+                              copy_bytes_per_us=None if bw is None else check_number(bw, "result: extra.split_copy_bytes_per_us"))
     return inst
 
 
@@ -273,10 +275,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     data = read_json(args.result, "result")
     if not isinstance(data, dict):
         raise InvalidInstanceError(f"result {args.result!r}: must be a JSON object")
-    if data.get("instance") not in (None, inst.name):
+    target = _instance_for_result(inst, data)  # first: an OS-DPOS result names its split graph
+    if data.get("instance") not in (None, target.name):
         raise InvalidInstanceError(
-            f"result {args.result!r}: instance {data.get('instance')!r} does not match {inst.name!r}")
-    target = _instance_for_result(inst, data)
+            f"result {args.result!r}: instance {data.get('instance')!r} does not match {target.name!r}")
     res = result_from_dict(target, data)
     # the file's bound and status are claims this command cannot re-prove: show the bound proven here
     recorded_lb = data.get("lower_bound")

@@ -12,21 +12,27 @@ execution order (ops per device sorted by start) is part of the Result and the s
 decreasing compute time, try every split dimension and n in 2..m (re-running DPOS on the split graph),
 keep the best split only if the makespan improves, stop at the first op that does not improve.
 
-Split graph (``split_instance``), for an op ``op`` with ``extra["split"] = {"dims": {dim: size}}`` split
-on ``dim`` into n parts (part i covers size_i of the ``size`` rows, as even as possible, frac_i =
-size_i / size; with size divisible by n every frac_i = 1/n):
-  * sub-ops ``op/<dim><i>`` (i = 0..n-1): time = time(op) * frac_i + ``overhead_us`` (per device when
-    the time is per device); same type, pin and colocation as ``op``; ``split``/``forward_of`` dropped;
-    ``extra["split_of"] = op``.
-    memory: ``batch`` (and any dim other than ``channel``) replicates the parameters, so every sub-op
-    holds memory(op); ``channel`` divides them, sub-op i holds memory(op) * frac_i (rounded so that the
-    parts sum to memory(op)).
-  * for each input edge (pre -> op, b bytes), a split op ``op/split<k>`` (time 0, memory 0):
-    pre -> split with b bytes; split -> sub-op i with b * frac_i bytes for ``batch`` (the input is cut
-    along the batch) and b bytes for ``channel`` (every output-channel slice needs the whole input).
-  * for each output edge (op -> suc, b bytes), a concat op ``op/concat<k>`` (time 0, memory 0):
-    sub-op i -> concat with b * frac_i bytes (the output is cut along either dim); concat -> suc with b.
-  * ops whose ``forward_of`` names a split op lose that field (the twin no longer exists).
+Split graph (``split_instance``), for an op ``op`` with ``extra["split"] = {"dims": {dim: size},
+"cut": {dim: [input op ids]}, "reduce": [dims]}`` split on ``dim`` into n parts (part i covers size_i of
+the ``size`` rows, as even as possible, frac_i = size_i / size):
+  * sub-ops ``op/<dim><i>``: time = time(op) * frac_i + ``overhead_us`` (per device when the time is
+    per device); same type, pin and colocation as ``op``; ``split``/``forward_of`` dropped;
+    ``extra["split_of"] = op``. Memory (the op's outputs): memory(op) * frac_i (integers summing to
+    memory(op)); when ``dim`` is in ``reduce`` each piece computes a full-size partial sum (a weight
+    gradient split on the batch) and holds memory(op).
+  * inputs: an input whose producer is listed in ``cut[dim]`` is cut along ``dim``: a split node
+    ``op/split<k>`` (type Split) gets it whole (b bytes) and sends b * frac_i to piece i. Any other input
+    is needed whole by every piece (weights under a batch split, activations under a channel split):
+    b bytes straight from its producer to each piece. Without ``cut[dim]``: ``batch`` cuts every input,
+    other dims none (the legacy rule, for graphs that do not say which inputs are weights).
+  * output: one node for all successors, fed with the largest output edge's bytes B: a concat
+    ``op/concat`` (type ConcatV2; piece i sends B * frac_i), or for ``reduce`` dims a sum ``op/reduce``
+    (type AddN; every piece sends B). Each successor edge then leaves that node with its own bytes.
+  * split, concat and reduce nodes cost a memory copy: bytes read / ``copy_bytes_per_us`` (B for a
+    concat, n·B for a reduce, b for a split; default :func:`copy_bandwidth`, measured from the
+    instance's own AddN/Concat/Split ops) and hold the bytes they output.
+  * ops whose ``forward_of`` names the split op lose that field; split specs of other ops that list it
+    in ``cut`` now list the node that gives its output.
 The paper's data-parallel input graph (§5.2, when the model fits one device) is not built here: OS-DPOS
 starts from the graph it is given.
 """
@@ -208,9 +214,38 @@ def _divide_int(total: int, fracs: list[float]) -> list[int]:
     return out
 
 
-def _split_one(inst: Instance, op_id: str, dim: str, n: int, overhead_us: float,
-               ids: set[str]) -> tuple[list[Op], list[Edge]]:
-    """The ops and edges replacing ``op_id`` split on ``dim`` into ``n`` parts; ``ids`` are taken."""
+COPY_TYPES = ("AddN", "ConcatV2", "Concat", "Split", "SplitV")  # ops whose time is a memory copy
+DEFAULT_COPY_BYTES_PER_US = 10000.0  # 10 GB/s, when an instance has no copy ops to measure it by
+
+
+def copy_bandwidth(inst: Instance) -> float:
+    """Bytes per µs at which split, concat and reduce nodes copy: the instance's own copy ops (types in
+    ``COPY_TYPES``, not made by a split: output bytes / time, summed) or ``DEFAULT_COPY_BYTES_PER_US``."""
+    if "split_copy_bytes_per_us" in inst.extra:
+        return float(inst.extra["split_copy_bytes_per_us"])
+    nb = t = 0.0
+    for o, op in enumerate(inst.ops):
+        if op.type in COPY_TYPES and "split_of" not in op.extra and inst.mem[o] > 0:
+            d = min(inst.dur[o])
+            if d > 0:
+                nb += inst.mem[o]
+                t += d
+    return nb / t if t > 0 else DEFAULT_COPY_BYTES_PER_US
+
+
+def _is_cut(spec: dict, dim: str, src: str) -> bool:
+    """Is the input from ``src`` cut along ``dim`` (else every piece gets it whole)? ``spec["cut"][dim]``
+    lists the cut inputs; without it, a ``batch`` split cuts every input and any other dim none."""
+    cut = spec.get("cut")
+    if isinstance(cut, dict) and isinstance(cut.get(dim), list):
+        return src in cut[dim]
+    return dim == "batch"
+
+
+def _split_one(inst: Instance, op_id: str, dim: str, n: int, overhead_us: float, copy_bw: float,
+               ids: set[str]) -> tuple[list[Op], list[Edge], str]:
+    """The ops and edges replacing ``op_id`` split on ``dim`` into ``n`` parts, and the id of the node
+    that now gives its output; ``ids`` are taken."""
     if op_id not in inst.op_index:
         raise InvalidInstanceError(f"splits: unknown op {op_id!r}")
     o = inst.op_index[op_id]
@@ -222,6 +257,8 @@ def _split_one(inst: Instance, op_id: str, dim: str, n: int, overhead_us: float,
         raise InvalidInstanceError(f"splits: op {op_id!r}: n must be an integer in 2..{dims[dim]}, got {n!r}")
     if overhead_us < 0:
         raise InvalidInstanceError(f"split overhead_us must be >= 0, got {overhead_us!r}")
+    spec = op.extra[SPLIT_KEY]
+    reduce = dim in (spec.get("reduce") or [])
     sizes = _parts(dims[dim], n)
     fracs = [s / dims[dim] for s in sizes]
     base_extra = {k: v for k, v in op.extra.items() if k not in (SPLIT_KEY, "forward_of")}
@@ -232,11 +269,12 @@ def _split_one(inst: Instance, op_id: str, dim: str, n: int, overhead_us: float,
         ids.add(name)
         return name
 
+    def copy_us(nbytes: float) -> float:
+        return nbytes / copy_bw
+
     subs = [fresh(f"{op_id}/{dim}{i}") for i in range(n)]
-    if dim == "channel":
-        mems = _divide_int(int(op.memory), fracs)
-    else:
-        mems = [int(op.memory)] * n
+    # each piece holds its share of the op's outputs; a partial sum (reduce) is full size in every piece
+    mems = [int(op.memory)] * n if reduce else _divide_int(int(op.memory), fracs)
     new_ops: list[Op] = []
     for i in range(n):
         if isinstance(op.time, dict):
@@ -248,32 +286,57 @@ def _split_one(inst: Instance, op_id: str, dim: str, n: int, overhead_us: float,
     new_edges: list[Edge] = []
     for k, e in enumerate(inst.pred[o]):
         ed = inst.edges[e]
+        if not _is_cut(spec, dim, ed.src):  # needed whole by every piece (e.g. weights under a batch split)
+            new_edges.extend(Edge(ed.src, subs[i], ed.bytes, dict(ed.extra)) for i in range(n))
+            continue
         sp = fresh(f"{op_id}/split{k}")
-        new_ops.append(Op(sp, 0.0, 0, "Split", None, None, {"split_of": op_id}))
+        new_ops.append(Op(sp, copy_us(ed.bytes), int(ed.bytes), "Split", None, None, {"split_of": op_id}))
         new_edges.append(Edge(ed.src, sp, ed.bytes, dict(ed.extra)))
-        for i in range(n):
-            b = ed.bytes * fracs[i] if dim != "channel" else ed.bytes
-            new_edges.append(Edge(sp, subs[i], b))
-    for k, e in enumerate(inst.succ[o]):
-        ed = inst.edges[e]
-        cc = fresh(f"{op_id}/concat{k}")
-        new_ops.append(Op(cc, 0.0, 0, "Concat", None, None, {"split_of": op_id}))
-        for i in range(n):
-            new_edges.append(Edge(subs[i], cc, ed.bytes * fracs[i]))
-        new_edges.append(Edge(cc, ed.dst, ed.bytes, dict(ed.extra)))
-    return new_ops, new_edges
+        new_edges.extend(Edge(sp, subs[i], ed.bytes * fracs[i]) for i in range(n))
+    out_id = op_id
+    if inst.succ[o]:
+        full = max(inst.ebytes[e] for e in inst.succ[o])  # the output tensor every successor reads from
+        if reduce:  # partial sums: every piece sends a full-size tensor, summed by an AddN
+            out_id = fresh(f"{op_id}/reduce")
+            new_ops.append(Op(out_id, copy_us(n * full), int(full), "AddN", None, None, {"split_of": op_id}))
+            new_edges.extend(Edge(subs[i], out_id, full) for i in range(n))
+        else:
+            out_id = fresh(f"{op_id}/concat")
+            new_ops.append(Op(out_id, copy_us(full), int(full), "ConcatV2", None, None, {"split_of": op_id}))
+            new_edges.extend(Edge(subs[i], out_id, full * fracs[i]) for i in range(n))
+        for e in inst.succ[o]:
+            ed = inst.edges[e]
+            new_edges.append(Edge(out_id, ed.dst, ed.bytes, dict(ed.extra)))
+    return new_ops, new_edges, out_id
 
 
-def split_instance(inst: Instance, splits: Iterable[Sequence[Any]], *, overhead_us: float = 0.0) -> Instance:
+def _renamed_input(op: Op, old: str, new: str) -> Op:
+    """``op`` with references to ``old`` (its ``forward_of``, its split spec's cut inputs) now naming
+    ``new``, the node that gives ``old``'s output after a split; ``forward_of`` is dropped."""
+    extra = {k: v for k, v in op.extra.items() if not (k == "forward_of" and v == old)}
+    spec = extra.get(SPLIT_KEY)
+    if isinstance(spec, dict) and isinstance(spec.get("cut"), dict):
+        cut = {d: [new if s == old else s for s in srcs] if isinstance(srcs, list) else srcs
+               for d, srcs in spec["cut"].items()}
+        extra[SPLIT_KEY] = dict(spec, cut=cut)
+    return Op(op.id, op.time, op.memory, op.type, op.colocation, op.device, extra)
+
+
+def split_instance(inst: Instance, splits: Iterable[Sequence[Any]], *, overhead_us: float = 0.0,
+                   copy_bytes_per_us: float | None = None) -> Instance:
     """The graph with each ``(op, dim, n)`` of ``splits`` split (module docstring: exact rules).
 
     Splits are applied in the given order; each names an op of the original graph. ``overhead_us`` is
-    added to every sub-op's time (OS-DPOS's ``split_overhead_us``). The new Instance is named
-    ``<name>+split`` and records ``split_of`` (the base name) and ``splits`` in its ``extra``.
+    added to every sub-op's time (OS-DPOS's ``split_overhead_us``). ``copy_bytes_per_us``: speed of the
+    split/concat/reduce copies (default :func:`copy_bandwidth` of ``inst``). The new Instance is named
+    ``<name>+split`` and records ``split_of`` (the base name), ``splits`` and the copy speed in ``extra``.
     """
     cur = inst
     done: list[list[Any]] = list(inst.extra.get("splits", [])) if "split_of" in inst.extra else []
     base = inst.extra.get("split_of", inst.name)
+    bw = copy_bandwidth(inst) if copy_bytes_per_us is None else float(copy_bytes_per_us)
+    if not 0 < bw < math.inf:
+        raise InvalidInstanceError(f"split copy_bytes_per_us must be > 0, got {copy_bytes_per_us!r}")
     for item in splits:
         if not isinstance(item, (list, tuple)) or len(item) != 3:
             raise InvalidInstanceError(f"splits: each split must be [op, dim, n], got {item!r}")
@@ -282,20 +345,19 @@ def split_instance(inst: Instance, splits: Iterable[Sequence[Any]], *, overhead_
             n = int(n)
         o = cur.op_index.get(op_id)
         ids = set(cur.op_index)
-        new_ops, new_edges = _split_one(cur, op_id, dim, n, float(overhead_us), ids)
+        new_ops, new_edges, out_id = _split_one(cur, op_id, dim, n, float(overhead_us), bw, ids)
         ops: list[Op] = []
         for x, op in enumerate(cur.ops):
             if x == o:
                 ops.extend(new_ops)
-            elif op.extra.get("forward_of") == op_id:
-                ops.append(Op(op.id, op.time, op.memory, op.type, op.colocation, op.device,
-                              {k: v for k, v in op.extra.items() if k != "forward_of"}))
+            elif op.extra.get("forward_of") == op_id or SPLIT_KEY in op.extra:
+                ops.append(_renamed_input(op, op_id, out_id))
             else:
                 ops.append(op)
         edges = [ed for e, ed in enumerate(cur.edges) if cur.esrc[e] != o and cur.edst[e] != o]
         edges.extend(new_edges)
         done.append([op_id, dim, n])
-        extra = dict(cur.extra, split_of=base, splits=[list(s) for s in done])
+        extra = dict(cur.extra, split_of=base, splits=[list(s) for s in done], split_copy_bytes_per_us=bw)
         if overhead_us:
             extra["split_overhead_us"] = float(overhead_us)
         cur = cur.replace(name=f"{base}+split", ops=ops, edges=edges, extra=extra)
@@ -311,13 +373,16 @@ class OsDposOptions:
     critical_path: bool = True  # DPOS's critical-path devices
     cp_one_device: bool = False  # DPOS's public-code variant (see DposOptions)
     split_overhead_us: float = 0.0  # added to each sub-op's time
-    max_dpos_runs: int = 32  # cap on DPOS re-runs on split graphs (bounds the running time)
+    max_dpos_runs: int | None = None  # cap on DPOS re-runs on split graphs; None: the paper's whole loop
+    copy_bytes_per_us: float | None = None  # split/concat/reduce copy speed; None: from the instance
 
     def __post_init__(self) -> None:
         if not 0 <= self.split_overhead_us < math.inf:  # NaN fails too
             raise ValueError(f"split_overhead_us must be a finite number >= 0, got {self.split_overhead_us}")
-        if self.max_dpos_runs < 0:
+        if self.max_dpos_runs is not None and self.max_dpos_runs < 0:
             raise ValueError(f"max_dpos_runs must be >= 0, got {self.max_dpos_runs}")
+        if self.copy_bytes_per_us is not None and not 0 < self.copy_bytes_per_us < math.inf:
+            raise ValueError(f"copy_bytes_per_us must be > 0, got {self.copy_bytes_per_us}")
 
 
 def placed_critical_path(inst: Instance, placement: Sequence[int]) -> list[int]:
@@ -362,6 +427,8 @@ def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
     dopts = DposOptions(insertion=opts.insertion, critical_path=opts.critical_path, cp_one_device=opts.cp_one_device)
     best = _dpos_result(inst, "os_dpos", dopts, options)
     dpos_makespan = best.makespan
+    bw = copy_bandwidth(inst) if opts.copy_bytes_per_us is None else float(opts.copy_bytes_per_us)
+    cap = math.inf if opts.max_dpos_runs is None else opts.max_dpos_runs
     cur = inst
     splits: list[list[Any]] = []
     runs = 0
@@ -375,11 +442,11 @@ def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
         out_of_budget = False
         for dim, size in sorted(split_dims(cur.ops[o]).items()):
             for n in range(2, min(cur.m, size) + 1):
-                if runs >= opts.max_dpos_runs or (time_limit_s is not None and time.perf_counter() - t0 > time_limit_s):
+                if runs >= cap or (time_limit_s is not None and time.perf_counter() - t0 > time_limit_s):
                     out_of_budget = True
                     break
                 runs += 1
-                g = split_instance(cur, [[op_id, dim, n]], overhead_us=opts.split_overhead_us)
+                g = split_instance(cur, [[op_id, dim, n]], overhead_us=opts.split_overhead_us, copy_bytes_per_us=bw)
                 run = _dpos_schedule(g, dopts)
                 ms = simulate(g, run[0].placement, run[0].order()).makespan
                 if trial_best is None or ms < trial_best[0] - 1e-9:
@@ -392,10 +459,10 @@ def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
             splits.append(trial_best[2])
         else:
             if out_of_budget:
-                stopped = "max_dpos_runs" if runs >= opts.max_dpos_runs else "time_limit_s"
+                stopped = "max_dpos_runs" if runs >= cap else "time_limit_s"
             break
         if out_of_budget:
-            stopped = "max_dpos_runs" if runs >= opts.max_dpos_runs else "time_limit_s"
+            stopped = "max_dpos_runs" if runs >= cap else "time_limit_s"
             break
     else:
         stopped = "critical path exhausted"
@@ -403,6 +470,7 @@ def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
         "splits": splits,
         "base_instance": inst.name,
         "split_overhead_us": opts.split_overhead_us,
+        "split_copy_bytes_per_us": bw,
         "dpos_makespan": dpos_makespan,
         "dpos_runs": runs,
         "stopped": stopped,

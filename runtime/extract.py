@@ -57,6 +57,94 @@ class _UnionFind:
             self.parent[max(ra, rb)] = min(ra, rb)
 
 
+def _dims(t) -> list[int | None]:
+    return t.shape.as_list() if t.shape.rank is not None else []
+
+
+def split_spec(op) -> dict[str, Any] | None:
+    """FastT's split dimensions of a graph node from its static shapes (OS-DPOS, §5.2), or None.
+
+    ``{"dims": {dim: size}, "cut": {dim: [producers of the inputs cut along dim]}, "reduce": [dims]}``
+    (:mod:`dplace.heuristics.fastt` reads it). Inputs not listed are needed whole by every piece.
+      * Conv2D(x, f): batch = N of x (x cut, filter whole); channel = output channels (f cut, x whole).
+      * Conv2DBackpropInput(sizes, f, dy): batch = N (dy cut).
+      * Conv2DBackpropFilter(x, sizes, dy): batch = N (x, dy cut; the filter gradient is a partial sum:
+        reduce); channel = output channels (dy cut).
+      * MatMul(a, b): with ``transpose_a`` and not ``transpose_b`` (TF's weight gradient a^T·dy) batch =
+        the contracted rows (a, b cut; reduce); otherwise batch = the output's rows (a cut). channel =
+        the output's columns (b cut).
+      * BatchMatMulV2(a, b): with a rank-2 b (a broadcast weight matrix) batch = the leading dim (a
+        cut, b whole) and channel = the output's last dim (b cut); with both of rank >= 3 and one
+        leading dim, batch = that dim (both cut).
+      * Einsum: batch = the first index when every operand and the output start with it (all cut).
+    Sizes must be known and >= 2.
+    """
+    t = op.type
+    ins = list(op.inputs)
+    outs = _dims(op.outputs[0]) if op.outputs else []
+    src = [x.op.name for x in ins]
+    dims: dict[str, int] = {}
+    cut: dict[str, list[str]] = {}
+    reduce: list[str] = []
+
+    def put(dim: str, size: Any, cut_inputs: list[int]) -> None:
+        if isinstance(size, int) and size >= 2:
+            dims[dim] = size
+            cut[dim] = sorted({src[i] for i in cut_inputs})
+
+    def attr(name: str) -> Any:
+        try:
+            return op.get_attr(name)
+        except ValueError:
+            return None
+
+    if t == "Conv2D" and len(ins) == 2:
+        x, f = _dims(ins[0]), _dims(ins[1])
+        if len(x) == 4 and len(f) == 4 and attr("data_format") in (None, b"NHWC"):
+            put("batch", x[0], [0])
+            put("channel", f[3], [1])
+    elif t == "Conv2DBackpropInput" and len(ins) == 3:
+        dy = _dims(ins[2])
+        if len(dy) == 4 and attr("data_format") in (None, b"NHWC"):
+            put("batch", dy[0], [2])
+    elif t == "Conv2DBackpropFilter" and len(ins) == 3:
+        x, dy = _dims(ins[0]), _dims(ins[2])
+        if len(x) == 4 and len(dy) == 4 and attr("data_format") in (None, b"NHWC"):
+            put("batch", x[0], [0, 2])
+            reduce.append("batch")
+            put("channel", dy[3], [2])
+    elif t == "MatMul" and len(ins) == 2 and len(outs) == 2:
+        a = _dims(ins[0])
+        if len(a) == 2 and attr("transpose_a") and not attr("transpose_b"):
+            put("batch", a[0], [0, 1])
+            reduce.append("batch")
+        else:
+            put("batch", outs[0], [0])
+        put("channel", outs[1], [1])
+    elif t == "BatchMatMulV2" and len(ins) == 2 and len(outs) >= 3:
+        a, b = _dims(ins[0]), _dims(ins[1])
+        if len(a) >= 3 and len(b) == 2:  # activations times a broadcast weight matrix
+            if a[0] == outs[0]:
+                put("batch", outs[0], [0])
+            put("channel", outs[-1], [1])
+        elif len(a) >= 3 and len(b) >= 3 and a[0] == b[0] == outs[0]:
+            put("batch", outs[0], [0, 1])
+    elif t == "Einsum" and ins:
+        eq = attr("equation")
+        eq = eq.decode() if isinstance(eq, bytes) else (eq or "")
+        if "->" in eq:
+            lhs, rhs = eq.split("->")
+            terms = lhs.split(",")
+            if len(terms) == len(ins) and rhs and all(x[:1] == rhs[0] for x in terms) and rhs[0].isalpha():
+                put("batch", outs[0] if outs else None, list(range(len(ins))))
+    if not dims:
+        return None
+    spec: dict[str, Any] = {"dims": dims, "cut": {d: cut[d] for d in dims}}
+    if reduce and all(r in dims for r in reduce):
+        spec["reduce"] = reduce
+    return spec
+
+
 def check_no_loops(graph) -> None:
     """Raise a clear error for graphs with control-flow loops (out of scope: a loop body is one node
     whose time depends on its trip count)."""
@@ -118,6 +206,9 @@ def extract(
                 mem += b
                 unknown += not known
             extra = {"tf_node": nm}
+            spec = split_spec(op)
+            if spec is not None:
+                extra["split"] = spec
         ops.append(Op(nm, 0.0, mem, op.type, None, None, extra))
         for t in op.inputs:
             b, known = tensor_bytes(t)
@@ -168,3 +259,19 @@ def extract(
         name or f"{step.name}_b{batch}_{len(devs)}dev", devs, ops, edges, link=link, comm="parallel",
         extra={"tf": meta},
     )
+
+
+def with_split_specs(inst: Instance, step: TrainStep, batch: int) -> Instance:
+    """``inst`` (made by :func:`extract` from ``step`` at ``batch``, maybe profiled) with the split specs
+    of :func:`split_spec` on its ops, matched by ``tf_node``: adds them to instances extracted before
+    the specs existed without profiling again. Ops with no spec keep none."""
+    graph = step.concrete(batch).graph
+    specs = {op.name: split_spec(op) for op in graph.get_operations()}
+    ops = []
+    for op in inst.ops:
+        spec = specs.get(op.extra.get("tf_node", op.id))
+        extra = {k: v for k, v in op.extra.items() if k != "split"}
+        if spec is not None:
+            extra["split"] = spec
+        ops.append(Op(op.id, op.time, op.memory, op.type, op.colocation, op.device, extra))
+    return inst.replace(ops=ops)

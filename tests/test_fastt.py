@@ -10,7 +10,8 @@ from dplace.model import Device, Edge, Instance, Link, Op
 from dplace.ranks import edge_costs
 from dplace.result import result_from_dict
 from dplace.testing import contract_instances, random_instance
-from dplace.heuristics.fastt import critical_path, placed_critical_path, split_instance
+from dplace.heuristics.fastt import (DEFAULT_COPY_BYTES_PER_US, copy_bandwidth, critical_path, placed_critical_path,
+                                     split_instance)
 
 METHODS = ("dpos", "os_dpos")
 SPLIT = {"dims": {"batch": 60, "channel": 240}}
@@ -74,26 +75,68 @@ def test_critical_path_device_changes_when_full():
 
 
 def test_split_instance_graph():
-    inst = _hand(nbytes=600.0)
-    g = split_instance(inst, [["H", "batch", 3]])
+    inst = _hand(nbytes=600.0)  # legacy spec (no "cut"): batch cuts every input, channel none
+    g = split_instance(inst, [["H", "batch", 3]], copy_bytes_per_us=100.0)
     ids = {op.id for op in g.ops}
-    assert {"H/batch0", "H/batch1", "H/batch2", "H/split0", "H/concat0"} <= ids and "H" not in ids
+    assert {"H/batch0", "H/batch1", "H/batch2", "H/split0", "H/concat"} <= ids and "H" not in ids
     sub = g.ops[g.op_index["H/batch1"]]
-    assert sub.time == pytest.approx(30.0) and sub.memory == 6  # batch: parameters replicated
+    assert sub.time == pytest.approx(30.0) and sub.memory == 2  # a third of H's outputs
     eb = {(e.src, e.dst): e.bytes for e in g.edges}
     assert eb[("a", "H/split0")] == 600.0
     assert eb[("H/split0", "H/batch2")] == pytest.approx(200.0)  # the input is cut along the batch
-    assert eb[("H/batch0", "H/concat0")] == pytest.approx(200.0)
-    assert eb[("H/concat0", "b")] == 600.0
+    assert eb[("H/batch0", "H/concat")] == pytest.approx(200.0)
+    assert eb[("H/concat", "b")] == 600.0
+    for node in ("H/split0", "H/concat"):  # a copy of 600 bytes at 100 bytes/µs, holding them
+        op = g.ops[g.op_index[node]]
+        assert op.time == pytest.approx(6.0) and op.memory == 600
     assert g.extra["split_of"] == "hand" and g.extra["splits"] == [["H", "batch", 3]]
     c = split_instance(inst, [["H", "channel", 4]])
-    assert [c.ops[c.op_index[f"H/channel{i}"]].memory for i in range(4)] == [2, 2, 1, 1]  # 6 bytes  # parameters divided
+    assert [c.ops[c.op_index[f"H/channel{i}"]].memory for i in range(4)] == [2, 2, 1, 1]  # 6 bytes divided
     ce = {(e.src, e.dst): e.bytes for e in c.edges}
-    assert ce[("H/split0", "H/channel3")] == 600.0  # every channel slice needs the whole input
-    assert ce[("H/channel3", "H/concat0")] == pytest.approx(150.0)
+    assert ce[("a", "H/channel3")] == 600.0 and "H/split0" not in c.op_index  # whole input, no split node
+    assert ce[("H/channel3", "H/concat")] == pytest.approx(150.0)
     assert c.ops[c.op_index["H/channel0"]].time == pytest.approx(22.5)
     ov = split_instance(inst, [["H", "batch", 2]], overhead_us=3.0)
     assert ov.ops[ov.op_index["H/batch0"]].time == pytest.approx(48.0)
+
+
+def _matmul(reduce=False):
+    """x (activations, 800 B) and w (weights, 400 B) -> M -> y; M's output 200 B. A weight gradient
+    (``reduce``) is a partial sum over the batch."""
+    spec = {"dims": {"batch": 4, "channel": 8}, "cut": {"batch": ["x"], "channel": ["w"]}}
+    if reduce:
+        spec["reduce"] = ["batch"]
+    ops = [Op("x", 1.0, 800), Op("w", 1.0, 400), Op("M", 40.0, 200, type="MatMul", extra={"split": spec}),
+           Op("y", 1.0, 1)]
+    edges = [Edge("x", "M", 800), Edge("w", "M", 400), Edge("M", "y", 200)]
+    return Instance("mm", [Device(f"g{i}", 10**6) for i in range(2)], ops, edges, link=Link(1.0, 100.0))
+
+
+def test_split_cost_model_weights_whole_activations_cut_gradients_summed():
+    g = split_instance(_matmul(), [["M", "batch", 2]], copy_bytes_per_us=100.0)
+    eb = {(e.src, e.dst): e.bytes for e in g.edges}
+    assert eb[("w", "M/batch0")] == eb[("w", "M/batch1")] == 400  # weights needed whole by every piece
+    assert eb[("M/split0", "M/batch1")] == 400 and ("x", "M/batch0") not in eb  # activations cut
+    assert [g.ops[g.op_index[f"M/batch{i}"]].memory for i in range(2)] == [100, 100]
+    c = split_instance(_matmul(), [["M", "channel", 2]], copy_bytes_per_us=100.0)
+    ce = {(e.src, e.dst): e.bytes for e in c.edges}
+    assert ce[("x", "M/channel0")] == 800 and ce[("M/split1", "M/channel1")] == 200  # x whole, w cut
+    r = split_instance(_matmul(reduce=True), [["M", "batch", 2]], copy_bytes_per_us=100.0)
+    re_ = {(e.src, e.dst): e.bytes for e in r.edges}
+    red = r.ops[r.op_index["M/reduce"]]
+    assert red.type == "AddN" and red.time == pytest.approx(2 * 200 / 100.0) and red.memory == 200
+    assert re_[("M/batch0", "M/reduce")] == re_[("M/batch1", "M/reduce")] == 200  # full partial sums
+    assert [r.ops[r.op_index[f"M/batch{i}"]].memory for i in range(2)] == [200, 200]
+    assert re_[("M/reduce", "y")] == 200 and "M/concat" not in r.op_index
+
+
+def test_copy_bandwidth_from_the_instances_copy_ops():
+    ops = [Op("a", 1.0, 10), Op("s", 4.0, 2000, type="AddN"), Op("c", 6.0, 3000, type="ConcatV2")]
+    inst = Instance("cp", [Device("g0", 10**6)], ops, [Edge("a", "s", 1), Edge("s", "c", 1)])
+    assert copy_bandwidth(inst) == pytest.approx(5000 / 10)
+    assert copy_bandwidth(_hand()) == DEFAULT_COPY_BYTES_PER_US
+    assert copy_bandwidth(split_instance(inst.replace(ops=[Op("a", 1.0, 10, extra={"split": SPLIT}), *ops[1:]]),
+                                         [["a", "batch", 2]], copy_bytes_per_us=7.0)) == 7.0
 
 
 @pytest.mark.parametrize("bad", [[["nope", "batch", 2]], [["H", "width", 2]], [["H", "batch", 1]],
@@ -228,3 +271,24 @@ def test_public_code_variants():
     _ok(inst, eft)
     assert eft.memory_ok and eft.extra["critical_path_devices"] == []
     assert dplace.solve(inst, "os_dpos", cp_one_device=True).memory_ok is False
+
+
+def test_os_dpos_result_is_accepted_by_evaluate(tmp_path, capsys):
+    from dplace.cli import main
+    from dplace.io import save_instance
+
+    path = tmp_path / "hand.json"
+    save_instance(_hand(m=3, latency=5.0, nbytes=600.0), path)
+    out = tmp_path / "r.json"
+    assert main(["solve", str(path), "--method", "os_dpos", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["extra"]["splits"] and data["instance"] == "hand+split"
+    capsys.readouterr()
+    assert main(["evaluate", str(path), str(out), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["makespan_agrees"] and rep["makespan"] == pytest.approx(data["makespan"])
+
+
+def test_os_dpos_runs_the_papers_whole_loop_by_default():
+    res = dplace.solve(_hand(), "os_dpos")
+    assert res.options == {} and res.extra["stopped"] in ("no improving split", "critical path exhausted")

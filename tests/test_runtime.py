@@ -85,6 +85,26 @@ def test_extract_transformer(transformer):
     assert sum(1 for op in inst.ops if op.time > 0) > inst.n // 3
 
 
+def test_split_specs_from_shapes(transformer):
+    """Oracle from the shapes of the Transformer (batch 2, seq 8, width 32, FF 128): the forward FF
+    MatMul [16,32]x[32,128] splits its 16 rows on the batch (activations cut, weights whole) and its
+    128 columns on the channel (weights cut); its weight gradient a^T·dy sums over the 16 rows."""
+    step, inst = transformer
+    fwd = inst.ops[inst.op_index["transformer_1/ff0a_1/Tensordot/MatMul"]].extra["split"]
+    assert fwd["dims"] == {"batch": 16, "channel": 128}
+    assert fwd["cut"]["batch"] == ["transformer_1/ff0a_1/Tensordot/Reshape"]
+    assert fwd["cut"]["channel"] == ["transformer_1/ff0a_1/Cast/ReadVariableOp"] and "reduce" not in fwd
+    dw = inst.ops[inst.op_index["gradient_tape/transformer_1/ff0a_1/Tensordot/MatMul/MatMul_1"]].extra["split"]
+    assert dw["dims"] == {"batch": 16, "channel": 128} and dw["reduce"] == ["batch"] and len(dw["cut"]["batch"]) == 2
+    assert not any("split" in op.extra for op in inst.ops if op.type in ("Placeholder", "ReadVariableOp", "Relu"))
+    # the same specs on an instance extracted without them, by node name
+    bare = inst.replace(ops=[dplace.model.Op(op.id, op.time, op.memory, op.type, op.colocation, op.device,
+                                             {k: v for k, v in op.extra.items() if k != "split"}) for op in inst.ops])
+    assert extract.with_split_specs(bare, step, 2).to_dict() == inst.to_dict()
+    res = dplace.solve(inst, "os_dpos", max_dpos_runs=4)
+    assert dplace.check(res.instance, res).ok
+
+
 def test_loop_graph_is_rejected_and_unrolled_lstm_extracts():
     zoo.ensure_logical_cpus(NDEV)
     small = dict(width=8, layers=1, seq_len=4, vocab=50)
