@@ -253,6 +253,15 @@ def time_schedule(inst: Instance, placement: Sequence[int], order: Any) -> Timin
     for d, lst in enumerate(lists):
         if any(pl[o] != d for o in lst):
             raise ValueError(f"order of device {d} lists an op placed elsewhere")
+    st, seq = _time_lists(M, pl, lists)
+    if st is None:
+        raise ValueError("order contradicts precedence: every device waits for an input that never comes")
+    return Timing(start=list(st.start), end=[float(x) for x in st.end], makespan=st.makespan,
+                  memory_ok=M.fits(pl), finish_order=seq)
+
+
+def _time_lists(M: _Model, pl: list[int], lists: list[list[int]]) -> tuple[_State | None, list[int]]:
+    """Finalise ops in finish order, each device taking its list in turn; (None, ...) on deadlock."""
     st = _State(M, pl)
     pos = [0] * M.m
     seq: list[int] = []
@@ -267,13 +276,12 @@ def time_schedule(inst: Instance, placement: Sequence[int], order: Any) -> Timin
                     if best is None or key < best[0]:
                         best = (key, o, d, c)
         if best is None:
-            raise ValueError("order contradicts precedence: every device waits for an input that never comes")
+            return None, seq
         _, o, d, c = best
         st.commit(o, *c)
         pos[d] += 1
         seq.append(o)
-    return Timing(start=list(st.start), end=[float(x) for x in st.end], makespan=st.makespan,
-                  memory_ok=M.fits(pl), finish_order=seq)
+    return st, seq
 
 
 # ----------------------------------------------------------------------------------------- brute force
@@ -476,7 +484,7 @@ def brute_force(inst: Instance, *, time_limit_s: float | None = None, max_nodes:
 
 def exhaustive(inst: Instance) -> OracleResult:
     """No bounds, no symmetry: every placement x every product of per-device permutations, each timed
-    with :func:`time_schedule` (orders that deadlock are skipped). For checking :func:`brute_force` on
+    with the timing of :func:`time_schedule` (orders that deadlock are skipped). For checking :func:`brute_force` on
     tiny instances only."""
     M = _Model(inst)
     best = math.inf
@@ -489,13 +497,12 @@ def exhaustive(inst: Instance) -> OracleResult:
         n_feas += 1
         per_dev = [[o for o in range(M.n) if pl[o] == d] for d in range(M.m)]
         for lists in itertools.product(*[itertools.permutations(x) for x in per_dev]):
-            try:
-                t = time_schedule(inst, pl, [list(x) for x in lists])
-            except ValueError:
-                continue
+            st, _ = _time_lists(M, pl, [list(x) for x in lists])
+            if st is None:
+                continue  # the order deadlocks
             n_sched += 1
-            if t.makespan < best:
-                best, arg = t.makespan, (list(pl), [list(x) for x in lists])
+            if st.makespan < best:
+                best, arg = st.makespan, (list(pl), [list(x) for x in lists])
     return OracleResult(optimum=None if arg is None else best, placement=None if arg is None else arg[0],
                         order=None if arg is None else arg[1], feasible=n_feas > 0, placements=n_pl,
                         memory_feasible=n_feas, schedules=n_sched)
@@ -608,3 +615,40 @@ def fuzz_instance(seed: int, *, n_ops: tuple[int, int] = (3, 9), n_devices: tupl
                 if a != b and rng.random() < 0.5:
                     pairs[(a, b)] = link()
     return Instance(f"fuzz-{seed}", devices, ops, edges, link=link(), pairs=pairs, comm=comm)
+
+
+# -------------------------------------------------------------------------------------- judging claims
+def tolerance(opt: float) -> float:
+    """Makespans within 1e-6 relative (1e-9 absolute) of the optimum count as equal."""
+    return 1e-6 * abs(opt) + 1e-9
+
+
+def judge(res: Any, orc: OracleResult) -> list[str]:
+    """What ``res`` (a :class:`dplace.Result`) claims that the oracle refutes; empty when nothing.
+
+    ``wrong_optimal``: status optimal but the makespan is not the optimum (or memory does not fit, or no
+    placement fits at all); ``wrong_bound``: a lower bound above the optimum; ``wrong_infeasible``:
+    status infeasible while a placement fits; ``below_optimum``: a memory-feasible makespan below the
+    optimum (the oracle or the simulator is wrong).
+    """
+    out = []
+    opt = orc.optimum
+    if not orc.feasible:
+        if res.status == "optimal":
+            out.append("wrong_optimal")
+        if res.status in ("optimal", "feasible", "heuristic") and res.memory_ok:
+            out.append("below_optimum")  # a fitting placement the oracle did not find
+        return out
+    if opt is None:
+        return out  # oracle incomplete with nothing found: nothing to judge
+    tol = tolerance(opt)
+    if res.status == "infeasible":
+        out.append("wrong_infeasible")
+    if res.status == "optimal" and orc.complete and (
+            res.makespan is None or not res.memory_ok or abs(res.makespan - opt) > tol):
+        out.append("wrong_optimal")
+    if res.lower_bound is not None and orc.complete and res.lower_bound > opt + tol:
+        out.append("wrong_bound")
+    if res.makespan is not None and res.memory_ok and res.makespan < opt - tol:
+        out.append("below_optimum")
+    return out

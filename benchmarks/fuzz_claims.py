@@ -1,0 +1,199 @@
+"""Differential fuzzing of the methods' claims against the brute-force oracle (``dplace.oracle``).
+
+Each seed gives one ``dplace.oracle.fuzz_instance`` (3-9 ops, 2-3 devices, both comm modes, speeds,
+per-device times, pins, colocation, per-pair links, binding memory, zero times, ties, magnitudes 1e-3 ..
+1e10 µs). Its optimum comes from ``dplace.oracle.brute_force`` (never from ``dplace.simulate``); every
+method then solves it with a per-instance time limit and ``dplace.oracle.judge`` counts the claims the
+optimum refutes: an ``optimal`` status that is not optimal, a lower bound above the optimum,
+``infeasible`` while a placement fits, a makespan below the optimum.
+
+Prints one row per method: instances, wrong optimal claims, wrong bounds, wrong infeasible, makespans
+below the optimum, errors, the proven rate (optimal or infeasible status, correct, of all instances)
+and mean/max solve time. Goal: 0 wrong claims; >= 99 % proven by each exact method within 10 s.
+Results are appended to a JSONL file keyed by (seed, method), so a rerun resumes; every instance with
+a wrong claim or an error is saved as JSON (instance, oracle optimum and argmin, the method's answer
+or exception) in --cases.
+Exits 1 when any claim is wrong.
+
+  .venv/bin/python benchmarks/fuzz_claims.py --n 10000 --workers 2 --out fuzz.jsonl --cases fuzz_cases
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+EXACT = ("cpsat", "milp-cbc", "milp-highs", "refine", "portfolio")
+HEURISTICS = ("heft", "m_etf", "dpos", "m_sct", "celeritas", "m_topo")
+KINDS = ("wrong_optimal", "wrong_bound", "wrong_infeasible", "below_optimum")
+
+
+def method_call(spec: str) -> tuple[str, dict]:
+    """``milp-cbc`` -> ("milp", {"solver": "cbc"}); other specs are method names."""
+    if spec.startswith("milp-"):
+        return "milp", {"solver": spec[5:]}
+    if spec == "cpsat":
+        return "cpsat", {"progress": False}
+    return spec, {}
+
+
+def oracle_record(orc) -> dict:
+    return {"optimum": orc.optimum, "feasible": orc.feasible, "complete": orc.complete,
+            "placement": orc.placement, "order": orc.order, "seconds": round(orc.seconds, 4), **orc.counts}
+
+
+def check_seed(seed: int, methods: list[str], time_limit: float, oracle_limit: float = 120.0) -> list[dict]:
+    """Solve instance ``seed`` with every method in ``methods`` and judge each answer by the oracle."""
+    import dplace
+    from dplace.oracle import brute_force, fuzz_instance, judge
+
+    inst = fuzz_instance(seed)
+    orc = brute_force(inst, time_limit_s=oracle_limit)
+    rows = []
+    for spec in methods:
+        name, opts = method_call(spec)
+        row = {"seed": seed, "method": spec, "n": inst.n, "m": inst.m, "comm": inst.comm,
+               "opt": orc.optimum, "feasible": orc.feasible, "oracle_complete": orc.complete}
+        t0 = time.perf_counter()
+        try:
+            res = dplace.solve(inst, name, time_limit_s=time_limit, seed=seed, **opts)
+        except Exception as exc:  # noqa: BLE001 - a fuzzer counts every failure
+            row.update(status="error", error=repr(exc)[:300], time_s=time.perf_counter() - t0, defects=[])
+            row["case"] = {"instance": inst.to_dict(), "oracle": oracle_record(orc), "options": opts,
+                           "error": repr(exc)}
+            rows.append(row)
+            continue
+        row.update(status=res.status, makespan=res.makespan, lower_bound=res.lower_bound,
+                   memory_ok=res.memory_ok, time_s=round(time.perf_counter() - t0, 4),
+                   defects=judge(res, orc))
+        if row["defects"]:
+            row["case"] = {"instance": inst.to_dict(), "oracle": oracle_record(orc), "options": opts,
+                           "result": res.to_dict()}
+        rows.append(row)
+    return rows
+
+
+def _work(args: tuple) -> list[dict]:
+    return check_seed(*args)
+
+
+def summarize(rows: list[dict], methods: list[str]) -> list[dict]:
+    table = []
+    for spec in methods:
+        rs = [r for r in rows if r["method"] == spec]
+        if not rs:
+            continue
+        times = [r["time_s"] for r in rs]
+        proven = sum(1 for r in rs if not r["defects"] and (
+            r["status"] == "optimal" or (r["status"] == "infeasible" and not r["feasible"])))
+        small = [r for r in rs if r["n"] <= 9]
+        proven_fast = sum(1 for r in small if not r["defects"] and r["time_s"] <= 10.0 and (
+            r["status"] == "optimal" or (r["status"] == "infeasible" and not r["feasible"])))
+        row = {"method": spec, "instances": len(rs)}
+        for k in KINDS:
+            row[k] = sum(1 for r in rs if k in r["defects"])
+        row["errors"] = sum(1 for r in rs if r["status"] == "error")
+        row["proven_pct"] = 100.0 * proven / len(rs)
+        row["proven_le9_10s_pct"] = 100.0 * proven_fast / len(small) if small else float("nan")
+        row["mean_s"] = sum(times) / len(times)
+        row["max_s"] = max(times)
+        table.append(row)
+    return table
+
+
+def print_table(table: list[dict]) -> None:
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:  # pragma: no cover
+        for r in table:
+            print(r)
+        return
+    t = Table(title="claims vs brute-force oracle")
+    cols = ["method", "instances", *KINDS, "errors", "proven %", "proven ≤9 ops ≤10 s %", "mean s", "max s"]
+    for c in cols:
+        t.add_column(c, justify="left" if c == "method" else "right")
+    for r in table:
+        t.add_row(r["method"], str(r["instances"]), *(str(r[k]) for k in KINDS), str(r["errors"]),
+                  f"{r['proven_pct']:.2f}", f"{r['proven_le9_10s_pct']:.2f}", f"{r['mean_s']:.3f}",
+                  f"{r['max_s']:.2f}")
+    Console(width=200).print(t)
+
+
+def _write_json(path: Path, obj: dict) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump(obj, f, indent=1)
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=10000, help="instances (seeds start..start+n-1) per method")
+    ap.add_argument("--start", type=int, default=0, help="first seed")
+    ap.add_argument("--methods", default=",".join(EXACT + HEURISTICS),
+                    help="comma-separated: cpsat, milp-cbc, milp-highs, refine, portfolio or any method name")
+    ap.add_argument("--time-limit", type=float, default=10.0, help="seconds per instance and method")
+    ap.add_argument("--workers", type=int, default=2, help="processes (1: run in this process)")
+    ap.add_argument("--out", default="fuzz_claims.jsonl", help="JSONL of results (appended; resumes)")
+    ap.add_argument("--cases", default="fuzz_cases", help="folder for the instances with a wrong claim")
+    args = ap.parse_args(argv)
+    methods = [m for m in args.methods.split(",") if m]
+    if args.n < 0 or args.workers < 1 or args.time_limit <= 0:
+        print(f"error: --n, --workers and --time-limit must be positive, got {args.n}, {args.workers}, "
+              f"{args.time_limit}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    cases = Path(args.cases)
+    cases.mkdir(parents=True, exist_ok=True)
+    rows: list[dict] = []
+    done: dict[int, set] = {}
+    if out.exists():
+        for line in out.read_text().splitlines():
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut short by an interrupted run
+            rows.append(r)
+            done.setdefault(r["seed"], set()).add(r["method"])
+    seeds = range(args.start, args.start + args.n)
+    todo = [(s, [m for m in methods if m not in done.get(s, ())], args.time_limit) for s in seeds]
+    todo = [t for t in todo if t[1]]
+    rows = [r for r in rows if r["seed"] in seeds and r["method"] in methods]
+    from rich.progress import Progress
+
+    pool = mp.get_context("spawn").Pool(args.workers) if args.workers > 1 else None
+    batches = pool.imap_unordered(_work, todo) if pool is not None else map(_work, todo)
+    with out.open("a") as f, Progress(transient=True) as prog:
+        task = prog.add_task("fuzzing", total=len(todo))
+        for batch in batches:
+            for r in batch:
+                case = r.pop("case", None)
+                if case is not None:
+                    p = cases / f"seed{r['seed']}-{r['method']}.json"
+                    _write_json(p, {"seed": r["seed"], "method": r["method"], "defects": r["defects"] or ["error"],
+                                    **case})
+                    r["case_file"] = str(p)
+                f.write(json.dumps(r) + "\n")
+                rows.append(r)
+            f.flush()
+            prog.advance(task)
+    if pool is not None:
+        pool.close()
+        pool.join()
+    table = summarize(rows, methods)
+    print_table(table)
+    for r in rows:
+        if r["defects"]:
+            print(f"seed {r['seed']} {r['method']}: {','.join(r['defects'])} status={r['status']} "
+                  f"makespan={r.get('makespan')} bound={r.get('lower_bound')} opt={r['opt']} {r.get('case_file', '')}")
+    return 1 if any(r["defects"] for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
