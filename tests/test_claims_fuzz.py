@@ -35,6 +35,7 @@ KNOWN = {
     (1210, "cpsat"): "cpsat: TypeError, a FloatAffine offset in a linear constraint (transfers ~1e13 µs)",
     (1088, "milp-highs"): "milp-highs: claims optimal 1.1e11, optimum 1.0e11 (times ~1e10 µs, big-M)",
     (130, "milp-highs"): "milp-highs: wrong optimal claim (sequential, times ~1e6 µs, transfers ~1e9 µs, big-M)",
+    (96, "milp-cbc"): "milp-cbc: claims optimal 1.632e11, optimum 1.222e11 (op times 5e-3 µs, transfers ~1e11 µs, big-M)",
     (1266, "milp-cbc"): "milp-cbc: claims optimal 1.598e12, optimum 1.090e12 (transfers ~1e12 µs, big-M)",
     (1176, "milp-cbc"): "milp-cbc: SolverError 'model infeasible but heuristic is feasible' (op times 5e-3 µs, transfers 1e11 µs)",
 }
