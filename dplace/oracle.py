@@ -599,13 +599,14 @@ def fuzz_instance(seed: int, *, n_ops: tuple[int, int] = (3, 9), n_devices: tupl
         cap = [max(biggest, int(share * total)) for _ in range(m)]
         if rng.random() < 0.3:
             cap = [max(biggest, int(c * rng.choice([0.6, 1.0, 1.4]))) for c in cap]
-    for k in range(n):  # a pinned op (and its group) must fit its device
+    pinned_to = [-1] * n  # a pin on any member pins its group; what is pinned to a device must fit it
+    for k in range(n):
         if pins[k] is not None:
-            d = names.index(pins[k])
-            need = mems[k]
-            if coloc[k] is not None:
-                need = sum(mems[j] for j in range(n) if coloc[j] == coloc[k])
-            cap[d] = max(cap[d], need)
+            for j in range(n):
+                if j == k or coloc[k] is not None and coloc[j] == coloc[k]:
+                    pinned_to[j] = names.index(pins[k])
+    for d in range(m):
+        cap[d] = max(cap[d], sum(mems[j] for j in range(n) if pinned_to[j] == d))
     devices = [Device(names[d], cap[d], speeds[d]) for d in range(m)]
     ops = [Op(f"o{k}", times[k], mems[k], colocation=coloc[k], device=pins[k]) for k in range(n)]
     pairs = {}
