@@ -347,23 +347,49 @@ class _Timeline:
 
 
 class ScheduleState:
-    """Partial schedule for list schedulers: query ``est``/``eft`` of (op, device), then ``commit``.
+    """Partial schedule for list schedulers, timed by the simulator's own rules: query
+    ``est``/``eft`` of (op, device), then ``commit``.
 
     All predecessors of an op must be committed before it is queried. ``insertion=True`` lets an op
     go into an idle gap of the device (HEFT's insertion policy); otherwise it goes after the last op.
     Memory is tracked per device (``fits``/``mem_used``) so memory-aware schedulers can skip devices.
+
+    The committed ops are always timed exactly as ``simulate(inst, placement, order())`` would time
+    them if the graph held only those ops: one op at a time per device in ``order()``; in sequential
+    mode one send per (producer, destination device) with the largest ``bytes`` among the committed
+    consumers there, sent when the producer finishes, one at a time per directed link in the order the
+    producers finish (ties: topological index). Once every op is committed, ``makespan`` is the
+    simulated makespan. A consumer committed late on a new device adds a send that goes, in that order,
+    before the sends of producers that finished later, and a consumer with a larger tensor lengthens a
+    send: both can delay sends and ops already committed. ``commit`` re-times them (``retimed`` counts
+    the ops moved so), so the state stays the simulation of what is committed; ``est`` accounts for the
+    sends the op adds on its own links but not for ops it would delay that feed it in turn (then its
+    committed start is later than the ``est`` it was chosen by). Parallel mode never re-times.
     """
 
     def __init__(self, inst: Instance) -> None:
         self.inst = inst
-        self.placement = [-1] * inst.n
-        self.start = [0.0] * inst.n
-        self.end = [0.0] * inst.n
-        self.mem_used = [0] * inst.m
-        self._dev = [_Timeline() for _ in range(inst.m)]
-        self._links: dict[tuple[int, int], _Timeline] = {}
-        self._sent: dict[tuple[int, int], float] = {}  # (producer, dst dev) -> arrival (sequential mode)
+        n, m = inst.n, inst.m
+        self.placement = [-1] * n
+        self.start = [0.0] * n
+        self.end = [0.0] * n
+        self.mem_used = [0] * m
         self.n_placed = 0
+        self.retimed = 0  # ops whose committed times a later commit changed (sequential mode)
+        self.replays = 0  # commits whose knock-on re-timing ran as one replay of everything committed
+        self._seq = inst.comm == "sequential"
+        self._dseq: list[list[int]] = [[] for _ in range(m)]  # committed ops per device, in execution order
+        self._dprev = [-1] * n
+        self._dnext = [-1] * n
+        self._timed = [False] * n
+        self._dev = [_Timeline() for _ in range(m)]  # idle gaps, rebuilt from _dseq when stale
+        self._stale = [False] * m
+        self._links: dict[tuple[int, int], list[int]] = {}  # producers sending on link, in send order
+        self._tx: dict[int, list[float]] = {}  # p * m + dst -> [send start, arrival, bytes]
+        self._dests: list[list[int]] = [[] for _ in range(n)]  # devices producer p sends to
+        self._rnd = [1] * n  # the event-loop round at its finish time in which an op finishes
+        end, rnd, tp = self.end, self._rnd, inst.topo_pos
+        self._send_key = lambda q: (end[q], rnd[q], tp[q])
 
     # -- queries
     def is_placed(self, o: int) -> bool:
@@ -373,35 +399,64 @@ class ScheduleState:
         return self.mem_used[d] + self.inst.mem[o] + extra_bytes <= self.inst.capacity[d]
 
     def device_free(self, d: int) -> float:
-        return self._dev[d].free
+        seq = self._dseq[d]
+        return self.end[seq[-1]] if seq else 0.0
 
-    def _seq_arrival(self, p: int, d: int, insertion: bool) -> float:
-        key = (p, d)
-        if key in self._sent:
-            return self._sent[key]
-        inst = self.inst
-        dp = self.placement[p]
-        nbytes = self._seq_bytes(p, d)
-        length = inst.lat[dp][d] + nbytes / inst.bw[dp][d]
-        tl = self._links.get((dp, d))
-        s = self.end[p] if tl is None else tl.earliest(self.end[p], length, insertion)
-        return s + length
+    def _timeline(self, d: int) -> _Timeline:
+        if self._stale[d]:
+            tl = _Timeline()
+            for o in self._dseq[d]:
+                tl.add(self.start[o], self.end[o])
+            self._dev[d], self._stale[d] = tl, False
+        return self._dev[d]
 
-    def _seq_bytes(self, p: int, d: int) -> float:
-        inst = self.inst
-        best = 0.0
-        for e in inst.succ[p]:
-            v = inst.edst[e]
-            if (self.placement[v] == d or self.placement[v] < 0) and inst.ebytes[e] > best:
-                best = inst.ebytes[e]
-        return best
+    def _link_arrival(self, dp: int, d: int, need: dict[int, float]) -> float:
+        """Latest arrival on ``d`` of the sends of producers ``need`` (p -> bytes) on link (dp, d) if
+        they were sent with those bytes (new sends join the link in producer-finish order): a walk
+        along the link from the first of them, re-timing the sends in between while they move."""
+        inst, m, end, key = self.inst, self.inst.m, self.end, self._send_key
+        lat, bw = inst.lat[dp][d], inst.bw[dp][d]
+        lst = self._links.get((dp, d), [])
+        txs = self._tx
+        ps = sorted(need, key=key)
+        i = bisect_left(lst, key(ps[0]), key=key)
+        prev_f = txs[lst[i - 1] * m + d][1] if i else 0.0
+        moved = False
+        out = 0.0
+        for p in ps:
+            kp = key(p)
+            while i < len(lst) and key(lst[i]) < kp:  # sends of other producers before p
+                tx = txs[lst[i] * m + d]
+                if moved:
+                    s = end[lst[i]] if end[lst[i]] >= prev_f else prev_f
+                    f = s + lat + tx[2] / bw
+                    moved = f != tx[1]
+                    prev_f = f
+                else:
+                    prev_f = tx[1]
+                i += 1
+            tx = txs.get(p * m + d)
+            if tx is not None:
+                i += 1  # lst[i] is p
+            b = need[p]
+            if tx is None or moved or b != tx[2]:
+                s = end[p] if end[p] >= prev_f else prev_f
+                f = s + lat + b / bw
+                moved = True
+            else:
+                f = tx[1]
+            prev_f = f
+            if f > out:
+                out = f
+        return out
 
     def data_ready(self, o: int, d: int, insertion: bool = False) -> float:
-        """Time all inputs of ``o`` are available on device ``d``."""
+        """Time all inputs of ``o`` would be on device ``d`` if ``o`` were committed there."""
         inst = self.inst
         t = 0.0
-        pl, end = self.placement, self.end
-        seq = inst.comm == "sequential"
+        pl, end, m = self.placement, self.end, inst.m
+        seq = self._seq
+        groups: dict[int, dict[int, float]] | None = None
         for e in inst.pred[o]:
             p = inst.esrc[e]
             dp = pl[p]
@@ -410,50 +465,300 @@ class ScheduleState:
             if dp == d:
                 a = end[p]
             elif seq:
-                a = self._seq_arrival(p, d, insertion)
+                if groups is None:
+                    groups = {}
+                need = groups.setdefault(dp, {})
+                if inst.ebytes[e] > need.get(p, -1.0):
+                    need[p] = inst.ebytes[e]
+                continue
             else:
                 a = end[p] + inst.lat[dp][d] + inst.ebytes[e] / inst.bw[dp][d]
             if a > t:
                 t = a
+        if groups:
+            txs = self._tx
+            for dp, need in groups.items():
+                grows = False
+                for p, b in need.items():
+                    tx = txs.get(p * m + d)
+                    if tx is None or b > tx[2]:
+                        grows = True
+                    else:
+                        need[p] = tx[2]
+                if grows:
+                    a = self._link_arrival(dp, d, need)
+                else:
+                    a = max(txs[p * m + d][1] for p in need)
+                if a > t:
+                    t = a
         return t
 
     def est(self, o: int, d: int, insertion: bool = False) -> float:
         """Earliest start of ``o`` on ``d`` given the committed ops."""
         ready = self.data_ready(o, d, insertion)
-        return self._dev[d].earliest(ready, self.inst.dur[o][d], insertion)
+        if not insertion:
+            free = self.device_free(d)
+            return ready if ready > free else free
+        return self._timeline(d).earliest(ready, self.inst.dur[o][d], True)
 
     def eft(self, o: int, d: int, insertion: bool = False) -> float:
         return self.est(o, d, insertion) + self.inst.dur[o][d]
 
     # -- updates
     def commit(self, o: int, d: int, start: float | None = None, insertion: bool = False) -> float:
-        """Place ``o`` on ``d`` at ``start`` (default: its earliest start). Returns the start."""
+        """Commit ``o`` to ``d``: after the device's last op, or with ``insertion`` into the idle gap
+        at ``start`` (default: its earliest start). Returns its start, which the simulator's rules
+        decide (``start`` only picks the place in the device's order); may re-time committed ops."""
         inst = self.inst
+        m = inst.m
         if self.placement[o] >= 0:
             raise InvalidInstanceError(f"ScheduleState: op {inst.ops[o].id!r} committed twice")
-        if inst.comm == "sequential":
-            for e in inst.pred[o]:
-                p = inst.esrc[e]
-                dp = self.placement[p]
-                if dp != d and (p, d) not in self._sent:
-                    nbytes = self._seq_bytes(p, d)
-                    length = inst.lat[dp][d] + nbytes / inst.bw[dp][d]
-                    tl = self._links.setdefault((dp, d), _Timeline())
-                    s = tl.earliest(self.end[p], length, insertion)
-                    tl.add(s, s + length)
-                    self._sent[(p, d)] = s + length
-        if start is None:
-            start = self.est(o, d, insertion)
+        t = self.est(o, d, insertion) if start is None else float(start)
+        seq = self._dseq[d]
+        S, E = self.start, self.end
+        k = len(seq)
+        if insertion and seq and t < E[seq[-1]]:
+            k = bisect_right(seq, t, key=S.__getitem__)
+            while k > 0 and S[seq[k - 1]] == t and E[seq[k - 1]] > t:  # a zero-length op goes first
+                k -= 1
+        seq.insert(k, o)
+        pv = seq[k - 1] if k else -1
+        nx = seq[k + 1] if k + 1 < len(seq) else -1
+        self._dprev[o], self._dnext[o] = pv, nx
+        if pv >= 0:
+            self._dnext[pv] = o
+        if nx >= 0:
+            self._dprev[nx] = o
         self.placement[o] = d
-        self.start[o] = start
-        self.end[o] = start + inst.dur[o][d]
-        self._dev[d].add(start, self.end[o])
+        self._timed[o] = True
         self.mem_used[d] += inst.mem[o]
         self.n_placed += 1
-        return start
+        S[o] = E[o] = -1.0  # not timed yet (times are >= 0): its first timing always counts as a change
+        heap: list[tuple[float, int, int]] = [(t, 1, o)]
+        if nx >= 0:
+            heap.append((t, 1, nx))
+        if self._seq:
+            need: dict[int, float] = {}
+            for e in inst.pred[o]:
+                p = inst.esrc[e]
+                if self.placement[p] != d and inst.ebytes[e] > need.get(p, -1.0):
+                    need[p] = inst.ebytes[e]
+            for p, b in need.items():
+                dp = self.placement[p]
+                key = p * m + d
+                tx = self._tx.get(key)
+                if tx is None:
+                    lst = self._links.setdefault((dp, d), [])
+                    i = bisect_left(lst, self._send_key(p), key=self._send_key)
+                    lst.insert(i, p)
+                    self._tx[key] = [-1.0, -1.0, b]
+                    self._dests[p].append(d)
+                    heap.append((E[p], 0, key))
+                    if i + 1 < len(lst):
+                        heap.append((E[p], 0, lst[i + 1] * m + d))
+                elif b > tx[2]:
+                    tx[2] = b
+                    heap.append((tx[0], 0, key))
+        moved = self._retime(heap, o)
+        for dd in moved:
+            self._stale[dd] = True
+        if not self._stale[d] and insertion:
+            try:
+                self._dev[d].add(S[o], E[o])
+            except InvalidInstanceError:
+                self._stale[d] = True
+        elif not insertion:
+            self._stale[d] = True  # rebuilt only if an insertion query ever comes
+        return S[o]
+
+    def _retime(self, heap: list[tuple[float, int, int]], fresh: int) -> set[int]:
+        """Bring every value that depends on a changed one back to the simulator's recurrences
+        (start = max(inputs arrived, previous op on the device ended); send start = max(producer
+        ended, previous send on the link arrived)), in time order, sends before ops at equal times.
+        Returns the devices on which an op other than ``fresh`` moved."""
+        inst = self.inst
+        m, pl, S, E = inst.m, self.placement, self.start, self.end
+        dur, pred, succ, esrc, edst, ebytes = inst.dur, inst.pred, inst.succ, inst.esrc, inst.edst, inst.ebytes
+        lat, bw, tp = inst.lat, inst.bw, inst.topo_pos
+        txs, links, dests, timed, dprev, dnext = self._tx, self._links, self._dests, self._timed, self._dprev, self._dnext
+        key, rnd = self._send_key, self._rnd
+        seq = self._seq
+        hpush, pop = heapq.heappush, heapq.heappop
+        pending: dict[tuple[int, int], float] = {}  # item -> its earliest key in the heap
+
+        def push(heap: list, item: tuple[float, int, int]) -> None:
+            k = item[1:]
+            old = pending.get(k)
+            if old is None or item[0] < old:
+                pending[k] = item[0]
+                hpush(heap, item)
+
+        todo, heap = heap, []
+        for item in todo:
+            push(heap, item)
+        moved: set[int] = set()
+        budget = 4 * (self.n_placed + len(txs)) + 1000
+        while heap:
+            budget -= 1
+            if budget < 0:  # a long cascade: one replay of everything committed costs less
+                self.replays += 1
+                self._replay()
+                return set(range(m))
+            t, kind, x = pop(heap)
+            if pending.get((kind, x)) != t:  # a later copy of an item pushed earlier again
+                continue
+            if kind == 0:  # a send (p -> d2)
+                p, d2 = divmod(x, m)
+                tx = txs[x]
+                dp = pl[p]
+                lst = links[(dp, d2)]
+                i = bisect_left(lst, key(p), key=key)
+                prev_f = txs[lst[i - 1] * m + d2][1] if i else 0.0
+                s = E[p] if E[p] >= prev_f else prev_f
+                f = s + lat[dp][d2] + tx[2] / bw[dp][d2]
+                del pending[(0, x)]
+                if s == tx[0] and f == tx[1]:
+                    continue
+                old_f = tx[1]
+                tx[0], tx[1] = s, f
+                if f != old_f:
+                    if i + 1 < len(lst):
+                        push(heap, (f, 0, lst[i + 1] * m + d2))
+                    for e in succ[p]:
+                        v = edst[e]
+                        if pl[v] == d2 and timed[v]:
+                            push(heap, (f, 1, v))
+                continue
+            o = x  # an op
+            d = pl[o]
+            r = 0.0
+            for e in pred[o]:
+                p = esrc[e]
+                dp = pl[p]
+                if dp == d:
+                    a = E[p]
+                elif seq:
+                    a = txs[p * m + d][1]
+                else:
+                    a = E[p] + lat[dp][d] + ebytes[e] / bw[dp][d]
+                if a > r:
+                    r = a
+            pv = dprev[o]
+            s = E[pv] if pv >= 0 and E[pv] > r else r
+            del pending[(1, o)]
+            f = s + dur[o][d]
+            k = 1
+            if f == s:  # a zero-time op finishes one round after the last event that let it start
+                if s == r:
+                    last = max((esrc[e] for e in pred[o]), key=key, default=-1)
+                    k = rnd[last] if last >= 0 and E[last] == s else 1
+                if pv >= 0 and E[pv] == s and rnd[pv] > k:
+                    k = rnd[pv]
+                k += 1
+            old_s, old_e, old_k = S[o], E[o], rnd[o]
+            if s == old_s and f == old_e and k == old_k:
+                continue
+            if o != fresh or old_s >= 0:  # not the first timing of the new op
+                moved.add(d)
+                self.retimed += 1
+            if (f != old_e or k != old_k) and dests[o]:
+                for d2 in dests[o]:  # o's sends move in their links' order
+                    lst = links[(d, d2)]
+                    i = bisect_left(lst, (old_e, old_k, tp[o]), key=key)
+                    del lst[i]
+                    if i < len(lst):
+                        push(heap, (t, 0, lst[i] * m + d2))
+                S[o], E[o], rnd[o] = s, f, k
+                for d2 in dests[o]:
+                    lst = links[(d, d2)]
+                    i = bisect_left(lst, (f, k, tp[o]), key=key)
+                    lst.insert(i, o)
+                    push(heap, (f, 0, o * m + d2))
+                    if i + 1 < len(lst):
+                        push(heap, (f, 0, lst[i + 1] * m + d2))
+            else:
+                S[o], E[o], rnd[o] = s, f, k
+            if f != old_e or k != old_k:
+                nx = dnext[o]
+                if nx >= 0:
+                    push(heap, (f, 1, nx))
+                for e in succ[o]:
+                    v = edst[e]
+                    if timed[v] and (pl[v] == d or not seq or k != old_k):
+                        push(heap, (f, 1, v))
+        return moved
+
+    def _replay(self) -> None:
+        """Re-time every committed op and send from scratch with the simulator's event loop (the
+        committed ops, ``order()``, the sends recorded); also yields each op's finishing round."""
+        inst = self.inst
+        n, m = inst.n, inst.m
+        pl, S, E, rnd, timed = self.placement, self.start, self.end, self._rnd, self._timed
+        dur, succ, edst, ebytes = inst.dur, inst.succ, inst.edst, inst.ebytes
+        lat, bw, tp = inst.lat, inst.bw, inst.topo_pos
+        seq, txs = self._seq, self._tx
+        ready_at = [0.0] * n
+        waiting = [len(p) for p in inst.pred]
+        is_ready = [False] * n
+        busy = [False] * m
+        nxt = [0] * m
+        link_free: dict[tuple[int, int], float] = {}
+        events = [(0.0, _READY, tp[o], o) for o in range(n) if timed[o] and waiting[o] == 0]
+        heapq.heapify(events)
+        push, pop = heapq.heappush, heapq.heappop
+        last_t, r = -1.0, 0
+        while events:
+            t = events[0][0]
+            r = r + 1 if t == last_t else 1
+            last_t = t
+            dirty: set[int] = set()
+            while events and events[0][0] <= t:
+                _, kind, _, o = pop(events)
+                d = pl[o]
+                dirty.add(d)
+                if kind == _READY:
+                    is_ready[o] = True
+                    ready_at[o] = t
+                    continue
+                busy[d] = False
+                rnd[o] = r
+                arrive: dict[int, float] = {}
+                if seq:
+                    for d2 in sorted(self._dests[o]):
+                        tx = txs[o * m + d2]
+                        s0 = link_free.get((d, d2), 0.0)
+                        s0 = t if t >= s0 else s0
+                        f = s0 + lat[d][d2] + tx[2] / bw[d][d2]
+                        link_free[(d, d2)] = f
+                        tx[0], tx[1] = s0, f
+                        arrive[d2] = f
+                for e in succ[o]:
+                    v = edst[e]
+                    if not timed[v]:
+                        continue
+                    d2 = pl[v]
+                    a = t if d2 == d else (arrive[d2] if seq else t + lat[d][d2] + ebytes[e] / bw[d][d2])
+                    if a > ready_at[v]:
+                        ready_at[v] = a
+                    waiting[v] -= 1
+                    if waiting[v] == 0:
+                        push(events, (ready_at[v], _READY, tp[v], v))
+            for d in dirty:
+                lst = self._dseq[d]
+                if busy[d] or nxt[d] >= len(lst) or not is_ready[lst[nxt[d]]]:
+                    continue
+                o = lst[nxt[d]]
+                nxt[d] += 1
+                busy[d] = True
+                S[o], E[o] = t, t + dur[o][d]
+                push(events, (E[o], _FINISH, tp[o], o))
+        for lst in self._links.values():
+            lst.sort(key=self._send_key)
+        self._stale = [True] * m
 
     def place_only(self, o: int, d: int) -> None:
-        """Record a device for ``o`` without timing (placement-only heuristics)."""
+        """Record a device for ``o`` without timing (placement-only heuristics); such ops are not in
+        ``order()`` and count as finished at time 0 for their successors."""
         self.placement[o] = d
         self.mem_used[self.placement[o]] += self.inst.mem[o]
         self.n_placed += 1
@@ -463,10 +768,5 @@ class ScheduleState:
         return max(self.end) if self.inst.n else 0.0
 
     def order(self) -> list[list[int]]:
-        """Per-device op lists sorted by committed start time."""
-        lists: list[list[int]] = [[] for _ in range(self.inst.m)]
-        tp = self.inst.topo_pos
-        for o in sorted(range(self.inst.n), key=lambda x: (self.start[x], self.end[x], tp[x])):
-            if self.placement[o] >= 0:
-                lists[self.placement[o]].append(o)
-        return lists
+        """Per-device lists of the committed ops in execution order."""
+        return [list(s) for s in self._dseq]
