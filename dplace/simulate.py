@@ -534,9 +534,7 @@ class ScheduleState:
         self.mem_used[d] += inst.mem[o]
         self.n_placed += 1
         S[o] = E[o] = -1.0  # not timed yet (times are >= 0): its first timing always counts as a change
-        heap: list[tuple[float, int, int]] = [(t, 1, o)]
-        if nx >= 0:
-            heap.append((t, 1, nx))
+        heap: list[tuple[float, int, int]] = []
         if self._seq:
             need: dict[int, float] = {}
             for e in inst.pred[o]:
@@ -559,7 +557,16 @@ class ScheduleState:
                 elif b > tx[2]:
                     tx[2] = b
                     heap.append((tx[0], 0, key))
-        moved = self._retime(heap, o)
+        if heap:  # new or longer sends: they may delay committed sends and ops
+            heap.append((t, 1, o))
+            if nx >= 0:
+                heap.append((t, 1, nx))
+            moved = self._retime(heap, o)
+        else:
+            S[o], E[o], self._rnd[o] = self._op_time(o)
+            moved = set()
+            if nx >= 0 and E[o] >= S[nx] and self._op_time(nx) != (S[nx], E[nx], self._rnd[nx]):
+                moved = self._retime([(E[o], 1, nx)], o)
         for dd in moved:
             self._stale[dd] = True
         if not self._stale[d] and insertion:
@@ -570,6 +577,40 @@ class ScheduleState:
         elif not insertion:
             self._stale[d] = True  # rebuilt only if an insertion query ever comes
         return S[o]
+
+    def _op_time(self, o: int) -> tuple[float, float, int]:
+        """(start, end, finishing round) of committed ``o`` from its inputs and the op before it."""
+        inst = self.inst
+        m, pl, E = inst.m, self.placement, self.end
+        d = pl[o]
+        r = 0.0
+        for e in inst.pred[o]:
+            p = inst.esrc[e]
+            dp = pl[p]
+            if dp == d:
+                a = E[p]
+            elif self._seq:
+                a = self._tx[p * m + d][1]
+            else:
+                a = E[p] + inst.lat[dp][d] + inst.ebytes[e] / inst.bw[dp][d]
+            if a > r:
+                r = a
+        pv = self._dprev[o]
+        s = E[pv] if pv >= 0 and E[pv] > r else r
+        f = s + inst.dur[o][d]
+        return s, f, (self._round(o, s, r, pv) if f == s else 1)
+
+    def _round(self, o: int, s: float, r: float, pv: int) -> int:
+        """The event-loop round in which a zero-time op at ``s`` finishes: one after the round of the
+        last event that let it start (its last input, the op before it; events of earlier times: 1)."""
+        E, rnd, key = self.end, self._rnd, self._send_key
+        k = 1
+        if s == r:
+            last = max((self.inst.esrc[e] for e in self.inst.pred[o]), key=key, default=-1)
+            k = rnd[last] if last >= 0 and E[last] == s else 1
+        if pv >= 0 and E[pv] == s and rnd[pv] > k:
+            k = rnd[pv]
+        return k + 1
 
     def _retime(self, heap: list[tuple[float, int, int]], fresh: int) -> set[int]:
         """Bring every value that depends on a changed one back to the simulator's recurrences
@@ -647,14 +688,7 @@ class ScheduleState:
             s = E[pv] if pv >= 0 and E[pv] > r else r
             del pending[(1, o)]
             f = s + dur[o][d]
-            k = 1
-            if f == s:  # a zero-time op finishes one round after the last event that let it start
-                if s == r:
-                    last = max((esrc[e] for e in pred[o]), key=key, default=-1)
-                    k = rnd[last] if last >= 0 and E[last] == s else 1
-                if pv >= 0 and E[pv] == s and rnd[pv] > k:
-                    k = rnd[pv]
-                k += 1
+            k = self._round(o, s, r, pv) if f == s else 1
             old_s, old_e, old_k = S[o], E[o], rnd[o]
             if s == old_s and f == old_e and k == old_k:
                 continue
