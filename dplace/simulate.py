@@ -8,14 +8,17 @@ Rules (issue #2 §4):
 * ``comm="parallel"``: a transfer of edge (u, v), u on d1 != v on d2, is a pure delay of
   ``latency + bytes / bandwidth`` of link (d1, d2), starting when u ends;
 * ``comm="sequential"``: a tensor is sent once per (producer, destination device), with the largest
-  ``bytes`` among the producer's edges to that device; transfers on one directed link run one at a
-  time (the link is busy for the whole ``latency + bytes / bandwidth``), in the order producers finish
-  (ties: topological index) — Baechi's sequential-communication model.
+  ``bytes`` among the producer's edges to that device, as soon as the producer finishes; transfers on
+  one directed link run one at a time (the link is busy for the whole ``latency + bytes / bandwidth``),
+  in the order producers finish — Baechi's sequential-communication model. Simultaneous finishes go
+  in event order: an op that takes no time and starts at t finishes after the ops whose finishing at t
+  let it start (the event loop's rounds at t), then by topological index.
 
 ``simulate`` is an event-driven simulation in O((V + E) log V). ``ScheduleState`` is the incremental
 API for list schedulers (earliest start of op o on device d given what is already committed, with or
-without insertion into idle gaps; commit). Schedulers then hand their placement and per-device order
-back to ``simulate``, which has the last word on every makespan.
+without insertion into idle gaps; commit), timed by these same rules: once every op is committed its
+makespan is ``simulate(inst, placement, order())``'s. Schedulers hand their placement and per-device
+order back to ``simulate``, which has the last word on every makespan.
 """
 from __future__ import annotations
 
@@ -367,6 +370,8 @@ class ScheduleState:
     committed start is later than the ``est`` it was chosen by). Parallel mode never re-times.
     """
 
+    _cascade_budget = 4  # re-timing steps per committed op or send before one full replay is cheaper
+
     def __init__(self, inst: Instance) -> None:
         self.inst = inst
         n, m = inst.n, inst.m
@@ -638,7 +643,7 @@ class ScheduleState:
         for item in todo:
             push(heap, item)
         moved: set[int] = set()
-        budget = 4 * (self.n_placed + len(txs)) + 1000
+        budget = self._cascade_budget * (self.n_placed + len(txs) + 250)
         while heap:
             budget -= 1
             if budget < 0:  # a long cascade: one replay of everything committed costs less
