@@ -2,6 +2,10 @@
 
 User mistakes (a DplaceError) print one line on stderr and exit with code 2, with no traceback and no
 half-written output file (every file is written to a temporary name, then renamed).
+
+Long commands show progress on stderr (:mod:`dplace.progress`) and handle Ctrl-C (:mod:`dplace.interrupt`):
+the first one returns the best answer so far, marked ``interrupted: true``, writes it and exits with 130;
+the second exits at once (130).
 """
 from __future__ import annotations
 
@@ -244,22 +248,45 @@ def cmd_methods(args: argparse.Namespace) -> int:
     return 0
 
 
+def _progress_mode(args: argparse.Namespace) -> str:
+    return "quiet" if getattr(args, "quiet", False) else "auto"
+
+
+def _say_interrupted(what: str) -> None:
+    sys.stderr.write(f"dplace: interrupted: {what}\n")
+    sys.stderr.flush()
+
+
 def cmd_solve(args: argparse.Namespace) -> int:
+    from . import interrupt, progress
     from .check import check
     from .registry import solve
 
     _check_outputs(args, "instance")
     inst = _load(args.instance)
     opts = _parse_options(args)
-    res = solve(inst, args.method, time_limit_s=args.time_limit, seed=args.seed, **opts)
-    rep = check(res.instance, res)
-    data = res.to_dict()
-    data["check"] = rep.summary()
-    _write_outputs(args, res, data)
+    with progress.reporting(f"solve {args.method} on {inst.name}", mode=_progress_mode(args)):
+        progress.phase("running")
+        # a method that polls the flag returns its best answer on Ctrl-C; one that does not is stopped by
+        # KeyboardInterrupt (main: exit 130, nothing written)
+        res = solve(inst, args.method, time_limit_s=args.time_limit, seed=args.seed, **opts)
+        with interrupt.polling():  # an answer exists: from here on Ctrl-C only marks it interrupted
+            progress.phase("check")
+            rep = check(res.instance, res)
+            res.interrupted = res.interrupted or interrupt.requested()
+            data = res.to_dict()
+            data["check"] = rep.summary()
+            progress.phase("write")
+            _write_outputs(args, res, data)
     if args.json:
         print(json.dumps(data))
     else:
         _print_result(res, rep, _console())
+    if res.interrupted:
+        _say_interrupted(f"{args.method} was cut short; its best answer so far is shown"
+                         + (f" and written to {args.out}" if getattr(args, "out", None) else "")
+                         + f" (status {res.status}, interrupted: true)")
+        return interrupt.EXIT_CODE
     return 0 if rep.ok else 1
 
 
@@ -343,7 +370,19 @@ def default_compare_methods(inst) -> list[str]:
     return out
 
 
+def _compare_row(name: str, status: str, message: str | None = None, **kw: Any) -> dict[str, Any]:
+    row = {"method": name, "status": status, "makespan": None, "lower_bound": None, "bound_source": None,
+           "gap": None, "time_s": None,
+           "peak_memory": None, "memory_ok": None, "check": "", "message": message, "transformed": False,
+           "interrupted": False}
+    row.update(kw)
+    return row
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
+    import time
+
+    from . import interrupt, progress
     from .check import check
     from .registry import check_time_limit, method_info, solve
 
@@ -356,42 +395,68 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for n in names:
         method_info(n)  # unknown names fail before anything runs
     rows = []
-    err = _console(stderr=True)
-    for i, name in enumerate(names):
-        with err.status(f"[{i + 1}/{len(names)}] {name} on {inst.name} …"):
+    with progress.reporting(f"compare {inst.name}", mode=_progress_mode(args)) as rep:
+        for i, name in enumerate(names):
+            if interrupt.requested():
+                rows.append(_compare_row(name, "not run", "interrupted before it started"))
+                continue
+            rep.task(f"[{i + 1}/{len(names)}] {name}")
+            t0 = time.perf_counter()
             try:
                 res = solve(inst, name, time_limit_s=args.time_limit, seed=args.seed)
-                rep = check(res.instance, res)
-                rows.append({
-                    "method": name, "status": res.status, "makespan": res.makespan, "lower_bound": res.lower_bound,
-                    "bound_source": res.bound_source,
-                    "gap": res.gap, "time_s": res.solve_time_s,
-                    "peak_memory": max(res.schedule.memory) if res.schedule else None,
-                    "memory_ok": res.memory_ok, "check": rep.summary(), "message": res.message,
-                    # solved a transformed graph (OS-DPOS splits): its bound is not one of this instance
-                    "transformed": res.instance is not inst,
-                })
+            except KeyboardInterrupt:  # a method that does not poll the flag: stopped with no answer
+                interrupt.request()
+                rows.append(_compare_row(name, "interrupted", "interrupted before it had an answer",
+                                         time_s=time.perf_counter() - t0, interrupted=True))
+                continue
             except DplaceError as exc:
-                rows.append({"method": name, "status": "error", "makespan": None, "lower_bound": None,
-                             "bound_source": None, "gap": None,
-                             "time_s": None, "peak_memory": None, "memory_ok": None, "check": "", "message": str(exc),
-                             "transformed": False})
-    best_lb, best_src = None, None
-    for r in rows:
-        if r["lower_bound"] is not None and not r["transformed"] and (best_lb is None or r["lower_bound"] > best_lb):
-            best_lb, best_src = r["lower_bound"], f"{r['bound_source'] or 'unnamed'} (from {r['method']})"
-    for r in rows:  # also a proven optimum is a lower bound for everyone
-        if r["status"] == "optimal" and r["makespan"] is not None and not r["transformed"]:
-            if best_lb is None or r["makespan"] > best_lb:
-                best_lb, best_src = r["makespan"], f"proven optimum of {r['method']}"
-    for r in rows:
-        r["gap_to_best_bound"] = None
-        if r["makespan"] and best_lb is not None:
-            r["gap_to_best_bound"] = max(0.0, (r["makespan"] - best_lb) / r["makespan"])
+                rows.append(_compare_row(name, "error", str(exc)))
+                continue
+            with interrupt.polling():
+                rep.phase("check")
+                chk = check(res.instance, res)
+                rows.append(_compare_row(
+                    name, res.status, res.message, makespan=res.makespan, lower_bound=res.lower_bound,
+                    bound_source=res.bound_source, gap=res.gap,
+                    time_s=res.solve_time_s, peak_memory=max(res.schedule.memory) if res.schedule else None,
+                    memory_ok=res.memory_ok, check=chk.summary(),
+                    # solved a transformed graph (OS-DPOS splits): its bound is not one of this instance
+                    transformed=res.instance is not inst,
+                    interrupted=bool(res.interrupted or interrupt.requested())))
+        interrupted = interrupt.requested()
+        with interrupt.polling():
+            best_lb, best_src = None, None
+            for r in rows:
+                if r["lower_bound"] is not None and not r["transformed"] and (best_lb is None or r["lower_bound"] > best_lb):
+                    best_lb, best_src = r["lower_bound"], f"{r['bound_source'] or 'unnamed'} (from {r['method']})"
+            for r in rows:  # also a proven optimum is a lower bound for everyone
+                if r["status"] == "optimal" and r["makespan"] is not None and not r["transformed"]:
+                    if best_lb is None or r["makespan"] > best_lb:
+                        best_lb, best_src = r["makespan"], f"proven optimum of {r['method']}"
+            for r in rows:
+                r["gap_to_best_bound"] = None
+                if r["makespan"] and best_lb is not None:
+                    r["gap_to_best_bound"] = max(0.0, (r["makespan"] - best_lb) / r["makespan"])
+            data = {"format": "dplace-compare/1", "instance": inst.name, "instance_file": args.instance,
+                    "time_limit_s": args.time_limit, "seed": args.seed, "best_lower_bound": best_lb,
+                    "best_bound_source": best_src, "interrupted": interrupted, "rows": rows}
+            if args.out:
+                from .io import write_atomic
+
+                write_atomic(args.out, json.dumps(data, indent=1) + "\n")
     if args.json:
-        print(json.dumps({"instance": inst.name, "best_lower_bound": best_lb, "best_bound_source": best_src,
-                          "rows": rows}, indent=1))
-        return 0
+        print(json.dumps(data, indent=1))
+    else:
+        _print_compare(inst, rows, best_lb, best_src)
+    if interrupted:
+        done = sum(1 for r in rows if r["status"] not in ("not run", "interrupted"))
+        _say_interrupted(f"{done} of {len(rows)} method(s) gave an answer (the one running was cut short: "
+                         "interrupted: true)" + (f"; rows written to {args.out}" if args.out else ""))
+        return interrupt.EXIT_CODE
+    return 0
+
+
+def _print_compare(inst, rows: list[dict[str, Any]], best_lb: float | None, best_src: str | None) -> None:
     from rich.table import Table
 
     t = Table(title=f"{inst.name}: {inst.n} ops, {inst.m} devices, comm {inst.comm} — best proven bound {_fmt(best_lb)} µs")
@@ -400,12 +465,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         t.add_column(col, justify=just)
     for r in rows:
         mem = _bytes(r["peak_memory"]) + ("" if r["memory_ok"] in (True, None) else " (over)")
-        t.add_row(r["method"], r["status"], _fmt(r["makespan"]), _fmt(r["lower_bound"]), _pct(r["gap_to_best_bound"]),
+        status = r["status"] + (" (interrupted)" if r["interrupted"] and r["status"] != "interrupted" else "")
+        t.add_row(r["method"], status, _fmt(r["makespan"]), _fmt(r["lower_bound"]), _pct(r["gap_to_best_bound"]),
                   _fmt(r["time_s"], 3), mem, r["check"] if r["makespan"] is not None else (r["message"] or "")[:60])
     _console().print(t)
     _console().print(f"best proven bound: {_fmt(best_lb)} µs, source {best_src}")
     _console().print("gap = (makespan − best proven lower bound over all methods) / makespan; makespans are the simulator's.")
-    return 0
 
 
 # ---------------------------------------------------------------------------------------- parser
@@ -443,6 +508,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "their best answer and proven bound)")
         s.add_argument("--seed", type=int, default=0, help="random seed given to the method (default 0)")
         s.add_argument("--json", action="store_true", help="print JSON instead of a table")
+        s.add_argument("--quiet", action="store_true",
+                       help="no progress on stderr (default: a live line on a terminal, timestamped lines otherwise; "
+                       "DPLACE_PROGRESS=live|plain|quiet overrides)")
 
     s = sub.add_parser("solve", help="run one method, print and save its result")
     s.add_argument("instance", help="dplace-instance/1 JSON file")
@@ -469,6 +537,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("instance", help="dplace-instance/1 JSON file")
     s.add_argument("--methods", default=None, help="comma-separated (default: every method suited to the size)")
     add_common_solve(s)
+    s.add_argument("--out", metavar="FILE.json", help="write the rows (dplace-compare/1 JSON) here")
     s.set_defaults(func=cmd_compare)
 
     for mod_name in _PLUGINS:
@@ -484,19 +553,26 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+# commands that never run a solver: Ctrl-C handling without routing CP-SAT through it (spares the import)
+_LIGHT = ("info", "methods", "evaluate", "generate", "convert")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    from . import interrupt
+
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # a usage error (already printed, one line) or --help
         return exc.code if isinstance(exc.code, int) else 2
     try:
-        return int(args.func(args) or 0)
+        with interrupt.handling(cpsat=args.command not in _LIGHT):
+            return int(args.func(args) or 0)
     except DplaceError as exc:
         sys.stderr.write(f"dplace: error: {exc}\n")
         return 2
     except KeyboardInterrupt:
-        sys.stderr.write("dplace: interrupted\n")
+        _say_interrupted("stopped before there was an answer; nothing written")
         return 130
 
 

@@ -14,6 +14,14 @@ and a HEFT-style insertion order for the placement: :func:`list_order`).
 ``portfolio``: run every registered heuristic, keep the best by simulated makespan, refine it within the
 remaining budget; ``extra["winner"]`` names the heuristic that won.
 
+Limits: every phase draws on the one time limit (:class:`Budget`): the starting heuristics get
+``start_share`` of it (each at most a tenth), then coarsening, the coarse model, its solve (``coarse_share``
+of what is left), mapping back, and neighbourhood steps, each started only when its measured cost (the
+first: estimated from the graph's size) fits in what is left. On a 36k-op graph one step's model takes
+about 15 s to build, so short limits there end after the coarse solve (``extra["lns_stopped"]`` says why).
+Ctrl-C (:mod:`dplace.interrupt`) stops the current CP-SAT search and returns the best answer so far with
+``interrupted=True``. Phases and the incumbent are reported through :mod:`dplace.progress`.
+
 Both are registered with kind "exact" (they run CP-SAT under a time limit with parallel workers, so a
 seed does not fix their placement; they report ``optimal`` only with a proof), which also keeps them out
 of the heuristics that hint the exact methods.
@@ -24,9 +32,10 @@ import math
 import os
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Sequence
 
+from dplace import interrupt, progress
 from dplace.bounds import lower_bound
 from dplace.errors import InfeasibleError
 from dplace.model import Instance
@@ -46,7 +55,8 @@ class RefineOptions:
     start: str = "best"  # starting heuristic: "best" of the registered ones, or a method name
     window: int = 24  # ops freed per large-neighbourhood step
     step_time_s: float = 3.0  # CP-SAT time per neighbourhood step
-    coarse_share: float = 0.25  # share of the budget for the coarse solve
+    coarse_share: float = 0.25  # share of the budget left after the start for the coarse solve
+    start_share: float = 0.3  # share of the budget for the starting heuristics (each: at most a tenth)
     workers: int | None = None  # CP-SAT workers; None: os.cpu_count()
     default_time_limit_s: float = 60.0  # used when time_limit_s is None
     progress: bool = False  # CP-SAT progress lines on stderr
@@ -58,6 +68,8 @@ class RefineOptions:
             raise ValueError(f"window must be >= 1, got {self.window!r}")
         if not 0.0 <= self.coarse_share <= 1.0:
             raise ValueError(f"coarse_share must be in [0, 1], got {self.coarse_share!r}")
+        if not 0.0 < self.start_share <= 1.0:
+            raise ValueError(f"start_share must be in (0, 1], got {self.start_share!r}")
 
 
 @dataclass(frozen=True)
@@ -132,17 +144,86 @@ def list_order(inst: Instance, placement: Sequence[int]) -> list[list[int]]:
     return st.order()
 
 
-def _coarse_step(inst: Instance, start: Result, K: int, limit: float, workers: int, seed: int,
-                 progress: bool) -> tuple[Result | None, dict[str, Any]]:
-    """Coarsen to <= K nodes, solve with CP-SAT hinted by the start placement, map back."""
+class Budget:
+    """The method's time limit, drawn on by every phase (starting heuristics, coarsening, model building,
+    CP-SAT, mapping back, the final result), so the method returns within about its limit.
+
+    ``left()`` keeps ``reserve`` seconds back for the end; ``est[...]`` holds measured costs of repeated
+    steps (a step starts only when its estimated cost fits in what is left)."""
+
+    def __init__(self, limit: float, t0: float | None = None, reserve: float = 0.05) -> None:
+        self.limit = float(limit)
+        self.t0 = time.perf_counter() if t0 is None else t0
+        self.reserve = reserve
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def left(self) -> float:
+        return self.limit - self.elapsed() - self.reserve
+
+
+# first estimate of one neighbourhood step's model building (s per op + edge, before one was measured;
+# measured here: 15 s for a 36k-op, 71k-edge graph, 0.45 s for BERT-12's 2k ops)
+_BUILD_S_PER_ELEMENT = 0.15e-3
+
+
+def heuristic_names() -> list[str]:
+    """The registered heuristics and baselines that start refine/portfolio (those that hint CP-SAT)."""
+    return [nm for nm in methods() if method_info(nm).kind in ("heuristic", "baseline") and nm not in _SKIP_HINT]
+
+
+def run_heuristics(inst: Instance, names: Sequence[str], clock: Budget, budget_s: float, seed: int
+                   ) -> tuple[dict[str, Any], tuple[str, Result] | None]:
+    """Run ``names`` in turn within ``budget_s`` seconds (each gets at most a tenth of the whole limit),
+    keep the best placement on ``inst`` by (memory kept, simulated makespan). A heuristic is skipped once
+    the budget is spent or Ctrl-C came, unless nothing gave a placement yet."""
+    scores: dict[str, Any] = {}
+    best: tuple[tuple[bool, float], str, Result] | None = None
+    t_start = clock.elapsed()
+    for i, nm in enumerate(names):
+        spent = clock.elapsed() - t_start
+        if best is not None and (spent >= budget_s or interrupt.requested()):
+            scores[nm] = {"skipped": "interrupted" if interrupt.requested()
+                          else f"the heuristics' budget ({budget_s:.2f} s) was spent"}
+            continue
+        progress.phase(f"heuristic {i + 1}/{len(names)}: {nm}")
+        ts = time.perf_counter()
+        try:
+            res = method_info(nm).func(inst, time_limit_s=max(0.05, min(0.1 * clock.limit, budget_s - spent)),
+                                       seed=seed)
+        except Exception as exc:  # noqa: BLE001 — a failing heuristic is reported, not fatal
+            scores[nm] = {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
+            continue
+        if res.instance is not inst or res.placement is None:
+            scores[nm] = {"skipped": "transformed graph or no placement"}
+            continue
+        scores[nm] = {"makespan": res.makespan, "memory_ok": res.memory_ok,
+                      "time_s": round(time.perf_counter() - ts, 4)}
+        key = (not res.memory_ok, res.makespan)
+        if best is None or key < best[0]:
+            best = (key, nm, res)
+            progress.update(incumbent=res.makespan)
+    return scores, (None if best is None else (best[1], best[2]))
+
+
+def _coarse_step(inst: Instance, start: Result, K: int, share: float, clock: Budget, sim_s: float, workers: int,
+                 seed: int, progress_lines: bool) -> tuple[Result | None, dict[str, Any]]:
+    """Coarsen to <= K nodes, solve with CP-SAT hinted by the start placement, map back; within ``share``
+    of the time left (mapping back and its simulations included)."""
     from dplace.heuristics.coarsen import coarsen
 
     info: dict[str, Any] = {}
+    progress.phase("coarsen (Celeritas fusion)")
     # exploration range n/K: clusters of at most n/K ops, so the DP leaves at least K and the merge pass
     # brings them down to K (with the default range the DP may stop at far fewer, coarser clusters)
     c = coarsen(inst, R=max(1, math.ceil(inst.n / K)), max_nodes=K)
     ci = c.coarse
     info["coarse_nodes"] = ci.n
+    post_s = 4 * sim_s + 0.05  # mapping back: up to three simulations and one list order
+    if clock.left() < post_s + 0.2:
+        info["coarse_status"] = "skipped: no time left after coarsening"
+        return None, info
     T = Ticks(ci, None, start.makespan)
     # hint candidates: the start placement by majority (time-weighted) per cluster, and heft on the coarse
     # graph; the one with the shorter tick schedule is the hint
@@ -162,27 +243,39 @@ def _coarse_step(inst: Instance, start: Result, K: int, limit: float, workers: i
         sch = tick_schedule(ci, T, pl, od)
         if memory_fits(ci, pl) and (best is None or (sch is not None and sch.makespan < best[0])):
             best = (sch.makespan if sch is not None else math.inf, (pl, od))
-    V, _ = hinted_model(ci, T, best[1] if best else None, symmetry=True, hint_time_s=max(0.5, 0.1 * limit),
+    progress.phase("coarse CP-SAT model")
+    limit = share * clock.left()
+    V, _ = hinted_model(ci, T, best[1] if best else None, symmetry=True,
+                        hint_time_s=max(0.05, min(0.5, 0.1 * limit)),
                         lb_ticks=int(math.ceil(lower_bound(ci) / T.tick - 1e-9)), windows=True)
-    out = solve_model(V, time_limit_s=limit, workers=workers, seed=seed, progress=progress, label="refine coarse")
+    limit = min(limit, clock.left() - post_s)
+    if limit < 0.05:
+        info["coarse_status"] = "skipped: no time left for the coarse solve"
+        return None, info
+    progress.phase(f"coarse CP-SAT ({ci.n} nodes, {limit:.1f} s)")
+    out = solve_model(V, time_limit_s=limit, workers=workers, seed=seed, progress=progress_lines,
+                      label="refine coarse")
     info["coarse_status"] = out.status_name
     if out.placement is None:
         return None, info
+    progress.phase("map the coarse answer back")
     pl = c.expand(out.placement)
     od = c.expand_order(out.order, out.placement)
     res = make_result(inst, "refine", pl, od, status="feasible")
-    for od2 in (make_result(inst, "refine", pl, None).schedule.order,  # the executor's order
-                list_order(inst, pl)):  # HEFT-style insertion order for this placement
-        alt = make_result(inst, "refine", pl, od2, status="feasible")
+    for alt_order in (lambda: make_result(inst, "refine", pl, None).schedule.order,  # the executor's order
+                      lambda: list_order(inst, pl)):  # HEFT-style insertion order for this placement
+        if clock.left() < 2.5 * sim_s or interrupt.requested():
+            break
+        alt = make_result(inst, "refine", pl, alt_order(), status="feasible")
         if alt.makespan < res.makespan:
             res = alt
     info["coarse_makespan"] = res.makespan
     return res, info
 
 
-def _lns_step(inst: Instance, cur: Result, window: Sequence[int], limit: float, workers: int, seed: int,
-              reach: list[int], T: Ticks) -> Result | None:
-    """Free the ops of ``window``; keep the others on their device and in their order; re-solve."""
+def _lns_model(inst: Instance, cur: Result, window: Sequence[int], T: Ticks, reach: list[int], lb_ticks: int,
+               hint_time_s: float):
+    """Free the ops of ``window``; keep the others on their device and in their order (model + hint)."""
     free = set(window)
     pl = cur.placement
     order = _order_of(cur)
@@ -191,52 +284,33 @@ def _lns_step(inst: Instance, cur: Result, window: Sequence[int], limit: float, 
     for ops in order:
         kept = [o for o in ops if o not in free]
         prec.extend(zip(kept, kept[1:]))
-    V, vals = hinted_model(inst, T, (pl, order), fixed=fixed, prec=prec, reach=reach, hint_time_s=max(0.5, limit),
-                           lb_ticks=int(math.ceil(lower_bound(inst) / T.tick - 1e-9)), windows=True)
-    if vals is None:
-        return None
-    out = solve_model(V, time_limit_s=limit, workers=workers, seed=seed)
-    if out.placement is None:
-        return None
-    return make_result(inst, "refine", out.placement, out.order, status="feasible",
-                       claimed_makespan=T.to_us(out.objective_ticks))
+    return hinted_model(inst, T, (pl, order), fixed=fixed, prec=prec, reach=reach, hint_time_s=hint_time_s,
+                        lb_ticks=lb_ticks, windows=True)
 
 
-def _refine_from(inst: Instance, start_name: str, start: Result, opts: RefineOptions, limit: float, seed: int,
-                 t0: float, method: str, extra: dict[str, Any]) -> Result:
-    workers = opts.workers or os.cpu_count() or 1
-    extra = dict(extra, start_method=start_name, start_makespan=start.makespan)
-    left = lambda: limit - (time.perf_counter() - t0)  # noqa: E731
-    if inst.n <= opts.K:  # small enough: CP-SAT on the graph itself, with its proven bound
-        from .cpsat import CpsatOptions
-
-        lb = lower_bound(inst)
-        T = Ticks(inst, None, start.makespan)
-        V, _ = hinted_model(inst, T, (start.placement, _order_of(start)) if start.memory_ok else None,
-                            lb_ticks=int(math.ceil(lb / T.tick - 1e-9)), symmetry=True,
-                            hint_time_s=max(0.5, 0.1 * limit))
-        out = solve_model(V, time_limit_s=max(0.05, left()), workers=workers, seed=seed, progress=opts.progress,
-                          label=method)
-        res = finish(inst, method, V, out, lb, start if start.memory_ok else None, CpsatOptions(workers=opts.workers),
-                     dict(extra, tick_us=T.tick, stage="cpsat"))
-        res.options = asdict(opts)
-        return res
-    best = start
-    stage = "start"
-    if opts.coarse_share > 0 and left() > 0.5:
-        try:
-            cres, cinfo = _coarse_step(inst, start, opts.K, max(0.2, opts.coarse_share * left()), workers, seed,
-                                       opts.progress)
-        except (InfeasibleError, ValueError) as exc:
-            cres, cinfo = None, {"coarse_error": str(exc)}
-        extra.update(cinfo)
-        if cres is not None and cres.memory_ok and cres.makespan < best.makespan - 1e-9:
-            best, stage = cres, "coarse"
+def _lns(inst: Instance, best: Result, opts: RefineOptions, clock: Budget, sim_s: float, lb: float,
+         workers: int, seed: int) -> tuple[Result, dict[str, Any]]:
+    """Large-neighbourhood search from ``best`` until the budget is spent or Ctrl-C; each step frees a
+    window of the current critical path. A step starts only if its measured (first: estimated) model
+    building, CP-SAT overrun and simulation fit in the time left."""
     rng = random.Random(seed)
     reach = reachability(inst) if inst.comm == "sequential" else []
     T = Ticks(inst, None, best.makespan)
+    lb_ticks = int(math.ceil(lb / T.tick - 1e-9))
+    build_s = _BUILD_S_PER_ELEMENT * (inst.n + len(inst.edges))  # replaced by the measured cost
+    over_s = 0.1 * build_s  # CP-SAT's overrun of its limit (loading the model), replaced when measured
     iters = improved = 0
-    while left() > 0.5:
+    stop = "time limit"
+    while True:
+        if interrupt.requested():
+            stop = "interrupted"
+            break
+        if clock.left() < build_s + over_s + sim_s + 0.1:
+            if iters == 0:
+                stop = f"time limit (one step needs about {build_s + over_s + sim_s:.1f} s, {max(0.0, clock.left()):.1f} s left)"
+            break
+        iters += 1
+        progress.phase(f"LNS step {iters}: model")
         path = critical_ops(inst, best)
         w = min(opts.window, inst.n)
         if len(path) > w:
@@ -247,29 +321,84 @@ def _refine_from(inst: Instance, start_name: str, start: Result, opts: RefineOpt
             others = [o for o in range(inst.n) if o not in set(window)]
             rng.shuffle(others)
             window += others[: w - len(window)]
-        iters += 1
-        cand = _lns_step(inst, best, window, min(opts.step_time_s, max(0.1, left() - 0.3)), workers,
-                         seed + iters, reach, T)
-        if cand is not None and cand.memory_ok and cand.makespan < best.makespan - 1e-9:
-            best, stage = cand, "lns"
+        tb = time.perf_counter()
+        V, vals = _lns_model(inst, best, window, T, reach, lb_ticks,
+                             hint_time_s=max(0.05, min(opts.step_time_s, clock.left() - over_s - sim_s)))
+        build_s = max(0.8 * build_s, time.perf_counter() - tb)  # keep some memory of a slow first build
+        limit = min(opts.step_time_s, clock.left() - over_s - sim_s)
+        if vals is None or limit < 0.05 or interrupt.requested():
+            continue
+        progress.phase(f"LNS step {iters}: CP-SAT ({limit:.1f} s)")
+        out = solve_model(V, time_limit_s=limit, workers=workers, seed=seed + iters)
+        over_s = max(0.5 * over_s, out.wall_s - limit)
+        if out.placement is None:
+            continue
+        ts = time.perf_counter()
+        cand = make_result(inst, "refine", out.placement, out.order, status="feasible",
+                           claimed_makespan=T.to_us(out.objective_ticks))
+        sim_s = max(0.5 * sim_s, time.perf_counter() - ts)
+        if cand.memory_ok and cand.makespan < best.makespan - 1e-9:
+            best = cand
             improved += 1
-    extra.update(lns_steps=iters, lns_improvements=improved, stage=stage)
-    order = _order_of(best)
+            progress.update(incumbent=best.makespan)
+    return best, {"lns_steps": iters, "lns_improvements": improved, "lns_stopped": stop}
+
+
+def _refine_from(inst: Instance, start_name: str, start: Result, opts: RefineOptions, clock: Budget, seed: int,
+                 method: str, extra: dict[str, Any]) -> Result:
+    workers = opts.workers or os.cpu_count() or 1
+    extra = dict(extra, start_method=start_name, start_makespan=start.makespan)
     lb = lower_bound(inst)
+    progress.update(incumbent=start.makespan, bound=lb)
+    if inst.n <= opts.K:  # small enough: CP-SAT on the graph itself, with its proven bound
+        from .cpsat import CpsatOptions
+
+        progress.phase("CP-SAT model")
+        T = Ticks(inst, None, start.makespan)
+        V, _ = hinted_model(inst, T, (start.placement, _order_of(start)) if start.memory_ok else None,
+                            lb_ticks=int(math.ceil(lb / T.tick - 1e-9)), symmetry=True,
+                            hint_time_s=max(0.05, min(0.5, 0.1 * clock.limit, clock.left())))
+        progress.phase("CP-SAT")
+        out = solve_model(V, time_limit_s=max(0.05, clock.left()), workers=workers, seed=seed,
+                          progress=opts.progress, label=method)
+        res = finish(inst, method, V, out, lb, start if start.memory_ok else None, CpsatOptions(workers=opts.workers),
+                     dict(extra, tick_us=T.tick, stage="cpsat"))
+        res.options = asdict(opts)
+        res.interrupted = interrupt.requested()
+        return res
+    # one simulation of the start, timed: the final result reuses it when nothing improves on it, and its
+    # cost prices the simulations of later steps
+    progress.phase("simulate the start")
+    ts = time.perf_counter()
+    best = make_result(inst, method, start.placement, _order_of(start), status="feasible")
+    sim_s = time.perf_counter() - ts
+    stage = "start"
+    if opts.coarse_share > 0 and clock.left() > 0.5 and not interrupt.requested():
+        try:
+            cres, cinfo = _coarse_step(inst, start, opts.K, opts.coarse_share, clock, sim_s, workers, seed,
+                                       opts.progress)
+        except (InfeasibleError, ValueError) as exc:
+            cres, cinfo = None, {"coarse_error": str(exc)}
+        extra.update(cinfo)
+        if cres is not None and cres.memory_ok and cres.makespan < best.makespan - 1e-9:
+            best, stage = cres, "coarse"
+            progress.update(incumbent=best.makespan)
+    before = best
+    best, info = _lns(inst, best, opts, clock, sim_s, lb, workers, seed)
+    if best is not before:
+        stage = "lns"
+    extra.update(info, stage=stage)
+    progress.phase("result")
     status = "optimal" if best.memory_ok and best.makespan <= lb + 1e-9 * max(1.0, lb) else "feasible"
-    return make_result(inst, method, best.placement, order, status=status, lower_bound=lb,
-                       claimed_makespan=best.makespan, options=asdict(opts), extra=extra)
+    out = replace(best, method=method, status=status, lower_bound=lb, options=asdict(opts), extra=extra,
+                  claimed_makespan=best.makespan)
+    out.order = _order_of(best)
+    out.interrupted = interrupt.requested()
+    return out
 
 
-def _start(inst: Instance, name: str, limit: float, seed: int) -> tuple[str, Result]:
-    if name == "best":
-        got = best_heuristic(inst, "best", time_limit_s=max(0.2, 0.1 * limit), seed=seed)
-    else:
-        res = method_info(name).func(inst, time_limit_s=max(0.2, 0.1 * limit), seed=seed)
-        got = (name, res) if res.instance is inst and res.placement is not None else None
-    if got is None:
-        raise InfeasibleError(f"refine: the starting heuristic {name!r} gave no placement")
-    return got
+def _limit(opts: RefineOptions, time_limit_s: float | None) -> float:
+    return opts.default_time_limit_s if time_limit_s is None else float(time_limit_s)
 
 
 @register("refine", options=RefineOptions, kind="exact",
@@ -277,10 +406,17 @@ def _start(inst: Instance, name: str, limit: float, seed: int) -> tuple[str, Res
 def refine(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
     """Celeritas fusion (§5.1.3) + CP-SAT on the coarse graph + large-neighbourhood search; see module doc."""
     opts = RefineOptions(**options)
-    t0 = time.perf_counter()
-    limit = opts.default_time_limit_s if time_limit_s is None else float(time_limit_s)
-    name, start = _start(inst, opts.start, limit, seed)
-    return _refine_from(inst, name, start, opts, limit, seed, t0, "refine", {})
+    clock = Budget(_limit(opts, time_limit_s))
+    if opts.start != "best":
+        method_info(opts.start)  # an unknown name is the user's error, before anything runs
+    with interrupt.polling():
+        if opts.start == "best":
+            scores, got = run_heuristics(inst, heuristic_names(), clock, opts.start_share * clock.limit, seed)
+        else:
+            scores, got = run_heuristics(inst, [opts.start], clock, opts.start_share * clock.limit, seed)
+        if got is None:
+            raise InfeasibleError(f"refine: the starting heuristic {opts.start!r} gave no placement ({scores})")
+        return _refine_from(inst, got[0], got[1], opts, clock, seed, "refine", {})
 
 
 @register("portfolio", options=PortfolioOptions, kind="exact",
@@ -288,30 +424,12 @@ def refine(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, 
 def portfolio(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
     """Run the registered heuristics, keep the best by simulated makespan, refine it."""
     opts = PortfolioOptions(**options)
-    t0 = time.perf_counter()
-    limit = opts.default_time_limit_s if time_limit_s is None else float(time_limit_s)
-    scores: dict[str, Any] = {}
-    best = None
-    for nm in methods():
-        if method_info(nm).kind not in ("heuristic", "baseline") or nm in _SKIP_HINT:
-            continue
-        ts = time.perf_counter()
-        try:
-            res = method_info(nm).func(inst, time_limit_s=max(0.2, 0.1 * limit), seed=seed)
-        except Exception as exc:  # noqa: BLE001 — a failing heuristic is reported, not fatal
-            scores[nm] = {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
-            continue
-        if res.instance is not inst or res.placement is None:
-            scores[nm] = {"skipped": "transformed graph or no placement"}
-            continue
-        scores[nm] = {"makespan": res.makespan, "memory_ok": res.memory_ok,
-                      "time_s": round(time.perf_counter() - ts, 4)}
-        key = (not res.memory_ok, res.makespan)
-        if best is None or key < best[0]:
-            best = (key, nm, res)
-    if best is None:
-        raise InfeasibleError("portfolio: no heuristic gave a placement")
-    out = _refine_from(inst, best[1], best[2], RefineOptions(**asdict(opts)), limit, seed, t0, "portfolio",
-                       {"winner": best[1], "heuristics": scores})
+    clock = Budget(_limit(opts, time_limit_s))
+    with interrupt.polling():
+        scores, got = run_heuristics(inst, heuristic_names(), clock, opts.start_share * clock.limit, seed)
+        if got is None:
+            raise InfeasibleError("portfolio: no heuristic gave a placement")
+        out = _refine_from(inst, got[0], got[1], RefineOptions(**asdict(opts)), clock, seed, "portfolio",
+                           {"winner": got[0], "heuristics": scores})
     out.options = asdict(opts)
     return out

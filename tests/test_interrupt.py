@@ -1,0 +1,168 @@
+"""Ctrl-C (SIGINT) and progress: the flag API, and each long command run as a subprocess and interrupted.
+
+The contract (dplace.interrupt): the first Ctrl-C makes the command finish with its best answer so far,
+marked ``interrupted: true``, written atomically, a line on stderr, exit 130; a second exits at once (130).
+"""
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from dplace import interrupt, progress
+from dplace.cli import main
+
+BERT = os.path.join(os.path.dirname(__file__), "..", "instances", "bert12_training_4dev.json")
+
+
+# ------------------------------------------------------------------------------------------ flag API
+def test_request_calls_stop_callbacks_once_and_at_once_when_late():
+    calls = []
+    interrupt.clear()
+    try:
+        with interrupt.on_request(lambda: calls.append("a")):
+            assert not interrupt.requested()
+            interrupt.request()
+            assert interrupt.requested() and calls == ["a"]
+        with interrupt.on_request(lambda: calls.append("b")):  # registered after the request: called now
+            pass
+        assert calls == ["a", "b"]
+        interrupt.request()  # callbacks of finished blocks are gone
+        assert calls == ["a", "b"]
+    finally:
+        interrupt.clear()
+    assert not interrupt.requested()
+
+
+def test_plain_progress_is_rate_limited_and_silent_when_quiet():
+    buf = io.StringIO()
+    rep = progress.Reporter("job", mode="plain", stream=buf, every_s=100.0, delay_s=0.0).start()
+    try:
+        rep.phase("one")
+        for i in range(50):  # many incumbents within the rate limit: at most one line for them
+            rep.update(incumbent=1000.0 - i, bound=500.0)
+        rep.note("a message")
+    finally:
+        rep.close()
+    lines = buf.getvalue().splitlines()
+    assert 1 <= len(lines) <= 3, lines
+    assert lines[-1].endswith("a message") and "incumbent 951.0 µs" in lines[-1] and "gap 47.4%" in lines[-1]
+    with progress.reporting("x", mode="quiet") as q:
+        assert q is progress.current() and q.mode == "quiet"
+        progress.update(incumbent=1.0)  # a no-op
+    assert progress.current().mode == "quiet"  # nothing open: module calls do nothing
+
+
+# ------------------------------------------------------------------------------------------ commands
+def _cli(*args):
+    return [sys.executable, "-c", "import sys; from dplace.cli import main; sys.exit(main())", *map(str, args)]
+
+
+def _interrupt(cmd, marker, *, n=1, cwd=None, timeout=120.0):
+    """Run ``cmd``, wait for ``marker`` on its stderr, send ``n`` SIGINTs; returns (rc, stdout, stderr, s)
+    where s is the time from the first SIGINT to the exit."""
+    env = dict(os.environ, DPLACE_PROGRESS="plain")
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
+    err: list[str] = []
+    seen = threading.Event()
+
+    def read():
+        for line in p.stderr:
+            err.append(line)
+            if marker in line:
+                seen.set()
+
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    try:
+        assert seen.wait(timeout), f"never saw {marker!r}: {''.join(err)[-2000:]}"
+        t0 = time.monotonic()
+        for i in range(n):
+            if i:
+                time.sleep(0.3)
+            p.send_signal(signal.SIGINT)
+        out = p.stdout.read()
+        rc = p.wait(timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    t.join(5)
+    return rc, out, "".join(err), took
+
+
+@pytest.fixture(scope="module")
+def mid(tmp_path_factory):
+    """114 ops, 3 devices: CP-SAT finds incumbents within a second and does not prove them for long."""
+    path = tmp_path_factory.mktemp("mid") / "t120.json"
+    assert main(["generate", "transformer", "--ops", "120", "--devices", "3", "--out", str(path)]) == 0
+    return path
+
+
+@pytest.mark.solver
+def test_solve_cpsat_ctrl_c_returns_incumbent(mid, tmp_path):
+    out = tmp_path / "r.json"
+    rc, stdout, stderr, took = _interrupt(_cli("solve", mid, "--method", "cpsat", "--time-limit", 60, "--json",
+                                               "--out", out), "incumbent")
+    assert rc == 130, stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert data["interrupted"] is True and data["makespan"] is not None and data["status"] == "feasible"
+    assert json.loads(stdout)["makespan"] == data["makespan"]
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    assert took < 30  # far below the 60 s limit: the search stopped
+
+
+@pytest.mark.solver
+@pytest.mark.parametrize("method", ["refine", "portfolio"])
+def test_refine_portfolio_ctrl_c(method, tmp_path):
+    out = tmp_path / "r.json"
+    rc, stdout, stderr, took = _interrupt(_cli("solve", BERT, "--method", method, "--time-limit", 120, "--out", out),
+                                          "LNS step")
+    assert rc == 130, stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert data["interrupted"] is True and data["method"] == method and data["check"] == "valid"
+    assert data["extra"]["lns_stopped"] == "interrupted"
+    assert took < 30 and "Traceback" not in stderr
+
+
+def test_second_ctrl_c_exits_at_once():
+    """Work that is slow to finish after the first Ctrl-C (here: it ignores the flag) ends at the second."""
+    code = ("import sys, time; from dplace import interrupt\n"
+            "with interrupt.handling(cpsat=False), interrupt.polling():\n"
+            "    print('ready', file=sys.stderr, flush=True); time.sleep(60)\n"
+            "sys.exit(0)\n")
+    rc, _, stderr, took = _interrupt([sys.executable, "-c", code], "ready", n=2)
+    assert rc == 130 and "exiting now" in stderr and "best answer so far" in stderr, stderr
+    assert took < 10
+
+
+def test_ctrl_c_outside_polling_code_raises_keyboard_interrupt():
+    code = ("import sys, time; from dplace import interrupt\n"
+            "with interrupt.handling(cpsat=False):\n"
+            "    try:\n"
+            "        print('ready', file=sys.stderr, flush=True); time.sleep(60)\n"
+            "    except KeyboardInterrupt:\n"
+            "        sys.exit(7)\n")
+    rc, _, stderr, took = _interrupt([sys.executable, "-c", code], "ready")
+    assert rc == 7 and took < 10, stderr
+
+
+@pytest.mark.solver
+def test_compare_ctrl_c_keeps_finished_rows(mid, tmp_path):
+    out = tmp_path / "c.json"
+    rc, stdout, stderr, took = _interrupt(
+        _cli("compare", mid, "--methods", "heft,cpsat,m_etf", "--time-limit", 60, "--out", out), "incumbent")
+    assert rc == 130, stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert data["interrupted"] is True
+    rows = {r["method"]: r for r in data["rows"]}
+    assert rows["heft"]["makespan"] is not None and rows["heft"]["interrupted"] is False
+    assert rows["cpsat"]["interrupted"] is True and rows["cpsat"]["makespan"] is not None
+    assert rows["m_etf"]["status"] == "not run"
+    assert "cpsat" in stdout and took < 30
