@@ -47,6 +47,18 @@ def _call(spec):
     return spec, ({"progress": False} if spec == "cpsat" else {})
 
 
+@pytest.fixture(autouse=True)
+def _solver_claims_only(monkeypatch):
+    """dplace.claims may settle claims of <= 9-op graphs with this same oracle: judged against the
+    oracle that is circular, so the solvers' own claims are judged here."""
+    try:
+        from dplace import claims
+    except ImportError:
+        return
+    if hasattr(claims, "EXHAUSTIVE_MAX_OPS"):
+        monkeypatch.setattr(claims, "EXHAUSTIVE_MAX_OPS", 0)
+
+
 @functools.lru_cache(maxsize=None)
 def _oracle(seed):
     inst = fuzz_instance(seed)
