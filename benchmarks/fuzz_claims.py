@@ -167,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--time-limit", type=float, default=10.0, help="seconds per instance and method")
     ap.add_argument("--oracle-in-claims", action="store_true",
                     help="let dplace.claims settle claims by brute force as shipped (circular here: off by default)")
+    ap.add_argument("--summary-only", action="store_true",
+                    help="print the table of every row already in --out (any seeds) without running anything")
     ap.add_argument("--workers", type=int, default=2, help="processes (1: run in this process)")
     ap.add_argument("--out", default="fuzz_claims.jsonl", help="JSONL of results (appended; resumes)")
     ap.add_argument("--cases", default="fuzz_cases", help="folder for the instances with a wrong claim")
@@ -189,6 +191,10 @@ def main(argv: list[str] | None = None) -> int:
                 continue  # a line cut short by an interrupted run
             rows.append(r)
             done.setdefault(r["seed"], set()).add(r["method"])
+    if args.summary_only:
+        rows = [r for r in rows if r["method"] in methods]
+        print_table(summarize(rows, methods))
+        return 1 if any(r["defects"] for r in rows) else 0
     seeds = range(args.start, args.start + args.n)
     todo = [(s, [m for m in methods if m not in done.get(s, ())], args.time_limit, 120.0, args.oracle_in_claims)
             for s in seeds]
