@@ -26,6 +26,7 @@ import contextlib
 import json
 import multiprocessing as mp
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -158,6 +159,26 @@ def _write_json(path: Path, obj: dict) -> None:
     os.replace(tmp, path)
 
 
+def _collect(batches, out: Path, cases: Path, rows: list[dict], total: int) -> None:
+    """Append each finished seed's rows to ``out`` (flushed per seed) and save its wrong-claim cases."""
+    from rich.progress import Progress
+
+    with out.open("a") as f, Progress(transient=True) as prog:
+        task = prog.add_task("fuzzing", total=total)
+        for batch in batches:
+            for r in batch:
+                case = r.pop("case", None)
+                if case is not None:
+                    p = cases / f"seed{r['seed']}-{r['method']}.json"
+                    _write_json(p, {"seed": r["seed"], "method": r["method"], "defects": r["defects"] or ["error"],
+                                    **case})
+                    r["case_file"] = str(p)
+                f.write(json.dumps(r) + "\n")
+                rows.append(r)
+            f.flush()
+            prog.advance(task)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=10000, help="instances (seeds start..start+n-1) per method")
@@ -199,28 +220,16 @@ def main(argv: list[str] | None = None) -> int:
     todo = [(s, [m for m in methods if m not in done.get(s, ())], args.time_limit, 120.0, args.oracle_in_claims)
             for s in seeds]
     todo = [t for t in todo if t[1]]
-    rows = [r for r in rows if r["seed"] in seeds and r["method"] in methods]
-    from rich.progress import Progress
-
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill also ends the workers (finally)
     pool = mp.get_context("spawn").Pool(args.workers) if args.workers > 1 else None
     batches = pool.imap_unordered(_work, todo) if pool is not None else map(_work, todo)
-    with out.open("a") as f, Progress(transient=True) as prog:
-        task = prog.add_task("fuzzing", total=len(todo))
-        for batch in batches:
-            for r in batch:
-                case = r.pop("case", None)
-                if case is not None:
-                    p = cases / f"seed{r['seed']}-{r['method']}.json"
-                    _write_json(p, {"seed": r["seed"], "method": r["method"], "defects": r["defects"] or ["error"],
-                                    **case})
-                    r["case_file"] = str(p)
-                f.write(json.dumps(r) + "\n")
-                rows.append(r)
-            f.flush()
-            prog.advance(task)
-    if pool is not None:
-        pool.close()
-        pool.join()
+    try:
+        _collect(batches, out, cases, rows, len(todo))
+    finally:  # stopped (Ctrl-C, kill): the workers go too; rows written so far stay for a resume
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+    rows = [r for r in rows if r["seed"] in seeds and r["method"] in methods]
     table = summarize(rows, methods)
     print_table(table)
     for r in rows:
