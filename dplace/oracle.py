@@ -448,8 +448,8 @@ def brute_force(inst: Instance, *, time_limit_s: float | None = None, max_nodes:
                 symmetry: bool = True) -> OracleResult:
     """The optimum of ``inst`` over every memory-feasible placement and every per-device order.
 
-    ``complete`` is False (and the optimum only an upper bound) if ``time_limit_s`` or ``max_nodes`` ran
-    out first.
+    ``complete`` is False (and the optimum only an upper bound, ``feasible`` False only meaning "none
+    found yet") if ``time_limit_s`` or ``max_nodes`` ran out first.
     """
     t0 = _time.perf_counter()
     M = _Model(inst)
@@ -459,6 +459,9 @@ def brute_force(inst: Instance, *, time_limit_s: float | None = None, max_nodes:
     n_pl = 0
     for pl in _placements(M, symmetry):
         n_pl += 1
+        if (n_pl & 1023) == 0 and _time.perf_counter() > deadline:
+            search.stopped = True  # many devices: even listing the placements ran out of time
+            break
         if not M.fits(pl):
             continue
         feasible.append((_placement_bound(M, pl), pl))
@@ -634,6 +637,8 @@ def judge(res: Any, orc: OracleResult) -> list[str]:
     """
     out = []
     opt = orc.optimum
+    if not orc.complete and opt is None:
+        return out  # the oracle ran out of time before finding anything: nothing to judge
     if not orc.feasible:
         if res.status == "optimal":
             out.append("wrong_optimal")

@@ -114,6 +114,13 @@ def test_search_equals_exhaustive_enumeration():
             assert time_schedule(inst, a.placement, a.order).makespan == a.optimum
 
 
+def test_time_limit_holds_while_listing_placements():
+    # 9 free ops on 8 devices: 8**9 placements would take minutes to list; the limit stops it
+    inst = _inst([Op(f"o{i}", i + 1, device=None) for i in range(9)], [], m=8, speeds=[1 + d / 10 for d in range(8)])
+    r = brute_force(inst, time_limit_s=0.5)
+    assert not r.complete and r.seconds < 5
+
+
 def test_fuzzer_covers_every_feature():
     seen = set()
     for seed in range(300):
