@@ -17,6 +17,7 @@ import sys
 from typing import Any, Sequence
 
 from .errors import DplaceError, InvalidInstanceError
+from .viz import COLOR_BY
 
 # modules that add their own sub-commands through ``add_cli(subparsers)``
 _PLUGINS = (
@@ -97,6 +98,16 @@ def seconds(text: str) -> float:
     return v
 
 
+def _window(text: str) -> tuple[float, float]:
+    """argparse type of ``--gantt-window``."""
+    from .viz import parse_window
+
+    try:
+        return parse_window(text)
+    except InvalidInstanceError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--gantt-window").lstrip(": ")) from None
+
+
 def _check_outputs(args: argparse.Namespace, *inputs: str) -> None:
     """Before any work: no output file may be an input file (or another output of the same command)."""
     from .io import check_outputs
@@ -138,7 +149,7 @@ def _write_outputs(args: argparse.Namespace, res, data: dict | None = None) -> N
     if getattr(args, "gantt", None):
         from .viz import gantt_png
 
-        files.append((args.gantt, gantt_png(res)))
+        files.append((args.gantt, gantt_png(res, color_by=args.gantt_color, window=args.gantt_window)))
     if getattr(args, "trace", None):
         from .viz import chrome_trace
 
@@ -512,6 +523,19 @@ def build_parser() -> argparse.ArgumentParser:
                        help="no progress on stderr (default: a live line on a terminal, timestamped lines otherwise; "
                        "DPLACE_PROGRESS=live|plain|quiet overrides)")
 
+    def add_pictures(s: argparse.ArgumentParser, what: str) -> None:
+        s.add_argument("--gantt", metavar="FILE.png",
+                       help=f"draw {what} as a Gantt chart: a lane per device and per link; past a few hundred ops "
+                       "in view, columns show how busy each device is per op type")
+        s.add_argument("--gantt-color", choices=COLOR_BY, default="auto",
+                       help="colour ops by type, colocation group or op (default auto: type if the ops have "
+                       "several types, else colocation groups, else ops)")
+        s.add_argument("--gantt-window", type=_window, metavar="T0:T1", default=None,
+                       help="zoom the Gantt chart on this time window in µs, e.g. 0:5000 or 2e6: (open end)")
+        s.add_argument("--trace", metavar="FILE.json",
+                       help="write Chrome trace events (open in https://ui.perfetto.dev): a track per device and "
+                       "per link, concurrent transfers on tracks of their own")
+
     s = sub.add_parser("solve", help="run one method, print and save its result")
     s.add_argument("instance", help="dplace-instance/1 JSON file")
     s.add_argument("--method", required=True, help="a registered method (see: dplace methods)")
@@ -521,16 +545,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--R", type=int, default=None, help="celeritas: fusion exploration range")
     s.add_argument("--M", type=float, default=None, help="celeritas: cluster memory limit (fraction of device memory)")
     s.add_argument("--solver", default=None, help="milp: cbc or highs")
-    s.add_argument("--gantt", metavar="FILE.png", help="draw the schedule")
-    s.add_argument("--trace", metavar="FILE.json", help="Chrome trace events (open in Perfetto)")
+    add_pictures(s, "the schedule")
     s.set_defaults(func=cmd_solve)
 
     s = sub.add_parser("evaluate", help="re-simulate and check a saved result")
     s.add_argument("instance", help="the dplace-instance/1 JSON file the result was made for")
     s.add_argument("result", help="dplace-result/1 JSON file (from solve --out)")
     s.add_argument("--json", action="store_true", help="print JSON instead of text")
-    s.add_argument("--gantt", metavar="FILE.png", help="draw the re-simulated schedule")
-    s.add_argument("--trace", metavar="FILE.json", help="Chrome trace events (open in Perfetto)")
+    add_pictures(s, "the re-simulated schedule")
     s.set_defaults(func=cmd_evaluate)
 
     s = sub.add_parser("compare", help="run several methods on one instance and print a table")
