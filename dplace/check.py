@@ -22,6 +22,10 @@ TOL = 1e-6
 
 @dataclass
 class CheckReport:
+    """What :func:`check` found: ``errors`` (one sentence each, naming ops, devices and times; empty when
+    the schedule is valid), ``memory_ok`` (every device's memory holds its ops; None when there is no
+    placement). ``ok`` / ``bool(report)``: no errors; ``summary()``: "valid" or the first errors."""
+
     errors: list[str] = field(default_factory=list)
     memory_ok: bool | None = None
 
@@ -33,6 +37,7 @@ class CheckReport:
         return self.ok
 
     def summary(self, limit: int = 5) -> str:
+        """``"valid"``, or the first ``limit`` errors joined by "; " and how many more there are."""
         if self.ok:
             return "valid"
         more = f" (+{len(self.errors) - limit} more)" if len(self.errors) > limit else ""

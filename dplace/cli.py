@@ -498,7 +498,10 @@ def build_parser() -> argparse.ArgumentParser:
                 "'dplace COMMAND --help' explains each command; user errors exit with code 2.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
 
-    s = sub.add_parser("info", help="describe an instance: size, memory, lower bound")
+    s = sub.add_parser("info", help="describe an instance: size, memory, lower bound",
+                       description="Describe an instance: ops, edges, devices, work, memory and the proven lower "
+                       "bound with its parts (critical path, work over capacity, longest op, pinned load). "
+                       "A malformed file is one line naming the field and value, exit 2.")
     s.add_argument("instance", help="dplace-instance/1 JSON file")
     s.add_argument("--coarsen", action="store_true", help="also report nodes and CCR before/after Celeritas fusion")
     s.add_argument("--R", type=int, default=None, help="fusion exploration range (default 200)")
@@ -509,7 +512,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print JSON instead of text")
     s.set_defaults(func=cmd_info)
 
-    s = sub.add_parser("methods", help="list registered methods and their options")
+    s = sub.add_parser("methods", help="list registered methods and their options",
+                       description="List every registered method: kind (heuristic, exact, baseline), options "
+                       "with their defaults (give them to solve as -o KEY=VALUE) and a one-line summary.")
     s.add_argument("--json", action="store_true", help="print JSON instead of a table")
     s.set_defaults(func=cmd_methods)
 
@@ -536,11 +541,18 @@ def build_parser() -> argparse.ArgumentParser:
                        help="write Chrome trace events (open in https://ui.perfetto.dev): a track per device and "
                        "per link, concurrent transfers on tracks of their own")
 
-    s = sub.add_parser("solve", help="run one method, print and save its result")
+    s = sub.add_parser("solve", help="run one method, print and save its result",
+                       description="Run one method on an instance. The makespan printed is the simulator's "
+                       "(dplace.simulate); a method's own objective is shown as 'claimed'; the lower bound is "
+                       "proven. --out, --gantt and --trace are written together or not at all (temporary files, "
+                       "renamed; missing parent directories are created; an input file is never overwritten). "
+                       "Exit 0: a valid schedule or a proven 'infeasible'; 1: the checker found a problem; 2: an input "
+                       "error.")
     s.add_argument("instance", help="dplace-instance/1 JSON file")
     s.add_argument("--method", required=True, help="a registered method (see: dplace methods)")
     add_common_solve(s)
-    s.add_argument("--out", help="write the dplace-result/1 JSON here")
+    s.add_argument("--out", metavar="FILE.json",
+                   help="write the dplace-result/1 JSON here (parent directories are created)")
     s.add_argument("-o", "--option", action="append", metavar="KEY=VALUE", help="a method option (repeatable)")
     s.add_argument("--R", type=int, default=None, help="celeritas: fusion exploration range")
     s.add_argument("--M", type=float, default=None, help="celeritas: cluster memory limit (fraction of device memory)")
@@ -548,14 +560,21 @@ def build_parser() -> argparse.ArgumentParser:
     add_pictures(s, "the schedule")
     s.set_defaults(func=cmd_solve)
 
-    s = sub.add_parser("evaluate", help="re-simulate and check a saved result")
+    s = sub.add_parser("evaluate", help="re-simulate and check a saved result",
+                       description="Re-simulate a saved result on its instance and check it. The file's bound "
+                       "and status are claims: a lower_bound above the schedule's makespan, or status optimal "
+                       "with a bound that does not reach the makespan, is an error (exit 2). Exit 1 when the "
+                       "file's schedule is invalid or its makespan differs from the re-simulation.")
     s.add_argument("instance", help="the dplace-instance/1 JSON file the result was made for")
     s.add_argument("result", help="dplace-result/1 JSON file (from solve --out)")
     s.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_pictures(s, "the re-simulated schedule")
     s.set_defaults(func=cmd_evaluate)
 
-    s = sub.add_parser("compare", help="run several methods on one instance and print a table")
+    s = sub.add_parser("compare", help="run several methods on one instance and print a table",
+                       description="Run several methods on one instance, one after another, and print a table: "
+                       "status, simulated makespan, proven bound, gap to the best bound any method proved, "
+                       "time, peak memory and the checker's verdict. A method that fails is a row, not an abort.")
     s.add_argument("instance", help="dplace-instance/1 JSON file")
     s.add_argument("--methods", default=None, help="comma-separated (default: every method suited to the size)")
     add_common_solve(s)
@@ -572,6 +591,10 @@ def build_parser() -> argparse.ArgumentParser:
         add = getattr(mod, "add_cli", None)
         if add is not None:
             add(sub)
+    for action in sub._choices_actions:  # a plug-in sub-command without a description shows its help
+        sp = sub.choices[action.dest]
+        if not sp.description:
+            sp.description = action.help
     return p
 
 

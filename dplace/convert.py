@@ -632,9 +632,26 @@ def _parse_dims(text: str) -> dict[str, int]:
 
 def add_cli(subparsers: Any) -> None:
     """``dplace convert FORMAT INPUT --out FILE [--devices N] [--memory BYTES] [--latency] ...``."""
-    p = subparsers.add_parser("convert", help="convert a graph from another format to a dplace instance")
-    p.add_argument("format", choices=FORMATS)
-    p.add_argument("input")
+    import argparse
+
+    p = subparsers.add_parser(
+        "convert", help="convert a graph from another format to a dplace instance",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Convert a graph measured or published elsewhere to a dplace-instance/1 file.\n\n"
+        "formats:\n"
+        "  dnn-partitioning  JSON inputs of msr-fiddle/dnn-partitioning (NeurIPS 2020): operator or layer\n"
+        "                    graphs, fpgaLatency read as ms, node/edge size in bytes, colorClass -> colocation\n"
+        "  pipedream         PipeDream layer profile (*.graph.txt): forward/backward times in ms, activation\n"
+        "                    and parameter sizes in bytes; a forward and a backward op per layer\n"
+        "  dot               DOT digraph with a Weight (µs) on every node; edge Weight = transfer time in µs\n"
+        "  stg               Standard Task Graph set file (Kasahara): task costs as µs, no communication\n\n"
+        "The MIT-licensed data of the first two are at github.com/msr-fiddle/dnn-partitioning and\n"
+        "github.com/msr-fiddle/pipedream (copies here under /work/shared/data; instances/README.md lists\n"
+        "the commands that made the bundled instances).",
+        epilog="example:\n  dplace convert dnn-partitioning bert_L-12_training.json --devices 4 "
+        "--memory-fraction 0.35 --out bert.json")
+    p.add_argument("format", choices=FORMATS, help="format of INPUT: " + ", ".join(FORMATS) + " (described above)")
+    p.add_argument("input", help="the file to convert")
     p.add_argument("--out", required=True, help="output instance JSON (written atomically)")
     p.add_argument("--devices", type=int, default=None, help="device count (default: the file's or 4)")
     p.add_argument("--memory", type=float, default=None, help="bytes per device")
@@ -643,8 +660,9 @@ def add_cli(subparsers: Any) -> None:
     p.add_argument("--latency", type=float, default=None,
                    help="link latency in µs (default 10; 0 for dot and stg)")
     p.add_argument("--bandwidth", type=float, default=None, help="link bandwidth in bytes/µs (default 12000)")
-    p.add_argument("--comm", choices=COMM_MODES, default="parallel")
-    p.add_argument("--name", default=None)
+    p.add_argument("--comm", choices=COMM_MODES, default="parallel",
+                   help="transfer model: parallel delays or one at a time per link (default parallel)")
+    p.add_argument("--name", default=None, help="instance name (default: from the input file's name)")
     p.add_argument("--merge-backward", action="store_true", help="pipedream: one op of F+B per layer")
     p.add_argument("--split-dims", default=None, help="dnn-partitioning: e.g. batch=32 for MatMul/Conv ops")
     p.add_argument("--edge-bytes", type=float, default=None, help="stg: bytes on every edge (default 0)")

@@ -331,7 +331,9 @@ def transformer_training(
 def add_cli(subparsers: Any) -> None:
     """``dplace generate {layered,transformer} --ops N --devices D [--ccr X] [--seed S] --out FILE``."""
     p = subparsers.add_parser("generate", help="generate a synthetic instance (layered DAG or Transformer)")
-    p.add_argument("kind", choices=("layered", "transformer"))
+    p.add_argument("kind", choices=("layered", "transformer"),
+                   help="layered: random layered DAG with a target CCR; transformer: a Transformer training step "
+                   "(forward, backward, optimizer ops with types and colocated weights)")
     p.add_argument("--ops", type=int, required=True, help="number of ops (about, for transformer)")
     p.add_argument("--devices", type=int, default=4, help="number of identical devices (default 4)")
     p.add_argument("--ccr", type=float, default=None, help="layered only: target CCR (default 1.0)")

@@ -19,6 +19,15 @@ STATUSES = ("optimal", "feasible", "heuristic", "infeasible", "no_solution")
 
 @dataclass
 class Result:
+    """One method's answer on one instance (JSON: ``dplace-result/1``, :meth:`to_dict`).
+
+    ``placement[o]``: device index of op o; ``order[d]``: op indices in the order device d runs them
+    (None: the simulator's own order); ``schedule``: the simulated :class:`~dplace.simulate.Schedule`,
+    whose ``makespan`` is the one to trust; ``lower_bound``: a proven bound (µs) or None;
+    ``claimed_makespan``: the method's own objective, a claim; ``status``: ``optimal`` (proven),
+    ``feasible``, ``heuristic``, ``infeasible`` or ``no_solution`` (then ``message`` says why);
+    ``gap = (makespan - lower_bound) / makespan``. Build one with :func:`make_result`."""
+
     instance: Instance
     method: str
     status: str

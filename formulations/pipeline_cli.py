@@ -55,7 +55,9 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--bandwidth", default=None, metavar="BETA",
                    help="bytes/µs: each cut becomes a communication layer of 2·a/β (§3.1); none to drop it "
                         "(default: the chain's)")
-    p.add_argument("--allocation", choices=("contiguous", "general"), default="contiguous")
+    p.add_argument("--allocation", choices=("contiguous", "general"), default="contiguous",
+                   help="contiguous: each processor runs a run of consecutive layers; general: any set of layers "
+                   "(default contiguous)")
     p.add_argument("--method", choices=("dp", "milp"), default=None,
                    help="contiguous: dp (default, exact) or milp (CP-SAT); general: milp")
     p.add_argument("--k", type=int, default=None, metavar="K",
@@ -66,7 +68,7 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--max-k", type=int, default=4, metavar="K",
                    help="largest K tried when --k is not given (default 4; 1 turns the search off)")
     p.add_argument("--time-limit", type=float, default=30.0, metavar="S", help="CP-SAT time limit (default 30)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="random seed of the CP-SAT search (default 0)")
     p.add_argument("--json", action="store_true", help="print the solution as JSON")
     p.add_argument("--gantt", metavar="FILE.png", help="draw the pattern over two periods")
     p.add_argument("--width", type=int, default=96, help="width of the text drawing (default 96)")

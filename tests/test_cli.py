@@ -231,3 +231,26 @@ def test_evaluate_malformed_result_file(inst_file, tmp_path, capsys, case):
         ev = json.loads(capsys.readouterr().out)
         assert ev["check"] != "valid" and ev["check_resimulated"] == "valid"
         assert not dplace.check(dplace.load_instance(inst_file), data).ok
+
+
+def test_every_command_and_argument_has_help():
+    """`dplace COMMAND --help` explains every command, positional and flag."""
+    import argparse
+
+    from dplace.cli import build_parser
+
+    missing = []
+
+    def walk(p, path):
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                helps = {c.dest: c.help for c in a._choices_actions}
+                for name, sp in a.choices.items():
+                    if not helps.get(name) or not sp.description:
+                        missing.append(f"{path} {name}")
+                    walk(sp, f"{path} {name}")
+            elif not a.help or a.help == argparse.SUPPRESS:
+                missing.append(f"{path} {a.option_strings or a.dest}")
+
+    walk(build_parser(), "dplace")
+    assert missing == []
