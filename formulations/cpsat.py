@@ -59,6 +59,7 @@ __all__ = [
 
 MIN_TICK_EXP = -6  # automatic tick: the coarsest power of ten >= 1e-6 µs that represents every time...
 MAX_HORIZON_TICKS = 1e9  # ...made coarser while the horizon would need more ticks than this
+MAX_SERIAL_TICKS = 1e15  # ...and while the trivial horizon (all serial) would: int64 with room for sums
 OPT_TOL = 1e-6  # relative: "optimal" = simulated makespan within this of the proven bound of the real problem
 _SKIP_HINT = frozenset({"cpsat", "milp", "refine", "portfolio", "brute"})
 
@@ -109,6 +110,8 @@ class Ticks:
         vals = [v for row in inst.dur for v in row]
         tt = [[[inst.transfer_time(e, a, b) for b in range(m)] for a in range(m)] for e in range(len(inst.esrc))]
         vals += [v for M in tt for row in M for v in row]
+        # the model's horizon is the trivial one (horizon_ticks): every op and transfer one after another
+        serial = sum(max(row) for row in inst.dur) + sum(max(v for row in M for v in row) for M in tt)
         if tick is None:
             k = MIN_TICK_EXP
             while k < 6 and all(_is_multiple(v, float(f"1e{k + 1}")) for v in vals):
@@ -116,7 +119,12 @@ class Ticks:
             if horizon_us is not None and horizon_us > 0:
                 while horizon_us / float(f"1e{k}") > MAX_HORIZON_TICKS:
                     k += 1
+            while serial / float(f"1e{k}") > MAX_SERIAL_TICKS:
+                k += 1
             tick = float(f"1e{k}")
+        elif serial / tick > MAX_SERIAL_TICKS:
+            raise InvalidInstanceError(f"cpsat: tick {tick:g} µs is too fine here: the serial horizon "
+                                       f"{serial:.3g} µs would need more than {MAX_SERIAL_TICKS:g} ticks")
         self.tick = float(tick)
         t = self.tick
         self.p = [[_ceil_ticks(v, t) for v in row] for row in inst.dur]

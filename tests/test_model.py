@@ -45,3 +45,16 @@ def test_every_public_name_has_a_docstring():
     missing = [n for n in dplace.__all__
                if not (getattr(dplace, n).__doc__ or "").strip() or getattr(dplace, n).__doc__.startswith(n + "(")]
     assert missing == []
+
+
+@pytest.mark.solver
+@pytest.mark.parametrize("method, opts", [("cpsat", {"hint": "none"}), ("cpsat", {}), ("refine", {}), ("milp", {})])
+def test_unused_huge_transfer_beside_small_ops(method, opts):
+    """A transfer of 1e13 µs that no good schedule uses, beside sub-µs ops: the CP-SAT tick must still cover
+    the model's horizon (every op and transfer serial) in int64."""
+    ops = [Op("a", 0.4537291), Op("b", 0.2519113), Op("c", 0.7771539)]  # no decimal tick above 1e-6 µs
+    inst = Instance("wide", [Device("g0", 10), Device("g1", 10)], ops,
+                    [Edge("a", "b", 1e10), Edge("a", "c", 3.0)], link=Link(0.0, 1e-3))
+    res = dplace.solve(inst, method, time_limit_s=5, **opts)
+    assert res.makespan == pytest.approx(1.4827943) and dplace.check(inst, res).ok  # all on one device
+    assert res.lower_bound <= res.makespan
