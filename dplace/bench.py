@@ -560,8 +560,8 @@ def run_bench(
         raise InvalidInstanceError(f"--address {address!r} needs --executor ray")
     if not isinstance(repeat, int) or repeat < 1:
         raise InvalidInstanceError(f"--repeat must be >= 1, got {repeat!r}")
-    if time_limit_s is not None and not (time_limit_s > 0):
-        raise InvalidInstanceError(f"--time-limit must be > 0, got {time_limit_s!r}")
+    if time_limit_s is not None and not (0 < time_limit_s < float("inf")):  # NaN fails too
+        raise InvalidInstanceError(f"--time-limit must be a finite number of seconds > 0, got {time_limit_s!r}")
     if workers is not None and workers < 0:
         raise InvalidInstanceError(f"--workers must be >= 0, got {workers!r}")
     if hard_limit_s is not None and not (hard_limit_s > 0):

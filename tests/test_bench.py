@@ -316,7 +316,8 @@ def test_cli_bench(suite, tmp_path, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--methods", "heft,nope"], "unknown method 'nope'"),
     (["--repeat", "0"], "--repeat must be >= 1"),
-    (["--time-limit", "-1"], "--time-limit must be > 0"),
+    (["--time-limit", "-1"], "--time-limit must be a finite number of seconds > 0"),
+    (["--time-limit", "inf"], "--time-limit must be a finite number of seconds > 0, got inf"),
     (["--address", "x:1"], "needs --executor ray"),
 ])
 def test_cli_user_errors(suite, tmp_path, capsys, argv, message):
