@@ -357,6 +357,8 @@ def _check_claims(path: str, data: dict, res) -> None:
     if mk is None:
         return
     tol = CLAIM_TOL * max(1.0, abs(mk))
+    if lb is not None and not math.isfinite(lb):
+        raise InvalidInstanceError(f"result {path!r}: lower_bound must be finite, got {lb!r}")
     if lb is not None and lb > mk + tol:
         raise InvalidInstanceError(
             f"result {path!r}: lower_bound {lb:g} is above the makespan {mk:g} µs of its own schedule "

@@ -683,6 +683,9 @@ def write_instance(inst: Instance, path: str | Path, *, compact: bool = False) -
 
 
 def _cmd_convert(args: Any) -> int:
+    from .io import check_outputs
+
+    check_outputs({"--out": args.out}, {"graph": args.input})
     opts: dict[str, Any] = dict(devices=args.devices, memory=args.memory, memory_fraction=args.memory_fraction,
                                 comm=args.comm, name=args.name)
     if args.latency is not None:

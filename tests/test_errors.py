@@ -212,6 +212,11 @@ def test_evaluate_rejects_optimal_without_a_closing_bound(tmp_path, capsys):
     assert "status 'optimal' but lower_bound" in err[0] and "gap of 50.0 %" in err[0]
 
 
+def test_evaluate_rejects_a_nan_bound(tmp_path, capsys):
+    code, err, _ = _claimed(tmp_path, capsys, changes=lambda d: {"lower_bound": math.nan})
+    assert code == 2 and len(err) == 1 and "lower_bound must be finite, got nan" in err[0], err
+
+
 def test_evaluate_accepts_an_optimal_claim_that_holds(tmp_path, capsys):
     code, err, _ = _claimed(tmp_path, capsys, changes=lambda d: {"status": "optimal", "lower_bound": d["makespan"]})
     assert code == 0, err
@@ -231,3 +236,13 @@ def test_python_api_type_errors_are_dplace_errors(tmp_path):
         dplace.solve(inst, "heft", seed="1")
     with pytest.raises(dplace.InvalidInstanceError, match="method must be a method name"):
         dplace.solve(inst, None)
+
+
+def test_convert_out_equal_to_its_input_is_refused(tmp_path, capsys):
+    src = tmp_path / "g.dot"
+    src.write_text("digraph g { a [Weight=3]; b [Weight=2]; a -> b [Weight=1]; }\n")
+    before = src.read_text()
+    assert main(["convert", "dot", str(src), "--out", str(src)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is the input graph file" in err[0], err
+    assert src.read_text() == before
