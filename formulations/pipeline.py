@@ -1105,11 +1105,18 @@ def contiguous_milp(chain: Chain, processors: int | None = None, memory: float |
     claimed = solver.Value(T) / sc
     Tpat = _needed_period(chain, stages, M)
     star = one_f_one_b_star(chain, stages, Tpat)
-    # CP-SAT's optimum is exact over 1-periodic contiguous patterns when no time or byte was rounded
-    exact = st == cp_model.OPTIMAL and not rounded and _integral_memory(chain)
     sol = PipelineSolution("contiguous_milp", chain, P, M, "feasible", alloc, stages, claimed_period=claimed,
                            extra={"bound": solver.BestObjectiveBound() / sc, "rounded_times": rounded})
     _finish(sol, star.pattern, star.origin)
+    # CP-SAT's OPTIMAL is a claim: exact over 1-periodic contiguous patterns only when no time or byte
+    # was rounded and the DP (an independent method) finds no shorter period
+    exact = st == cp_model.OPTIMAL and not rounded and _integral_memory(chain)
+    if exact:
+        dp_period = contiguous_dp(chain, P, M, use_chain_memory=False).period
+        exact = sol.period <= dp_period + _tol(dp_period)
+        if not exact:
+            sol.extra["claim_notes"] = [f"CP-SAT said OPTIMAL at {sol.period:.9g}, the contiguous DP finds "
+                                        f"{dp_period:.9g}: not claimed"]
     sol.solve_time_s = time.perf_counter() - t0
     return _claim(sol, "contiguous", exact_over=ONE_PERIODIC_CONTIGUOUS if exact else None)
 
@@ -1162,7 +1169,8 @@ def general_milp(chain: Chain, processors: int | None = None, memory: float | No
     deadline = None if time_limit_s is None else time.perf_counter() + float(time_limit_s)
     sol = PipelineSolution("general_milp", chain, P, M, "unknown", extra={"rounded_times": rounded})
     # 1. load model
-    got = _load_model(data, seed_sol, time_limit_s, seed)
+    notes: list[str] = []
+    got = _load_model(data, seed_sol, time_limit_s, seed, notes)
     activ = M is not None and any(data["A"])
     best: tuple[Pattern, list[int], list[int | None], str, float] | None = None  # pattern, alloc, origin, model, claim
     bound = None
@@ -1172,12 +1180,12 @@ def general_milp(chain: Chain, processors: int | None = None, memory: float | No
         if seed_sol is None:
             raise InfeasibleError(f"chain {chain.name!r}: no allocation on {P} processors fits in memory {M}")
     elif got is not None:
-        alloc, claim, bound, optimal = got
+        alloc, claim, bound = got
         pat = packed_pattern(chain, alloc, P)
         origin = expand_communication(chain, alloc, P)[2]
         if validate_pattern(pat, M).ok:
             best = (pat, alloc, origin, "load model + packed pattern", claim)
-            proven = optimal and exact and abs(pat.period - claim) <= _tol(claim)
+            proven = exact and bound is not None and pat.period <= bound + _tol(bound)
     sol.extra["bound"] = bound
     # 2. position model
     if not proven and activ:
@@ -1214,6 +1222,8 @@ def general_milp(chain: Chain, processors: int | None = None, memory: float | No
     else:
         raise SolverError(f"general_milp: no valid pattern found within {time_limit_s} s for chain {chain.name!r}")
     sol.solve_time_s = time.perf_counter() - t0
+    if notes:
+        sol.extra["claim_notes"] = notes
     # optimal over every k-periodic pattern when T reaches the load relaxation's proven bound
     return _claim(sol, "general", relaxation_bound=bound if exact else None)
 
@@ -1248,30 +1258,69 @@ def _hint_alloc(m, b, seed_sol, data):
                 m.AddHint(b[l, p], int(seed_sol.allocation[l] == p))
 
 
-def _load_model(data, seed_sol, time_limit_s, seed):
-    """Relaxation with every NCA = 1: (allocation, T, bound, proven optimal) | "infeasible" | None."""
+def _load_cp(data, seed_sol, below: int | None = None):
+    """The load relaxation (every NCA = 1) as a CP-SAT model: (model, T, b); ``below``: T ≤ below."""
     from ortools.sat.python import cp_model
 
     P, L, uf, ub, W, A = data["P"], data["L"], data["uf"], data["ub"], data["W"], data["A"]
     u = [uf[l] + ub[l] for l in range(L)]
     m = cp_model.CpModel()
     total = sum(u) + 2 * sum(data["hc"])
-    T = m.NewIntVar(max(max(u), -(-sum(u) // P)), max(total, 1), "T")  # the period
+    T = m.NewIntVar(_load_floor(data), max(total, 1), "T")  # the period
     b = _alloc_vars(m, data)
     for p in range(P):
         m.Add(sum(u[l] * b[l, p] for l in range(L)) <= T)
         if data["M"] is not None:
             m.Add(sum((W[l] + A[l]) * b[l, p] for l in range(L)) <= data["M"])
     _cut_vars(m, data, b, T)
+    if below is not None:
+        m.Add(T <= below)
     _hint_alloc(m, b, seed_sol, data)
     m.Minimize(T)
+    return m, T, b
+
+
+def _load_floor(data) -> int:
+    """max(largest layer, ⌈Σu/P⌉) in ticks: dplace's own arithmetic, no solver."""
+    u = [f + b for f, b in zip(data["uf"], data["ub"])]
+    return max(max(u), -(-sum(u) // data["P"]))
+
+
+def _load_model(data, seed_sol, time_limit_s, seed, notes: list[str]):
+    """Relaxation with every NCA = 1: (allocation, T, confirmed bound or None) | "infeasible" | None.
+
+    CP-SAT's verdicts are claims: INFEASIBLE counts only when a search without presolve agrees, and its
+    bound only when the arithmetic floor reaches it or a search without presolve finds no T below it
+    (CP-SAT's presolve has been wrong on small models; see :mod:`dplace.claims`)."""
+    from ortools.sat.python import cp_model
+
+    L, P, sc = data["L"], data["P"], data["sc"]
+    check_s = 5.0 if time_limit_s is None else min(5.0, float(time_limit_s))
+    m, T, b = _load_cp(data, seed_sol)
     solver, st, alloc = _solve_alloc(m, b, L, P, time_limit_s, seed)
     if st == cp_model.INFEASIBLE:
-        return "infeasible"
+        m, T, b = _load_cp(data, None)
+        solver, st, alloc = _solve_alloc(m, b, L, P, check_s, seed, presolve=False)
+        if st == cp_model.INFEASIBLE:
+            return "infeasible"
+        notes.append("load model: INFEASIBLE with presolve not confirmed by a search without it")
     if alloc is None:
         return None
-    sc = data["sc"]
-    return alloc, solver.Value(T) / sc, solver.BestObjectiveBound() / sc, st == cp_model.OPTIMAL
+    bound_ticks = solver.BestObjectiveBound()
+    floor = _load_floor(data)
+    confirmed = None
+    if bound_ticks <= floor:
+        confirmed = float(floor)
+    else:
+        below = int(math.ceil(bound_ticks - 1e-9)) - 1
+        m2, _, b2 = _load_cp(data, None, below=below)
+        solver2, st2, _ = _solve_alloc(m2, b2, L, P, check_s, seed, presolve=False)
+        if st2 == cp_model.INFEASIBLE:
+            confirmed = float(below + 1)
+        else:
+            notes.append(f"load model: CP-SAT bound {bound_ticks / sc:.9g} not confirmed by a search without "
+                         f"presolve ({solver2.StatusName(st2)}): not used")
+    return alloc, solver.Value(T) / sc, None if confirmed is None else confirmed / sc
 
 
 def _position_model(chain, data, seed_sol, time_limit_s, seed, incumbent):
