@@ -358,6 +358,14 @@ def test_unlimited_memory_optimum_is_proven_over_k_periodic(costs, P, expect):
     assert sol.k == 1 and sol.status == "optimal" and sol.optimal_over == expect and "k_search" not in sol.extra
 
 
+def test_load_bound_above_the_arithmetic_floor_is_confirmed():
+    # three layers of cost 3 on 2 processors: one processor holds two, so T/k >= 6 for every k-periodic
+    # pattern, above max(3, 9/2); CP-SAT's bound 6 counts only after a search without presolve finds no T <= 5
+    g = general_milp(make_chain([3, 3, 3], processors=2))
+    assert g.period == 6 and g.status == "optimal" and g.optimal_over == pl.K_PERIODIC_GENERAL
+    assert g.lower_bound == 6 and "claim_notes" not in g.extra
+
+
 def test_contiguous_lower_bound_matches_brute_force_and_bounds_every_pattern():
     rng = random.Random(5)
     for _ in range(30):
