@@ -511,7 +511,8 @@ def test_1f1b_star_is_valid_and_nca_is_group_number(case):
     rep = validate_pattern(star.pattern)
     assert rep.ok, rep.errors
     real = [e for e, o in enumerate(star.origin) if o is not None]
-    assert [rep.nca[e] for e in real] == star.nca
+    for i, e in enumerate(real):  # the group number; a zero-time layer may count fewer (its F and B coincide)
+        assert rep.nca[e] == star.nca[i] or (rep.nca[e] < star.nca[i] and c.u[i] == 0)
     assert pl.nca_from_shifts(star.pattern) == rep.nca  # the paper's max h − h' rule
     assert max(star.nca) == len(star.groups) or star.nca[0] <= len(star.groups)
     kp = k_periodic(star.pattern, 2)
