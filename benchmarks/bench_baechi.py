@@ -1,14 +1,15 @@
 """Baechi benchmark (issue #3): time to place and makespans of m_topo, m_etf, m_sct and metis.
 
 Run: ``.venv/bin/python benchmarks/bench_baechi.py [--ops 36000] [--devices 4] [--no-real] [--ablation]
-[--methods m_topo,m_etf,m_sct,metis] [--real-methods all] [--sct-global]``
+[--methods m_topo,m_etf,m_sct,metis] [--real-methods all] [--sct-global] [--lp 3000,12000]``
 
 Prints:
 1. the generated Transformer-like training graph ``dplace.generate.transformer_training(ops, devices)``:
    per method the wall time of ``dplace.solve`` (placement + the final simulation + the lower bound),
    the makespan (simulator), makespan / proven lower bound, memory kept, and size notes;
 2. makespan / lower bound for each method on the bundled real instances ``instances/*.json``;
-3. with ``--ablation``: m_etf and m_sct on the real instances with each Baechi §3 option switched off.
+3. with ``--ablation``: m_etf and m_sct on the real instances with each Baechi §3 option switched off;
+4. with ``--lp N,..`` (alone): m_sct's LP windowed (GLOP, HiGHS) vs global (HiGHS) vs the default.
 """
 from __future__ import annotations
 
@@ -52,6 +53,28 @@ def _ratio(res) -> str:
     if res.makespan is None or not res.lower_bound:
         return "-"
     return f"{res.makespan / res.lower_bound:.3f}"
+
+
+def bench_lp(console: Console, sizes: list[int]) -> None:
+    """m_sct's LP: the old default (windows of 1,000, GLOP), windows with HiGHS, one global LP with HiGHS
+    (the paper's), and today's default (lp_window=None: global up to GLOBAL_LP_MAX clusters)."""
+    from dplace.heuristics.baechi import GLOBAL_LP_MAX
+
+    cases = [(os.path.basename(p), dplace.load_instance(p)) for p in sorted(glob.glob(os.path.join(ROOT, "instances", "tf", "*.json")))]
+    cases += [(f"transformer_training({n}, 4)", transformer_training(n, 4)) for n in sizes]
+    table = Table(title=f"m_sct LP: windowed vs global (default: global up to {GLOBAL_LP_MAX} clusters)")
+    for col in ("instance", "clusters", "LP setting", "LP time (s)", "windows", "makespan (us)"):
+        table.add_column(col, justify="right")
+    for name, inst in cases:
+        for opts in ({"lp_window": 1000, "lp_solver": "glop"}, {"lp_window": 1000, "lp_solver": "highs"},
+                     {"lp_window": 0, "lp_solver": "highs"}, {}):
+            res, _ = _run(inst, "m_sct", **opts)
+            ex = res.extra
+            label = " ".join(f"{k}={v}" for k, v in opts.items()) or "default"
+            table.add_row(name, str(ex.get("clusters")), label, f"{ex['sct_lp_time_s']:.2f}", str(ex["sct_lp_windows"]),
+                          f"{res.makespan:,.0f}")
+        console.print(f"  done: {name}", style="dim")
+    console.print(table)
 
 
 def bench_generated(console: Console, ops: int, devices: int, methods, sct_global: bool) -> None:
@@ -134,7 +157,12 @@ def main(argv=None) -> int:
     ap.add_argument("--no-generated", action="store_true")
     ap.add_argument("--ablation", action="store_true")
     ap.add_argument("--sct-global", action="store_true", help="also run m_sct with the LP solved globally (slow)")
+    ap.add_argument("--lp", default=None, help="only the m_sct LP table, on instances/tf and transformer_training(N, 4) "
+                                               "for each N of this comma list (e.g. 3000,12000)")
     args = ap.parse_args(argv)
+    if args.lp is not None:
+        bench_lp(Console(width=240), [int(x) for x in args.lp.split(",") if x])
+        return 0
     methods = [m for m in args.methods.split(",") if m]
     console = Console(width=240)
     if not args.no_generated:

@@ -151,7 +151,9 @@ def from_dnn_partitioning(
     ``bandwidth`` bytes/µs). Op ``memory`` = node ``size`` (bytes held on the device). Op id = node
     ``name`` (``str(id)`` when names are missing or repeated); ``colorClass`` → ``colocation``
     (``"c<class>"``); ``isBackwardNode`` → ``backward: true``; the source node id is kept as
-    ``source_id``; ``type`` is guessed from the name (:func:`op_type_from_name`).
+    ``source_id``; ``type`` is guessed from the name (:func:`op_type_from_name`). A backward node
+    whose name says which forward node it differentiates (``X_Grad/...``, ``Xgrad``) gets
+    ``forward_of: X`` (:func:`forward_name`).
     Ops not ``supportedOnFpga`` are kept, take their ``cpuLatency`` (they run at CPU speed on any
     device) and carry ``supported_on_fpga: false`` (none of the shared files has one).
     The files give no tensor shapes, so ``split`` is set only when ``split_dims`` (e.g.
@@ -209,6 +211,7 @@ def from_dnn_partitioning(
         if cc is not None and (isinstance(cc, bool) or not isinstance(cc, (int, str))):
             raise _bad(path, f"{where}: colorClass must be an integer or string, got {cc!r}")
         ops.append(Op(oid, t, int(round(mem)), typ, None if cc is None else f"c{cc}", None, extra))
+    ops = _pair_forward(ops)
     edges: list[Edge] = []
     for i, ed in enumerate(jedges):
         where = f"edges[{i}]"
@@ -232,6 +235,29 @@ def from_dnn_partitioning(
     nm = name or Path(path).stem
     return _build(path, nm, devices, cap, ops, edges, latency, bandwidth, comm,
                   {"format": "dnn-partitioning", "file": Path(path).name, "time_unit": "ms"})
+
+
+def forward_name(backward_id: str) -> str | None:
+    """The forward op a backward op's name says it differentiates: ``X_Grad/...`` (operator graphs)
+    or ``Xgrad`` (layer graphs) name ``X``; None when the name says nothing."""
+    if "_Grad/" in backward_id:
+        return backward_id.split("_Grad/", 1)[0] or None
+    if backward_id.endswith("grad") and len(backward_id) > 4:
+        return backward_id[:-4]
+    return None
+
+
+def _pair_forward(ops: list[Op]) -> list[Op]:
+    """Backward ops (``backward: true``) get ``forward_of`` = the forward op their name points to
+    (:func:`forward_name`), when that op exists and is not itself a backward op (Baechi §3.3 (ii))."""
+    fwd = {op.id for op in ops if not op.extra.get("backward")}
+    out = []
+    for op in ops:
+        f = forward_name(op.id) if op.extra.get("backward") and "forward_of" not in op.extra else None
+        if f is not None and f in fwd:
+            op = Op(op.id, op.time, op.memory, op.type, op.colocation, op.device, dict(op.extra, forward_of=f))
+        out.append(op)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- PipeDream

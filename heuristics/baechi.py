@@ -50,8 +50,10 @@ class BaechiOptions:
 @dataclass(frozen=True)
 class SctOptions(BaechiOptions):
     threshold: float = 0.1  # §2.4: x_ij < threshold after the LP => j is i's favorite child
-    lp_solver: str = "glop"  # "glop" or "highs" (OR-Tools' bundled HiGHS; see formulations/sct_lp.py)
-    lp_window: int = 1000  # dplace addition: LPs over this many clusters are solved per window (0: never)
+    lp_solver: str = "highs"  # "highs" (OR-Tools' bundled HiGHS, faster here) or "glop"; see formulations/sct_lp.py
+    # None: the paper's one global LP up to GLOBAL_LP_MAX clusters, windows of LP_WINDOW beyond;
+    # n > 0: windows of n clusters (dplace addition); 0: always the global LP
+    lp_window: int | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -59,7 +61,7 @@ class SctOptions(BaechiOptions):
             raise InvalidInstanceError(f"option 'threshold' must be in (0, 1), got {self.threshold!r}")
         if self.lp_solver not in ("highs", "glop"):
             raise InvalidInstanceError(f"option 'lp_solver' must be highs or glop, got {self.lp_solver!r}")
-        if int(self.lp_window) < 0:
+        if self.lp_window is not None and int(self.lp_window) < 0:
             raise InvalidInstanceError(f"option 'lp_window' must be >= 0, got {self.lp_window!r}")
 
 
@@ -492,6 +494,15 @@ def _cluster_lp_data(inst: Instance, cl: Clusters) -> tuple[list[float], list[tu
     return k, [(a, b, c) for (a, b), c in sorted(best.items())]
 
 
+# lp_window=None: one global LP (Baechi's) up to this many clusters, else windows of LP_WINDOW. Measured on
+# the loaded 2-core VM (benchmarks/bench_baechi.py --lp 3000,12000), LP seconds, windowed GLOP / windowed
+# HiGHS / global HiGHS: 881 clusters 0.70 / 0.31 / 0.30; 2,673: 2.27 / 1.05 / 2.91; 3,175: 1.09 / 1.93 /
+# 2.25; 10,665: 7.54 / 4.50 / 23.17. The global LP is only faster on small LPs, and its placements were
+# not better beyond them (700,793 vs 668,507 µs at 2,673 clusters), so it is the default up to 2,000.
+GLOBAL_LP_MAX = 2000
+LP_WINDOW = 1000
+
+
 @register("m_sct", options=SctOptions, summary="Baechi m-SCT: SCT favorite-child LP (GLOP/HiGHS), rounded, memory-aware list scheduling.")
 def m_sct(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
     """m-SCT (Baechi §2.4; SCT of Hanen & Munier): solve the favorite-child LP relaxation (eq. 2),
@@ -502,7 +513,8 @@ def m_sct(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, *
     opts = SctOptions(**options)
     units, cl, ur = _prepare(inst, opts)
     k, edges = _cluster_lp_data(inst, cl)
-    lp = solve_sct_lp_windows(k, edges, window=int(opts.lp_window), solver=opts.lp_solver, time_limit_s=time_limit_s)
+    window = int(opts.lp_window) if opts.lp_window is not None else (0 if cl.n <= GLOBAL_LP_MAX else LP_WINDOW)
+    lp = solve_sct_lp_windows(k, edges, window=window, solver=opts.lp_solver, time_limit_s=time_limit_s)
     fav_child, _ = favorite_children(cl.n, edges, lp.x, opts.threshold)
     state, fallbacks = _list_schedule(inst, cl, ur, fav_child)
     extra = {**_extra(inst, units, cl), "fallbacks": fallbacks,

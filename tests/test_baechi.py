@@ -282,6 +282,17 @@ def test_fusion_fuses_chains_and_skips_unsafe_pair():
     assert _is_dag(cl.n, cl.succ)
 
 
+def test_m_sct_solves_the_papers_global_lp_by_default():
+    from dplace.heuristics.baechi import GLOBAL_LP_MAX
+
+    inst = _sct_instance(random.Random(11))
+    res = dplace.solve(inst, "m_sct", **OFF)
+    assert res.extra["clusters"] <= GLOBAL_LP_MAX
+    assert res.extra["sct_lp_windows"] == 1 and res.extra["sct_lp_objective"] is not None
+    glop = dplace.solve(inst, "m_sct", lp_solver="glop", lp_window=0, **OFF)
+    assert res.extra["sct_lp_objective"] == pytest.approx(glop.extra["sct_lp_objective"], rel=1e-6)
+
+
 def test_sct_lp_windows():
     from dplace.formulations.sct_lp import solve_sct_lp_windows
 

@@ -144,6 +144,22 @@ def test_dnn_partitioning_real(rel):
     assert sum(row[0] for row in inst.dur) == pytest.approx(1000 * total_ms, rel=1e-6)
     assert sum(1 for op in inst.ops if op.extra.get("backward")) == sum(1 for nd in src["nodes"] if nd["isBackwardNode"])
     assert max(inst.capacity) < sum(inst.mem)
+    # backward nodes named after their forward node ("X_Grad/...", "Xgrad") are paired with it
+    names = {nd["name"]: nd for nd in src["nodes"]}
+    for op in inst.ops:
+        f = op.extra.get("forward_of")
+        if f is not None:
+            assert op.extra.get("backward") and not names[f]["isBackwardNode"]
+            assert op.id.startswith(f + "_Grad/") or op.id == f + "grad"
+    assert any("forward_of" in op.extra for op in inst.ops)
+
+
+def test_forward_name():
+    from dplace.convert import forward_name
+
+    assert forward_name("MatMul64_Grad/Transpose_0") == "MatMul64"
+    assert forward_name("node77grad") == "node77"
+    assert forward_name("SoftmaxCrossEntropy_loss") is None and forward_name("grad") is None
 
 
 # ---------------------------------------------------------------------------------------------- PipeDream
