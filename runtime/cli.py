@@ -172,6 +172,12 @@ def cmd_execute(args: argparse.Namespace) -> int:
               + ", ".join(f"{d} {n}" for d, n in rep.ops_per_device.items()))
         for n, want, got in rep.ops_moved[:20]:
             print(f"moved: {n} placed on {want} ran on {got}")
+        if rep.order_enforced:
+            print("order: enforced with control dependencies; measured per-device order "
+                  + ("matches" if rep.order_matched else "DIFFERS: " + "; ".join(
+                      f"{d}: expected {w} ran {g} first" for d, w, g in rep.order_mismatches[:5])))
+        else:
+            print("order: not enforced (TensorFlow's executor order)")
     return 0 if rep.ok else 1
 
 

@@ -6,6 +6,15 @@ values it had before any step. Verification reads the graphs TensorFlow actually
 per-device partition graphs of the run metadata), not the request: every op found on another device
 than placed is listed. Soft placement is off, so TensorFlow errors out rather than moving an op.
 The loss of the first two steps must equal the unplaced run's (same start values, same data).
+
+Execution order (FastT §6.1 "Order Enforcement"): when the Result carries a per-device order, it is
+enforced with control dependencies, each op on a device depending on the one before it in the
+device's list (FastT's first implementation; the paper later moved to executor priorities, which
+need a modified TensorFlow). Input and variable placeholders are left out of the chains. One extra
+step then runs under TensorFlow's profiler and the ops' measured start times, per placed device, are
+compared with the order: ``order_matched`` says whether every device ran its traced ops in the
+Result's sequence. Without an order, TensorFlow's own executor order is used and the prediction is the
+simulator's order-free makespan.
 """
 from __future__ import annotations
 
@@ -43,10 +52,13 @@ class ExecReport:
     loss_placed: list[float]
     loss_ok: bool
     extra: dict[str, Any] = field(default_factory=dict)
+    order_enforced: bool = False  # the Result's per-device order was added as control dependencies
+    order_matched: bool | None = None  # measured per-device start order == the Result's (None: not enforced)
+    order_mismatches: list[tuple[str, str, str]] = field(default_factory=list)  # (device, expected, ran first)
 
     @property
     def ok(self) -> bool:
-        return not self.ops_moved and self.loss_ok
+        return not self.ops_moved and self.loss_ok and self.order_matched is not False
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -55,15 +67,19 @@ class ExecReport:
         return d
 
 
-def _graph_fn(step: TrainStep, batch: int, device_of: Callable[[str], str] | None):
+def _graph_fn(step: TrainStep, batch: int, device_of: Callable[[str], str] | None,
+              after: dict[str, str] | None = None):
     """(callable(x, y, *handles), placeholder names of the captured variables) for the step's graph
-    with every node's device set by ``device_of`` (None: no device, TF's default placement)."""
+    with every node's device set by ``device_of`` (None: no device, TF's default placement) and, for
+    each node in ``after``, a control dependency on the node it names."""
     tf = _tf()
     cf = step.concrete(batch)
     graph = cf.graph
     gd = graph.as_graph_def()
     for nd in gd.node:
         nd.device = tf_device(device_of(nd.name)) if device_of else ""
+        if after and nd.name in after:
+            nd.input.append("^" + after[nd.name])
     wrapped = tf.compat.v1.wrap_function(lambda: tf.compat.v1.import_graph_def(gd, name=""), [])
     g = wrapped.graph
     fn = wrapped.prune(
@@ -116,7 +132,7 @@ def reference_losses(step: TrainStep, batch: int, n: int) -> list[float]:
 
 def execute(inst: Instance, placement: Result | Any, step: TrainStep, batch: int | None = None, *,
             steps: int = 50, warmup: int = 5, loss_steps: int = 2, rtol: float = 1e-3, atol: float = 1e-5,
-            progress: Callable[[str, int, int], None] | None = None) -> ExecReport:
+            enforce_order: bool = True, progress: Callable[[str, int, int], None] | None = None) -> ExecReport:
     """Run ``placement`` (a Result or a placement accepted by ``dplace.simulate``) of ``inst`` on the
     devices named in it, ``warmup`` untimed then ``steps`` timed steps, and verify it.
 
@@ -128,17 +144,19 @@ def execute(inst: Instance, placement: Result | Any, step: TrainStep, batch: int
     from tensorflow.python.eager import context
 
     result_makespan = None
+    order = None
     if batch is None:
         batch = int(inst.extra.get("tf", {}).get("batch", 0)) or 1
     if isinstance(placement, Result):
         result_makespan = placement.makespan
         if placement.placement is None:
             raise InvalidInstanceError(f"result: method {placement.method!r} has no placement ({placement.status})")
+        order = placement.order if enforce_order else None
         placement = placement.placement
     pl = as_placement(inst, placement)
-    # TensorFlow follows no given order: its executor runs ops as they become ready, which is what
-    # dplace.simulate models without an order (a method's own order may give another makespan)
-    predicted = simulate(inst, pl).makespan
+    # without an order TensorFlow's executor runs ops as they become ready, which is what
+    # dplace.simulate models without an order; with one, the order is enforced and simulated
+    predicted = simulate(inst, pl, order).makespan
     cpus = [d.name for d in inst.devices if d.name.upper().startswith("CPU:")]
     have = ensure_logical_cpus(1 + max((int(c.split(":")[1]) for c in cpus), default=0))
     present = {short_device(d.name) for d in tf.config.list_logical_devices()}
@@ -156,8 +174,9 @@ def execute(inst: Instance, placement: Result | Any, step: TrainStep, batch: int
             raise InvalidInstanceError(f"placement: graph node {node!r} is not an op of instance {inst.name!r}")
         return node_dev[node]
 
+    chains = _order_chains(inst, order) if order is not None else None
     loss_ref = reference_losses(step, batch, loss_steps)
-    fn, caps = _graph_fn(step, batch, device_of)
+    fn, caps = _graph_fn(step, batch, device_of, {b: a for ch in (chains or []) for a, b in zip(ch, ch[1:])})
     handles = _variables(step, caps, device_of)
     x, y = step.inputs(batch)
     in_nodes = [t.op.name for t in step.concrete(batch).graph.inputs[:2]]
@@ -203,6 +222,11 @@ def execute(inst: Instance, placement: Result | Any, step: TrainStep, batch: int
         times.append((time.perf_counter() - t0) * 1e6)
         if progress:
             progress("timed", untimed + i + 1, total)
+    matched, mismatches = None, []
+    if chains is not None:
+        if progress:
+            progress("order check", total, total)
+        matched, mismatches = _order_check(inst, chains, _start_times(fn, x, y, handles))
     pairs = list(zip(losses[:loss_steps], loss_ref))
     loss_ok = len(pairs) == len(loss_ref) and all(
         math.isfinite(a) and math.isclose(a, b, rel_tol=rtol, abs_tol=atol) for a, b in pairs
@@ -219,4 +243,51 @@ def execute(inst: Instance, placement: Result | Any, step: TrainStep, batch: int
         ops_per_device=dict(sorted(per_dev.items())), loss_ref=loss_ref, loss_placed=losses[:loss_steps],
         loss_ok=loss_ok, extra={"loss_max_rel_diff": loss_diff, "instance": inst.name,
                                 "instance_batch": meta_tf.get("batch"), "result_makespan_us": result_makespan},
+        order_enforced=chains is not None, order_matched=matched, order_mismatches=mismatches,
     )
+
+
+def _order_chains(inst: Instance, order: list[list[int]]) -> list[list[str]]:
+    """Per device, the graph nodes of the order to chain with control dependencies (placeholders —
+    the step's inputs and captured variables — are fed, not run, and are left out)."""
+    return [[inst.ops[o].extra.get("tf_node", inst.ops[o].id) for o in ops if inst.ops[o].type != "Placeholder"]
+            for ops in order]
+
+
+def _start_times(fn, x, y, handles) -> dict[str, int]:
+    """First start (ps) of every node in one profiled step."""
+    import glob
+    import os
+    import tempfile
+
+    from .profile import xplane_events
+
+    tf = _tf()
+    with tempfile.TemporaryDirectory(prefix="dplace-order-") as logdir:
+        tf.profiler.experimental.start(logdir)
+        try:
+            _call(fn, x, y, handles)
+        finally:
+            tf.profiler.experimental.stop()
+        files = glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb"))
+        if not files:
+            raise RuntimeError(f"profiler wrote no xplane file under {logdir}")
+        host, kernels = xplane_events(sorted(files)[-1])
+    out: dict[str, int] = {}
+    for src in (host, kernels):
+        for node, evs in src.items():
+            out[node] = min(out.get(node, min(evs)[0]), min(evs)[0])
+    return out
+
+
+def _order_check(inst: Instance, chains: list[list[str]], start: dict[str, int]) -> tuple[bool, list]:
+    """Did every device run its traced nodes in the chain's sequence? Mismatches: (device, the node the
+    order wanted next, the node that started first instead), the first per device."""
+    bad = []
+    for d, chain in enumerate(chains):
+        want = [n for n in chain if n in start]
+        got = sorted(want, key=lambda n: start[n])
+        if got != want:
+            i = next(i for i, (a, b) in enumerate(zip(want, got)) if a != b)
+            bad.append((inst.devices[d].name, want[i], got[i]))
+    return not bad, bad

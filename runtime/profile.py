@@ -28,9 +28,9 @@ def _noop(stage: str, done: int, total: int) -> None:
     pass
 
 
-def parse_xplane(path: str, steps: int) -> dict[str, float]:
-    """µs per node from one xplane file holding ``steps`` runs of a step: the events of a node are
-    sorted in time, cut into ``steps`` equal runs, summed per run; the median run is kept."""
+def xplane_events(path: str) -> tuple[dict[str, list[tuple[int, int]]], dict[str, list[tuple[int, int]]]]:
+    """Op events of one xplane file: (host executor events, GPU kernel events), each node name ->
+    [(start ps, duration ps)]."""
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     space = xplane_pb2.XSpace()
@@ -58,6 +58,13 @@ def parse_xplane(path: str, steps: int) -> dict[str, float]:
                         kernels.setdefault(node, []).append((base + ev.offset_ps, ev.duration_ps))
                 elif ":" in name and "::" not in name:
                     host.setdefault(name.rsplit(":", 1)[0], []).append((base + ev.offset_ps, ev.duration_ps))
+    return host, kernels
+
+
+def parse_xplane(path: str, steps: int) -> dict[str, float]:
+    """µs per node from one xplane file holding ``steps`` runs of a step: the events of a node are
+    sorted in time, cut into ``steps`` equal runs, summed per run; the median run is kept."""
+    host, kernels = xplane_events(path)
     out: dict[str, float] = {}
     for source in (host, kernels):  # device kernel times replace host launch times
         for node, evs in source.items():

@@ -134,10 +134,27 @@ def test_place_and_execute_honoured(which, request):
         rep = execute.execute(inst, res, step, 2, steps=2, warmup=1, loss_steps=2)
         assert rep.ops_moved == [], (m, rep.ops_moved[:5])
         assert rep.loss_ok, (m, rep.loss_ref, rep.loss_placed)
-        assert rep.predicted_us == pytest.approx(dplace.simulate(inst, res.placement).makespan)
+        assert rep.predicted_us == pytest.approx(dplace.simulate(inst, res.placement, res.order).makespan)
+        assert rep.order_enforced == (res.order is not None) and rep.order_matched is not False
         assert rep.extra["result_makespan_us"] == pytest.approx(res.makespan)
         assert rep.step_us_mean > 0
         assert sum(rep.ops_per_device.values()) + rep.ops_not_run == inst.n
+
+
+def test_execute_enforces_and_verifies_the_order(transformer):
+    step, inst = transformer
+    res = dplace.solve(inst, "dpos")  # a per-device order that differs from TF's FIFO one
+    rep = execute.execute(inst, res, step, 2, steps=1, warmup=1, loss_steps=1)
+    assert rep.order_enforced and rep.order_matched, rep.order_mismatches[:3]
+    assert rep.ok and rep.predicted_us == pytest.approx(res.makespan)
+    free = execute.execute(inst, res, step, 2, steps=1, warmup=1, loss_steps=1, enforce_order=False)
+    assert not free.order_enforced and free.order_matched is None
+    assert free.predicted_us == pytest.approx(dplace.simulate(inst, res.placement).makespan)
+    # the check itself: measured starts that swap two ops of a device are a mismatch, named
+    chains = [["a", "b", "c"], ["d"]]
+    two = inst.replace(devices=inst.devices[:2])
+    assert execute._order_check(two, chains, {"a": 1, "b": 2, "c": 3, "d": 0}) == (True, [])
+    assert execute._order_check(two, chains, {"a": 1, "c": 2, "b": 3}) == (False, [("CPU:0", "b", "c")])
 
 
 def test_split_placement_really_runs_on_both_devices(transformer):
