@@ -103,6 +103,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
         else:
             inst = profile.profile(step, args.batch, devices, memory=args.memory, link=link, steps=args.steps,
                                    warmup=args.warmup, progress=cb, name=args.name)
+        if args.measure_placed:
+            inst = profile.measure_placed(inst, step, args.batch, steps=args.steps, warmup=args.warmup, progress=cb)
         if args.commfit and len(devices) > 1:
             inst = commfit.with_links(inst, commfit.fit_links(devices, progress=cb))
     save_instance(inst, args.out)
@@ -193,6 +195,9 @@ def add_cli(subparsers) -> None:
     s.add_argument("--warmup", type=int, default=2, help="untimed steps before profiling")
     s.add_argument("--regress-from", default=None, metavar="B1,B2,...",
                    help="estimate --batch from profiles at these small batches (Celeritas §4.2.1)")
+    s.add_argument("--measure-placed", action="store_true",
+                   help="Celeritas Standard Evaluation step 2: re-measure the op times at --batch itself, run "
+                        "under the sequential standard_evaluation placement over --devices")
     s.add_argument("--name", default=None, help="instance name")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
     s.add_argument("--out", required=True, help="instance JSON to write")

@@ -5,7 +5,8 @@ is named ``"<node name>:<op type>"``; an op's time is the median over the profil
 event durations in that step. ``profile`` = extract + op_times. ``regress`` is the small-batch linear
 regression of §4.2.1: per-op time and memory fitted as ``a + b * batch`` on small batches, predicted
 for a larger batch; ``regression_error`` compares a prediction with a real measurement (mean relative
-deviation over ops, as Celeritas Table 5).
+deviation over ops, as Celeritas Table 5). ``measure_placed`` is §4.2's step 2: the large batch itself
+run under the sequential (standard_evaluation) placement across the devices, times re-measured.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import os
 import statistics
 import tempfile
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from dplace.model import Instance, Link, Op
 
@@ -85,23 +86,64 @@ def op_times(step: TrainStep, batch: int, *, steps: int = 5, warmup: int = 2, de
     tf = _tf()
     fn = step.concrete(batch)
     x, y = step.inputs(batch)
-    total = warmup + steps
     with tf.device(tf_device(device) if device else None):
-        for i in range(warmup):
-            fn(x, y).numpy()
-            progress("warm-up", i + 1, total)
-        with tempfile.TemporaryDirectory(prefix="dplace-prof-") as logdir:
-            tf.profiler.experimental.start(logdir)
-            try:
-                for i in range(steps):
-                    fn(x, y).numpy()
-                    progress("profile", warmup + i + 1, total)
-            finally:
-                tf.profiler.experimental.stop()
-            files = glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb"))
-            if not files:
-                raise RuntimeError(f"profiler wrote no xplane file under {logdir}")
-            return parse_xplane(sorted(files)[-1], steps)
+        return _profiled(lambda: fn(x, y).numpy(), steps, warmup, progress)
+
+
+def _profiled(call: Callable[[], Any], steps: int, warmup: int, progress: Progress) -> dict[str, float]:
+    """``warmup`` untimed calls, then ``steps`` under the profiler: µs per node (:func:`parse_xplane`)."""
+    tf = _tf()
+    total = warmup + steps
+    for i in range(warmup):
+        call()
+        progress("warm-up", i + 1, total)
+    with tempfile.TemporaryDirectory(prefix="dplace-prof-") as logdir:
+        tf.profiler.experimental.start(logdir)
+        try:
+            for i in range(steps):
+                call()
+                progress("profile", warmup + i + 1, total)
+        finally:
+            tf.profiler.experimental.stop()
+        files = glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb"))
+        if not files:
+            raise RuntimeError(f"profiler wrote no xplane file under {logdir}")
+        return parse_xplane(sorted(files)[-1], steps)
+
+
+def measure_placed(inst: Instance, step: TrainStep, batch: int | None = None, *, steps: int = 5, warmup: int = 2,
+                   progress: Progress = _noop) -> Instance:
+    """Celeritas §4.2 Standard Evaluation, step 2: run the large batch itself under the sequential
+    placement (``standard_evaluation``: DFS-TOPO order filling one device to its memory, then the next)
+    on ``inst``'s devices and take the op times from that run; memory stays as ``inst`` has it (the
+    step-1 regression, linear in the batch). Returns ``inst`` with the new times; its ``tf.profile``
+    records ``step2`` (devices used, whether the placement kept memory)."""
+    from dplace.heuristics.celeritas import fill_placement
+    from dplace.heuristics.orders import dfs_topo_order
+    from dplace.simulate import simulate
+
+    from .execute import _call, _graph_fn, _variables
+
+    tf = _tf()
+    if batch is None:
+        batch = int(inst.extra.get("tf", {}).get("batch", 0)) or 1
+    pl = fill_placement(inst, dfs_topo_order(inst))
+    node_dev = {op.extra.get("tf_node", op.id): inst.devices[pl[o]].name for o, op in enumerate(inst.ops)}
+    fn, caps = _graph_fn(step, batch, lambda node: node_dev[node])
+    handles = _variables(step, caps, lambda node: node_dev[node])
+    x, y = step.inputs(batch)
+    with tf.device(tf_device(inst.devices[0].name)):
+        x, y = tf.identity(x), tf.identity(y)
+    times = _profiled(lambda: _call(fn, x, y, handles), steps, warmup, progress)
+    out = with_times(inst, times)
+    meta = dict(out.extra.get("tf", {}))
+    prof = dict(meta.get("profile", {}))
+    prof["step2"] = {"placement": "standard_evaluation", "steps": steps, "warmup": warmup,
+                     "devices_used": sorted({inst.devices[d].name for d in pl}),
+                     "memory_ok": simulate(inst, pl).memory_ok,
+                     "ops_timed": sum(1 for node in node_dev if node in times)}
+    meta["profile"] = prof
+    return out.replace(extra={**out.extra, "tf": meta})
 
 
 def with_times(inst: Instance, times: dict[str, float], memory: dict[str, float] | None = None) -> Instance:

@@ -105,6 +105,16 @@ def test_split_specs_from_shapes(transformer):
     assert dplace.check(res.instance, res).ok
 
 
+def test_standard_evaluation_step2_remeasures_under_the_sequential_placement(transformer):
+    step, inst = transformer
+    tight = inst.replace(devices=[dplace.Device(d.name, int(0.6 * sum(inst.mem)), 1.0) for d in inst.devices])
+    out = profile.measure_placed(tight, step, 2, steps=1, warmup=1)
+    s2 = out.extra["tf"]["profile"]["step2"]
+    assert s2["devices_used"] == ["CPU:0", "CPU:1"] and s2["memory_ok"]  # the batch did not fit one device
+    assert s2["ops_timed"] > inst.n // 3 and sum(1 for op in out.ops if op.time > 0) <= s2["ops_timed"]
+    assert out.mem == tight.mem and out.ebytes == tight.ebytes  # only the times are re-measured
+
+
 def test_loop_graph_is_rejected_and_unrolled_lstm_extracts():
     zoo.ensure_logical_cpus(NDEV)
     small = dict(width=8, layers=1, seq_len=4, vocab=50)
