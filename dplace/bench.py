@@ -3,9 +3,16 @@
 Each pair runs ``dplace.solve`` in a worker with its own time limit and a hard wall limit (the worker is
 killed on overrun: a ``timeout`` row). A method that raises, a worker that dies, an instance that cannot
 be read by the worker: each is a row with its error, never a crash of the study. Every finished pair is
-written atomically as ``OUT/rows/<pair>.json``; re-running with the same ``--out`` skips those pairs.
-At the end (also on Ctrl-C) :mod:`dplace.report` regenerates ``results.csv``, ``results.json``,
-``report.md`` and the plots from the rows of the pairs asked for.
+written atomically as ``OUT/rows/<pair>.json``; re-running with the same ``--out`` skips the pairs whose
+row was made with the same settings — method and its options, time limit, seed, instance file (sha256)
+and dplace version (:data:`RESUME_KEY`) — and reruns the others, saying so on stderr. At the end
+:mod:`dplace.report` regenerates ``results.csv``, ``results.json``, ``report.md`` and the plots from the
+rows of the pairs asked for.
+
+Ctrl-C (or SIGTERM): the pairs running are stopped (local workers killed, Ray tasks cancelled, an
+in-process pair's solver stopped through :mod:`dplace.interrupt`) and not recorded — a resumed run reruns
+them —, the reports are written from the finished rows and say the study was interrupted; the command
+exits with 130. A second Ctrl-C exits at once.
 
 Executors: ``local`` keeps a pool of worker processes (one per core by default; a worker killed on a
 timeout is replaced); ``ray`` submits each pair as a Ray task (a local Ray with ``--workers`` CPUs, or
@@ -34,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
+from . import __version__, interrupt
 from .errors import DplaceError, InvalidInstanceError
 from .io import instance_from_dict, save_json
 
@@ -41,6 +49,9 @@ EXECUTORS = ("local", "ray")
 DEFAULT_TIME_LIMIT_S = 60.0
 _WORKER_START_S = 120.0  # a fresh worker gets this long to import dplace before its pair's clock starts
 _RAY_SLACK_S = 30.0  # Ray cannot tell when a task starts: its wall limit counts from submission plus this
+# what a saved row must share with the planned pair to be reused on resume (the method spec carries its options)
+RESUME_KEY = ("method", "time_limit_s", "seed", "instance_sha", "dplace_version")
+_POLL_S = 0.5  # how often the pool loops look at the Ctrl-C flag
 
 
 # ---------------------------------------------------------------------------------------------- study
@@ -182,7 +193,7 @@ def plan(suite: Sequence[SuiteInstance], methods: Sequence[str], *, repeat: int 
                     "instance_name": inst.name,
                     "instance_file": inst.path, "instance_sha": inst.sha, "n_ops": inst.n_ops,
                     "n_edges": inst.n_edges, "n_devices": inst.n_devices, "comm": inst.comm, "method": m,
-                    "repeat": r, "seed": seed + r, "time_limit_s": time_limit_s,
+                    "repeat": r, "seed": seed + r, "time_limit_s": time_limit_s, "dplace_version": __version__,
                 })
     return tasks
 
@@ -220,7 +231,8 @@ def _one_line(exc: BaseException) -> str:
 
 def base_row(task: dict[str, Any]) -> dict[str, Any]:
     row = {k: task.get(k) for k in ("key", "instance", "group", "instance_name", "instance_file", "instance_sha", "n_ops",
-                                     "n_edges", "n_devices", "comm", "method", "repeat", "seed", "time_limit_s")}
+                                     "n_edges", "n_devices", "comm", "method", "repeat", "seed", "time_limit_s",
+                                     "dplace_version")}
     row.update(status=None, makespan=None, lower_bound=None, project_bound=None, claimed_makespan=None,
                memory_ok=None, check_ok=None,
                check_errors=None, peak_memory=None, transformed=False, time_s=None, wall_s=None,
@@ -251,6 +263,8 @@ def run_pair(task: dict[str, Any], text: str | None = None, *, worker_init: str 
         if not row["transformed"]:
             row["lower_bound"] = res.lower_bound
         row["claimed_makespan"] = res.claimed_makespan
+        if res.interrupted:
+            row["interrupted"] = True  # cut short by Ctrl-C: run_bench does not record it
         if res.schedule is not None:
             row["makespan"] = res.makespan
             row["memory_ok"] = res.memory_ok
@@ -386,6 +400,8 @@ def run_local(tasks: Sequence[dict[str, Any]], texts: dict[str, str], *, workers
     slots: list[_Slot | None] = [None] * max(1, min(workers, len(tasks)))
     try:
         while pending or any(s is not None and s.task is not None for s in slots):
+            if interrupt.requested():
+                return  # the finally below kills the busy workers
             now = time.monotonic()
             for i, s in enumerate(slots):
                 if pending and (s is None or s.task is None):
@@ -400,7 +416,7 @@ def run_local(tasks: Sequence[dict[str, Any]], texts: dict[str, str], *, workers
                         pass
             busy = [s for s in slots if s is not None and s.task is not None]
             timeout = max(0.0, min(s.deadline for s in busy) - time.monotonic())
-            ready = wait([s.conn for s in busy], timeout=min(timeout, 5.0))
+            ready = wait([s.conn for s in busy], timeout=min(timeout, _POLL_S))
             for s in busy:
                 if s.conn not in ready:
                     continue
@@ -438,6 +454,8 @@ def run_inline(tasks: Sequence[dict[str, Any]], texts: dict[str, str], *,
                worker_init: str | None = None) -> Iterator[dict[str, Any]]:
     """Run the pairs one by one in this process (no hard limit: the method's own time limit only)."""
     for task in tasks:
+        if interrupt.requested():
+            return
         yield run_pair(task, texts[task["instance_sha"]], worker_init=worker_init)
 
 
@@ -479,6 +497,13 @@ def run_ray(tasks: Sequence[dict[str, Any]], texts: dict[str, str], *, workers: 
         inflight: dict[Any, tuple[dict[str, Any], float, float]] = {}
         sys_path = [p for p in sys.path if p and os.path.isdir(p)]
         while pending or inflight:
+            if interrupt.requested():
+                for ref in inflight:
+                    try:
+                        ray.cancel(ref, force=True)
+                    except Exception:  # noqa: BLE001
+                        pass
+                return
             while pending and len(inflight) < capacity:
                 task = pending.popleft()
                 ref = remote.remote(task, refs_text[task["instance_sha"]], worker_init, sys_path)
@@ -486,7 +511,7 @@ def run_ray(tasks: Sequence[dict[str, Any]], texts: dict[str, str], *, workers: 
                 deadline = t + hard_limit_s + _RAY_SLACK_S if hard_limit_s is not None else float("inf")
                 inflight[ref] = (task, t, deadline)
             timeout = max(0.0, min(v[2] for v in inflight.values()) - time.monotonic())
-            ready, _ = ray.wait(list(inflight), num_returns=1, timeout=min(timeout, 5.0))
+            ready, _ = ray.wait(list(inflight), num_returns=1, timeout=min(timeout, _POLL_S))
             for ref in ready:
                 task, t, _ = inflight.pop(ref)
                 try:
@@ -533,6 +558,8 @@ class BenchRun:
     ran: int
     skipped: int
     params: dict[str, Any]
+    rerun: int = 0  # finished pairs run again because their row was made with other settings
+    interrupted: bool = False  # Ctrl-C/SIGTERM stopped the study: the rows are those that finished
 
 
 def run_bench(
@@ -586,8 +613,10 @@ def run_bench(
         "address": address, "workers": n_workers, "left_out": left_out,
     }
     done = read_rows(out)
-    if done:
-        _note_changed_params(out, params)
+    stale = _stale_rows(done, tasks)
+    if stale:
+        sys.stderr.write(f"dplace bench: rerunning {len(stale)} finished pair(s) in {str(out)!r} whose row was made "
+                         f"with other settings: {_describe(stale)}\n")
     if retry_failed:
         done = {k: r for k, r in done.items() if r.get("status") not in ("error", "timeout", "crashed")}
     todo = [t for t in tasks if t["key"] not in done]
@@ -620,42 +649,70 @@ def run_bench(
 
     ran = 0
     restore = _sigterm_as_interrupt()
-    try:
-        if progress == "plain" and todo:
-            ran = _consume_with_lines(stream, record, len(todo), len(tasks) - len(todo))
-        elif progress and todo:
-            ran = _consume_with_progress(stream, record, len(todo), len(tasks) - len(todo))
+    cut_short = []
+
+    def keep(row: dict[str, Any]) -> None:
+        if row.get("interrupted"):  # an in-process pair stopped by Ctrl-C is no result: resume reruns it
+            cut_short.append(row["key"])
         else:
-            for row in stream:
-                record(row)
-                ran += 1
+            record(row)
+
+    try:
+        with interrupt.polling():
+            if progress == "plain" and todo:
+                ran = _consume_with_lines(stream, keep, len(todo), len(tasks) - len(todo))
+            elif progress and todo:
+                ran = _consume_with_progress(stream, keep, len(todo), len(tasks) - len(todo))
+            else:
+                for row in stream:
+                    keep(row)
+                    ran += 1
     finally:
         restore()
         close = getattr(stream, "close", None)
         if close is not None:
             close()  # kills workers still running after an interrupt
+        stopped = interrupt.requested()
+        ran -= len(cut_short)
+        if stopped:
+            params = dict(params, interrupted=True, pairs_planned=len(tasks),
+                          pairs_finished=sum(1 for t in tasks if t["key"] in rows))
+            sys.stderr.write(f"dplace bench: interrupted: {params['pairs_finished']} of {len(tasks)} pair(s) have "
+                             f"rows; the ones cut short are not recorded (run again with --out {str(out)!r} to "
+                             "finish them); writing the reports of the finished rows\n")
         ordered = [rows[t["key"]] for t in tasks if t["key"] in rows]
         from .report import write_outputs
 
         written = write_outputs(out, ordered, params, names, plots=plots)
-    return BenchRun(written["rows"], written["summary"], written["files"], ran, len(tasks) - len(todo), params)
+    return BenchRun(written["rows"], written["summary"], written["files"], ran, len(tasks) - len(todo), params,
+                    rerun=len(stale), interrupted=stopped)
 
 
-def _note_changed_params(out: Path, params: dict[str, Any]) -> None:
-    """Resumed pairs keep the rows they have: say so when the limits or seed differ from last time."""
-    try:
-        old = json.loads((out / "params.json").read_text())
-    except (OSError, json.JSONDecodeError):
-        return
-    changed = [f"{k} {old.get(k)!r} -> {params[k]!r}" for k in ("time_limit_s", "hard_limit_s", "seed")
-               if k in old and old.get(k) != params[k]]
-    if changed:
-        sys.stderr.write(f"dplace bench: note: {', '.join(changed)} since the last run in {str(out)!r}; finished "
-                         "pairs keep their rows (use a new --out to rerun them)\n")
+def _stale_rows(done: dict[str, dict[str, Any]], tasks: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
+    """Saved rows of planned pairs that differ from the plan in a :data:`RESUME_KEY` field: removed from
+    ``done`` (they rerun); returns, per key, what differs as ``"field old -> new"``."""
+    stale = {}
+    for t in tasks:
+        row = done.get(t["key"])
+        if row is None:
+            continue
+        diff = [f"{k} {row.get(k)!r} -> {t.get(k)!r}" for k in RESUME_KEY if row.get(k) != t.get(k)]
+        if diff:
+            stale[t["key"]] = diff
+            del done[t["key"]]
+    return stale
+
+
+def _describe(stale: dict[str, list[str]]) -> str:
+    from collections import Counter
+
+    counts = Counter(d for diffs in stale.values() for d in diffs)
+    return "; ".join(f"{d} ({n} pair{'s' if n > 1 else ''})" for d, n in counts.most_common(6)) + (
+        "; ..." if len(counts) > 6 else "")
 
 
 def _sigterm_as_interrupt() -> Callable[[], None]:
-    """While a study runs, SIGTERM (a batch system's stop) unwinds like Ctrl-C: workers are killed and the
+    """While a study runs, SIGTERM (a batch system's stop) acts like Ctrl-C: workers are killed and the
     aggregates of the finished rows are written. Returns the function that restores the old handler."""
     import signal
     import threading
@@ -664,7 +721,8 @@ def _sigterm_as_interrupt() -> Callable[[], None]:
         return lambda: None
 
     def _raise(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
+        sys.stderr.write(f"dplace bench: signal {signum}: stopping\n")
+        interrupt.request()
 
     old = signal.signal(signal.SIGTERM, _raise)
     return lambda: signal.signal(signal.SIGTERM, old)
@@ -675,7 +733,9 @@ def _consume_with_lines(stream: Iterable[dict[str, Any]], record: Callable[[dict
     """Progress for logs (no terminal): one line on stderr every ``every_s`` seconds and at the end."""
     t0 = last = time.monotonic()
     if skipped:
-        sys.stderr.write(f"dplace bench: resuming, {skipped} finished pair(s) skipped\n")
+        sys.stderr.write(f"dplace bench: resuming, {skipped} finished pair(s) with the same settings skipped\n")
+    sys.stderr.write(f"dplace bench: {total} pair(s) to run\n")
+    sys.stderr.flush()
     ran = 0
     for row in stream:
         record(row)
@@ -702,7 +762,7 @@ def _consume_with_progress(stream: Iterable[dict[str, Any]], record: Callable[[d
                   TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.description}"),
                   console=console, transient=False) as bar:
         if skipped:
-            console.print(f"resuming: {skipped} finished pair(s) skipped")
+            console.print(f"resuming: {skipped} finished pair(s) with the same settings skipped")
         tid = bar.add_task("", total=total)
         for row in stream:
             record(row)
@@ -728,7 +788,9 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
                    help="wall limit per run before the worker is killed (default 1.5 x time limit + 10)")
     p.add_argument("--repeat", type=int, default=1, metavar="N", help="runs per pair, seeds seed..seed+N-1 (default 1)")
     p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
-    p.add_argument("--out", default="bench-out", metavar="DIR", help="output folder; reused to resume (default bench-out)")
+    p.add_argument("--out", default="bench-out", metavar="DIR",
+                   help="output folder; reused to resume: pairs whose row has the same method, options, time limit, "
+                   "seed, instance file and dplace version are skipped, the others rerun (default bench-out)")
     p.add_argument("--executor", choices=EXECUTORS, default="local", help="local process pool or Ray tasks")
     p.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray)")
     p.add_argument("--workers", type=int, default=None, metavar="N",
@@ -754,8 +816,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from .report import summary_table_rows
 
         header, lines = summary_table_rows(run.summary, short=True)
-        table = Table(title=f"dplace bench: {len(run.rows)} runs ({run.ran} run now, {run.skipped} resumed); "
-                            "gap = to the best proven bound")
+        table = Table(title=f"dplace bench: {len(run.rows)} runs ({run.ran} run now, {run.skipped} resumed"
+                            + (f", {run.rerun} of them rerun with new settings" if run.rerun else "")
+                            + ("; INTERRUPTED" if run.interrupted else "") + "); gap = to the best proven bound")
         for h in header:
             table.add_column(h, justify="left" if h == "method" else "right", no_wrap=True)
         for line in lines:
@@ -765,7 +828,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             console = Console(highlight=False, width=132)
         console.print(table)
         console.print(f"wrote {Path(args.out) / 'report.md'} and {len(run.files) - 1} more file(s) in {args.out}")
-    return 0
+    return interrupt.EXIT_CODE if run.interrupted else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -775,7 +838,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_cli(sub)
     args = parser.parse_args(["bench", *(sys.argv[1:] if argv is None else argv)])
     try:
-        return args.func(args)
+        with interrupt.handling():
+            return args.func(args)
     except DplaceError as exc:
         print(f"dplace bench: {exc}", file=sys.stderr)
         return 2

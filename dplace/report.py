@@ -36,7 +36,7 @@ RUN_FIELDS = [
     "key", "instance", "group", "instance_name", "instance_file", "instance_sha", "n_ops", "n_edges", "n_devices",
     "comm", "method", "repeat", "seed", "time_limit_s", "status", "makespan", "lower_bound", "project_bound",
     "claimed_makespan", "memory_ok", "check_ok", "check_errors", "peak_memory", "transformed", "time_s",
-    "wall_s", "host", "error",
+    "wall_s", "host", "error", "dplace_version",
 ]
 DERIVED_FIELDS = ["ok", "best_bound", "bound_from", "best_makespan", "gap_to_bound", "gap_to_best", "win",
                   "below_bound"]
@@ -205,6 +205,17 @@ def summary_table_rows(summary: Sequence[dict[str, Any]], *, short: bool = False
     return header, lines
 
 
+def _limits_label(rows: Sequence[dict[str, Any]], params: dict[str, Any]) -> str:
+    """The time limit the rows were made with (from the rows, not from the last command's parameters)."""
+    from collections import Counter
+
+    limits = Counter(r.get("time_limit_s") for r in rows) or Counter({params.get("time_limit_s"): 0})
+    if len(limits) == 1:
+        return f"time limit {next(iter(limits))} s per run"
+    return "time limits differ between runs: " + ", ".join(f"{k} s ({n} runs)" for k, n in sorted(
+        limits.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)))
+
+
 def report_markdown(rows: Sequence[dict[str, Any]], summary: Sequence[dict[str, Any]],
                     params: dict[str, Any], plots: Sequence[str] = ()) -> str:
     insts = per_instance(rows)
@@ -212,8 +223,13 @@ def report_markdown(rows: Sequence[dict[str, Any]], summary: Sequence[dict[str, 
     parts = [
         "# dplace bench report",
         "",
+    ]
+    if params.get("interrupted"):
+        parts += [f"**Interrupted**: {params.get('pairs_finished')} of {params.get('pairs_planned')} planned runs "
+                  "finished; the tables below cover those only.", ""]
+    parts += [
         f"{len(insts)} instances x {n_methods} methods x {params.get('repeat', 1)} repeat(s) = {len(rows)} runs; "
-        f"time limit {params.get('time_limit_s')} s per run (hard wall limit {params.get('hard_limit_s')} s), "
+        f"{_limits_label(rows, params)} (hard wall limit {params.get('hard_limit_s')} s), "
         f"executor {params.get('executor')}, {params.get('workers')} workers, seed {params.get('seed')}.",
         "",
         "Gap = (makespan - best proven lower bound of the instance) / makespan; the best bound is the max of "

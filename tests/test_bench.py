@@ -173,9 +173,63 @@ def test_resume_skips_finished_pairs(suite, tmp_path):
     third = bench.run_bench([suite], "single,heft", out=out, workers=0, progress=False, plots=False)
     assert (third.ran, third.skipped) == (1, 5)
     # more repeats: only the new ones run, and repeat r uses seed + r
-    more = bench.run_bench([suite], "single,heft", out=out, workers=0, repeat=2, seed=7, progress=False, plots=False)
+    more = bench.run_bench([suite], "single,heft", out=out, workers=0, repeat=2, progress=False, plots=False)
     assert (more.ran, more.skipped) == (6, 6)
-    assert {(r["repeat"], r["seed"]) for r in more.rows if r["repeat"] == 1} == {(1, 8)}
+    assert {(r["repeat"], r["seed"]) for r in more.rows if r["repeat"] == 1} == {(1, 1)}
+
+
+def test_resume_reruns_rows_made_with_other_settings(suite, tmp_path, capsys):
+    """A saved row is reused only if method (with options), time limit, seed, instance and version match."""
+    out = tmp_path / "out"
+    kw = dict(out=out, workers=0, progress=False, plots=False)
+    bench.run_bench([suite], "heft", time_limit_s=5, **kw)
+    capsys.readouterr()
+    run = bench.run_bench([suite], "heft", time_limit_s=3, **kw)
+    assert (run.ran, run.skipped, run.rerun) == (3, 0, 3)
+    err = capsys.readouterr().err
+    assert "rerunning 3 finished pair(s)" in err and "time_limit_s 5 -> 3 (3 pairs)" in err
+    assert {r["time_limit_s"] for r in run.rows} == {3}
+    assert "time limit 3 s per run" in (out / "report.md").read_text()
+    # a row written by another dplace version, and one with another seed: those two rerun, the third is kept
+    rows = sorted((out / "rows").glob("*.json"))
+    old = json.loads(rows[0].read_text())
+    old["dplace_version"] = "0.0.1"
+    rows[0].write_text(json.dumps(old))
+    run = bench.run_bench([suite], "heft", time_limit_s=3, **kw)
+    assert (run.ran, run.skipped, run.rerun) == (1, 2, 1)
+    err = capsys.readouterr().err
+    assert "dplace_version '0.0.1' -> " in err
+    run = bench.run_bench([suite], "heft", time_limit_s=3, seed=4, **kw)
+    assert (run.ran, run.rerun) == (3, 3) and "seed 0 -> 4" in capsys.readouterr().err
+    # another option of the method is another pair (its own key), not a rerun
+    run = bench.run_bench([suite], "heft:insertion=false", time_limit_s=3, seed=4, **kw)
+    assert (run.ran, run.skipped, run.rerun) == (3, 0, 0)
+
+
+def test_report_labels_mixed_time_limits(suite, tmp_path):
+    rows = bench.run_bench([suite], "heft", out=tmp_path / "a", time_limit_s=2, workers=0, progress=False,
+                           plots=False).rows
+    rows[0] = dict(rows[0], time_limit_s=9)
+    md = report_markdown(rows, summarize(aggregate(rows)), {"time_limit_s": 2})
+    assert "time limits differ between runs: 2 s (2 runs), 9 s (1 runs)" in md
+
+
+def test_interrupt_flag_stops_the_study_and_reports_what_finished(suite, tmp_path):
+    from dplace import interrupt
+
+    out = tmp_path / "out"
+    kw = dict(out=out, workers=0, progress=False, plots=False)
+    try:
+        run = bench.run_bench([suite], "single,heft", on_row=lambda row: interrupt.request(), **kw)
+    finally:
+        interrupt.clear()
+    assert run.interrupted and run.ran == 1 and len(run.rows) == 1
+    assert len(list((out / "rows").glob("*.json"))) == 1
+    assert "**Interrupted**: 1 of 6 planned runs finished" in (out / "report.md").read_text()
+    assert json.loads((out / "results.json").read_text())["params"]["interrupted"] is True
+    rest = bench.run_bench([suite], "single,heft", **kw)
+    assert (rest.ran, rest.skipped, rest.interrupted) == (5, 1, False)
+    assert "Interrupted" not in (out / "report.md").read_text()
 
 
 def test_interrupted_run_keeps_finished_rows(suite, tmp_path):
@@ -236,7 +290,8 @@ def test_raising_and_hanging_methods_in_worker_pool(suite, tmp_path, test_method
         assert by[name, "heft"]["ok"]
     assert {x["method"]: x["timeouts"] for x in run.summary}["_bench_hang"] == 2
     # a timeout is a finished pair; --retry-failed runs it (and the errors) again
-    again = bench.run_bench([suite / THREE[0]], "heft", out=tmp_path / "o", workers=0, progress=False, plots=False)
+    again = bench.run_bench([suite / THREE[0]], "heft", out=tmp_path / "o", time_limit_s=1, workers=0,
+                            progress=False, plots=False)
     assert again.ran == 0
 
 

@@ -166,3 +166,18 @@ def test_compare_ctrl_c_keeps_finished_rows(mid, tmp_path):
     assert rows["cpsat"]["interrupted"] is True and rows["cpsat"]["makespan"] is not None
     assert rows["m_etf"]["status"] == "not run"
     assert "cpsat" in stdout and took < 30
+
+
+@pytest.mark.solver
+def test_bench_ctrl_c_writes_reports_of_finished_rows(tmp_path):
+    small = os.path.join(os.path.dirname(__file__), "..", "instances", "suites", "small", "small_01_lowccr.json")
+    out = tmp_path / "study"
+    rc, stdout, stderr, took = _interrupt(
+        _cli("bench", small, BERT, "--methods", "heft,refine", "--time-limit", 60, "--workers", 1, "--no-plots",
+             "--out", out), "pair(s) to run")
+    assert rc == 130, stderr[-2000:]
+    res = json.loads((out / "results.json").read_text())
+    assert res["params"]["interrupted"] is True and res["params"]["pairs_planned"] == 4
+    assert res["params"]["pairs_finished"] == len(res["rows"]) == len(list((out / "rows").glob("*.json"))) < 4
+    assert "**Interrupted**" in (out / "report.md").read_text()
+    assert "interrupted" in stderr and took < 20 and "Traceback" not in stderr
