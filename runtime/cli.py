@@ -18,10 +18,11 @@ GiB = 1 << 30
 def _model_args(s: argparse.ArgumentParser) -> None:
     s.add_argument("--model", help="zoo model: inceptionv3, resnet50, vgg19, transformer, lstm")
     s.add_argument("--batch", type=int, help="batch size")
-    s.add_argument("--image-size", type=int, default=None, help="image side for image models")
-    s.add_argument("--width", type=int, default=None, help="transformer d_model / LSTM units")
-    s.add_argument("--layers", type=int, default=None, help="transformer blocks / LSTM layers")
-    s.add_argument("--seq-len", type=int, default=None, help="sequence length (transformer, lstm)")
+    s.add_argument("--image-size", type=int, default=None,
+                   help="image side for image models (default 299 for inceptionv3, 224 for resnet50 and vgg19)")
+    s.add_argument("--width", type=int, default=None, help="transformer d_model / LSTM units (default 128 / 64)")
+    s.add_argument("--layers", type=int, default=None, help="transformer blocks / LSTM layers (default 2)")
+    s.add_argument("--seq-len", type=int, default=None, help="sequence length, transformer and lstm (default 32)")
 
 
 def _model_options(args: argparse.Namespace, saved: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -59,10 +60,18 @@ def _small_batches(text: str) -> list[int]:
 
 
 @contextmanager
-def _progress(enabled: bool = True):
-    """A rich progress bar; yields the ``progress(stage, done, total)`` callback."""
-    if not enabled:
+def _progress(enabled: bool = True, label: str = "profile"):
+    """Yields the ``progress(stage, done, total)`` callback: a rich progress bar on a terminal, timestamped
+    lines (:mod:`dplace.progress`) otherwise, None when disabled."""
+    from dplace import progress
+
+    mode = progress.resolve_mode("auto") if enabled else "quiet"
+    if mode == "quiet":
         yield None
+        return
+    if mode == "plain":
+        with progress.reporting(label, mode="plain") as rep:
+            yield lambda stage, done, total: rep.phase(f"{stage} {done}/{total}")
         return
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -153,7 +162,7 @@ def cmd_execute(args: argparse.Namespace) -> int:
         inst = extract.extract(step, batch, devices)
         predicted_from_result = True
     res = result_from_dict(inst, data)
-    with _progress(not args.json) as cb:
+    with _progress(not args.json, "execute") as cb:
         rep = execute.execute(inst, res, step, batch, steps=args.steps, warmup=args.warmup, progress=cb)
     if predicted_from_result and data.get("makespan") is not None:
         rep.predicted_us = float(data["makespan"])
@@ -191,15 +200,16 @@ def add_cli(subparsers) -> None:
     s.add_argument("--latency", type=float, default=10.0, help="link latency µs (default 10, PCIe-like)")
     s.add_argument("--bandwidth", type=float, default=12000.0, help="link bytes/µs (default 12000, PCIe-like)")
     s.add_argument("--commfit", action="store_true", help="measure copies between the devices and fit links.pairs")
-    s.add_argument("--steps", type=int, default=5, help="profiled steps (median over them)")
-    s.add_argument("--warmup", type=int, default=2, help="untimed steps before profiling")
+    s.add_argument("--steps", type=int, default=5, help="profiled steps, the median over them is kept (default 5)")
+    s.add_argument("--warmup", type=int, default=2, help="untimed steps before profiling (default 2)")
     s.add_argument("--regress-from", default=None, metavar="B1,B2,...",
                    help="estimate --batch from profiles at these small batches (Celeritas §4.2.1)")
     s.add_argument("--measure-placed", action="store_true",
                    help="Celeritas Standard Evaluation step 2: re-measure the op times at --batch itself, run "
                         "under the sequential standard_evaluation placement over --devices")
-    s.add_argument("--name", default=None, help="instance name")
-    s.add_argument("--quiet", action="store_true", help="no progress bar")
+    s.add_argument("--name", default=None, help="instance name (default MODEL_bBATCH_Ndev)")
+    s.add_argument("--quiet", action="store_true",
+                   help="no progress (default: a bar on a terminal, timestamped lines on stderr otherwise)")
     s.add_argument("--out", required=True, help="instance JSON to write")
     s.set_defaults(func=cmd_profile)
 
