@@ -73,6 +73,22 @@ def test_compare_json(inst_file, capsys):
     assert all(r["makespan"] >= data["best_lower_bound"] for r in data["rows"])
 
 
+def test_compare_out_saves_the_rows(inst_file, tmp_path, capsys):
+    out = tmp_path / "cmp.json"
+    assert main(["compare", str(inst_file), "--methods", "single,heft", "--time-limit", "5", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    data = json.loads(out.read_text())
+    assert data["format"] == "dplace-compare/1" and data["interrupted"] is False and data["time_limit_s"] == 5
+    assert [r["method"] for r in data["rows"]] == ["single", "heft"] and "heft" in printed
+    heft = dplace.solve(dplace.load_instance(inst_file), "heft")
+    assert data["rows"][1]["makespan"] == pytest.approx(heft.makespan) and data["rows"][1]["check"] == "valid"
+    # an unwritable --out: one line, exit 2, nothing left behind
+    (tmp_path / "adir").mkdir()
+    assert main(["compare", str(inst_file), "--methods", "heft", "--out", str(tmp_path / "adir")]) == 2
+    assert "is a directory" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "cmp.json", "inst.json"]
+
+
 def test_info_and_methods(inst_file, capsys):
     assert main(["info", str(inst_file), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
