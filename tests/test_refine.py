@@ -54,18 +54,18 @@ BERT = __import__("pathlib").Path(__file__).resolve().parent.parent / "instances
 
 
 @pytest.mark.parametrize("method", ["refine", "portfolio"])
-def test_time_limit_counts_every_phase(method):
-    """Heuristics, coarsening, model building, LNS and the final result all fit in the limit: the method
-    returns within max(1.1 x limit, limit + 1 s) (issue text; BERT-12, 2k ops, a 2 s limit)."""
-    import time
-
+def test_a_spent_budget_skips_every_later_phase(method):
+    """Every phase draws on the one limit: with it spent by the first heuristic, no other heuristic, no
+    coarse solve and no neighbourhood step runs, and the answer is that heuristic's (BERT-12, 2k ops).
+    Wall times against limits are measured by benchmarks/bench_limits.py, not asserted here."""
     inst = dplace.load_instance(BERT)
-    dplace.registry.methods()  # imports every method module (once per process, not the method's time)
-    t0 = time.perf_counter()
-    res = dplace.solve(inst, method, time_limit_s=2.0, workers=2)
-    took = time.perf_counter() - t0
-    assert took <= max(1.1 * 2.0, 2.0 + 1.0), (took, res.extra)
-    assert res.makespan <= res.extra["start_makespan"] + 1e-9 and dplace.check(inst, res).ok
+    res = dplace.solve(inst, method, time_limit_s=0.01, workers=2)
+    assert res.extra["lns_steps"] == 0 and res.extra["lns_stopped"].startswith("time limit")
+    assert res.extra["stage"] == "start" and "coarse_makespan" not in res.extra
+    assert res.makespan == pytest.approx(res.extra["start_makespan"]) and dplace.check(inst, res).ok
+    if method == "portfolio":
+        answered = [k for k, v in res.extra["heuristics"].items() if "makespan" in v]
+        assert answered == [res.extra["winner"]]
     assert not res.interrupted
 
 
