@@ -45,7 +45,7 @@ from typing import Any, Sequence
 
 from ortools.sat.python import cp_model as cp
 
-from dplace.bounds import lower_bound
+from dplace import claims
 from dplace.errors import InfeasibleError, InvalidInstanceError, SolverError
 from dplace.model import Instance
 from dplace.registry import register
@@ -180,6 +180,7 @@ class CpModelVars:
     tr: dict[tuple[int, int, int], tuple[Any, Any]] = field(default_factory=dict)  # (p, d1, d2) -> (ts, te)
     symmetric: bool = False  # identical-device symmetry breaking is on (hints must be relabelled)
     build_args: dict[str, Any] = field(default_factory=dict)  # how build_model made it (for complete_hint)
+    deadline: float | None = None  # building raises OutOfTime after this time.perf_counter() value
 
     def lit(self, o: int, d: int) -> Any:
         return self.x.get((o, d), False)
@@ -223,6 +224,8 @@ def _add_ops(V: CpModelVars, horizon: int, windows: tuple[list[int], list[int]] 
     md = V.model
     V.intervals = [[] for _ in range(V.inst.m)]
     for o in range(V.inst.n):
+        if o % 512 == 0:
+            _check_time(V.deadline)
         lo, hi = (0, horizon) if windows is None else (windows[0][o], max(windows[0][o], min(horizon, windows[1][o])))
         s = md.new_int_var(lo, hi, f"s{o}")
         e = md.new_int_var(lo, horizon, f"e{o}")
@@ -313,6 +316,8 @@ def _add_precedence(V: CpModelVars) -> None:
     inst, md, T = V.inst, V.model, V.T
     homog = _homogeneous(inst)
     for k in range(len(inst.esrc)):
+        if k % 512 == 0:
+            _check_time(V.deadline)
         u, v = inst.esrc[k], inst.edst[k]
         md.add(V.s[v] >= V.e[u])
         if inst.comm != "parallel":
@@ -359,6 +364,8 @@ def _add_transfers(V: CpModelVars, horizon: int, reach: list[int], fifo_limit: i
     inst, md, T = V.inst, V.model, V.T
     links: dict[tuple[int, int], list[tuple[int, Any, Any, Any]]] = {}
     for p in range(inst.n):
+        if p % 256 == 0:
+            _check_time(V.deadline)
         if not inst.succ[p]:
             continue
         for d1 in V.allowed[p]:
@@ -412,6 +419,7 @@ def _add_transfers(V: CpModelVars, horizon: int, reach: list[int], fifo_limit: i
             V.relaxed_fifo = True
             continue
         for i in range(len(items)):
+            _check_time(V.deadline)
             p, _, tsp, tep, wp = items[i]
             for j in range(i + 1, len(items)):
                 q, _, tsq, teq, wq = items[j]
@@ -466,6 +474,8 @@ def _add_symmetry(V: CpModelVars) -> None:
     topo = inst.topo
     prev: list[Any] | None = None
     for i, o in enumerate(topo):
+        if i % 512 == 0:
+            _check_time(V.deadline)
         for d in range(1, inst.m):
             if d > i:
                 md.add(V.x[o, d] == 0)
@@ -487,12 +497,13 @@ def build_model(inst: Instance, T: Ticks, *, horizon: int, lb_ticks: int = 0,
                 fixed: dict[int, int] | None = None, symmetry: bool = False,
                 reach: list[int] | None = None, fifo_limit: int = 400,
                 prec: Sequence[tuple[int, int]] = (), hint_only: bool = False,
-                windows: tuple[list[int], list[int]] | None = None) -> CpModelVars:
+                windows: tuple[list[int], list[int]] | None = None, deadline: float | None = None) -> CpModelVars:
     """The CP-SAT model of ``inst`` in ticks; ``fixed`` maps ops to a device they must use; ``prec`` adds
     e[a] <= s[b] for each pair (used to keep the order of fixed ops in large-neighbourhood search).
     ``hint_only``: the same variables without the device NoOverlap/cumulative constraints, for
     :func:`complete_hint` (a full device order makes them redundant, and their propagation over large
-    horizons can be slow)."""
+    horizons can be slow). ``deadline`` (a ``time.perf_counter()`` value): :class:`OutOfTime` when the
+    model is not built by then."""
     build_args = dict(horizon=horizon, lb_ticks=lb_ticks, fixed=fixed, symmetry=symmetry, reach=reach,
                       fifo_limit=fifo_limit, prec=prec, windows=windows)
     allowed = []
@@ -501,7 +512,7 @@ def build_model(inst: Instance, T: Ticks, *, horizon: int, lb_ticks: int = 0,
             allowed.append([fixed[o]])
         else:
             allowed.append(inst.allowed_devices(o))
-    V = CpModelVars(inst=inst, T=T, model=cp.CpModel(), allowed=allowed)
+    V = CpModelVars(inst=inst, T=T, model=cp.CpModel(), allowed=allowed, deadline=deadline)
     _add_ops(V, horizon, windows)
     _add_placement(V)
     _add_memory(V)
@@ -658,7 +669,7 @@ def complete_hint(V: CpModelVars, placement: Sequence[int], order: Sequence[Sequ
     """Values of every variable of ``V.model`` for the schedule of ``placement``/``order`` (the earliest
     one in ticks), found by solving a clone of the model with placement and order fixed; None if the
     schedule does not fit the model (memory). The variables are those of ``V.model`` (same indices)."""
-    H = build_model(V.inst, V.T, hint_only=True, **V.build_args)
+    H = build_model(V.inst, V.T, hint_only=True, deadline=V.deadline, **V.build_args)
     md = H.model
     if len(md.proto.variables) != len(V.model.proto.variables):  # pragma: no cover — a build is deterministic
         raise SolverError("complete_hint: the hint model does not match the model")
@@ -702,11 +713,14 @@ def complete_hint(V: CpModelVars, placement: Sequence[int], order: Sequence[Sequ
     sv = cp.CpSolver()
     prm = sv.parameters
     prm.num_workers = 1
-    prm.max_time_in_seconds = max(0.5, time_limit_s)
+    if V.deadline is not None:
+        time_limit_s = min(time_limit_s, V.deadline - time.perf_counter())
+        _check_time(V.deadline)
+    prm.max_time_in_seconds = max(0.01, time_limit_s)
     prm.search_branching = cp.FIXED_SEARCH
     prm.cp_model_presolve = False
     prm.stop_after_first_solution = True
-    st = sv.solve(md)
+    st, _ = run_search(sv, md)
     if st not in (cp.OPTIMAL, cp.FEASIBLE):
         return None
     return [sv.value(get(i)) for i in range(nv)]
@@ -735,26 +749,54 @@ def tick_schedule(inst: Instance, T: Ticks, placement: Sequence[int], order: Seq
         return None
 
 
+class OutOfTime(SolverError):
+    """The time budget ran out before the search could start (raised while building a model)."""
+
+
+def _check_time(deadline: float | None) -> None:
+    if deadline is not None and time.perf_counter() > deadline:
+        raise OutOfTime("the time limit was reached while building the model")
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C while the heuristics ran: ``best`` is (name, Result) of the best one so far, or None."""
+
+    def __init__(self, best: tuple[str, Result] | None) -> None:
+        super().__init__()
+        self.best = best
+
+
 def best_heuristic(inst: Instance, which: str = "best", *, time_limit_s: float | None = None, seed: int = 0,
-                   exclude: Sequence[str] = ()) -> tuple[str, Result] | None:
+                   exclude: Sequence[str] = (), deadline: float | None = None) -> tuple[str, Result] | None:
     """Run ``heft`` (which="heft") or every registered heuristic and return the best by simulated
-    makespan among those that keep memory on the same Instance (else the best of all)."""
+    makespan among those that keep memory on the same Instance (else the best of all).
+
+    ``deadline`` (a ``time.perf_counter()`` value): no heuristic is started after it (the first always
+    runs). Ctrl-C raises :class:`Interrupted` carrying the best answer so far."""
     from dplace.registry import method_info, methods
 
     names = ["heft"] if which == "heft" else [
         nm for nm in methods() if method_info(nm).kind in ("heuristic", "baseline") and nm not in _SKIP_HINT
         and nm not in exclude]
+    if "heft" in names:  # the fast all-rounder first: the answer kept when the budget ends early
+        names.remove("heft")
+        names.insert(0, "heft")
     best = None
-    for nm in names:
-        try:
-            res = method_info(nm).func(inst, time_limit_s=time_limit_s, seed=seed)
-        except Exception:  # noqa: BLE001 — a failing heuristic only loses its vote as a hint
-            continue
-        if res.instance is not inst or res.placement is None or res.makespan is None:
-            continue
-        key = (not res.memory_ok, res.makespan)
-        if best is None or key < best[0]:
-            best = (key, nm, res)
+    try:
+        for nm in names:
+            if best is not None and deadline is not None and time.perf_counter() > deadline:
+                break
+            try:
+                res = method_info(nm).func(inst, time_limit_s=time_limit_s, seed=seed)
+            except Exception:  # noqa: BLE001 — a failing heuristic only loses its vote as a hint
+                continue
+            if res.instance is not inst or res.placement is None or res.makespan is None:
+                continue
+            key = (not res.memory_ok, res.makespan)
+            if best is None or key < best[0]:
+                best = (key, nm, res)
+    except KeyboardInterrupt:
+        raise Interrupted(None if best is None else (best[1], best[2])) from None
     return None if best is None else (best[1], best[2])
 
 
@@ -775,6 +817,43 @@ class _Progress(cp.CpSolverSolutionCallback):
                   file=sys.stderr, flush=True)
 
 
+def run_search(sv: cp.CpSolver, model: cp.CpModel, cb: Any = None) -> tuple[int, bool]:
+    """``sv.solve(model, cb)`` with Ctrl-C stopping the search: (status, interrupted).
+
+    The search runs in a worker thread while this (main) thread waits; a KeyboardInterrupt here calls
+    ``stop_search`` and the solver returns its best solution so far. CP-SAT's own SIGINT handler is
+    turned off (``catch_sigint_signal``): with a Python solution callback it could abort the process
+    (``std::bad_function_call``)."""
+    import threading
+
+    sv.parameters.catch_sigint_signal = False
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            box["st"] = sv.solve(model, cb) if cb is not None else sv.solve(model)
+        except BaseException as exc:  # noqa: BLE001 — handed to the caller below
+            box["exc"] = exc
+        finally:
+            done.set()
+
+    th = threading.Thread(target=work, name="cpsat-search", daemon=True)
+    interrupted = False
+    th.start()
+    # wait on an Event, not Thread.join(timeout): an interrupted join can mark a running thread as stopped
+    while not done.is_set():
+        try:
+            done.wait(0.05)
+        except KeyboardInterrupt:
+            interrupted = True
+            sv.stop_search()
+    th.join()
+    if "exc" in box:
+        raise box["exc"]
+    return box["st"], interrupted
+
+
 @dataclass
 class SolveOutcome:
     status: int
@@ -782,66 +861,127 @@ class SolveOutcome:
     placement: list[int] | None
     order: list[list[int]] | None
     objective_ticks: float | None
-    bound_ticks: float
+    bound_ticks: float | None
     wall_s: float
+    interrupted: bool = False
+    presolve: bool = True  # False: found by a search without presolve
 
 
-def solve_model(V: CpModelVars, *, time_limit_s: float, workers: int, seed: int, progress: bool = False,
-                log: bool = False, label: str = "cpsat") -> SolveOutcome:
-    sv = cp.CpSolver()
+def _params(sv: cp.CpSolver, time_limit_s: float, workers: int, seed: int, log: bool = False) -> None:
     prm = sv.parameters
     prm.max_time_in_seconds = max(0.01, float(time_limit_s))
     prm.num_workers = int(workers)
     prm.random_seed = int(seed)
     prm.log_search_progress = bool(log)
-    prm.catch_sigint_signal = True  # Ctrl-C stops the search; the best solution so far is returned
     prm.relative_gap_limit = 0.0
     prm.absolute_gap_limit = 0.0
+
+
+def solve_model(V: CpModelVars, *, time_limit_s: float, workers: int, seed: int, progress: bool = False,
+                log: bool = False, label: str = "cpsat", presolve: bool = True) -> SolveOutcome:
+    """Solve ``V.model``. Its bound and status are the solver's claims: :func:`finish` confirms them."""
+    sv = cp.CpSolver()
+    _params(sv, time_limit_s, workers, seed, log)
+    sv.parameters.cp_model_presolve = presolve
     cb = _Progress(V, progress, label)
     t0 = time.perf_counter()
-    st = sv.solve(V.model, cb)
-    note = ""
-    if st == cp.INFEASIBLE and len(V.model.proto.solution_hint.vars) > 0:
-        # The hint is a complete assignment checked against this model (complete_hint), so the model is
-        # feasible: an INFEASIBLE verdict comes from CP-SAT's presolve (seen with ortools 9.15 on a
-        # 7-op instance with start windows + memory; every variable fixed to the hint solves fine).
-        # Search again without presolve for the time left.
-        left = prm.max_time_in_seconds - (time.perf_counter() - t0)
-        prm.cp_model_presolve = False
-        prm.max_time_in_seconds = max(0.05, left)
-        st = sv.solve(V.model, cb)
-        note = " (presolve off: CP-SAT's presolve wrongly reported INFEASIBLE on a model with a verified hint)"
+    st, stopped = run_search(sv, V.model, cb)
     wall = time.perf_counter() - t0
-    name = sv.status_name(st) + note
+    name = sv.status_name(st) + (" (interrupted)" if stopped else "")
     if st in (cp.OPTIMAL, cp.FEASIBLE):
         pl, order, _ = V.extract(sv.value)
-        obj = sv.objective_value
-        bound = sv.best_objective_bound
+        obj, bound = sv.objective_value, sv.best_objective_bound
     else:
         pl = order = obj = None
         bound = sv.best_objective_bound if st != cp.INFEASIBLE else math.inf
-    if note:  # a solver that was wrong once on this model proves nothing on it: no bound, no infeasibility
-        bound = None
-        if st in (cp.OPTIMAL, cp.INFEASIBLE):
-            st = cp.FEASIBLE if pl is not None else cp.UNKNOWN
-    return SolveOutcome(st, name, pl, order, obj, bound, wall)
+    return SolveOutcome(st, name, pl, order, obj, bound, wall, stopped, presolve)
+
+
+def confirm_bound(V: CpModelVars, claim_ticks: float, *, time_limit_s: float, workers: int, seed: int,
+                  ) -> tuple[float | None, SolveOutcome | None]:
+    """Independent check of a CP-SAT bound (or infeasibility, ``claim_ticks = inf``): is there a solution
+    of makespan below ``claim_ticks``? Asked of a search *without presolve* (CP-SAT's presolve is where
+    its wrong OPTIMAL/INFEASIBLE answers came from). Returns (the bound this search proves, in ticks, or
+    None when it proves nothing; its outcome, whose solution — if any — beats the claim)."""
+    md = V.model.clone()
+    md.clear_hints()
+    mk = md.get_int_var_from_proto_index(V.mk.index)
+    if math.isfinite(claim_ticks):
+        md.add(mk <= int(math.ceil(claim_ticks - 1e-9)) - 1)
+    W = CpModelVars(V.inst, V.T, md, V.allowed, x=V.x, s=V.s, e=V.e, mk=V.mk, order_lits=V.order_lits,
+                    relaxed_fifo=V.relaxed_fifo, tr=V.tr, symmetric=V.symmetric)
+    sv = cp.CpSolver()
+    _params(sv, time_limit_s, workers, seed)
+    sv.parameters.cp_model_presolve = False
+    t0 = time.perf_counter()
+    st, stopped = run_search(sv, md)
+    wall = time.perf_counter() - t0
+    if stopped:
+        raise KeyboardInterrupt
+    if st == cp.INFEASIBLE:
+        return claim_ticks, None
+    if st in (cp.OPTIMAL, cp.FEASIBLE):
+        pl, order, _ = W.extract(sv.value)
+        out = SolveOutcome(st, sv.status_name(st) + " (presolve off)", pl, order, sv.objective_value,
+                           sv.best_objective_bound, wall, False, False)
+        return min(claim_ticks, sv.best_objective_bound), out
+    b = sv.best_objective_bound
+    return (min(claim_ticks, b) if math.isfinite(b) else None), None
 
 
 @register("cpsat", options=CpsatOptions, kind="exact",
           summary="CP-SAT: optional intervals per (op, device), NoOverlap, transfers, memory; proven gap.")
 def cpsat(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
     """Exact CP-SAT model (OR-Tools scheduling guide; Pesto/Moirai placement constraints), hinted by the
-    best heuristic; see the module docstring for the model and the bound."""
+    best heuristic; see the module docstring for the model and the bound. Everything (heuristics, model
+    building, hint completion, search, confirmation) counts against the time limit; when it runs out
+    before the search, or on Ctrl-C, the best answer so far is returned (``interrupted`` on Ctrl-C)."""
     opts = CpsatOptions(**options)
     t_start = time.perf_counter()
     limit = opts.default_time_limit_s if time_limit_s is None else float(time_limit_s)
-    lb = lower_bound(inst)
-    hint = None if opts.hint == "none" else best_heuristic(
-        inst, opts.hint, time_limit_s=max(0.2, 0.05 * limit), seed=seed)
+    deadline = t_start + limit
+    base = claims.base_bound(inst)
+    hint: tuple[str, Result] | None = None
+    try:
+        if opts.hint != "none":
+            hint = best_heuristic(inst, opts.hint, time_limit_s=max(0.2, 0.05 * limit), seed=seed,
+                                  deadline=t_start + 0.2 * limit)
+        return _cpsat_search(inst, opts, seed, base, hint, t_start, deadline)
+    except Interrupted as exc:
+        return fallback(inst, "cpsat", exc.best or hint, base, opts, interrupted=True,
+                        why="interrupted (Ctrl-C) before the search")
+    except KeyboardInterrupt:
+        return fallback(inst, "cpsat", hint, base, opts, interrupted=True, why="interrupted (Ctrl-C) before the search")
+    except OutOfTime:
+        return fallback(inst, "cpsat", hint, base, opts, why=f"the time limit ({limit:g} s) ran out before the search")
+
+
+def fallback(inst: Instance, method: str, hint: tuple[str, Result] | None, base: claims.Bound, opts: Any, *,
+             why: str, interrupted: bool = False) -> Result:
+    """The heuristic answer, labelled (status ``heuristic``, ``extra["returned"] = "hint"``), when the
+    exact search did not run; re-raises KeyboardInterrupt when there is nothing to return."""
+    if hint is None:
+        if interrupted:
+            raise KeyboardInterrupt
+        res = no_solution(inst, method, "no_solution", f"{method}: {why}; no heuristic answer", options=_asdict(opts))
+        return claims.settle(res, [base])
+    nm, h = hint
+    order = h.order if h.order is not None else h.schedule.order
+    res = make_result(inst, method, h.placement, order, status="heuristic", options=_asdict(opts),
+                      extra={"returned": "hint", "hint_method": nm, "stopped": why})
+    res.message = f"{method}: {why}; returned heuristic {nm!r}'s answer"
+    res.interrupted = interrupted
+    return claims.settle(res, [base])
+
+
+def _cpsat_search(inst: Instance, opts: CpsatOptions, seed: int, base: claims.Bound,
+                  hint: tuple[str, Result] | None, t_start: float, deadline: float) -> Result:
+    limit = deadline - t_start
     horizon_us = hint[1].makespan if hint else None
     T = Ticks(inst, opts.tick, horizon_us)
-    lb_ticks = int(math.ceil(lb / T.tick - 1e-9))
+    lb_ticks = int(math.ceil(base.value / T.tick - 1e-9))
     extra: dict[str, Any] = {"tick_us": T.tick, "ticks_exact": T.exact}
+    own = [base]
     start = None
     if hint is not None:
         hres = hint[1]
@@ -851,21 +991,31 @@ def cpsat(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, *
         if sch is not None:
             eb = energetic_bound(inst, T, lb_ticks, int(round(sch.makespan)))
             extra["energetic_bound_ticks"] = eb
-            lb_ticks = max(lb_ticks, eb)
+            if eb > lb_ticks:
+                lb_ticks = eb
+                own.append(claims.Bound(T.real_bound(eb), "energetic"))
+    _check_time(deadline)
     V, hint_vals = hinted_model(inst, T, start, lb_ticks=lb_ticks, symmetry=opts.symmetry,
-                                hint_time_s=max(0.5, 0.1 * limit))
+                                hint_time_s=max(0.05, min(0.1 * limit, deadline - time.perf_counter())),
+                                deadline=deadline)
     if hint is not None:
         extra.update(hint_method=hint[0], hint_makespan=hint[1].makespan, hint_used=hint_vals is not None)
-    remaining = max(0.05, limit - (time.perf_counter() - t_start))
+    left = deadline - time.perf_counter()
+    if left < 0.02:
+        raise OutOfTime("no time left for the search")
     workers = opts.workers or os.cpu_count() or 1
-    out = solve_model(V, time_limit_s=remaining, workers=workers, seed=seed, progress=opts.progress, log=opts.log)
-    return finish(inst, "cpsat", V, out, lb, hint[1] if hint else None, opts, extra)
+    # the search gets most of what is left; the rest confirms its bound (presolve off) and cleans up
+    out = solve_model(V, time_limit_s=max(0.01, 0.8 * left), workers=workers, seed=seed, progress=opts.progress,
+                      log=opts.log)
+    return finish(inst, "cpsat", V, out, own, hint[1] if hint else None, opts, extra, deadline=deadline,
+                  workers=workers, seed=seed)
 
 
 def hinted_model(inst: Instance, T: Ticks, start: tuple[Sequence[int], Sequence[Sequence[int]]] | None, *,
                  lb_ticks: int = 0, symmetry: bool = False, fixed: dict[int, int] | None = None,
                  prec: Sequence[tuple[int, int]] = (), reach: list[int] | None = None,
-                 hint_time_s: float = 10.0, windows: bool = False) -> tuple[CpModelVars, list[int] | None]:
+                 hint_time_s: float = 10.0, windows: bool = False,
+                 deadline: float | None = None) -> tuple[CpModelVars, list[int] | None]:
     """The model with a complete hint from ``start`` = (placement, order), if it fits the model.
 
     With a hint, the horizon is the hint's makespan in ticks (simulated on the tick data) and, with
@@ -884,13 +1034,14 @@ def hinted_model(inst: Instance, T: Ticks, start: tuple[Sequence[int], Sequence[
     if sched is not None and memory_fits(inst, pl):
         U = int(round(sched.makespan))
         V = build_model(inst, T, horizon=U, lb_ticks=lb_ticks, symmetry=symmetry, fixed=fixed, prec=prec,
-                        reach=reach, windows=time_windows(inst, T, U, fixed, prec) if windows else None)
+                        reach=reach, windows=time_windows(inst, T, U, fixed, prec) if windows else None,
+                        deadline=deadline)
         vals = complete_hint(V, pl, od, time_limit_s=hint_time_s)
         if vals is not None:
             _add_hint(V, vals)
             return V, vals
     V = build_model(inst, T, horizon=horizon_ticks(inst, T), lb_ticks=lb_ticks, symmetry=symmetry, fixed=fixed,
-                    prec=prec, reach=reach)
+                    prec=prec, reach=reach, deadline=deadline)
     vals = complete_hint(V, pl, od, time_limit_s=hint_time_s) if pl is not None else None
     if vals is not None:
         V.model.add(V.mk <= vals[V.mk.index])  # horizon from the hint
@@ -911,40 +1062,77 @@ def memory_fits(inst: Instance, placement: Sequence[int]) -> bool:
     return all(used[d] <= inst.capacity[d] for d in range(inst.m))
 
 
-def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: float, hint_res: Result | None,
-           opts: Any, extra: dict[str, Any]) -> Result:
-    """Simulate the solver's answer, keep the hint if it is better, and claim optimality only if proven."""
+
+
+def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: float | Sequence[claims.Bound],
+           hint_res: Result | None, opts: Any, extra: dict[str, Any], *, deadline: float | None = None,
+           workers: int = 1, seed: int = 0) -> Result:
+    """Simulate the solver's answer, keep the hint if it is better, and make the claims through
+    :mod:`dplace.claims`: CP-SAT's bound (or INFEASIBLE) counts only as far as a search without presolve
+    confirms it (:func:`confirm_bound`, in the time left before ``deadline``; by default a short check).
+    ``lb``: proven bounds of dplace's own (a number is taken as ``dplace.lower_bound``)."""
     T = V.T
     extra = dict(extra)
+    own = [claims.Bound(lb, "lower_bound")] if isinstance(lb, (int, float)) else list(lb)
+    own_ticks = max(math.ceil(b.value / T.tick - 1e-9) for b in own) if own else 0
+    notes: list[str] = []
+    if deadline is None:
+        deadline = time.perf_counter() + max(0.2, min(2.0, out.wall_s))
     extra.update(solver_status=out.status_name, solve_wall_s=round(out.wall_s, 4))
-    if out.status == cp.INFEASIBLE:
-        if hint_res is not None and hint_res.memory_ok:
-            raise SolverError(f"{method}: the model is infeasible but heuristic {hint_res.method!r} is feasible (model bug)")
-        raise InfeasibleError(f"{method}: no placement keeps pins, colocation and memory")
-    proven = lb
-    if out.bound_ticks is not None and math.isfinite(out.bound_ticks):  # a relaxed FIFO keeps it valid
-        proven = max(proven, T.real_bound(out.bound_ticks))
+    outs = [out]
+    certified: claims.Bound | None = None
+    infeasible_confirmed = False
+    claim = out.bound_ticks
+    if out.interrupted:
+        notes.append("search interrupted: its bound is not confirmed and not used")
+    elif claim is not None and (claim == math.inf or claim > own_ticks):
+        left = deadline - time.perf_counter() - _cleanup_s(inst)
+        t0 = time.perf_counter()
+        got, better = (None, None) if left < 0.02 else confirm_bound(V, claim, time_limit_s=left, workers=workers,
+                                                                      seed=seed)
+        extra["confirm_wall_s"] = round(time.perf_counter() - t0, 4)
+        if better is not None:
+            outs.append(better)
+            notes.append(f"a search without presolve found makespan {T.to_us(better.objective_ticks):.9g} below "
+                         f"what CP-SAT claimed possible ({T.to_us(claim):.9g}): CP-SAT's presolve was wrong here")
+        if claim == math.inf:
+            infeasible_confirmed = got == math.inf
+        if got != math.inf:
+            certified, cn = claims.confirm(claims.Bound(T.real_bound(claim), method),
+                                           [("a search without presolve", None if got is None else T.real_bound(got))])
+            notes += cn
+        else:
+            certified = claims.Bound(T.real_bound(claim), f"{method}, confirmed by a search without presolve")
+    elif claim is not None and math.isfinite(claim):
+        certified = claims.Bound(T.real_bound(claim), method)  # no stronger than dplace's own bounds
     extra["bound_ticks"] = out.bound_ticks
+    if out.status == cp.INFEASIBLE and len(outs) == 1:
+        return claims.no_placement(inst, method, f"{method}: no placement keeps pins, colocation and memory",
+                                   solver_says_infeasible=True, confirmed=infeasible_confirmed, heuristic=hint_res,
+                                   bound=max(own, key=lambda b: b.value) if own else None,
+                                   options=_asdict(opts), extra=dict(extra, claim_notes=notes))
     cand = []
-    if out.placement is not None:
-        r = make_result(inst, method, out.placement, out.order, status="feasible", options=_asdict(opts),
-                        claimed_makespan=T.to_us(out.objective_ticks), extra=extra)
-        cand.append(r)
+    for o in outs:
+        if o.placement is not None:
+            cand.append(make_result(inst, method, o.placement, o.order, status="feasible", options=_asdict(opts),
+                                    claimed_makespan=T.to_us(o.objective_ticks), extra=dict(extra)))
     if hint_res is not None and hint_res.memory_ok:
         order = hint_res.order if hint_res.order is not None else hint_res.schedule.order
-        r = make_result(inst, method, hint_res.placement, order, status="feasible", options=_asdict(opts),
-                        claimed_makespan=hint_res.makespan, extra=dict(extra, returned="hint"))
-        cand.append(r)
+        cand.append(make_result(inst, method, hint_res.placement, order, status="feasible", options=_asdict(opts),
+                                claimed_makespan=hint_res.makespan, extra=dict(extra, returned="hint")))
     if not cand:
-        return no_solution(inst, method, "no_solution",
-                           f"{method}: no solution within the time limit ({out.status_name})", lower_bound=lb,
-                           options=_asdict(opts), extra=extra)
+        res = no_solution(inst, method, "no_solution", f"{method}: no solution within the time limit "
+                          f"({out.status_name})", options=_asdict(opts), extra=extra)
+        res.interrupted = out.interrupted
+        return claims.settle(res, own + [certified], notes=notes)
     best = min(cand, key=lambda r: (not r.memory_ok, r.makespan))
-    proven = min(proven, best.makespan) if best.memory_ok else proven
-    best.lower_bound = proven
-    tol = OPT_TOL * max(1.0, abs(best.makespan))
-    best.status = "optimal" if best.memory_ok and best.makespan <= proven + tol else "feasible"
-    return best
+    best.interrupted = out.interrupted
+    return claims.settle(best, own + [certified], notes=notes)
+
+
+def _cleanup_s(inst: Instance) -> float:
+    """Time kept for reading the answer back and simulating it (grows with the graph)."""
+    return 0.01 + 2e-5 * (inst.n + len(inst.esrc))
 
 
 def _asdict(opts: Any) -> dict[str, Any]:

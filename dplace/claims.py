@@ -1,0 +1,192 @@
+"""The one place where a method's answer becomes a claim: status ``optimal``, a proven ``lower_bound``,
+``infeasible``.
+
+A solver's verdict is a claim, not a proof: CP-SAT's presolve has answered OPTIMAL above the optimum,
+HiGHS has answered a wrong optimum (times of 1e8 µs) and INFEASIBLE on a feasible instance. So a bound
+that comes from a solver is *certified* only when an independent confirmation, one that the solver's
+known failure modes cannot share (CP-SAT: a second search with presolve off; HiGHS: rescaled times,
+presolve off), proves at least as much; when checks disagree the weaker claim wins, and the Result says
+why in ``extra["claim_notes"]``. The simulator has the last word: a bound above the makespan of a
+memory-feasible simulated schedule is wrong and is dropped.
+
+API (every exact method, pipeline and bound goes through it)::
+
+    from dplace import claims
+
+    claims.TOL                        # 1e-6: the one relative tolerance of every claim
+    claims.tol(x)                     # TOL * max(1, |x|)
+    claims.reaches(value, bound)      # value <= bound + tol(value): the bound proves ``value`` optimal
+    claims.Bound(value, source)       # a proven lower bound and what proves it ("critical_path", "cpsat", ...)
+    claims.base_bound(inst)           # dplace.lower_bound as a Bound (source: the part that gives it)
+    claims.confirm(claim, checks)     # a solver's Bound kept only as far as independent checks prove it:
+                                      #   checks = [(name, proven value or None)]; -> (Bound | None, notes)
+    claims.decide(value, bounds, feasible=True) -> Decision(optimal, bound, notes)
+                                      # the numbers-only core (pipeline periods use it directly)
+    claims.settle(res, bounds, notes=())  # sets res.status ("optimal" only if proven, an "optimal" that is
+                                      #   not proven becomes "feasible"), res.lower_bound, res.bound_source,
+                                      #   res.extra["claim_notes"]; returns res
+    claims.no_placement(inst, method, message, solver_says_infeasible, confirmed, ...) -> Result
+                                      # "infeasible" only when confirmed and no heuristic keeps memory;
+                                      #   else the heuristic's answer (feasible) or no_solution, with notes
+
+Pass to :func:`settle` only bounds that are proven: the method's own mathematics (``base_bound``,
+energetic reasoning) or a solver's bound after :func:`confirm`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from .model import Instance
+from .result import Result, no_solution
+
+__all__ = ["TOL", "Bound", "Decision", "base_bound", "confirm", "decide", "no_placement", "reaches", "settle",
+           "tol"]
+
+TOL = 1e-6  # relative tolerance of every claim: optimality, bound versus makespan
+
+
+def tol(x: float) -> float:
+    """Absolute tolerance at magnitude ``x``: ``TOL * max(1, |x|)``."""
+    return TOL * max(1.0, abs(float(x)))
+
+
+def reaches(value: float, bound: float) -> bool:
+    """``value`` (a simulated makespan, a period) is proven optimal by the lower bound ``bound``."""
+    return value <= bound + tol(value)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A proven lower bound ``value`` and what proves it (``source``: "critical_path", "work", "cpsat", ...)."""
+
+    value: float
+    source: str
+
+
+@dataclass
+class Decision:
+    optimal: bool
+    bound: Bound | None
+    notes: list[str] = field(default_factory=list)
+
+
+def base_bound(inst: Instance) -> Bound:
+    """:func:`dplace.lower_bound` (proven by dplace's own arithmetic, needs no confirmation), named by
+    its largest part. Raises InfeasibleError when memory cannot fit at all (as ``lower_bound`` does)."""
+    from .bounds import check_memory_feasible, lower_bound_parts
+
+    check_memory_feasible(inst)
+    parts = lower_bound_parts(inst)
+    name = max(parts, key=lambda k: parts[k])
+    return Bound(parts[name], name)
+
+
+def confirm(claim: Bound, checks: Sequence[tuple[str, float | None]]) -> tuple[Bound | None, list[str]]:
+    """``claim`` (a solver's bound) as far as the independent ``checks`` prove it.
+
+    Each check is (name, the bound it proved, or None when it proved nothing). The result is the weakest
+    of the claim and every check (None, i.e. nothing certified, when there is no check or one proved
+    nothing); the notes say which check weakened the claim and by how much."""
+    notes: list[str] = []
+    if not checks:
+        return None, [f"{claim.source} bound {claim.value:.9g} not confirmed (no independent check): not used"]
+    value = claim.value
+    names = []
+    for name, got in checks:
+        if got is None:
+            notes.append(f"{claim.source} bound {claim.value:.9g} not confirmed by {name}: not used")
+            return None, notes
+        if got < value - tol(value):
+            notes.append(f"{name} proves only {got:.9g}, below the {claim.source} bound {claim.value:.9g}: "
+                         f"the weaker claim wins")
+        value = min(value, got)
+        names.append(name)
+    return Bound(value, f"{claim.source}, confirmed by {' and '.join(names)}"), notes
+
+
+def decide(value: float | None, bounds: Iterable[Bound | None], *, feasible: bool = True) -> Decision:
+    """Optimality and the best proven bound for an answer of objective ``value`` (None: no answer).
+
+    ``feasible``: the answer keeps every constraint (memory). A bound above a feasible answer's value
+    by more than the tolerance is refuted by that answer and dropped (with a note); one within the
+    tolerance is clipped to the value (float noise)."""
+    notes: list[str] = []
+    good: list[Bound] = []
+    for b in bounds:
+        if b is None:
+            continue
+        if value is not None and feasible and b.value > value + tol(value):
+            notes.append(f"bound {b.value:.9g} ({b.source}) is above a valid answer of {value:.9g}: wrong, dropped")
+            continue
+        good.append(b)
+    if not good:
+        return Decision(False, None, notes)
+    best = max(good, key=lambda b: b.value)
+    if value is not None and feasible and best.value > value:
+        best = Bound(value, best.source)
+    optimal = value is not None and feasible and reaches(value, best.value)
+    return Decision(optimal, best, notes)
+
+
+def settle(res: Result, bounds: Iterable[Bound | None], *, notes: Iterable[str] = ()) -> Result:
+    """Decide ``res``'s status and bound from the proven ``bounds`` (see :func:`decide`) and record
+    the notes in ``res.extra["claim_notes"]``. A status ``optimal`` already on ``res`` counts for
+    nothing: it is ``optimal`` afterwards only when a bound here proves it (else ``feasible``)."""
+    placed = res.schedule is not None
+    dec = decide(res.makespan if placed else None, bounds, feasible=bool(placed and res.memory_ok))
+    all_notes = list(res.extra.get("claim_notes", [])) + list(notes) + dec.notes
+    if dec.bound is not None:
+        res.lower_bound, res.bound_source = dec.bound.value, dec.bound.source
+    else:
+        res.lower_bound, res.bound_source = None, None
+    if placed:
+        if dec.optimal:
+            res.status = "optimal"
+        elif res.status == "optimal":
+            res.status = "feasible"
+    if all_notes:
+        res.extra["claim_notes"] = all_notes
+    return res
+
+
+def no_placement(inst: Instance, method: str, message: str, *, solver_says_infeasible: bool,
+                 confirmed: bool = False, heuristic: Result | None = None, bound: Bound | None = None,
+                 options: dict[str, Any] | None = None, extra: dict[str, Any] | None = None,
+                 time_limit_s: float = 1.0) -> Result:
+    """What a method returns when its solver gave no placement.
+
+    ``infeasible`` only when the solver says so, an independent check ``confirmed`` it, and no
+    heuristic keeps memory (``heuristic``, a Result at hand, else HEFT is run here). When a heuristic's
+    placement keeps memory it is returned instead (status ``feasible``, with a note): a solver that
+    says "infeasible" on a feasible instance is wrong. Otherwise ``no_solution`` with ``message``."""
+    from .registry import get_method
+    from .result import make_result
+
+    notes: list[str] = []
+    h = heuristic
+    if h is None or not h.memory_ok:
+        try:
+            cand = get_method("heft")(inst, time_limit_s=time_limit_s)
+            if cand.memory_ok and cand.instance is inst:
+                h = cand
+        except Exception:  # noqa: BLE001 — no heuristic answer only means nothing refutes the claim
+            pass
+    extra = dict(extra or {})
+    if h is not None and h.memory_ok and h.schedule is not None:
+        notes.append(f"solver said infeasible, but {h.method!r} keeps memory: the solver is wrong here"
+                     if solver_says_infeasible else f"{message}; returned {h.method!r}'s answer")
+        order = h.order if h.order is not None else h.schedule.order
+        r = make_result(inst, method, h.placement, order, status="feasible", options=options,
+                        extra=dict(extra, returned="hint", hint_method=h.method))
+        return settle(r, [bound], notes=notes)
+    if solver_says_infeasible and confirmed:
+        return no_solution(inst, method, "infeasible", message, options=dict(options or {}), extra=extra)
+    if solver_says_infeasible:
+        notes.append("solver said infeasible; no independent check confirmed it")
+    if notes:
+        extra["claim_notes"] = list(extra.get("claim_notes", [])) + notes
+    res = no_solution(inst, method, "no_solution", message, options=dict(options or {}), extra=extra)
+    if bound is not None:
+        res.lower_bound, res.bound_source = bound.value, bound.source
+    return res
