@@ -22,8 +22,8 @@ API (every exact method, pipeline and bound goes through it)::
                                       #   checks = [(name, proven value or None)]; -> (Bound | None, notes)
     claims.decide(value, bounds, feasible=True) -> Decision(optimal, bound, notes)
                                       # the numbers-only core (pipeline periods use it directly)
-    claims.settle(res, bounds, notes=())  # sets res.status ("optimal" only if proven, an "optimal" that is
-                                      #   not proven becomes "feasible"), res.lower_bound, res.bound_source,
+    claims.settle(res, bounds, notes=())  # sets res.status ("feasible" -> "optimal" when proven, an "optimal"
+                                      #   not proven -> "feasible"), res.lower_bound, res.bound_source,
                                       #   res.extra["claim_notes"]; returns res
     claims.no_placement(inst, method, message, solver_says_infeasible, confirmed, ...) -> Result
                                       # "infeasible" only when confirmed and no heuristic keeps memory;
@@ -132,7 +132,9 @@ def decide(value: float | None, bounds: Iterable[Bound | None], *, feasible: boo
 def settle(res: Result, bounds: Iterable[Bound | None], *, notes: Iterable[str] = ()) -> Result:
     """Decide ``res``'s status and bound from the proven ``bounds`` (see :func:`decide`) and record
     the notes in ``res.extra["claim_notes"]``. A status ``optimal`` already on ``res`` counts for
-    nothing: it is ``optimal`` afterwards only when a bound here proves it (else ``feasible``)."""
+    nothing: it is ``optimal`` afterwards only when a bound here proves it (else ``feasible``). A
+    ``feasible`` answer becomes ``optimal`` when a bound proves it; ``heuristic`` (the exact search did
+    not run) stays ``heuristic``."""
     placed = res.schedule is not None
     dec = decide(res.makespan if placed else None, bounds, feasible=bool(placed and res.memory_ok))
     all_notes = list(res.extra.get("claim_notes", [])) + list(notes) + dec.notes
@@ -141,7 +143,7 @@ def settle(res: Result, bounds: Iterable[Bound | None], *, notes: Iterable[str] 
     else:
         res.lower_bound, res.bound_source = None, None
     if placed:
-        if dec.optimal:
+        if dec.optimal and res.status in ("feasible", "optimal"):
             res.status = "optimal"
         elif res.status == "optimal":
             res.status = "feasible"

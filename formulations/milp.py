@@ -15,6 +15,10 @@ K-device generalisation (Moirai). Times are continuous µs (no rounding).
   sum_o mem[o] x[o, d] <= capacity[d];  mk >= e[o];  M = heuristic makespan;
   mk >= max(lower_bound, energetic-reasoning bound of cpsat.energetic_bound).
 
+Times are in units of a power of ten (:func:`time_unit`) that keeps the big-M at most 1e4: with times
+of 1e8 µs and more HiGHS answered wrong optima and even INFEASIBLE. The solver's bound (or INFEASIBLE)
+is a claim: it counts only as far as a re-solve without presolve confirms it (:mod:`dplace.claims`).
+
 Warm start: every variable gets the value of the best heuristic's simulated schedule (CBC: PuLP's mst
 file, checked in CBC's log; HiGHS: ``Highs.setSolution`` before ``run``). Status and bound are read from
 the solver itself (CBC's log, HiGHS's ``mip_dual_bound``): PuLP says "Optimal" after a time limit.
@@ -31,12 +35,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .cpsat import (  # noqa: I001 — OR-Tools before PuLP (see below)
-    Ticks, _homogeneous, best_heuristic, energetic_bound, reachability, tick_schedule,
+    Interrupted, OutOfTime, Ticks, _check_time, _homogeneous, best_heuristic, energetic_bound, fallback,
+    reachability, tick_schedule,
 )
 
 import pulp  # noqa: E402
 
-from dplace.bounds import lower_bound
+from dplace import claims
 from dplace.errors import InfeasibleError, SolverError
 from dplace.model import Instance
 from dplace.registry import register
@@ -44,7 +49,6 @@ from dplace.result import Result, make_result, no_solution
 
 __all__ = ["MilpOptions", "MilpModel", "build_milp", "milp"]
 
-_TOL = 1e-6  # relative tolerance trusted for a MILP solver's bound
 
 
 @dataclass(frozen=True)
@@ -68,8 +72,10 @@ class MilpOptions:
 class MilpModel:
     """Variables of the MILP and how to read a solution back."""
 
-    def __init__(self, inst: Instance, big_m: float, lb: float) -> None:
+    def __init__(self, inst: Instance, big_m: float, lb: float, unit: float = 1.0) -> None:
         self.inst = inst
+        self.unit = unit  # µs per model time unit (times are scaled into a range solvers handle well)
+        big_m, lb = big_m / unit, lb / unit
         self.M = big_m
         self.prob = pulp.LpProblem("dplace", pulp.LpMinimize)
         self.allowed = [inst.allowed_devices(o) for o in range(inst.n)]
@@ -80,15 +86,23 @@ class MilpModel:
         self.z: dict[int, Any] = {}
         self.tr: dict[tuple[int, int, int], tuple[Any, Any]] = {}  # (p, d1, d2) -> (ts, te)
         self.mk = self.prob.add_variable("makespan", lowBound=lb, upBound=big_m)
+        self.deadline: float | None = None  # building raises OutOfTime after this time.perf_counter() value
 
     def X(self, o: int, d: int) -> Any:
         if d not in self.allowed[o]:
             return 0
         return self.x.get((o, d), 1)
 
+    def p(self, o: int, d: int) -> float:
+        """Duration of o on d (model units)."""
+        return self.inst.dur[o][d] / self.unit
+
+    def c(self, k: int, a: int, b: int) -> float:
+        """Transfer time of edge k from a to b (model units)."""
+        return self.inst.transfer_time(k, a, b) / self.unit
+
     def dur(self, o: int) -> Any:
-        inst = self.inst
-        return pulp.lpSum(inst.dur[o][d] * self.X(o, d) for d in self.allowed[o])
+        return pulp.lpSum(self.p(o, d) * self.X(o, d) for d in self.allowed[o])
 
     def end(self, o: int) -> Any:
         return self.s[o] + self.dur(o)
@@ -154,6 +168,7 @@ def _add_ordering(P: MilpModel, reach: list[int]) -> None:
     """Disjunctions for pairs with no path between them that may share a device."""
     inst, M = P.inst, P.M
     for a in range(inst.n):
+        _check_time(P.deadline)
         for b in range(a + 1, inst.n):
             if reach[a] >> b & 1 or reach[b] >> a & 1:
                 continue
@@ -177,7 +192,7 @@ def _add_precedence(P: MilpModel) -> None:
         if not pairs:
             prob += P.s[v] >= P.end(u), f"prec_{k}"
         elif homog:
-            c = inst.transfer_time(k, *pairs[0])
+            c = P.c(k, *pairs[0])
             z = P.prob.add_variable(f"z{k}", cat="Binary")
             P.z[k] = z
             for d in P.allowed[u]:
@@ -186,8 +201,7 @@ def _add_precedence(P: MilpModel) -> None:
         else:
             prob += P.s[v] >= P.end(u), f"prec_{k}"
             for a, b in pairs:
-                c = inst.transfer_time(k, a, b)
-                prob += P.s[v] >= P.end(u) + c * (P.X(u, a) + P.X(v, b) - 1), f"prec_{k}_{a}_{b}"
+                prob += P.s[v] >= P.end(u) + P.c(k, a, b) * (P.X(u, a) + P.X(v, b) - 1), f"prec_{k}_{a}_{b}"
 
 
 def _add_transfers(P: MilpModel, reach: list[int]) -> None:
@@ -210,7 +224,7 @@ def _add_transfers(P: MilpModel, reach: list[int]) -> None:
                 for k in cons:
                     v = inst.edst[k]
                     both = P.X(p, d1) + P.X(v, d2) - 1
-                    prob += te >= ts + inst.transfer_time(k, d1, d2) * both, f"tlen_{k}_{d1}_{d2}"
+                    prob += te >= ts + P.c(k, d1, d2) * both, f"tlen_{k}_{d1}_{d2}"
                     prob += P.s[v] >= te - M * (1 - both), f"tarr_{k}_{d1}_{d2}"
                     prob += w >= both, f"tpres_{k}_{d1}_{d2}"
                 prob += w <= P.X(p, d1), f"tonly_{p}_{d1}_{d2}"
@@ -232,8 +246,20 @@ def _add_transfers(P: MilpModel, reach: list[int]) -> None:
                     prob += tsp >= teq - off - M * y, f"fifo_{q}_{p}_{d1}_{d2}"
 
 
-def build_milp(inst: Instance, big_m: float, lb: float) -> MilpModel:
-    P = MilpModel(inst, big_m, lb)
+def time_unit(big_m: float) -> float:
+    """µs per model time unit: the smallest power of ten (at least 1) that brings ``big_m`` to at most
+    1e4. HiGHS answered wrong optima (and INFEASIBLE) with times of 1e8 µs and more in big-M rows."""
+    k = 0
+    while big_m / 10.0**k > 1e4:
+        k += 1
+    return 10.0**k
+
+
+def build_milp(inst: Instance, big_m: float, lb: float, unit: float = 1.0, deadline: float | None = None) -> MilpModel:
+    """The MILP with times in units of ``unit`` µs (``big_m`` and ``lb`` are given in µs); ``deadline``
+    (a ``time.perf_counter()`` value): :class:`OutOfTime` when it is not built by then."""
+    P = MilpModel(inst, big_m, lb, unit)
+    P.deadline = deadline
     reach = reachability(inst)
     P.prob += P.mk
     _add_ops(P)
@@ -251,11 +277,12 @@ def warm_values(P: MilpModel, res: Result) -> dict[str, float]:
     pl = res.placement
     order = res.order if res.order is not None else sch.order
     pos = {o: i for ops in order for i, o in enumerate(ops)}
-    val: dict[str, float] = {P.mk.name: max(sch.makespan, P.mk.lowBound or 0.0)}
+    u = P.unit
+    val: dict[str, float] = {P.mk.name: max(sch.makespan / u, P.mk.lowBound or 0.0)}
     for (o, d), x in P.x.items():
         val[x.name] = float(pl[o] == d)
     for o in range(inst.n):
-        val[P.s[o].name] = sch.start[o]
+        val[P.s[o].name] = sch.start[o] / u
     for (a, b), qv in P.q.items():
         val[qv.name] = float(pl[a] == pl[b])
     for (a, b), y in P.y.items():
@@ -269,9 +296,9 @@ def warm_values(P: MilpModel, res: Result) -> dict[str, float]:
     for (p, d1, d2), (ts, te, w) in P.tr.items():
         if (p, d1, d2) in sent and pl[p] == d1:
             st, en = sent[p, d1, d2]
-            val[ts.name], val[te.name], val[w.name] = st, en, 1.0
+            val[ts.name], val[te.name], val[w.name] = st / u, en / u, 1.0
         else:
-            val[ts.name] = val[te.name] = sch.end[p]
+            val[ts.name] = val[te.name] = sch.end[p] / u
             val[w.name] = 0.0
     return val
 
@@ -280,7 +307,8 @@ def warm_values(P: MilpModel, res: Result) -> dict[str, float]:
 # process (OR-Tools is loaded by cpsat). HiGHS therefore runs in a child Python that imports only
 # highspy; PuLP writes the model as MPS and the child reads it, sets the MIP start, solves, and answers JSON.
 _HIGHS_CHILD = r"""
-import json, sys
+import json, os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which asks us to stop (stop file)
 import highspy
 a = json.load(open(sys.argv[1]))
 h = highspy.Highs()
@@ -293,7 +321,13 @@ h.setOptionValue("mip_abs_gap", 1e-9)
 h.setOptionValue("random_seed", int(a["seed"]))
 if a["threads"]:
     h.setOptionValue("threads", int(a["threads"]))
+if not a["presolve"]:
+    h.setOptionValue("presolve", "off")
 h.readModel(a["mps"])
+def _stop(e):
+    if os.path.exists(a["stop"]):
+        e.interrupt()
+h.cbMipInterrupt += _stop
 names = list(h.getLp().col_names_)
 if a["hint"] is not None:
     sol = highspy.HighsSolution()
@@ -317,7 +351,8 @@ def _assessed_feasible(text: str) -> bool:
     return bool(rows) and all(int(k) == 0 for _, k in rows[:3])
 
 
-def _solve_highs(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed: int) -> dict[str, Any]:
+def _solve_highs(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed: int,
+                 presolve: bool = True) -> dict[str, Any]:
     import json
     import subprocess
     import sys
@@ -327,14 +362,28 @@ def _solve_highs(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed
         mps = os.path.join(tmp, "model.mps")
         prob.writeMPS(mps)
         args = {"mps": mps, "time_limit": limit, "threads": opts.threads, "log": opts.log, "seed": seed,
+                "presolve": presolve, "stop": os.path.join(tmp, "stop"),
                 "log_file": os.path.join(tmp, "highs.log"), "out": os.path.join(tmp, "out.json"),
                 "hint": {v.name: float(v.varValue) for v in prob.variables() if v.varValue is not None} if warm else None}
         with open(os.path.join(tmp, "args.json"), "w") as fh:
             json.dump(args, fh)
-        proc = subprocess.run([sys.executable, "-c", _HIGHS_CHILD, os.path.join(tmp, "args.json")],
-                              capture_output=not opts.log, text=True, env=dict(os.environ), timeout=limit + 60)
+        pipe = None if opts.log else subprocess.PIPE
+        proc = subprocess.Popen([sys.executable, "-c", _HIGHS_CHILD, os.path.join(tmp, "args.json")],
+                                stdout=pipe, stderr=pipe, text=True, env=dict(os.environ))
+        interrupted = False
+        while True:
+            try:
+                _, err = proc.communicate(timeout=limit + 60)
+                break
+            except KeyboardInterrupt:  # ask HiGHS to stop; it answers with its incumbent
+                interrupted = True
+                open(args["stop"], "w").close()
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                _, err = proc.communicate()
+                break
         if proc.returncode != 0 or not os.path.exists(args["out"]):
-            raise SolverError(f"milp: HiGHS child failed (exit {proc.returncode}): {(proc.stderr or '').strip()[-300:]}")
+            raise SolverError(f"milp: HiGHS child failed (exit {proc.returncode}): {(err or '').strip()[-300:]}")
         with open(args["out"]) as fh:
             out = json.load(fh)
         with open(args["log_file"], encoding="utf-8", errors="replace") as fh:
@@ -343,7 +392,7 @@ def _solve_highs(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed
     for v in prob.variables():
         v.varValue = None if values is None else values.get(v.name)
     st = out["status"]
-    info: dict[str, Any] = {"solver_result": st, "proven_optimal": st == "Optimal",
+    info: dict[str, Any] = {"solver_result": st, "proven_optimal": st == "Optimal", "interrupted": interrupted,
                             "warm_start_used": "MIP start solution is feasible" in text,
                             "warm_start_feasible": _assessed_feasible(text) if warm else None}
     b = out.get("bound")
@@ -358,7 +407,9 @@ def _solve_highs(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed
     return info
 
 
-def _solve(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed: int = 0) -> dict[str, Any]:
+def _solve(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed: int = 0,
+           presolve: bool = True) -> dict[str, Any]:
+    """Solve ``P`` with the chosen solver; the bound in ``info["bound"]`` is in model units."""
     prob = P.prob
     info: dict[str, Any] = {}
     if opts.solver == "cbc":
@@ -368,7 +419,8 @@ def _solve(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed: int 
             with warnings.catch_warnings():  # PuLP 3 marks its bundled CBC as deprecated (still shipped)
                 warnings.simplefilter("ignore", DeprecationWarning)
                 solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=limit, gapRel=0.0, gapAbs=1e-9, warmStart=warm,
-                                           threads=opts.threads, logPath=logp)
+                                           threads=opts.threads, logPath=logp, presolve=None if presolve else False,
+                                           options=[] if presolve else ["preprocess off"])
             prob.solve(solver)
             with open(logp, encoding="utf-8", errors="replace") as fh:
                 text = fh.read()
@@ -390,7 +442,7 @@ def _solve(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed: int 
         info["bound"] = bound
         info["proven_optimal"] = bool(m and m.group(1).startswith("Optimal solution found"))
     else:
-        info = _solve_highs(P, opts, limit, warm, seed)
+        info = _solve_highs(P, opts, limit, warm, seed, presolve)
     info["pulp_status"] = pulp.LpStatus[prob.status]
     info["sol_status"] = prob.sol_status
     return info
@@ -399,37 +451,80 @@ def _solve(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed: int 
 @register("milp", options=MilpOptions, kind="exact", max_ops=300,
           summary="Pesto-style MILP (PuLP; CBC or HiGHS), big-M from the heuristic, warm start, proven gap.")
 def milp(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
-    """Pesto (Middleware'21, §4) MILP with memory limits; see the module docstring."""
+    """Pesto (Middleware'21, §4) MILP with memory limits; see the module docstring. Everything counts
+    against the time limit; when it runs out before the solver starts, or on Ctrl-C, the best answer so
+    far (the heuristic's) is returned, labelled."""
     opts = MilpOptions(**options)
     t0 = time.perf_counter()
     limit = opts.default_time_limit_s if time_limit_s is None else float(time_limit_s)
-    lb = lower_bound(inst)
-    hint = None if opts.hint == "none" else best_heuristic(inst, opts.hint, time_limit_s=max(0.2, 0.05 * limit),
-                                                             seed=seed)
+    deadline = t0 + limit
+    base = claims.base_bound(inst)
+    hint: tuple[str, Result] | None = None
+    try:
+        if opts.hint != "none":
+            hint = best_heuristic(inst, opts.hint, time_limit_s=max(0.2, 0.05 * limit), seed=seed,
+                                  deadline=t0 + 0.2 * limit)
+        return _milp_search(inst, opts, seed, base, hint, deadline)
+    except Interrupted as exc:
+        return fallback(inst, "milp", exc.best or hint, base, opts, interrupted=True,
+                        why="interrupted (Ctrl-C) before the solver ran")
+    except KeyboardInterrupt:
+        return fallback(inst, "milp", hint, base, opts, interrupted=True, why="interrupted (Ctrl-C)")
+    except OutOfTime:
+        return fallback(inst, "milp", hint, base, opts, why=f"the time limit ({limit:g} s) ran out before the solver ran")
+
+
+def _read_solution(P: MilpModel, info: dict[str, Any], optd: dict[str, Any], extra: dict[str, Any]) -> Result | None:
+    """The solver's placement and per-device order (by start, end, topological position), simulated."""
+    inst = P.inst
+    if P.prob.sol_status not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
+        return None
+    pl = []
+    for o in range(inst.n):
+        al = P.allowed[o]
+        pl.append(al[0] if len(al) == 1 else max(al, key=lambda d: P.x[o, d].varValue or 0.0))
+    st = [(P.s[o].varValue or 0.0) * P.unit for o in range(inst.n)]
+    tp = inst.topo_pos
+    order: list[list[int]] = [[] for _ in range(inst.m)]
+    en = [st[o] + inst.dur[o][pl[o]] for o in range(inst.n)]
+    for o in sorted(range(inst.n), key=lambda o: (round(st[o], 9), round(en[o], 9), tp[o])):
+        order[pl[o]].append(o)
+    claimed = None if P.mk.varValue is None else P.mk.varValue * P.unit
+    try:
+        return make_result(inst, "milp", pl, order, status="feasible", options=optd, claimed_makespan=claimed,
+                           extra=dict(extra))
+    except Exception:  # noqa: BLE001 — an order broken by solver tolerances: keep the placement only
+        return make_result(inst, "milp", pl, None, status="feasible", options=optd, claimed_makespan=claimed,
+                           extra=dict(extra, order_dropped=True))
+
+
+def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Bound,
+                 hint: tuple[str, Result] | None, deadline: float) -> Result:
     hres = hint[1] if hint and hint[1].memory_ok else None
     if inst.n > opts.max_ops:  # the model would need O(n^2) ordering binaries: do not build it
         why = (f"milp: {inst.n} ops > max_ops {opts.max_ops}; the ordering model was not built "
                f"(use cpsat or refine for large graphs)")
         if hint is None:
             raise SolverError(why)
-        h = hint[1]
-        order = h.order if h.order is not None else h.schedule.order
-        return make_result(inst, "milp", h.placement, order, status="heuristic", lower_bound=lb,
-                           options=asdict(opts), extra={"skipped": why, "returned": "hint", "hint_method": hint[0]})
+        res = fallback(inst, "milp", hint, base, opts, why=why)
+        res.extra["skipped"] = why
+        return res
     if hres is not None:
         big_m = hres.makespan * (1 + 1e-6) + 1e-6
     else:  # everything one after the other with every transfer paid
         big_m = sum(max(r) for r in inst.dur) + sum(inst.max_transfer_time(k) for k in range(len(inst.esrc))) + 1.0
-    mk_floor = lb
+    own = [base]
     if hres is not None:  # energetic reasoning (cpsat.energetic_bound) on tick data, turned into real µs
         T = Ticks(inst, None, hres.makespan)
         sch = tick_schedule(inst, T, hres.placement, hres.order if hres.order is not None else hres.schedule.order)
         if sch is not None:
-            eb = energetic_bound(inst, T, int(math.ceil(lb / T.tick - 1e-9)), int(round(sch.makespan)))
-            mk_floor = max(lb, min(T.real_bound(eb), hres.makespan))
+            eb = energetic_bound(inst, T, int(math.ceil(base.value / T.tick - 1e-9)), int(round(sch.makespan)))
+            own.append(claims.Bound(T.real_bound(eb), "energetic"))
+    mk_floor = max(b.value for b in own)
     if hres is not None:  # float noise: a bound computed elsewhere may exceed an optimal hint by an ulp
         mk_floor = min(mk_floor, hres.makespan)
-    P = build_milp(inst, big_m, mk_floor)
+    unit = time_unit(big_m)
+    P = build_milp(inst, big_m, mk_floor, unit, deadline=deadline)
     warm = False
     if hres is not None:
         vals = warm_values(P, hres)
@@ -437,51 +532,58 @@ def milp(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **
             if v.name in vals:
                 v.setInitialValue(vals[v.name])
         warm = True
-    remaining = max(0.1, limit - (time.perf_counter() - t0))
-    info = _solve(P, opts, remaining, warm, seed)
-    extra: dict[str, Any] = {k: v for k, v in info.items()}
-    extra.update(solver=opts.solver, big_m=big_m, hint_method=hint[0] if hint else None,
+    # the solver gets part of what is left; the rest re-solves without presolve to confirm its bound
+    left = deadline - time.perf_counter()
+    if left < 0.05:
+        raise OutOfTime("no time left for the solver")
+    info = _solve(P, opts, max(0.05, 0.55 * left), warm, seed)
+    extra: dict[str, Any] = {k: v for k, v in info.items() if k != "bound"}
+    extra.update(solver=opts.solver, big_m=big_m, time_unit_us=unit, hint_method=hint[0] if hint else None,
                  hint_makespan=hres.makespan if hres else None, n_order_binaries=len(P.y))
     optd = asdict(opts)
-    cand: list[Result] = []
-    if P.prob.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
-        pl = []
-        for o in range(inst.n):
-            al = P.allowed[o]
-            pl.append(al[0] if len(al) == 1 else max(al, key=lambda d: P.x[o, d].varValue or 0.0))
-        st = [P.s[o].varValue or 0.0 for o in range(inst.n)]
-        tp = inst.topo_pos
-        order: list[list[int]] = [[] for _ in range(inst.m)]
-        en = [st[o] + inst.dur[o][pl[o]] for o in range(inst.n)]
-        for o in sorted(range(inst.n), key=lambda o: (round(st[o], 9), round(en[o], 9), tp[o])):
-            order[pl[o]].append(o)
-        try:
-            cand.append(make_result(inst, "milp", pl, order, status="feasible", options=optd,
-                                    claimed_makespan=P.mk.varValue, extra=extra))
-        except Exception:  # noqa: BLE001 — an order broken by solver tolerances: keep the placement only
-            cand.append(make_result(inst, "milp", pl, None, status="feasible", options=optd,
-                                    claimed_makespan=P.mk.varValue, extra=dict(extra, order_dropped=True)))
-    elif P.prob.status == pulp.LpStatusInfeasible and hres is None:
-        raise InfeasibleError("milp: no placement keeps pins, colocation and memory")
-    elif P.prob.status == pulp.LpStatusInfeasible:
-        raise SolverError(f"milp: model infeasible but heuristic {hint[0]!r} is feasible (model bug)")
+    interrupted = bool(info.get("interrupted"))
+    cand = [r for r in [_read_solution(P, info, optd, extra)] if r is not None]
+    claim = None if info.get("bound") is None else info["bound"] * unit
+    infeasible = P.prob.status == pulp.LpStatusInfeasible
+    extra["solver_bound"] = claim
+    notes: list[str] = []
+    certified: claims.Bound | None = None
+    own_best = max(b.value for b in own)
+    if interrupted:
+        notes.append("solver interrupted: its bound is not confirmed and not used")
+    elif infeasible or (claim is not None and claim > own_best + claims.tol(own_best)):
+        left = deadline - time.perf_counter() - 0.02
+        check = f"a re-solve without presolve (times in units of {unit:g} µs)"
+        got: float | None = None
+        if left >= 0.3:
+            info2 = _solve(P, opts, left, bool(cand) or warm, seed + 1, presolve=False)
+            interrupted = bool(info2.get("interrupted"))
+            r2 = _read_solution(P, info2, optd, extra)
+            if r2 is not None:
+                cand.append(r2)
+            got = None if info2.get("bound") is None or interrupted else info2["bound"] * unit
+            if infeasible and P.prob.status == pulp.LpStatusInfeasible and not interrupted:
+                got = math.inf
+        if infeasible and not cand:
+            return claims.no_placement(inst, "milp", "milp: no placement keeps pins, colocation and memory",
+                                       solver_says_infeasible=True, confirmed=got == math.inf, heuristic=hres,
+                                       bound=max(own, key=lambda b: b.value), options=optd, extra=extra)
+        if infeasible:
+            notes.append(f"{opts.solver} said infeasible; {check} found a schedule: the solver was wrong here")
+        elif claim is not None:
+            certified, cn = claims.confirm(claims.Bound(claim, f"milp ({opts.solver})"), [(check, got)])
+            notes += cn
+    elif claim is not None:
+        certified = claims.Bound(claim, f"milp ({opts.solver})")  # no stronger than dplace's own bounds
     if hres is not None:
         order = hres.order if hres.order is not None else hres.schedule.order
         cand.append(make_result(inst, "milp", hres.placement, order, status="feasible", options=optd,
                                 claimed_makespan=hres.makespan, extra=dict(extra, returned="hint")))
     if not cand:
-        return no_solution(inst, "milp", "no_solution", f"milp: no solution ({info.get('solver_result')})",
-                           lower_bound=lb, options=optd, extra=extra)
-    best = min(cand, key=lambda r: r.makespan)
-    proven = lb
-    b = info.get("bound")
-    if b is not None:
-        proven = max(proven, b - _TOL * max(1.0, abs(b)))
-    extra["solver_bound"] = b
-    if best.makespan <= proven + 2 * _TOL * max(1.0, abs(best.makespan)):
-        # the solver's bound reaches the simulated makespan to its tolerance (1e-6 relative)
-        best.lower_bound, best.status = best.makespan, "optimal"
-    else:
-        best.lower_bound, best.status = proven, "feasible"
-    best.extra.update(solver_bound=b)
-    return best
+        res = no_solution(inst, "milp", "no_solution", f"milp: no solution ({info.get('solver_result')})",
+                          options=optd, extra=extra)
+        res.interrupted = interrupted
+        return claims.settle(res, own + [certified], notes=notes)
+    best = min(cand, key=lambda r: (not r.memory_ok, r.makespan))
+    best.interrupted = interrupted
+    return claims.settle(best, own + [certified], notes=notes)
