@@ -29,10 +29,15 @@ Integer time: every duration and transfer time is rounded *up* to whole ticks (v
 of an integer count as that integer: float noise), so every schedule of the model is a valid
 (pessimistic) real schedule; with integer data and tick 1 it is exact. A bound proven in
 ticks is turned into a bound of the real problem by subtracting the most that rounding can add along one
-path of the schedule (zero when nothing was rounded); it is combined with :func:`dplace.lower_bound`.
-Status ``optimal`` is claimed only when the *simulated* makespan reaches that proven real bound (to a
-relative 1e-6, ``OPT_TOL``: with times that no decimal tick represents, e.g. ``10 + 4096/12000`` µs, the
-rounding slack keeps the proven bound a hair below the optimum; the Result's lower_bound stays the proven one).
+path of the schedule (zero when nothing was rounded).
+
+Claims (:mod:`dplace.claims`): CP-SAT's bound, OPTIMAL or INFEASIBLE is a claim. It counts only as far as
+a second search *without presolve* confirms it (:func:`confirm_bound`: is there a schedule below the
+claimed bound?) — CP-SAT's presolve has returned OPTIMAL above the optimum of small models. Status
+``optimal`` only when the *simulated* makespan reaches the certified bound (``claims.TOL``, 1e-6 relative).
+Time: heuristics, model building and hint completion count against the limit (:class:`OutOfTime` ->
+the heuristic answer, labelled); Ctrl-C stops the search (:func:`run_search`) and the best answer so far
+comes back with ``interrupted=True``.
 """
 from __future__ import annotations
 
@@ -60,7 +65,6 @@ __all__ = [
 MIN_TICK_EXP = -6  # automatic tick: the coarsest power of ten >= 1e-6 µs that represents every time...
 MAX_HORIZON_TICKS = 1e9  # ...made coarser while the horizon would need more ticks than this
 MAX_SERIAL_TICKS = 1e15  # ...and while the trivial horizon (all serial) would: int64 with room for sums
-OPT_TOL = 1e-6  # relative: "optimal" = simulated makespan within this of the proven bound of the real problem
 _SKIP_HINT = frozenset({"cpsat", "milp", "refine", "portfolio", "brute"})
 
 
@@ -937,6 +941,15 @@ def cpsat(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, *
     building, hint completion, search, confirmation) counts against the time limit; when it runs out
     before the search, or on Ctrl-C, the best answer so far is returned (``interrupted`` on Ctrl-C)."""
     opts = CpsatOptions(**options)
+    return run_guarded(inst, "cpsat", opts, time_limit_s, seed,
+                       lambda base, hint, t0, deadline: _cpsat_search(inst, opts, seed, base, hint, t0, deadline))
+
+
+def run_guarded(inst: Instance, method: str, opts: Any, time_limit_s: float | None, seed: int, search: Any) -> Result:
+    """The frame of an exact method: dplace's own bound, the best heuristic (as hint and fallback,
+    within a fifth of the limit), then ``search(base, hint, t_start, deadline)``. When the budget runs
+    out before the solver starts (:class:`OutOfTime`), or on Ctrl-C, the best answer so far comes back
+    labelled (:func:`fallback`; ``interrupted`` on Ctrl-C)."""
     t_start = time.perf_counter()
     limit = opts.default_time_limit_s if time_limit_s is None else float(time_limit_s)
     deadline = t_start + limit
@@ -946,14 +959,14 @@ def cpsat(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, *
         if opts.hint != "none":
             hint = best_heuristic(inst, opts.hint, time_limit_s=max(0.2, 0.05 * limit), seed=seed,
                                   deadline=t_start + 0.2 * limit)
-        return _cpsat_search(inst, opts, seed, base, hint, t_start, deadline)
+        return search(base, hint, t_start, deadline)
     except Interrupted as exc:
-        return fallback(inst, "cpsat", exc.best or hint, base, opts, interrupted=True,
+        return fallback(inst, method, exc.best or hint, base, opts, interrupted=True,
                         why="interrupted (Ctrl-C) before the search")
     except KeyboardInterrupt:
-        return fallback(inst, "cpsat", hint, base, opts, interrupted=True, why="interrupted (Ctrl-C) before the search")
+        return fallback(inst, method, hint, base, opts, interrupted=True, why="interrupted (Ctrl-C)")
     except OutOfTime:
-        return fallback(inst, "cpsat", hint, base, opts, why=f"the time limit ({limit:g} s) ran out before the search")
+        return fallback(inst, method, hint, base, opts, why=f"the time limit ({limit:g} s) ran out before the search")
 
 
 def fallback(inst: Instance, method: str, hint: tuple[str, Result] | None, base: claims.Bound, opts: Any, *,

@@ -35,8 +35,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .cpsat import (  # noqa: I001 — OR-Tools before PuLP (see below)
-    Interrupted, OutOfTime, Ticks, _check_time, _homogeneous, best_heuristic, energetic_bound, fallback,
-    reachability, tick_schedule,
+    OutOfTime, Ticks, _check_time, _homogeneous, energetic_bound, fallback, reachability, run_guarded,
+    tick_schedule,
 )
 
 import pulp  # noqa: E402
@@ -455,23 +455,8 @@ def milp(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **
     against the time limit; when it runs out before the solver starts, or on Ctrl-C, the best answer so
     far (the heuristic's) is returned, labelled."""
     opts = MilpOptions(**options)
-    t0 = time.perf_counter()
-    limit = opts.default_time_limit_s if time_limit_s is None else float(time_limit_s)
-    deadline = t0 + limit
-    base = claims.base_bound(inst)
-    hint: tuple[str, Result] | None = None
-    try:
-        if opts.hint != "none":
-            hint = best_heuristic(inst, opts.hint, time_limit_s=max(0.2, 0.05 * limit), seed=seed,
-                                  deadline=t0 + 0.2 * limit)
-        return _milp_search(inst, opts, seed, base, hint, deadline)
-    except Interrupted as exc:
-        return fallback(inst, "milp", exc.best or hint, base, opts, interrupted=True,
-                        why="interrupted (Ctrl-C) before the solver ran")
-    except KeyboardInterrupt:
-        return fallback(inst, "milp", hint, base, opts, interrupted=True, why="interrupted (Ctrl-C)")
-    except OutOfTime:
-        return fallback(inst, "milp", hint, base, opts, why=f"the time limit ({limit:g} s) ran out before the solver ran")
+    return run_guarded(inst, "milp", opts, time_limit_s, seed,
+                       lambda base, hint, t0, deadline: _milp_search(inst, opts, seed, base, hint, deadline))
 
 
 def _read_solution(P: MilpModel, info: dict[str, Any], optd: dict[str, Any], extra: dict[str, Any]) -> Result | None:
