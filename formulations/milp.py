@@ -35,8 +35,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .cpsat import (  # noqa: I001 — OR-Tools before PuLP (see below)
-    OutOfTime, Ticks, _check_time, _homogeneous, energetic_bound, fallback, reachability, run_guarded,
-    tick_schedule,
+    OutOfTime, Ticks, _check_time, _homogeneous, build_model, confirm_bound, energetic_bound, fallback,
+    horizon_ticks, reachability, run_guarded, tick_schedule,
 )
 
 import pulp  # noqa: E402
@@ -483,6 +483,27 @@ def _read_solution(P: MilpModel, info: dict[str, Any], optd: dict[str, Any], ext
                            extra=dict(extra, order_dropped=True))
 
 
+def _confirm_with_cpsat(inst: Instance, T: Ticks, claim: float, time_limit_s: float, seed: int,
+                       optd: dict[str, Any], extra: dict[str, Any]) -> tuple[float | None, Result | None]:
+    """Independent check of the MILP solver's bound ``claim`` (µs; ``inf`` for INFEASIBLE) by the CP-SAT
+    model on exact integer ticks, searched without presolve (:func:`cpsat.confirm_bound`): (the bound it
+    proves in µs, or None; a Result when it found a schedule below the claim)."""
+    if time_limit_s < 0.05:
+        return None, None
+    claim_t = claim / T.tick if math.isfinite(claim) else math.inf
+    horizon = horizon_ticks(inst, T) if not math.isfinite(claim_t) else max(1, int(math.ceil(claim_t - 1e-9)))
+    V = build_model(inst, T, horizon=horizon, symmetry=True,
+                    deadline=time.perf_counter() + 0.5 * time_limit_s)
+    got, out = confirm_bound(V, claim_t, time_limit_s=max(0.01, time_limit_s - 0.01), workers=1, seed=seed)
+    res = None
+    if out is not None and out.placement is not None:
+        res = make_result(inst, "milp", out.placement, out.order, status="feasible", options=optd,
+                          claimed_makespan=T.to_us(out.objective_ticks), extra=dict(extra, returned="cpsat check"))
+    if got is None:
+        return None, res
+    return (math.inf if got == math.inf else T.real_bound(got)), res
+
+
 def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Bound,
                  hint: tuple[str, Result] | None, deadline: float) -> Result:
     hres = hint[1] if hint and hint[1].memory_ok else None
@@ -521,7 +542,8 @@ def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Boun
     left = deadline - time.perf_counter()
     if left < 0.05:
         raise OutOfTime("no time left for the solver")
-    info = _solve(P, opts, max(0.05, 0.55 * left), warm, seed)
+    Tc = Ticks(inst, None, big_m)  # exact ticks: CP-SAT (presolve off) confirms the bound, else a re-solve does
+    info = _solve(P, opts, max(0.05, (0.8 if Tc.exact else 0.55) * left), warm, seed)
     extra: dict[str, Any] = {k: v for k, v in info.items() if k != "bound"}
     extra.update(solver=opts.solver, big_m=big_m, time_unit_us=unit, hint_method=hint[0] if hint else None,
                  hint_makespan=hres.makespan if hres else None, n_order_binaries=len(P.y))
@@ -540,7 +562,12 @@ def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Boun
         left = deadline - time.perf_counter() - 0.02
         check = f"a re-solve without presolve (times in units of {unit:g} µs)"
         got: float | None = None
-        if left >= 0.3:
+        if Tc.exact:
+            check = "CP-SAT without presolve (integer ticks)"
+            got, r2 = _confirm_with_cpsat(inst, Tc, math.inf if infeasible else claim, left, seed, optd, extra)
+            if r2 is not None:
+                cand.append(r2)
+        elif left >= 0.3:
             info2 = _solve(P, opts, left, bool(cand) or warm, seed + 1, presolve=False)
             interrupted = bool(info2.get("interrupted"))
             r2 = _read_solution(P, info2, optd, extra)
