@@ -25,6 +25,8 @@ API (every exact method, pipeline and bound goes through it)::
     claims.settle(res, bounds, notes=())  # sets res.status ("feasible" -> "optimal" when proven, an "optimal"
                                       #   not proven -> "feasible"), res.lower_bound, res.bound_source,
                                       #   res.extra["claim_notes"]; returns res
+    claims.exhaustive(inst, time_limit_s) # the brute-force optimum (dplace.oracle) of a small instance
+                                      #   (<= EXHAUSTIVE_MAX_OPS ops), or None: the check no solver shares
     claims.no_placement(inst, method, message, solver_says_infeasible, confirmed, ...) -> Result
                                       # "infeasible" only when confirmed and no heuristic keeps memory;
                                       #   else the heuristic's answer (feasible) or no_solution, with notes
@@ -40,8 +42,8 @@ from typing import Any, Iterable, Sequence
 from .model import Instance
 from .result import Result, no_solution
 
-__all__ = ["TOL", "Bound", "Decision", "base_bound", "confirm", "decide", "no_placement", "reaches", "settle",
-           "tol"]
+__all__ = ["EXHAUSTIVE_MAX_OPS", "TOL", "Bound", "Decision", "Exhaustive", "base_bound", "confirm", "decide",
+           "exhaustive", "no_placement", "reaches", "settle", "tol"]
 
 TOL = 1e-6  # relative tolerance of every claim: optimality, bound versus makespan
 
@@ -91,18 +93,18 @@ def confirm(claim: Bound, checks: Sequence[tuple[str, float | None]]) -> tuple[B
     notes: list[str] = []
     if not checks:
         return None, [f"{claim.source} bound {claim.value:.9g} not confirmed (no independent check): not used"]
-    value = claim.value
+    value, source = claim.value, claim.source
     names = []
     for name, got in checks:
         if got is None:
             notes.append(f"{claim.source} bound {claim.value:.9g} not confirmed by {name}: not used")
             return None, notes
         if got < value - tol(value):
-            notes.append(f"{name} proves only {got:.9g}, below the {claim.source} bound {claim.value:.9g}: "
-                         f"the weaker claim wins")
-        value = min(value, got)
-        names.append(name)
-    return Bound(value, f"{claim.source}, confirmed by {' and '.join(names)}"), notes
+            notes.append(f"{name} proves only {got:.9g}, below the {source} bound {value:.9g}: the weaker claim wins")
+            value, source, names = got, name, []
+        else:
+            names.append(name)
+    return Bound(value, f"{source}, confirmed by {' and '.join(names)}" if names else source), notes
 
 
 def decide(value: float | None, bounds: Iterable[Bound | None], *, feasible: bool = True) -> Decision:
@@ -127,6 +129,33 @@ def decide(value: float | None, bounds: Iterable[Bound | None], *, feasible: boo
         best = Bound(value, best.source)
     optimal = value is not None and feasible and reaches(value, best.value)
     return Decision(optimal, best, notes)
+
+
+EXHAUSTIVE_MAX_OPS = 9  # brute force (dplace.oracle) confirms claims on graphs up to this size
+
+
+@dataclass
+class Exhaustive:
+    """The proven optimum of a small instance (None: no placement keeps memory) and an argmin."""
+
+    optimum: float | None
+    placement: list[int] | None
+    order: list[list[int]] | None
+
+
+def exhaustive(inst: Instance, time_limit_s: float) -> Exhaustive | None:
+    """Brute force (:func:`dplace.oracle.brute_force`, written from the model text, no solver) when
+    ``inst`` has at most ``EXHAUSTIVE_MAX_OPS`` ops and the search completes within ``time_limit_s``;
+    else None. CP-SAT has answered OPTIMAL / INFEASIBLE wrongly with and without presolve on 8-op models:
+    this is the check that no solver's failure can share."""
+    if inst.n > EXHAUSTIVE_MAX_OPS or time_limit_s <= 0:
+        return None
+    from .oracle import brute_force
+
+    orc = brute_force(inst, time_limit_s=time_limit_s)
+    if not orc.complete:
+        return None
+    return Exhaustive(orc.optimum, orc.placement, orc.order)
 
 
 def settle(res: Result, bounds: Iterable[Bound | None], *, notes: Iterable[str] = ()) -> Result:

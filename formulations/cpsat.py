@@ -1119,6 +1119,23 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
     elif claim is not None and math.isfinite(claim):
         certified = claims.Bound(T.real_bound(claim), method)  # no stronger than dplace's own bounds
     extra["bound_ticks"] = out.bound_ticks
+    ex = None
+    if not out.interrupted and (certified is not None and certified.value > max(b.value for b in own)
+                                or claim == math.inf):
+        ex = claims.exhaustive(inst, deadline - time.perf_counter() - _cleanup_s(inst))
+    if ex is not None:  # small graph: brute force is the last word on the claim
+        if ex.optimum is None:
+            infeasible_confirmed = infeasible_confirmed or claim == math.inf
+        else:
+            if ex.placement is not None and (claim == math.inf or ex.optimum < T.to_us(min(
+                    o.objective_ticks for o in outs if o.objective_ticks is not None) if any(
+                    o.objective_ticks is not None for o in outs) else math.inf)):
+                outs.append(SolveOutcome(cp.FEASIBLE, "brute force", ex.placement, ex.order, ex.optimum / T.tick,
+                                         None, 0.0, False, False))
+            prev = certified if certified is not None and math.isfinite(certified.value) else claims.Bound(
+                ex.optimum, method)
+            certified, cn = claims.confirm(prev, [("brute force", ex.optimum)])
+            notes += cn
     if out.status == cp.INFEASIBLE and len(outs) == 1:
         return claims.no_placement(inst, method, f"{method}: no placement keeps pins, colocation and memory",
                                    solver_says_infeasible=True, confirmed=infeasible_confirmed, heuristic=hint_res,

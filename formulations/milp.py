@@ -576,6 +576,14 @@ def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Boun
             got = None if info2.get("bound") is None or interrupted else info2["bound"] * unit
             if infeasible and P.prob.status == pulp.LpStatusInfeasible and not interrupted:
                 got = math.inf
+        ex = claims.exhaustive(inst, deadline - time.perf_counter() - 0.02)
+        if ex is not None:  # small graph: brute force is the last word
+            if infeasible and ex.optimum is None:
+                got = math.inf
+            elif ex.optimum is not None:
+                check, got = "brute force", ex.optimum if got is None or got == math.inf else min(got, ex.optimum)
+                cand.append(make_result(inst, "milp", ex.placement, ex.order, status="feasible", options=optd,
+                                        extra=dict(extra, returned="brute force")))
         if infeasible and not cand:
             return claims.no_placement(inst, "milp", "milp: no placement keeps pins, colocation and memory",
                                        solver_says_infeasible=True, confirmed=got == math.inf, heuristic=hres,
