@@ -132,7 +132,7 @@ def test_ctrl_c_returns_best_so_far():
         "from dplace.formulations._brute import task_graph\n"
         "inst = task_graph(30, 4, 0.1, seed=1)\n"
         "r = dplace.solve(inst, 'cpsat', time_limit_s=60, workers=1, hint='none')\n"
-        "print('RESULT', r.status, r.makespan, r.lower_bound, flush=True)\n"
+        "print('RESULT', r.status, r.makespan, r.lower_bound, r.interrupted, flush=True)\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ))
@@ -148,6 +148,7 @@ def test_ctrl_c_returns_best_so_far():
     line = [x for x in out.splitlines() if x.startswith("RESULT")][0]
     status, mk = line.split()[1], float(line.split()[2])
     assert status in ("feasible", "optimal") and mk > 0
+    assert line.split()[4] == "True"  # interrupted
 
 
 @pytest.mark.parametrize("seed", range(8))

@@ -20,3 +20,34 @@ def test_no_wrong_optimal_or_bound_claims(capsys):
     assert _audit().main(["--seeds", "1030:1042", "--methods", "cpsat,milp", "--time-limit", "5"]) == 0
     out = capsys.readouterr().out
     assert "cpsat" in out and "milp" in out
+
+
+def _judged(seed, method, **opts):
+    from dplace.oracle import brute_force, fuzz_instance, judge
+
+    inst = fuzz_instance(seed)
+    res = dplace.solve(inst, method, time_limit_s=10, seed=seed, **opts)
+    return res, judge(res, brute_force(inst, time_limit_s=60))
+
+
+@pytest.mark.parametrize("seed,method,opts", [
+    (61, "cpsat", {"progress": False}),  # CP-SAT OPTIMAL 22.8666 with and without presolve; optimum 21.946
+    (1143, "cpsat", {"progress": False}),  # CP-SAT OPTIMAL 14000060; optimum 14000045 (device NoOverlap search)
+    (1088, "milp", {"solver": "highs"}),  # times ~1e10 µs: HiGHS "optimal" 1.1e11, optimum 1.0e11
+    (1176, "milp", {"solver": "cbc"}),  # CBC "infeasible" on a feasible instance (transfers 1e11 µs)
+    (1106, "milp", {"solver": "highs", "hint": "none"}),  # HiGHS "infeasible" with no heuristic start
+])
+def test_issue_examples_claim_no_more_than_brute_force(seed, method, opts):
+    """Wrong claims found by fuzzing against dplace.oracle: optimal, bound and infeasible now hold."""
+    res, defects = _judged(seed, method, **opts)
+    assert defects == [], (defects, res.extra.get("claim_notes"))
+    assert res.status != "infeasible" and res.placement is not None
+
+
+def test_time_limit_before_the_search_returns_the_labelled_heuristic():
+    from dplace.formulations._brute import task_graph
+
+    inst = task_graph(400, 4, 1.0, seed=3, comm="sequential")
+    res = dplace.solve(inst, "cpsat", time_limit_s=0.05, progress=False)
+    assert res.status == "heuristic" and res.extra["returned"] == "hint" and "time limit" in res.message
+    assert dplace.check(inst, res).ok and not res.interrupted
