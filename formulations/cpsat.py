@@ -50,7 +50,7 @@ from typing import Any, Sequence
 
 from ortools.sat.python import cp_model as cp
 
-from dplace import claims
+from dplace import claims, interrupt
 from dplace.errors import InfeasibleError, InvalidInstanceError, SolverError
 from dplace.model import Instance
 from dplace.registry import register
@@ -825,7 +825,8 @@ def run_search(sv: cp.CpSolver, model: cp.CpModel, cb: Any = None) -> tuple[int,
     """``sv.solve(model, cb)`` with Ctrl-C stopping the search: (status, interrupted).
 
     The search runs in a worker thread while this (main) thread waits; a KeyboardInterrupt here calls
-    ``stop_search`` and the solver returns its best solution so far. CP-SAT's own SIGINT handler is
+    ``stop_search`` and the solver returns its best solution so far. Under the CLI's two-stage Ctrl-C
+    (:mod:`dplace.interrupt`) the stop comes through its callback instead; both count as interrupted. CP-SAT's own SIGINT handler is
     turned off (``catch_sigint_signal``): with a Python solution callback it could abort the process
     (``std::bad_function_call``)."""
     import threading
@@ -855,7 +856,7 @@ def run_search(sv: cp.CpSolver, model: cp.CpModel, cb: Any = None) -> tuple[int,
     th.join()
     if "exc" in box:
         raise box["exc"]
-    return box["st"], interrupted
+    return box["st"], interrupted or interrupt.requested()
 
 
 @dataclass
@@ -920,17 +921,17 @@ def confirm_bound(V: CpModelVars, claim_ticks: float, *, time_limit_s: float, wo
     t0 = time.perf_counter()
     st, stopped = run_search(sv, md)
     wall = time.perf_counter() - t0
-    if stopped:
-        raise KeyboardInterrupt
-    if st == cp.INFEASIBLE:
+    if stopped:  # cut short: it proves nothing (a solution it found still counts)
+        claim_ticks = -math.inf
+    if st == cp.INFEASIBLE and not stopped:
         return claim_ticks, None
     if st in (cp.OPTIMAL, cp.FEASIBLE):
         pl, order, _ = W.extract(sv.value)
         out = SolveOutcome(st, sv.status_name(st) + " (presolve off)", pl, order, sv.objective_value,
                            sv.best_objective_bound, wall, False, False)
-        return min(claim_ticks, sv.best_objective_bound), out
+        return (None if stopped else min(claim_ticks, sv.best_objective_bound)), out
     b = sv.best_objective_bound
-    return (min(claim_ticks, b) if math.isfinite(b) else None), None
+    return (min(claim_ticks, b) if math.isfinite(b) and not stopped else None), None
 
 
 @register("cpsat", options=CpsatOptions, kind="exact",
@@ -1120,7 +1121,7 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
         certified = claims.Bound(T.real_bound(claim), method)  # no stronger than dplace's own bounds
     extra["bound_ticks"] = out.bound_ticks
     ex = None
-    if not out.interrupted and (certified is not None and certified.value > max(b.value for b in own)
+    if not (out.interrupted or interrupt.requested()) and (certified is not None and certified.value > max(b.value for b in own)
                                 or claim == math.inf):
         ex = claims.exhaustive(inst, deadline - time.perf_counter() - _cleanup_s(inst))
     if ex is not None:  # small graph: brute force is the last word on the claim
@@ -1156,7 +1157,7 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
         res.interrupted = out.interrupted
         return claims.settle(res, own + [certified], notes=notes)
     best = min(cand, key=lambda r: (not r.memory_ok, r.makespan))
-    best.interrupted = out.interrupted
+    best.interrupted = out.interrupted or interrupt.requested()
     return claims.settle(best, own + [certified], notes=notes)
 
 

@@ -41,7 +41,7 @@ from .cpsat import (  # noqa: I001 — OR-Tools before PuLP (see below)
 
 import pulp  # noqa: E402
 
-from dplace import claims
+from dplace import claims, interrupt
 from dplace.errors import InfeasibleError, SolverError
 from dplace.model import Instance
 from dplace.registry import register
@@ -371,17 +371,23 @@ def _solve_highs(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed
         proc = subprocess.Popen([sys.executable, "-c", _HIGHS_CHILD, os.path.join(tmp, "args.json")],
                                 stdout=pipe, stderr=pipe, text=True, env=dict(os.environ))
         interrupted = False
-        while True:
-            try:
-                _, err = proc.communicate(timeout=limit + 60)
-                break
-            except KeyboardInterrupt:  # ask HiGHS to stop; it answers with its incumbent
-                interrupted = True
-                open(args["stop"], "w").close()
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                _, err = proc.communicate()
-                break
+
+        def stop() -> None:  # ask HiGHS to stop; it answers with its incumbent
+            open(args["stop"], "w").close()
+
+        with interrupt.on_request(stop):  # the CLI's two-stage Ctrl-C (dplace.interrupt)
+            while True:
+                try:
+                    _, err = proc.communicate(timeout=limit + 60)
+                    break
+                except KeyboardInterrupt:  # library use: Ctrl-C raises here
+                    interrupted = True
+                    stop()
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    _, err = proc.communicate()
+                    break
+        interrupted = interrupted or interrupt.requested()
         if proc.returncode != 0 or not os.path.exists(args["out"]):
             raise SolverError(f"milp: HiGHS child failed (exit {proc.returncode}): {(err or '').strip()[-300:]}")
         with open(args["out"]) as fh:

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+import dplace
+
 pytestmark = pytest.mark.solver
 
 
