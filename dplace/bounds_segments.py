@@ -229,9 +229,11 @@ class SegmentBound:
 
 def _segment_lb(sub: Instance, time_limit_s: float, workers: int) -> tuple[float, bool]:
     """Proven lower bound (ticks) of the sub-instance's optimum and whether it is its optimum."""
-    from .bounds import critical_path_length
+    from .bounds import critical_path_length, energetic_bound, work_bound
 
-    cp_len = critical_path_length(sub)
+    cp_len = max(critical_path_length(sub), work_bound(sub))
+    if sub.n > 2:
+        cp_len = max(cp_len, energetic_bound(sub, grid=48))
     if sub.n <= 2 or time_limit_s <= 0:
         return cp_len, False
     from .formulations.cpsat import cpsat  # noqa: PLC0415 — formulations imports dplace.bounds
@@ -274,9 +276,6 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
             seg = segs[k]
             k += 1
             size = len(seg.ops) + (seg.first is not None) + (seg.last is not None)
-            if size > max_segment_ops and level + 1 < len(levels):
-                total += span(level + 1, seg.a, seg.b)
-                continue
             sub = _sub_instance(inst, seg, tick, reach_extra=True)
             key = _shape_key(sub)
             if key in cache:  # repeated layers give the same segment: solved once

@@ -84,64 +84,19 @@ def _order_of(res: Result) -> list[list[int]]:
 def critical_ops(inst: Instance, res: Result) -> list[int]:
     """Ops of one critical path of ``res``'s simulated schedule, first to last: from the op that ends
     last, step back to whatever fixed its start (an input's arrival or the previous op on its device)."""
-    sch = res.schedule
-    pl = sch.placement
-    arrive = {(p, b): en for (p, a, b, st, en, nb) in sch.transfers}
-    prev_on_dev: dict[int, int] = {}
-    for ops in (res.order if res.order is not None else sch.order):
-        for a, b in zip(ops, ops[1:]):
-            prev_on_dev[b] = a
-    o = max(range(inst.n), key=lambda x: (sch.end[x], -inst.topo_pos[x]))
-    path = [o]
-    seen = {o}
-    tol = 1e-9 * max(1.0, sch.makespan)
-    while sch.start[o] > tol:
-        nxt = None
-        for k in inst.pred[o]:
-            p = inst.esrc[k]
-            if pl[p] == pl[o]:
-                a = sch.end[p]
-            elif inst.comm == "sequential":
-                a = arrive.get((p, pl[o]), sch.end[p])
-            else:
-                a = sch.end[p] + inst.transfer_time(k, pl[p], pl[o])
-            if abs(a - sch.start[o]) <= tol:
-                nxt = p
-                break
-        if nxt is None:
-            q = prev_on_dev.get(o)
-            if q is not None and abs(sch.end[q] - sch.start[o]) <= tol:
-                nxt = q
-        if nxt is None or nxt in seen:
-            break
-        o = nxt
-        path.append(o)
-        seen.add(o)
-    return path[::-1]
+    from .lns import critical_path_of
+
+    return [o for o, _ in critical_path_of(inst, res.schedule, _order_of(res))][::-1]
 
 
 def list_order(inst: Instance, placement: Sequence[int]) -> list[list[int]]:
     """Per-device order for a fixed placement: ops by decreasing upward rank (a topological order),
     each inserted at its earliest start on its device (HEFT's insertion policy, ScheduleState)."""
-    import heapq
-
     from dplace.ranks import upward_rank
-    from dplace.simulate import ScheduleState
 
-    rank = upward_rank(inst, "mean", "mean")
-    indeg = [len(p) for p in inst.pred]
-    heap = [(-rank[o], inst.topo_pos[o], o) for o in range(inst.n) if indeg[o] == 0]
-    heapq.heapify(heap)
-    st = ScheduleState(inst)
-    while heap:
-        _, _, o = heapq.heappop(heap)
-        st.commit(o, placement[o], insertion=True)
-        for k in inst.succ[o]:
-            v = inst.edst[k]
-            indeg[v] -= 1
-            if indeg[v] == 0:
-                heapq.heappush(heap, (-rank[v], inst.topo_pos[v], v))
-    return st.order()
+    from .lns import list_schedule
+
+    return list_schedule(inst, placement, upward_rank(inst, "mean", "mean"))
 
 
 class Budget:
@@ -174,11 +129,12 @@ def heuristic_names() -> list[str]:
     return [nm for nm in methods() if method_info(nm).kind in ("heuristic", "baseline") and nm not in _SKIP_HINT]
 
 
-def run_heuristics(inst: Instance, names: Sequence[str], clock: Budget, budget_s: float, seed: int
-                   ) -> tuple[dict[str, Any], tuple[str, Result] | None]:
+def run_heuristics(inst: Instance, names: Sequence[str], clock: Budget, budget_s: float, seed: int,
+                   keep: dict[str, Result] | None = None) -> tuple[dict[str, Any], tuple[str, Result] | None]:
     """Run ``names`` in turn within ``budget_s`` seconds (each gets at most a tenth of the whole limit),
     keep the best placement on ``inst`` by (memory kept, simulated makespan). A heuristic is skipped once
-    the budget is spent or Ctrl-C came, unless nothing gave a placement yet."""
+    the budget is spent or Ctrl-C came, unless nothing gave a placement yet. ``keep``: filled with every
+    heuristic's Result."""
     scores: dict[str, Any] = {}
     best: tuple[tuple[bool, float], str, Result] | None = None
     t_start = clock.elapsed()
@@ -201,6 +157,8 @@ def run_heuristics(inst: Instance, names: Sequence[str], clock: Budget, budget_s
             continue
         scores[nm] = {"makespan": res.makespan, "memory_ok": res.memory_ok,
                       "time_s": round(time.perf_counter() - ts, 4)}
+        if keep is not None:
+            keep[nm] = res
         key = (not res.memory_ok, res.makespan)
         if best is None or key < best[0]:
             best = (key, nm, res)
@@ -425,6 +383,30 @@ def refine(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, 
         return _refine_from(inst, got[0], got[1], opts, clock, seed, "refine", {})
 
 
+def _portfolio_large(inst: Instance, best: Result, ran: dict[str, Result], scores: dict[str, Any],
+                     opts: PortfolioOptions, clock: Budget, seed: int) -> Result | None:
+    """Above K ops: the coarse CP-SAT answer as one more start, then :func:`.lns.portfolio_large` (segment
+    bound, every start re-ordered, group-move LNS) for the rest of the budget."""
+    from .lns import portfolio_large
+
+    if opts.coarse_share > 0 and best.memory_ok and clock.left() > 1.0:
+        from dplace.simulate import simulate
+
+        t = time.perf_counter()
+        simulate(inst, best.placement)  # one simulation: what mapping the coarse answer back costs
+        simulate_s = time.perf_counter() - t
+        try:
+            ran["coarse"], _ = _coarse_step(inst, best, opts.K, opts.coarse_share, clock, simulate_s,
+                                            opts.workers or os.cpu_count() or 1, seed, opts.progress)
+        except (InfeasibleError, ValueError):
+            pass
+    out = portfolio_large(inst, ran, time_limit_s=clock.limit - clock.reserve, t0=clock.t0, seed=seed,
+                          options=asdict(opts), extra={"heuristics": scores}, should_stop=interrupt.requested)
+    if out is not None:
+        out.interrupted = interrupt.requested()
+    return out
+
+
 @register("portfolio", options=PortfolioOptions, kind="exact",
           summary="Every registered heuristic, the best one refined (refine) within the budget.")
 def portfolio(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
@@ -432,9 +414,14 @@ def portfolio(inst: Instance, *, time_limit_s: float | None = None, seed: int = 
     opts = PortfolioOptions(**options)
     clock = Budget(_limit(opts, time_limit_s))
     with interrupt.polling():
-        scores, got = run_heuristics(inst, heuristic_names(), clock, opts.start_share * clock.limit, seed)
+        ran: dict[str, Result] = {}
+        scores, got = run_heuristics(inst, heuristic_names(), clock, opts.start_share * clock.limit, seed, keep=ran)
         if got is None:
             raise InfeasibleError("portfolio: no heuristic gave a placement")
+        if inst.n > opts.K:  # large graphs: segment bound + group-move LNS from every answer so far (lns.py)
+            out = _portfolio_large(inst, got[1], ran, scores, opts, clock, seed)
+            if out is not None:
+                return out
         out = _refine_from(inst, got[0], got[1], RefineOptions(**asdict(opts)), clock, seed, "portfolio",
                            {"winner": got[0], "heuristics": scores})
     out.options = asdict(opts)
