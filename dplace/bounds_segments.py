@@ -244,14 +244,16 @@ def _segment_lb(sub: Instance, time_limit_s: float, workers: int) -> tuple[float
 
 
 def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 3, 0), time_limit_s: float = 30.0,
-                  segment_time_s: float = 2.0, max_segment_ops: int = 60, workers: int = 1) -> SegmentBound:
+                  segment_time_s: float = 2.0, max_segment_ops: int = 60, workers: int = 1,
+                  should_stop=None) -> SegmentBound:
     """Sum of proven segment bounds (module docstring).
 
     ``windows`` from wide to narrow: the decomposition with the widest window is used where its segments
     have at most ``max_segment_ops`` ops; a larger segment is bounded by the decomposition of its span with
     the next window (a wider window keeps more ops, so its cuts are cuts of every narrower window and the
     span between two of them is bounded by the narrower segments inside it). ``time_limit_s`` caps the
-    whole computation: segments left when it runs out count with their critical path only (still a bound).
+    whole computation: segments left when it runs out (or once ``should_stop()`` is true) count with their
+    cheap bounds only (still a bound).
     """
     import bisect
 
@@ -282,6 +284,8 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
                 lb, opt = cache[key]
             else:
                 left = time_limit_s - (time.perf_counter() - t0)
+                if should_stop is not None and should_stop():
+                    left = 0.0
                 lb, opt = _segment_lb(sub, min(segment_time_s, left) if size <= max_segment_ops else 0.0, workers)
                 cache[key] = (lb, opt)
             lb *= tick

@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from dplace import progress
 from dplace.model import Instance
 from dplace.simulate import Schedule, simulate
 
@@ -37,6 +38,7 @@ class LnsStats:
     moves_kept: int = 0
     repairs: int = 0
     kicks: int = 0
+    stopped: str = ""  # why the search ended: "time limit", "interrupted", "reached the bound", "local optimum"
     start_makespan: float = 0.0
     makespan: float = 0.0
     wall_s: float = 0.0
@@ -181,8 +183,14 @@ def improve(inst: Instance, placement: Sequence[int], order: Sequence[Sequence[i
 
     def stop() -> bool:
         if target is not None and sch.makespan <= target * (1 + 1e-9):
-            return True
-        return time.perf_counter() >= deadline or (should_stop is not None and should_stop())
+            stats.stopped = "reached the bound"
+        elif should_stop is not None and should_stop():
+            stats.stopped = "interrupted"
+        elif time.perf_counter() >= deadline:
+            stats.stopped = "time limit"
+        else:
+            return False
+        return True
 
     def try_move(moves: list[tuple[int, int]]) -> bool:
         """Apply unit moves (unit, new device) tentatively; keep them if the makespan drops."""
@@ -207,6 +215,7 @@ def improve(inst: Instance, placement: Sequence[int], order: Sequence[Sequence[i
             unit_dev[u] = d
         pl, sch, od = new, best[0], [list(x) for x in best[1]]
         stats.moves_kept += 1
+        progress.update(incumbent=sch.makespan)
         stats.history.append((round(time.perf_counter() - t0, 3), sch.makespan))
         return True
 
@@ -267,6 +276,7 @@ def improve(inst: Instance, placement: Sequence[int], order: Sequence[Sequence[i
     it = 0
     while not stop():
         it += 1
+        progress.phase(f"LNS step {it}: group moves on the critical path")
         path = critical_path_of(inst, sch, od)
         on_path = {U.of[o] for o, _ in path}
         cands: list[tuple[int, int]] = []
@@ -299,6 +309,7 @@ def improve(inst: Instance, placement: Sequence[int], order: Sequence[Sequence[i
                 sch, pl, od = best[0], list(best[1]), [list(x) for x in best[2]]
                 unit_dev[:], used[:] = best[3], best[4]
             if not kick(on_path):
+                stats.stopped = stats.stopped or "local optimum"
                 break
     if best is not None and best[0].makespan < sch.makespan:
         sch, pl, od = best[0], best[1], best[2]
@@ -325,13 +336,18 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
     extra = dict(extra or {})
     lb, src = lower_bound_with_source(inst)
     if left() > 1.0 and bound_share > 0:
-        sb = segment_bound(inst, time_limit_s=max(0.0, bound_share * left()))
+        progress.phase("segment bound")
+        sb = segment_bound(inst, time_limit_s=max(0.0, bound_share * left()), should_stop=should_stop)
         extra["segment_bound"] = {"value": sb.value, "segments": sb.n_segments, "proven_optimal": sb.proven_optimal,
                                   "time_s": round(sb.time_s, 3)}
         if sb.value > lb:
             lb, src = sb.value, "segments"
+        progress.update(bound=lb)
     best = None  # (makespan, name, placement, order)
+    progress.phase("re-order the starts")
     for name, res in starts.items():
+        if should_stop is not None and should_stop() and best is not None:
+            break
         if res is None or res.placement is None or not res.memory_ok or res.instance is not inst:
             continue
         order = [list(x) for x in (res.order if res.order is not None else res.schedule.order)]
@@ -349,6 +365,7 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
                          should_stop=should_stop, target=lb)
     extra["lns"] = {"moves_tried": st.moves_tried, "moves_kept": st.moves_kept, "repairs": st.repairs, "kicks": st.kicks,
                     "start_makespan": st.start_makespan, "makespan": st.makespan, "wall_s": round(st.wall_s, 3)}
+    extra["lns_stopped"] = st.stopped
     res = make_result(inst, "portfolio", pl, od, status="feasible", options=options, extra=extra)
     if res.memory_ok and res.makespan <= lb * (1 + 1e-9):
         res.status = "optimal"
