@@ -38,6 +38,7 @@ class LnsStats:
     moves_kept: int = 0
     repairs: int = 0
     kicks: int = 0
+    iterations: int = 0  # critical paths searched
     stopped: str = ""  # why the search ended: "time limit", "interrupted", "reached the bound", "local optimum"
     start_makespan: float = 0.0
     makespan: float = 0.0
@@ -276,6 +277,7 @@ def improve(inst: Instance, placement: Sequence[int], order: Sequence[Sequence[i
     it = 0
     while not stop():
         it += 1
+        stats.iterations = it
         progress.phase(f"LNS step {it}: group moves on the critical path")
         path = critical_path_of(inst, sch, od)
         on_path = {U.of[o] for o, _ in path}
@@ -365,7 +367,8 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
                          should_stop=should_stop, target=lb)
     extra["lns"] = {"moves_tried": st.moves_tried, "moves_kept": st.moves_kept, "repairs": st.repairs, "kicks": st.kicks,
                     "start_makespan": st.start_makespan, "makespan": st.makespan, "wall_s": round(st.wall_s, 3)}
-    extra["lns_stopped"] = st.stopped
+    extra.update(lns_stopped=st.stopped, lns_steps=st.iterations, lns_improvements=st.moves_kept,
+                 stage="lns" if st.makespan < best[0] else "start")
     res = make_result(inst, "portfolio", pl, od, status="feasible", options=options, extra=extra)
     if res.memory_ok and res.makespan <= lb * (1 + 1e-9):
         res.status = "optimal"
