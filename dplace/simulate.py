@@ -360,14 +360,15 @@ class ScheduleState:
     The committed ops are always timed exactly as ``simulate(inst, placement, order())`` would time
     them if the graph held only those ops: one op at a time per device in ``order()``; in sequential
     mode one send per (producer, destination device) with the largest ``bytes`` among the committed
-    consumers there, sent when the producer finishes, one at a time per directed link in the order the
-    producers finish (ties: topological index). Once every op is committed, ``makespan`` is the
-    simulated makespan. A consumer committed late on a new device adds a send that goes, in that order,
-    before the sends of producers that finished later, and a consumer with a larger tensor lengthens a
-    send: both can delay sends and ops already committed. ``commit`` re-times them (``retimed`` counts
-    the ops moved so), so the state stays the simulation of what is committed; ``est`` accounts for the
-    sends the op adds on its own links but not for ops it would delay that feed it in turn (then its
-    committed start is later than the ``est`` it was chosen by). Parallel mode never re-times.
+    consumers there, sent when the producer finishes, one at a time per directed link (d1, d2) in the
+    order the producers finish, which is d1's execution order. Once every op is committed, ``makespan``
+    is the simulated makespan. A consumer committed late on a new device adds a send that goes, in that
+    order, before the sends of producers that finished later, and a consumer with a larger tensor
+    lengthens a send: both can delay sends and ops already committed. ``commit`` re-times them
+    (``retimed`` counts the ops moved so), so the state stays the simulation of what is committed;
+    ``est`` accounts for the sends the op adds on its own links but not for ops it would delay that
+    feed it in turn (then its committed start is later than the ``est`` it was chosen by). Parallel
+    mode never re-times.
     """
 
     _cascade_budget = 4  # re-timing steps per committed op or send before one full replay is cheaper
@@ -380,10 +381,11 @@ class ScheduleState:
         self.end = [0.0] * n
         self.mem_used = [0] * m
         self.n_placed = 0
-        self.retimed = 0  # ops whose committed times a later commit changed (sequential mode)
+        self.retimed = 0  # times a commit moved an op committed before (sequential mode)
         self.replays = 0  # commits whose knock-on re-timing ran as one replay of everything committed
         self._seq = inst.comm == "sequential"
         self._dseq: list[list[int]] = [[] for _ in range(m)]  # committed ops per device, in execution order
+        self._pos = [0.0] * n  # increasing along each device's order (labels, relabelled when too close)
         self._dprev = [-1] * n
         self._dnext = [-1] * n
         self._timed = [False] * n
@@ -392,9 +394,6 @@ class ScheduleState:
         self._links: dict[tuple[int, int], list[int]] = {}  # producers sending on link, in send order
         self._tx: dict[int, list[float]] = {}  # p * m + dst -> [send start, arrival, bytes]
         self._dests: list[list[int]] = [[] for _ in range(n)]  # devices producer p sends to
-        self._rnd = [1] * n  # the event-loop round at its finish time in which an op finishes
-        end, rnd, tp = self.end, self._rnd, inst.topo_pos
-        self._send_key = lambda q: (end[q], rnd[q], tp[q])
 
     # -- queries
     def is_placed(self, o: int) -> bool:
@@ -417,23 +416,23 @@ class ScheduleState:
 
     def _link_arrival(self, dp: int, d: int, need: dict[int, float]) -> float:
         """Latest arrival on ``d`` of the sends of producers ``need`` (p -> bytes) on link (dp, d) if
-        they were sent with those bytes (new sends join the link in producer-finish order): a walk
-        along the link from the first of them, re-timing the sends in between while they move."""
-        inst, m, end, key = self.inst, self.inst.m, self.end, self._send_key
+        they were sent with those bytes (new sends join the link in producer order): a walk along the
+        link from the first of them, re-timing the sends in between while they move."""
+        inst, m, end, pos = self.inst, self.inst.m, self.end, self._pos
         lat, bw = inst.lat[dp][d], inst.bw[dp][d]
         lst = self._links.get((dp, d), [])
         txs = self._tx
-        ps = sorted(need, key=key)
-        i = bisect_left(lst, key(ps[0]), key=key)
+        ps = sorted(need, key=pos.__getitem__)
+        i = bisect_left(lst, pos[ps[0]], key=pos.__getitem__)
         prev_f = txs[lst[i - 1] * m + d][1] if i else 0.0
         moved = False
         out = 0.0
         for p in ps:
-            kp = key(p)
-            while i < len(lst) and key(lst[i]) < kp:  # sends of other producers before p
-                tx = txs[lst[i] * m + d]
+            while i < len(lst) and pos[lst[i]] < pos[p]:  # sends of other producers before p
+                q = lst[i]
+                tx = txs[q * m + d]
                 if moved:
-                    s = end[lst[i]] if end[lst[i]] >= prev_f else prev_f
+                    s = end[q] if end[q] >= prev_f else prev_f
                     f = s + lat + tx[2] / bw
                     moved = f != tx[1]
                     prev_f = f
@@ -520,11 +519,11 @@ class ScheduleState:
             raise InvalidInstanceError(f"ScheduleState: op {inst.ops[o].id!r} committed twice")
         t = self.est(o, d, insertion) if start is None else float(start)
         seq = self._dseq[d]
-        S, E = self.start, self.end
+        S, E, pos = self.start, self.end, self._pos
         k = len(seq)
         if insertion and seq and t < E[seq[-1]]:
             k = bisect_right(seq, t, key=S.__getitem__)
-            while k > 0 and S[seq[k - 1]] == t and E[seq[k - 1]] > t:  # a zero-length op goes first
+            while k > 0 and S[seq[k - 1]] == t and E[seq[k - 1]] > t:  # a zero-time op goes first
                 k -= 1
         seq.insert(k, o)
         pv = seq[k - 1] if k else -1
@@ -534,6 +533,11 @@ class ScheduleState:
             self._dnext[pv] = o
         if nx >= 0:
             self._dprev[nx] = o
+        lo = pos[pv] if pv >= 0 else 0.0
+        pos[o] = lo + 1.0 if nx < 0 else (lo + pos[nx]) / 2
+        if nx >= 0 and not lo < pos[o] < pos[nx]:  # labels too close: number the device's ops again
+            for i, x in enumerate(seq):
+                pos[x] = i + 1.0
         self.placement[o] = d
         self._timed[o] = True
         self.mem_used[d] += inst.mem[o]
@@ -552,7 +556,7 @@ class ScheduleState:
                 tx = self._tx.get(key)
                 if tx is None:
                     lst = self._links.setdefault((dp, d), [])
-                    i = bisect_left(lst, self._send_key(p), key=self._send_key)
+                    i = bisect_left(lst, pos[p], key=pos.__getitem__)
                     lst.insert(i, p)
                     self._tx[key] = [-1.0, -1.0, b]
                     self._dests[p].append(d)
@@ -568,9 +572,9 @@ class ScheduleState:
                 heap.append((t, 1, nx))
             moved = self._retime(heap, o)
         else:
-            S[o], E[o], self._rnd[o] = self._op_time(o)
+            S[o], E[o] = self._op_time(o)
             moved = set()
-            if nx >= 0 and E[o] >= S[nx] and self._op_time(nx) != (S[nx], E[nx], self._rnd[nx]):
+            if nx >= 0 and E[o] > S[nx]:
                 moved = self._retime([(E[o], 1, nx)], o)
         for dd in moved:
             self._stale[dd] = True
@@ -583,8 +587,8 @@ class ScheduleState:
             self._stale[d] = True  # rebuilt only if an insertion query ever comes
         return S[o]
 
-    def _op_time(self, o: int) -> tuple[float, float, int]:
-        """(start, end, finishing round) of committed ``o`` from its inputs and the op before it."""
+    def _op_time(self, o: int) -> tuple[float, float]:
+        """(start, end) of committed ``o`` from its inputs and the op before it on its device."""
         inst = self.inst
         m, pl, E = inst.m, self.placement, self.end
         d = pl[o]
@@ -602,46 +606,35 @@ class ScheduleState:
                 r = a
         pv = self._dprev[o]
         s = E[pv] if pv >= 0 and E[pv] > r else r
-        f = s + inst.dur[o][d]
-        return s, f, (self._round(o, s, r, pv) if f == s else 1)
+        return s, s + inst.dur[o][d]
 
-    def _round(self, o: int, s: float, r: float, pv: int) -> int:
-        """The event-loop round in which a zero-time op at ``s`` finishes: one after the round of the
-        last event that let it start (its last input, the op before it; events of earlier times: 1)."""
-        E, rnd, key = self.end, self._rnd, self._send_key
-        k = 1
-        if s == r:
-            last = max((self.inst.esrc[e] for e in self.inst.pred[o]), key=key, default=-1)
-            k = rnd[last] if last >= 0 and E[last] == s else 1
-        if pv >= 0 and E[pv] == s and rnd[pv] > k:
-            k = rnd[pv]
-        return k + 1
-
-    def _retime(self, heap: list[tuple[float, int, int]], fresh: int) -> set[int]:
+    def _retime(self, todo: list[tuple[float, int, int]], fresh: int) -> set[int]:
         """Bring every value that depends on a changed one back to the simulator's recurrences
         (start = max(inputs arrived, previous op on the device ended); send start = max(producer
-        ended, previous send on the link arrived)), in time order, sends before ops at equal times.
-        Returns the devices on which an op other than ``fresh`` moved."""
+        ended, previous send on the link arrived)). Orders on devices and links are fixed and a commit
+        only adds or lengthens work, so values only grow: items are settled in time order (an item
+        whose inputs moved past its turn waits for its new time). Returns the devices on which an op
+        other than ``fresh`` moved."""
         inst = self.inst
-        m, pl, S, E = inst.m, self.placement, self.start, self.end
-        dur, pred, succ, esrc, edst, ebytes = inst.dur, inst.pred, inst.succ, inst.esrc, inst.edst, inst.ebytes
-        lat, bw, tp = inst.lat, inst.bw, inst.topo_pos
-        txs, links, dests, timed, dprev, dnext = self._tx, self._links, self._dests, self._timed, self._dprev, self._dnext
-        key, rnd = self._send_key, self._rnd
+        m, pl, S, E, pos = inst.m, self.placement, self.start, self.end, self._pos
+        succ, edst = inst.succ, inst.edst
+        lat, bw = inst.lat, inst.bw
+        txs, links, dests, timed, dnext = self._tx, self._links, self._dests, self._timed, self._dnext
         seq = self._seq
+        dur, pred, esrc, ebytes, dprev = inst.dur, inst.pred, inst.esrc, inst.ebytes, self._dprev
         hpush, pop = heapq.heappush, heapq.heappop
-        pending: dict[tuple[int, int], float] = {}  # item -> its earliest key in the heap
+        # items: sends as p * m + d2, ops as -1 - o; pending: item -> its key in the heap
+        pending: dict[int, float] = {}
+        heap: list[tuple[float, int]] = []
 
-        def push(heap: list, item: tuple[float, int, int]) -> None:
-            k = item[1:]
-            old = pending.get(k)
-            if old is None or item[0] < old:
-                pending[k] = item[0]
-                hpush(heap, item)
+        def push(t: float, x: int) -> None:
+            old = pending.get(x)
+            if old is None or t < old:
+                pending[x] = t
+                hpush(heap, (t, x))
 
-        todo, heap = heap, []
-        for item in todo:
-            push(heap, item)
+        for t, kind, x in todo:
+            push(t, x if kind == 0 else -1 - x)
         moved: set[int] = set()
         budget = self._cascade_budget * (self.n_placed + len(txs) + 250)
         while heap:
@@ -650,32 +643,36 @@ class ScheduleState:
                 self.replays += 1
                 self._replay()
                 return set(range(m))
-            t, kind, x = pop(heap)
-            if pending.get((kind, x)) != t:  # a later copy of an item pushed earlier again
+            t, x = pop(heap)
+            if pending.get(x) != t:  # a copy of an item pushed again with an earlier key
                 continue
-            if kind == 0:  # a send (p -> d2)
+            if x >= 0:  # a send (p -> d2)
                 p, d2 = divmod(x, m)
                 tx = txs[x]
                 dp = pl[p]
                 lst = links[(dp, d2)]
-                i = bisect_left(lst, key(p), key=key)
+                i = bisect_left(lst, pos[p], key=pos.__getitem__)
                 prev_f = txs[lst[i - 1] * m + d2][1] if i else 0.0
                 s = E[p] if E[p] >= prev_f else prev_f
+                if s > t:  # an input moved past this item's turn: settle it at its new time
+                    pending[x] = s
+                    hpush(heap, (s, x))
+                    continue
+                del pending[x]
                 f = s + lat[dp][d2] + tx[2] / bw[dp][d2]
-                del pending[(0, x)]
                 if s == tx[0] and f == tx[1]:
                     continue
                 old_f = tx[1]
                 tx[0], tx[1] = s, f
                 if f != old_f:
                     if i + 1 < len(lst):
-                        push(heap, (f, 0, lst[i + 1] * m + d2))
+                        push(f, lst[i + 1] * m + d2)
                     for e in succ[p]:
                         v = edst[e]
                         if pl[v] == d2 and timed[v]:
-                            push(heap, (f, 1, v))
+                            push(f, -1 - v)
                 continue
-            o = x  # an op
+            o = -1 - x  # an op: the same recurrence as _op_time
             d = pl[o]
             r = 0.0
             for e in pred[o]:
@@ -691,48 +688,37 @@ class ScheduleState:
                     r = a
             pv = dprev[o]
             s = E[pv] if pv >= 0 and E[pv] > r else r
-            del pending[(1, o)]
-            f = s + dur[o][d]
-            k = self._round(o, s, r, pv) if f == s else 1
-            old_s, old_e, old_k = S[o], E[o], rnd[o]
-            if s == old_s and f == old_e and k == old_k:
+            if s > t:
+                pending[x] = s
+                hpush(heap, (s, x))
                 continue
-            if o != fresh or old_s >= 0:  # not the first timing of the new op
+            del pending[x]
+            f = s + dur[o][d]
+            if s == S[o] and f == E[o]:
+                continue
+            if o != fresh or S[o] >= 0:  # not the first timing of the new op
                 moved.add(d)
                 self.retimed += 1
-            if (f != old_e or k != old_k) and dests[o]:
-                for d2 in dests[o]:  # o's sends move in their links' order
-                    lst = links[(d, d2)]
-                    i = bisect_left(lst, (old_e, old_k, tp[o]), key=key)
-                    del lst[i]
-                    if i < len(lst):
-                        push(heap, (t, 0, lst[i] * m + d2))
-                S[o], E[o], rnd[o] = s, f, k
-                for d2 in dests[o]:
-                    lst = links[(d, d2)]
-                    i = bisect_left(lst, (f, k, tp[o]), key=key)
-                    lst.insert(i, o)
-                    push(heap, (f, 0, o * m + d2))
-                    if i + 1 < len(lst):
-                        push(heap, (f, 0, lst[i + 1] * m + d2))
-            else:
-                S[o], E[o], rnd[o] = s, f, k
-            if f != old_e or k != old_k:
+            old_e = E[o]
+            S[o], E[o] = s, f
+            if f != old_e:
                 nx = dnext[o]
                 if nx >= 0:
-                    push(heap, (f, 1, nx))
+                    push(f, -1 - nx)
+                for d2 in dests[o]:
+                    push(f, o * m + d2)
                 for e in succ[o]:
                     v = edst[e]
-                    if timed[v] and (pl[v] == d or not seq or k != old_k):
-                        push(heap, (f, 1, v))
+                    if timed[v] and (pl[v] == d or not seq):
+                        push(f, -1 - v)
         return moved
 
     def _replay(self) -> None:
         """Re-time every committed op and send from scratch with the simulator's event loop (the
-        committed ops, ``order()``, the sends recorded); also yields each op's finishing round."""
+        committed ops, ``order()``, the sends recorded)."""
         inst = self.inst
         n, m = inst.n, inst.m
-        pl, S, E, rnd, timed = self.placement, self.start, self.end, self._rnd, self._timed
+        pl, S, E, timed = self.placement, self.start, self.end, self._timed
         dur, succ, edst, ebytes = inst.dur, inst.succ, inst.edst, inst.ebytes
         lat, bw, tp = inst.lat, inst.bw, inst.topo_pos
         seq, txs = self._seq, self._tx
@@ -745,11 +731,8 @@ class ScheduleState:
         events = [(0.0, _READY, tp[o], o) for o in range(n) if timed[o] and waiting[o] == 0]
         heapq.heapify(events)
         push, pop = heapq.heappush, heapq.heappop
-        last_t, r = -1.0, 0
         while events:
             t = events[0][0]
-            r = r + 1 if t == last_t else 1
-            last_t = t
             dirty: set[int] = set()
             while events and events[0][0] <= t:
                 _, kind, _, o = pop(events)
@@ -760,10 +743,9 @@ class ScheduleState:
                     ready_at[o] = t
                     continue
                 busy[d] = False
-                rnd[o] = r
                 arrive: dict[int, float] = {}
                 if seq:
-                    for d2 in sorted(self._dests[o]):
+                    for d2 in self._dests[o]:
                         tx = txs[o * m + d2]
                         s0 = link_free.get((d, d2), 0.0)
                         s0 = t if t >= s0 else s0
@@ -791,8 +773,6 @@ class ScheduleState:
                 busy[d] = True
                 S[o], E[o] = t, t + dur[o][d]
                 push(events, (E[o], _FINISH, tp[o], o))
-        for lst in self._links.values():
-            lst.sort(key=self._send_key)
         self._stale = [True] * m
 
     def place_only(self, o: int, d: int) -> None:
