@@ -10,9 +10,9 @@ Rules (issue #2 §4):
 * ``comm="sequential"``: a tensor is sent once per (producer, destination device), with the largest
   ``bytes`` among the producer's edges to that device, as soon as the producer finishes; transfers on
   one directed link run one at a time (the link is busy for the whole ``latency + bytes / bandwidth``),
-  in the order producers finish — Baechi's sequential-communication model. Simultaneous finishes go
-  in event order: an op that takes no time and starts at t finishes after the ops whose finishing at t
-  let it start (the event loop's rounds at t), then by topological index.
+  in the order producers finish — Baechi's sequential-communication model. All producers on link
+  (d1, d2) run on d1, so that is d1's execution order (a zero-time op that starts when the op before
+  it ends finishes after it).
 
 ``simulate`` is an event-driven simulation in O((V + E) log V). ``ScheduleState`` is the incremental
 API for list schedulers (earliest start of op o on device d given what is already committed, with or
