@@ -503,7 +503,8 @@ class ScheduleState:
         if not insertion:
             free = self.device_free(d)
             return ready if ready > free else free
-        return self._timeline(d).earliest(ready, self.inst.dur[o][d], True)
+        tl = self._timeline(d) if self._stale[d] else self._dev[d]
+        return tl.earliest(ready, self.inst.dur[o][d], True)
 
     def eft(self, o: int, d: int, insertion: bool = False) -> float:
         return self.est(o, d, insertion) + self.inst.dur[o][d]
@@ -517,7 +518,14 @@ class ScheduleState:
         m = inst.m
         if self.placement[o] >= 0:
             raise InvalidInstanceError(f"ScheduleState: op {inst.ops[o].id!r} committed twice")
-        t = self.est(o, d, insertion) if start is None else float(start)
+        ready = self.data_ready(o, d, insertion)
+        if start is not None:
+            t = float(start)
+        elif insertion:
+            t = self._timeline(d).earliest(ready, inst.dur[o][d], True)
+        else:
+            t = self.device_free(d)
+            t = ready if ready > t else t
         seq = self._dseq[d]
         S, E, pos = self.start, self.end, self._pos
         k = len(seq)
@@ -533,11 +541,12 @@ class ScheduleState:
             self._dnext[pv] = o
         if nx >= 0:
             self._dprev[nx] = o
-        lo = pos[pv] if pv >= 0 else 0.0
-        pos[o] = lo + 1.0 if nx < 0 else (lo + pos[nx]) / 2
-        if nx >= 0 and not lo < pos[o] < pos[nx]:  # labels too close: number the device's ops again
-            for i, x in enumerate(seq):
-                pos[x] = i + 1.0
+        if self._seq:  # labels that order the device's ops, for the links' send order
+            lo = pos[pv] if pv >= 0 else 0.0
+            pos[o] = lo + 1.0 if nx < 0 else (lo + pos[nx]) / 2
+            if nx >= 0 and not lo < pos[o] < pos[nx]:  # too close: number the device's ops again
+                for i, x in enumerate(seq):
+                    pos[x] = i + 1.0
         self.placement[o] = d
         self._timed[o] = True
         self.mem_used[d] += inst.mem[o]
@@ -571,8 +580,9 @@ class ScheduleState:
             if nx >= 0:
                 heap.append((t, 1, nx))
             moved = self._retime(heap, o)
-        else:
-            S[o], E[o] = self._op_time(o)
+        else:  # every input was already on d (or on its way): ``ready`` is the simulator's
+            S[o] = E[pv] if pv >= 0 and E[pv] > ready else ready
+            E[o] = S[o] + inst.dur[o][d]
             moved = set()
             if nx >= 0 and E[o] > S[nx]:
                 moved = self._retime([(E[o], 1, nx)], o)
@@ -586,27 +596,6 @@ class ScheduleState:
         elif not insertion:
             self._stale[d] = True  # rebuilt only if an insertion query ever comes
         return S[o]
-
-    def _op_time(self, o: int) -> tuple[float, float]:
-        """(start, end) of committed ``o`` from its inputs and the op before it on its device."""
-        inst = self.inst
-        m, pl, E = inst.m, self.placement, self.end
-        d = pl[o]
-        r = 0.0
-        for e in inst.pred[o]:
-            p = inst.esrc[e]
-            dp = pl[p]
-            if dp == d:
-                a = E[p]
-            elif self._seq:
-                a = self._tx[p * m + d][1]
-            else:
-                a = E[p] + inst.lat[dp][d] + inst.ebytes[e] / inst.bw[dp][d]
-            if a > r:
-                r = a
-        pv = self._dprev[o]
-        s = E[pv] if pv >= 0 and E[pv] > r else r
-        return s, s + inst.dur[o][d]
 
     def _retime(self, todo: list[tuple[float, int, int]], fresh: int) -> set[int]:
         """Bring every value that depends on a changed one back to the simulator's recurrences
@@ -672,7 +661,7 @@ class ScheduleState:
                         if pl[v] == d2 and timed[v]:
                             push(f, -1 - v)
                 continue
-            o = -1 - x  # an op: the same recurrence as _op_time
+            o = -1 - x  # an op
             d = pl[o]
             r = 0.0
             for e in pred[o]:
