@@ -38,6 +38,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from dplace import claims
 from dplace.chain import Chain, Layer, communication_time
 from dplace.errors import InfeasibleError, InvalidInstanceError, SolverError
 
@@ -451,6 +452,7 @@ class PipelineSolution:
     optimal_over: str | None = None  # the patterns among which T/k is proven least (SCOPES), with "optimal"
     lower_bound: float | None = None  # proven least T/k over ``lower_bound_over`` (µs)
     lower_bound_over: str | None = None
+    lower_bound_source: str | None = None  # what proves ``lower_bound``
 
     @property
     def period(self) -> float | None:
@@ -471,7 +473,8 @@ class PipelineSolution:
     def to_dict(self) -> dict[str, Any]:
         return {"format": "dplace-pipeline/1", "chain": self.chain.name, "method": self.method,
                 "status": self.status, "optimal_over": self.optimal_over, "lower_bound": self.lower_bound,
-                "lower_bound_over": self.lower_bound_over, "processors": self.processors, "memory": self.memory,
+                "lower_bound_over": self.lower_bound_over, "lower_bound_source": self.lower_bound_source,
+                "processors": self.processors, "memory": self.memory,
                 "period": self.period, "k": self.k, "normalised_period": self.normalised_period,
                 "claimed_period": self.claimed_period, "valid": self.ok,
                 "errors": list(self.report.errors) if self.report else [],
@@ -559,29 +562,38 @@ def contiguous_lower_bound(chain: Chain, processors: int | None = None, memory: 
 
 def _claim(sol: PipelineSolution, allocation: str, exact_over: str | None = None,
            relaxation_bound: float | None = None) -> PipelineSolution:
-    """Set the solution's status, ``optimal_over`` and lower bound, the one place this module claims
-    either. ``allocation`` is the class asked for ("contiguous" or "general"); ``exact_over`` a scope
-    over which the method itself proved the pattern optimal (e.g. the contiguous DP: 1-periodic
-    contiguous); ``relaxation_bound`` a proven bound on T/k over every k-periodic general pattern. The
-    pattern is ``optimal`` over k-periodic patterns only when its T/k reaches a bound valid for all of them."""
+    """Set the solution's status, ``optimal_over`` and lower bound through :mod:`dplace.claims` (its one
+    tolerance; a bound above a valid pattern's T/k is dropped there with a note), the one place this
+    module claims either. ``allocation`` is the class asked for ("contiguous" or "general");
+    ``exact_over`` a scope over which the method itself proved the pattern optimal (the contiguous DP:
+    1-periodic contiguous); ``relaxation_bound`` a proven (confirmed) bound on T/k over every k-periodic
+    general pattern. The pattern is ``optimal`` over k-periodic patterns only when its T/k reaches a
+    bound valid for all of them."""
+
     P = sol.processors
-    lb_general = general_lower_bound(sol.chain, P)
+    v = sol.normalised_period if sol.ok else None
+    general = [claims.Bound(general_lower_bound(sol.chain, P), "largest layer, total load / P")]
     if relaxation_bound is not None:
-        lb_general = max(lb_general, relaxation_bound)
+        general.append(claims.Bound(relaxation_bound, "load relaxation (CP-SAT, confirmed without presolve)"))
+    dec = dec_g = claims.decide(v, general, feasible=sol.ok)
+    sol.lower_bound_over = K_PERIODIC_GENERAL
     if allocation == "contiguous":
         lb_c = contiguous_lower_bound(sol.chain, P, sol.memory, use_chain_memory=False)
-        sol.lower_bound = lb_general if lb_c is None else max(lb_c, lb_general)
+        extra = [] if lb_c is None else [claims.Bound(lb_c, "contiguous stage loads, every NCA >= 1")]
+        dec = claims.decide(v, general + extra, feasible=sol.ok)
         sol.lower_bound_over = K_PERIODIC_CONTIGUOUS
-    else:
-        sol.lower_bound, sol.lower_bound_over = lb_general, K_PERIODIC_GENERAL
+    sol.lower_bound = dec.bound.value if dec.bound else None
+    sol.lower_bound_source = dec.bound.source if dec.bound else None
+    notes = dec_g.notes + [n for n in dec.notes if n not in dec_g.notes]
+    if notes:
+        sol.extra["claim_notes"] = list(sol.extra.get("claim_notes", [])) + notes
     sol.optimal_over = None
     if not sol.ok:
         sol.status = "unknown"
         return sol
-    v = sol.normalised_period
-    if v <= lb_general + _tol(lb_general):
+    if dec_g.optimal:
         sol.optimal_over = K_PERIODIC_GENERAL
-    elif allocation == "contiguous" and v <= sol.lower_bound + _tol(sol.lower_bound):
+    elif allocation == "contiguous" and dec.optimal:
         sol.optimal_over = K_PERIODIC_CONTIGUOUS
     elif exact_over is not None and sol.k == 1:
         sol.optimal_over = exact_over
@@ -1185,7 +1197,7 @@ def general_milp(chain: Chain, processors: int | None = None, memory: float | No
         origin = expand_communication(chain, alloc, P)[2]
         if validate_pattern(pat, M).ok:
             best = (pat, alloc, origin, "load model + packed pattern", claim)
-            proven = exact and bound is not None and pat.period <= bound + _tol(bound)
+            proven = exact and bound is not None and claims.reaches(pat.period, bound)
     sol.extra["bound"] = bound
     # 2. position model
     if not proven and activ:
