@@ -108,23 +108,13 @@ def list_schedule(inst: Instance, placement: Sequence[int], rank: Sequence[float
                   insertion: bool = True) -> list[list[int]]:
     """Per-device order for a fixed placement: ready ops by decreasing ``rank`` (ties: topological
     position), each committed at its earliest start (``ScheduleState``; ``insertion``: idle gaps too)."""
-    import heapq
-
+    from dplace.ranks import priority_order
     from dplace.simulate import ScheduleState
 
-    indeg = [len(p) for p in inst.pred]
     tp = inst.topo_pos
-    heap = [(-rank[o], tp[o], o) for o in range(inst.n) if indeg[o] == 0]
-    heapq.heapify(heap)
     st = ScheduleState(inst)
-    while heap:
-        _, _, o = heapq.heappop(heap)
+    for o in priority_order(inst, lambda o: (-rank[o], tp[o])):
         st.commit(o, placement[o], insertion=insertion)
-        for k in inst.succ[o]:
-            v = inst.edst[k]
-            indeg[v] -= 1
-            if indeg[v] == 0:
-                heapq.heappush(heap, (-rank[v], tp[v], v))
     return st.order()
 
 
