@@ -40,7 +40,7 @@ def _evaluate_ok(inst, res) -> bool:
     """What ``dplace evaluate`` does with a saved OS-DPOS result: rebuild the split graph, re-simulate, check."""
     import json
 
-    from dplace.cli import _instance_for_result
+    from dplace.cli.solve import instance_for_result as _instance_for_result
     from dplace.result import result_from_dict
 
     data = json.loads(json.dumps(res.to_dict()))

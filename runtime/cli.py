@@ -1,4 +1,4 @@
-"""``dplace profile`` and ``dplace execute`` (plugged into the main CLI by ``add_cli``).
+"""``dplace profile`` and ``dplace execute`` (rows of the command table in :mod:`dplace.cli`).
 
 TensorFlow is imported only when one of these commands runs.
 """
@@ -192,7 +192,7 @@ def cmd_execute(args: argparse.Namespace) -> int:
     return 0 if rep.ok else 1
 
 
-def add_cli(subparsers) -> None:
+def add_profile(subparsers) -> None:
     s = subparsers.add_parser("profile", help="extract and profile a zoo model's training step (TensorFlow)")
     _model_args(s)
     s.add_argument("--devices", default="1", help="N logical CPUs, 'gpu', or names like GPU:0,GPU:1 (default 1)")
@@ -213,6 +213,8 @@ def add_cli(subparsers) -> None:
     s.add_argument("--out", required=True, help="instance JSON to write")
     s.set_defaults(func=cmd_profile)
 
+
+def add_execute(subparsers) -> None:
     s = subparsers.add_parser("execute", help="run a result's placement on TensorFlow and measure it")
     _model_args(s)
     s.add_argument("--result", required=True, help="dplace-result/1 JSON")

@@ -109,7 +109,7 @@ def test_default_instance_heft_solve_evaluate_check_agree(tmp_path, capsys):
     """Issue #2 done-when: solve the make-run instance with heft; evaluate and check accept it, same makespan."""
     from pathlib import Path
 
-    default = Path(__file__).resolve().parents[1] / "instances" / "bert12_training_4dev.json"
+    default = Path(__file__).resolve().parents[2] / "instances" / "bert12_training_4dev.json"
     out = tmp_path / "r.json"
     assert main(["solve", str(default), "--method", "heft", "--json", "--out", str(out)]) == 0
     solved = json.loads(capsys.readouterr().out)

@@ -1,0 +1,110 @@
+"""The ``dplace`` command line: one table of commands, each added to the parser by a function of its own module.
+
+A new command is one row of :data:`COMMANDS`: its name, ``"module:function"`` (the function takes argparse's
+subparsers, adds the command's parser and sets ``func``) and whether it runs solvers. A command from another
+package (the runtime, the pipeline, the study) is added the same way, by one row here that names its module.
+Building the parser imports those modules, so they must stay light at import time: TensorFlow, CP-SAT and
+the solvers load inside the command's function, only when it runs.
+
+User mistakes (a DplaceError) print one line on stderr and exit with code 2, with no traceback and no
+half-written output file (every file is written to a temporary name, then renamed).
+
+Long commands show progress on stderr (:mod:`dplace.progress`) and handle Ctrl-C (:mod:`dplace.interrupt`):
+the first one returns the best answer so far, marked ``interrupted: true``, writes it and exits with 130;
+the second exits at once (130).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..errors import DplaceError
+from .common import Parser, say_interrupted, seconds
+
+__all__ = ["COMMANDS", "Command", "build_parser", "main", "seconds"]
+
+
+@dataclass(frozen=True)
+class Command:
+    """One ``dplace`` sub-command: ``add`` is ``"module:function"``; ``solver=False`` for a command that never
+    runs a solver (its Ctrl-C handling then spares the CP-SAT import)."""
+
+    name: str
+    add: str
+    solver: bool = True
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("info", "dplace.cli.info:add_info", solver=False),
+    Command("methods", "dplace.cli.info:add_methods", solver=False),
+    Command("solve", "dplace.cli.solve:add_solve"),
+    Command("evaluate", "dplace.cli.solve:add_evaluate", solver=False),
+    Command("compare", "dplace.cli.compare:add_compare"),
+    Command("generate", "dplace.generate:add_cli", solver=False),
+    Command("convert", "dplace.convert:add_cli", solver=False),
+    Command("bench", "dplace.bench:add_cli"),
+    Command("pipeline", "dplace.formulations.pipeline_cli:add_cli"),
+    Command("profile", "dplace.runtime.cli:add_profile"),
+    Command("execute", "dplace.runtime.cli:add_execute"),
+)
+
+_EPILOG = ("examples:\n"
+           "  dplace info instances/bert12_training_4dev.json\n"
+           "  dplace compare instances/bert12_training_4dev.json --methods heft,m_etf,celeritas,cpsat --time-limit 30\n"
+           "  dplace solve instances/tiny/diamond.json --method cpsat --out r.json --gantt r.png\n"
+           "  dplace evaluate instances/tiny/diamond.json r.json\n"
+           "  dplace bench instances/suites --out study --time-limit 10\n"
+           "'dplace COMMAND --help' explains each command; user errors exit with code 2.")
+
+
+def _adder(cmd: Command):
+    """The function that adds ``cmd``'s parser, or None when its module is not installed."""
+    mod_name, _, func = cmd.add.partition(":")
+    try:
+        mod = importlib.import_module(mod_name)
+    except ModuleNotFoundError as exc:
+        if exc.name == mod_name:
+            return None
+        raise
+    return getattr(mod, func)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = Parser(prog="dplace", description="Place and schedule ML operator graphs on devices: exact solvers, "
+               "paper heuristics, one simulator that judges them all. Time in µs, memory in bytes.",
+               formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_EPILOG)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=Parser, metavar="COMMAND")
+    for cmd in COMMANDS:
+        add = _adder(cmd)
+        if add is not None:
+            add(sub)
+            if cmd.name not in sub.choices:  # a row whose function adds another command
+                raise RuntimeError(f"dplace.cli.COMMANDS: {cmd.add} did not add the command {cmd.name!r}")
+    for action in sub._choices_actions:  # a sub-command without a description shows its help
+        sp = sub.choices[action.dest]
+        if not sp.description:
+            sp.description = action.help
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from .. import interrupt
+
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # a usage error (already printed, one line) or --help
+        return exc.code if isinstance(exc.code, int) else 2
+    solver = next((c.solver for c in COMMANDS if c.name == args.command), True)
+    try:
+        with interrupt.handling(cpsat=solver):
+            return int(args.func(args) or 0)
+    except DplaceError as exc:
+        sys.stderr.write(f"dplace: error: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        say_interrupted("stopped before there was an answer; nothing written")
+        return 130
