@@ -1,14 +1,14 @@
 """Pipelined model parallelism on the bundled PipeDream chains: contiguous vs general periods.
 
 For every chain in instances/chains and P in {2, 4, 8}:
-  - no memory limit: contiguous_dp (exact, 1F1B*) vs general_milp (CP-SAT load model, packed pattern);
+  - no memory limit: contiguous_dp (exact, 1F1B*) vs general_cpsat (CP-SAT load model, packed pattern);
   - memory limit M = FRACTION x the largest processor memory of the unlimited contiguous solution
     (so the limit binds): contiguous_dp (exact over 1-periodic patterns; "cont" says where its period is
     proven least: 1-per = 1-periodic contiguous only, k-cont = every k-periodic contiguous pattern), the best Theorem-4
     k-periodic contiguous pattern for k = 2..MAX_K (k_search; T/k and its k, "—" when none beats the
-    1-periodic one), general_milp (load relaxation, then the position-NCA model when 2·L·P ≤ 2000,
+    1-periodic one), general_cpsat (load relaxation, then the position-NCA model when 2·L·P ≤ 2000,
     else the best valid pattern found).
-Periods and normalised periods T/k in ms (µs / 1000), status of general_milp ("optimal" = T reaches a
+Periods and normalised periods T/k in ms (µs / 1000), status of general_cpsat ("optimal" = T reaches a
 bound proven for every k-periodic pattern), solve times in s, and the proven lower bounds on T/k over
 every k-periodic pattern of a contiguous allocation (LB_cont) and of any allocation (LB_gen). Every
 pattern printed has passed validate_pattern.
@@ -26,10 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dplace.chain import load_chain  # noqa: E402
 from dplace.errors import InfeasibleError  # noqa: E402
-from dplace.formulations.pipeline import (K_PERIODIC_CONTIGUOUS, K_PERIODIC_GENERAL,  # noqa: E402
-                                          ONE_PERIODIC_CONTIGUOUS, contiguous_dp, general_milp, k_search)
+from dplace.pipeline import (K_PERIODIC_CONTIGUOUS, K_PERIODIC_GENERAL, ONE_PERIODIC_CONTIGUOUS,  # noqa: E402
+                             contiguous_dp, general_cpsat, k_search, load_chain)
 
 
 # where contiguous_dp's period is proven least: 1-periodic contiguous patterns only, every k-periodic
@@ -49,7 +48,7 @@ def _run(f, *a, **kw):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--time-limit", type=float, default=10.0, help="CP-SAT limit per general_milp call (s)")
+    ap.add_argument("--time-limit", type=float, default=10.0, help="CP-SAT limit per general_cpsat call (s)")
     ap.add_argument("--fraction", type=float, default=0.75, help="memory limit as a fraction of the unlimited contiguous peak")
     ap.add_argument("--processors", default="2,4,8")
     ap.add_argument("--max-k", type=int, default=4, help="largest k of the Theorem-4 search (default 4)")
@@ -71,13 +70,13 @@ def main(argv=None) -> int:
         chain = load_chain(f)
         for P in procs:
             cont, t_dp = _run(contiguous_dp, chain, P, None, use_chain_memory=False)
-            gen, t_gen = _run(general_milp, chain.replace(memory=None), P, None, time_limit_s=args.time_limit)
+            gen, t_gen = _run(general_cpsat, chain.replace(memory=None), P, None, time_limit_s=args.time_limit)
             M = args.fraction * max(cont.memory_used)
             cont_m, t_dpm = _run(contiguous_dp, chain, P, M)
             kbest, t_k = _run(k_search, chain, cont_m, "contiguous", args.max_k) if cont_m else (None, 0.0)
             if kbest is cont_m:
                 kbest = None  # no Theorem-4 pattern beats the 1-periodic optimum
-            gen_m, t_genm = _run(general_milp, chain, P, M, time_limit_s=args.time_limit)
+            gen_m, t_genm = _run(general_cpsat, chain, P, M, time_limit_s=args.time_limit)
             row = dict(chain=chain.name, L=chain.L, P=P, T_cont=cont.period, T_gen=gen.period, gen_status=gen.status,
                        t_dp=t_dp, t_gen=t_gen, M=M, T_cont_M=cont_m.period if cont_m else None,
                        T_cont_M_optimal_over=cont_m.optimal_over if cont_m else None,

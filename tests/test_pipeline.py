@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from dplace.chain import (Chain, chain_from_dict, chain_from_instance, chain_from_pipedream, chain_to_dict,
-                          load_chain, make_chain, save_chain)
+from dplace.pipeline import (Chain, chain_from_dict, chain_from_instance, chain_from_pipedream, chain_to_dict,
+                             load_chain, make_chain, save_chain)
 from dplace.errors import InfeasibleError, InvalidInstanceError
-from dplace.formulations import pipeline as pl
-from dplace.formulations.pipeline import (PatternOp, Pattern, contiguous_dp, contiguous_milp, general_milp,
-                                          k_periodic, one_f_one_b_star, pattern_from_times, validate_pattern)
+from dplace import pipeline as pl
+from dplace.pipeline.dp import _needed_period
+from dplace.pipeline.pattern import _batch_sequence
+from dplace.pipeline import (PatternOp, Pattern, contiguous_cpsat, contiguous_dp, general_cpsat,
+                             k_periodic, one_f_one_b_star, pattern_from_times, validate_pattern)
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAINS = ROOT / "instances" / "chains"
@@ -33,7 +35,7 @@ def brute_contiguous(chain: Chain, P: int, M):
         for cuts in itertools.combinations(range(1, chain.L), r):
             b = [0, *cuts, chain.L]
             stages = list(zip(b, b[1:]))
-            T = pl._needed_period(chain, stages, M)
+            T = _needed_period(chain, stages, M)
             if validate_pattern(one_f_one_b_star(chain, stages, T).pattern, M).ok and (best is None or T < best):
                 best = T
     return best
@@ -55,7 +57,7 @@ def delay_patterns(chain: Chain, T: float, step: float = 1.0):
     grid this is every pattern that can matter."""
     L = chain.L
     grid = [i * step for i in range(int(round(T / step)))]
-    seq = pl._batch_sequence(L)
+    seq = _batch_sequence(L)
     for delays in itertools.product(grid, repeat=2 * L - 1):
         tau = {}
         t = 0.0
@@ -144,8 +146,8 @@ def test_chain_from_instance_pairs_backward_twins():
 def test_121_contiguous_3_general_2():
     c = make_chain([1, 2, 1], processors=2)
     assert contiguous_dp(c).period == 3
-    assert contiguous_milp(c).period == 3
-    g = general_milp(c)
+    assert contiguous_cpsat(c).period == 3
+    g = general_cpsat(c)
     assert g.period == 2 and g.ok and g.allocation[0] == g.allocation[2] != g.allocation[1]
 
 
@@ -154,8 +156,8 @@ def test_lemma2_only_general_fits():
     with pytest.raises(InfeasibleError):
         contiguous_dp(c)
     with pytest.raises(InfeasibleError):
-        contiguous_milp(c)
-    g = general_milp(c)
+        contiguous_cpsat(c)
+    g = general_cpsat(c)
     assert g.ok and max(g.memory_used) <= 2
 
 
@@ -163,7 +165,7 @@ def test_lemma2_only_general_fits():
 def test_theorem5_ratio(k):
     # costs scaled by 2k+1 (ε = 1): general k(2k+1); contiguous (2k-1)(2k+1) + 1 = (2k-1+ε)(2k+1)
     c = pl.theorem5_chain(k)
-    cont, gen = contiguous_dp(c), general_milp(c, time_limit_s=20)
+    cont, gen = contiguous_dp(c), general_cpsat(c, time_limit_s=20)
     assert gen.status == "optimal" and gen.ok and cont.ok
     s = 2 * k + 1
     assert gen.period == k * s and cont.period == (2 * k - 1) * s + 1
@@ -174,7 +176,7 @@ def test_theorem5_ratio(k):
 @pytest.mark.parametrize("k", [3, 4])
 def test_theorem6_ratio(k):
     c = pl.theorem6_chain(k)
-    cont, gen = contiguous_dp(c), general_milp(c, time_limit_s=20)
+    cont, gen = contiguous_dp(c), general_cpsat(c, time_limit_s=20)
     assert cont.ok and gen.ok and gen.status == "optimal"
     assert gen.period == k and cont.period == k * (k - 1)
     assert cont.period / gen.period >= k - 1
@@ -244,12 +246,12 @@ def test_contiguous_dp_agrees_with_milp_and_general_is_never_worse():
             d = contiguous_dp(c)
         except InfeasibleError:
             with pytest.raises(InfeasibleError):
-                contiguous_milp(c, time_limit_s=10)
+                contiguous_cpsat(c, time_limit_s=10)
             continue
-        m = contiguous_milp(c, time_limit_s=10)
+        m = contiguous_cpsat(c, time_limit_s=10)
         assert d.ok and m.ok and m.status == "optimal"
         assert d.period == m.period == brute_contiguous(c, P, c.memory)
-        g = general_milp(c, time_limit_s=10)
+        g = general_cpsat(c, time_limit_s=10)
         assert g.ok and g.period <= d.period
 
 
@@ -264,13 +266,13 @@ def test_contiguous_dp_with_communication_layers():
         except InfeasibleError:
             assert brute_contiguous(c, P, c.memory) is None
             with pytest.raises(InfeasibleError):
-                contiguous_milp(c, time_limit_s=10)
+                contiguous_cpsat(c, time_limit_s=10)
             continue
         assert d.ok, d.report.errors
         assert d.period == pytest.approx(brute_contiguous(c, P, c.memory))
-        m = contiguous_milp(c, time_limit_s=10)
+        m = contiguous_cpsat(c, time_limit_s=10)
         assert m.ok and m.period == pytest.approx(d.period)
-        g = general_milp(c, time_limit_s=10)
+        g = general_cpsat(c, time_limit_s=10)
         assert g.ok and g.period <= d.period + 1e-9
         # the cut's link carries 2·a/β per batch
         links = [r for r in d.pattern.resources if r.startswith("link")]
@@ -361,7 +363,7 @@ def test_unlimited_memory_optimum_is_proven_over_k_periodic(costs, P, expect):
 def test_load_bound_above_the_arithmetic_floor_is_confirmed():
     # three layers of cost 3 on 2 processors: one processor holds two, so T/k >= 6 for every k-periodic
     # pattern, above max(3, 9/2); CP-SAT's bound 6 counts only after a search without presolve finds no T <= 5
-    g = general_milp(make_chain([3, 3, 3], processors=2))
+    g = general_cpsat(make_chain([3, 3, 3], processors=2))
     assert g.period == 6 and g.status == "optimal" and g.optimal_over == pl.K_PERIODIC_GENERAL
     assert g.lower_bound == 6 and "claim_notes" not in g.extra
 
@@ -407,7 +409,7 @@ def test_solution_json_and_k_option():
 
 # ------------------------------------------------------------------------------------------ CLI
 def _cli(argv):
-    from dplace.formulations.pipeline_cli import add_cli
+    from dplace.pipeline.cli import add_cli
 
     ap = argparse.ArgumentParser(prog="dplace")
     add_cli(ap.add_subparsers(dest="command", required=True))
@@ -541,7 +543,7 @@ def brute_general(c: Chain, P: int):
     """Least period of any 1-periodic pattern (any allocation, times on the integer grid) that the
     validator accepts under the chain's memory: allocations × single-batch delays in [0, T)."""
     L = c.L
-    seq = pl._batch_sequence(L)
+    seq = _batch_sequence(L)
     for T in range(int(max(max(c.u), -(-sum(c.u) // P))), int(sum(c.u)) + 1):
         for alloc in itertools.product(range(P), repeat=L):
             loads = [sum(c.u[l] for l in range(L) if alloc[l] == p) for p in range(P)]
@@ -570,7 +572,7 @@ GENERAL_CASES = [([3, 2, 3], [0, 0, 0], [2, 3, 1], 4, 5), ([3, 4, 4], [0, 0, 1],
 def test_general_position_model_matches_exhaustive_search(costs, w, a, M, expected):
     c = make_chain([((x + 1) // 2, x // 2) for x in costs], weights=w, activations=a, processors=2, memory=M)
     assert brute_general(c, 2) == expected
-    g = general_milp(c, time_limit_s=10, hint=False)
+    g = general_cpsat(c, time_limit_s=10, hint=False)
     # optimal among 1-periodic integer-grid patterns only: not claimed as a proven optimum overall
     assert g.ok and (g.status == "optimal" or g.extra["position_model_optimal"]) and g.period == expected
     assert g.status != "optimal" or g.period <= g.extra["bound"] + 1e-9

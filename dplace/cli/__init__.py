@@ -46,7 +46,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("generate", "dplace.generate:add_cli", solver=False),
     Command("convert", "dplace.convert:add_cli", solver=False),
     Command("bench", "dplace.bench:add_cli"),
-    Command("pipeline", "dplace.formulations.pipeline_cli:add_cli"),
+    Command("pipeline", "dplace.pipeline.cli:add_cli"),
     Command("profile", "dplace.runtime.cli:add_profile"),
     Command("execute", "dplace.runtime.cli:add_execute"),
 )

@@ -1,4 +1,4 @@
-"""``dplace pipeline CHAIN.json``: best period of a pipelined chain (see :mod:`dplace.formulations.pipeline`).
+"""``dplace pipeline CHAIN.json``: best period of a pipelined chain (see :mod:`dplace.pipeline`).
 
 Prints the period, the normalised period, the allocation, NCA per layer, memory per processor and the
 pattern over two periods as text; ``--json`` prints the solution as JSON instead, ``--gantt`` draws it.
@@ -58,8 +58,9 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--allocation", choices=("contiguous", "general"), default="contiguous",
                    help="contiguous: each processor runs a run of consecutive layers; general: any set of layers "
                    "(default contiguous)")
-    p.add_argument("--method", choices=("dp", "milp"), default=None,
-                   help="contiguous: dp (default, exact) or milp (CP-SAT); general: milp")
+    p.add_argument("--method", choices=("dp", "cpsat", "milp"), default=None,
+                   help="contiguous: dp (default, exact) or cpsat (CP-SAT model); general: cpsat; milp is another "
+                        "name of cpsat")
     p.add_argument("--k", type=int, default=None, metavar="K",
                    help="K >= 2: the best K-periodic pattern of Theorem 4 (1F1B* with no idle time unrolled K+1 "
                         "times, one batch in K+1 dropped: fewer live activations, T/K = (1 + 1/K) x its period); "
@@ -77,8 +78,10 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def cmd_pipeline(args: argparse.Namespace) -> int:
-    from dplace.chain import load_chain
-    from dplace.formulations.pipeline import describe_status, draw_pattern, save_gantt, solve_pipeline
+    from .chain import load_chain
+    from .draw import draw_pattern, save_gantt
+    from .solution import describe_status
+    from .solve import solve_pipeline
 
     chain = load_chain(args.chain)
     if args.processors is not None and args.processors < 1:
