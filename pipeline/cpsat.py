@@ -334,7 +334,7 @@ def _load_model(data, seed_sol, time_limit_s, seed, notes: list[str]):
 
     CP-SAT's verdicts are claims: INFEASIBLE counts only when a search without presolve agrees, and its
     bound only when the arithmetic floor reaches it or a search without presolve finds no T below it
-    (CP-SAT's presolve has been wrong on small models; see :mod:`dplace.claims`)."""
+    (the independent check of :mod:`dplace.claims`)."""
     from ortools.sat.python import cp_model
 
     L, P, sc = data["L"], data["P"], data["sc"]
