@@ -1,4 +1,4 @@
-"""Independent schedule checker (issue #2 §5).
+"""Independent schedule checker.
 
 Written apart from :mod:`dplace.simulate` on purpose: it reads the Result's JSON form (placement,
 schedule, transfers) and recomputes every rule from the instance's raw fields, sharing no timing code

@@ -20,50 +20,46 @@ _EDGE_KEYS = {"src", "dst", "bytes"}
 _TOP_KEYS = {"format", "name", "devices", "links", "comm", "ops", "edges"}
 
 
-def _bad(msg: str) -> InvalidInstanceError:
-    return InvalidInstanceError(msg)
-
-
 def _req(obj: Any, key: str, where: str) -> Any:
     if not isinstance(obj, dict):
-        raise _bad(f"{where} must be an object, got {type(obj).__name__}")
+        raise InvalidInstanceError(f"{where} must be an object, got {type(obj).__name__}")
     if key not in obj:
-        raise _bad(f"{where}: missing field {key!r}")
+        raise InvalidInstanceError(f"{where}: missing field {key!r}")
     return obj[key]
 
 
 def _str(value: Any, where: str) -> str:
     if not isinstance(value, str) or not value:
-        raise _bad(f"{where} must be a non-empty string, got {value!r}")
+        raise InvalidInstanceError(f"{where} must be a non-empty string, got {value!r}")
     return value
 
 
 def _list(value: Any, where: str) -> list:
     if not isinstance(value, list):
-        raise _bad(f"{where} must be a list, got {type(value).__name__}")
+        raise InvalidInstanceError(f"{where} must be a list, got {type(value).__name__}")
     return value
 
 
 def _link(obj: Any, where: str) -> Link:
     if not isinstance(obj, dict):
-        raise _bad(f"{where} must be an object, got {obj!r}")
+        raise InvalidInstanceError(f"{where} must be an object, got {obj!r}")
     return Link(float(_numlike(_req(obj, "latency", where), f"{where}: latency")),
                 float(_numlike(_req(obj, "bandwidth", where), f"{where}: bandwidth")))
 
 
 def _numlike(v: Any, where: str) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise _bad(f"{where} must be a number, got {v!r}")
+        raise InvalidInstanceError(f"{where} must be a number, got {v!r}")
     return v
 
 
 def instance_from_dict(data: Any) -> Instance:
     """Build and validate an :class:`Instance` from the parsed ``dplace-instance/1`` JSON object."""
     if not isinstance(data, dict):
-        raise _bad(f"instance must be a JSON object, got {type(data).__name__}")
+        raise InvalidInstanceError(f"instance must be a JSON object, got {type(data).__name__}")
     fmt = data.get("format")
     if fmt != FORMAT:
-        raise _bad(f"format must be {FORMAT!r}, got {fmt!r}")
+        raise InvalidInstanceError(f"format must be {FORMAT!r}, got {fmt!r}")
     name = str(data.get("name", "instance"))
     devices = []
     for i, dv in enumerate(_list(_req(data, "devices", "instance"), "devices")):
@@ -71,12 +67,12 @@ def instance_from_dict(data: Any) -> Instance:
         dname = _str(_req(dv, "name", where), f"{where}: name")
         mem = _numlike(_req(dv, "memory", f"device {dname!r}"), f"device {dname!r}: memory")
         if isinstance(mem, float) and (math.isnan(mem) or math.isinf(mem)):
-            raise _bad(f"device {dname!r}: memory must be finite, got {mem!r}")
+            raise InvalidInstanceError(f"device {dname!r}: memory must be finite, got {mem!r}")
         speed = _numlike(dv.get("speed", 1.0), f"device {dname!r}: speed")
         devices.append(Device(dname, mem, speed))
     links = data.get("links", {})
     if not isinstance(links, dict):
-        raise _bad(f"links must be an object, got {links!r}")
+        raise InvalidInstanceError(f"links must be an object, got {links!r}")
     link = Link(
         _numlike(links.get("latency", 10.0), "links: latency"),
         _numlike(links.get("bandwidth", 12000.0), "links: bandwidth"),
@@ -92,7 +88,7 @@ def instance_from_dict(data: Any) -> Instance:
         )
     comm = data.get("comm", "parallel")
     if comm not in COMM_MODES:
-        raise _bad(f"comm must be one of {', '.join(COMM_MODES)}, got {comm!r}")
+        raise InvalidInstanceError(f"comm must be one of {', '.join(COMM_MODES)}, got {comm!r}")
     ops = []
     for i, od in enumerate(_list(_req(data, "ops", "instance"), "ops")):
         where = f"ops[{i}]"
@@ -109,9 +105,9 @@ def instance_from_dict(data: Any) -> Instance:
         coloc = od.get("colocation")
         dev = od.get("device")
         if coloc is not None and not isinstance(coloc, (str, int)):
-            raise _bad(f"op {oid!r}: colocation must be a string, got {coloc!r}")
+            raise InvalidInstanceError(f"op {oid!r}: colocation must be a string, got {coloc!r}")
         if dev is not None and not isinstance(dev, str):
-            raise _bad(f"op {oid!r}: device must be a string, got {dev!r}")
+            raise InvalidInstanceError(f"op {oid!r}: device must be a string, got {dev!r}")
         extra = {k: v for k, v in od.items() if k not in _OP_KEYS}
         ops.append(Op(oid, t, memv, od.get("type"), None if coloc is None else str(coloc), dev, extra))
     edges = []
@@ -164,9 +160,9 @@ def read_text(path: str | os.PathLike, what: str = "file") -> str:
     try:
         return p.read_text()
     except FileNotFoundError:
-        raise _bad(f"{what} {str(p)!r}: no such file") from None
+        raise InvalidInstanceError(f"{what} {str(p)!r}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise _bad(f"{what} {str(p)!r}: cannot read ({exc.__class__.__name__})") from None
+        raise InvalidInstanceError(f"{what} {str(p)!r}: cannot read ({exc.__class__.__name__})") from None
 
 
 def read_json(path: str | os.PathLike, what: str = "file") -> Any:
@@ -181,12 +177,12 @@ def parse_json(text: str | bytes, where: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise _bad(f"{where}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        raise InvalidInstanceError(f"{where}: not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
     except RecursionError:
-        raise _bad(f"{where}: JSON nested too deeply to read (more than about {sys.getrecursionlimit()} levels)") \
+        raise InvalidInstanceError(f"{where}: JSON nested too deeply to read (more than about {sys.getrecursionlimit()} levels)") \
             from None
     except ValueError as exc:  # e.g. an integer of more than sys.get_int_max_str_digits() digits
-        raise _bad(f"{where}: JSON value out of range ({str(exc).splitlines()[0][:120]})") from None
+        raise InvalidInstanceError(f"{where}: JSON value out of range ({str(exc).splitlines()[0][:120]})") from None
 
 
 def load_instance(path: str | os.PathLike) -> Instance:
@@ -206,7 +202,7 @@ def write_atomic_many(files: Sequence[tuple[str | os.PathLike, str | bytes]]) ->
     todo = [(Path(p), t.encode() if isinstance(t, str) else t) for p, t in files]
     for p, _ in todo:
         if p.is_dir():
-            raise _bad(f"output {str(p)!r}: is a directory")
+            raise InvalidInstanceError(f"output {str(p)!r}: is a directory")
     umask = os.umask(0)  # mkstemp makes 0600 files: give the usual permissions
     os.umask(umask)
     tmps: list[str] = []
@@ -223,7 +219,7 @@ def write_atomic_many(files: Sequence[tuple[str | os.PathLike, str | bytes]]) ->
             os.replace(tmp, p)
     except OSError as exc:
         why = exc.strerror or exc.__class__.__name__
-        raise _bad(f"output {str(p)!r}: cannot write ({why})") from None
+        raise InvalidInstanceError(f"output {str(p)!r}: cannot write ({why})") from None
     finally:
         for tmp in tmps:  # renamed ones are gone already
             try:
@@ -245,10 +241,10 @@ def check_outputs(outputs: dict[str, str | os.PathLike], inputs: dict[str, str |
     for flag, path in outputs.items():
         for name, src in inputs.items():
             if src is not None and same(path, src):
-                raise _bad(f"{flag} {str(path)!r}: is the input {name} file; choose another output file")
+                raise InvalidInstanceError(f"{flag} {str(path)!r}: is the input {name} file; choose another output file")
         for other, opath in seen.items():
             if same(path, opath):
-                raise _bad(f"{flag} {str(path)!r}: is also given to {other}; choose another output file")
+                raise InvalidInstanceError(f"{flag} {str(path)!r}: is also given to {other}; choose another output file")
         seen[flag] = path
 
 

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from .errors import InvalidInstanceError
+from .errors import InvalidInstanceError, show_value
 
 FORMAT = "dplace-instance/1"
 COMM_MODES = ("parallel", "sequential")
@@ -84,43 +84,28 @@ class Edge:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
-def _bad(msg: str) -> InvalidInstanceError:
-    return InvalidInstanceError(msg)
-
-
-def show_value(value: Any) -> str:
-    """``repr(value)`` kept short enough for a one-line message (huge integers, long strings)."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**16:
-        try:
-            return f"{float(value):.3g}"
-        except OverflowError:
-            return f"an integer of {len(str(abs(value)))} digits"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def check_number(value: Any, where: str, *, positive: bool = False, lo: float | None = None,
                  hi: float | None = None, unit: str = "") -> float:
     """Return ``value`` as a finite float >= 0 (or > 0 with ``positive``) inside ``[lo, hi]`` when
     given, else raise :class:`InvalidInstanceError` naming ``where`` and the value."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _bad(f"{where} must be a number, got {show_value(value)}")
+        raise InvalidInstanceError(f"{where} must be a number, got {show_value(value)}")
     unit = f" {unit}" if unit else ""
     try:
         v = float(value)
     except OverflowError:  # an integer beyond every float
         limit = f"<= {hi:g}{unit}" if hi is not None else "finite"
-        raise _bad(f"{where} must be {limit}, got {show_value(value)}") from None
+        raise InvalidInstanceError(f"{where} must be {limit}, got {show_value(value)}") from None
     if math.isnan(v) or math.isinf(v):
-        raise _bad(f"{where} must be finite, got {show_value(value)}")
+        raise InvalidInstanceError(f"{where} must be finite, got {show_value(value)}")
     if positive and v <= 0:
-        raise _bad(f"{where} must be > 0, got {show_value(value)}")
+        raise InvalidInstanceError(f"{where} must be > 0, got {show_value(value)}")
     if v < 0:
-        raise _bad(f"{where} must be >= 0, got {show_value(value)}")
+        raise InvalidInstanceError(f"{where} must be >= 0, got {show_value(value)}")
     if lo is not None and v < lo:
-        raise _bad(f"{where} must be >= {lo:g}{unit}, got {show_value(value)}")
+        raise InvalidInstanceError(f"{where} must be >= {lo:g}{unit}, got {show_value(value)}")
     if hi is not None and (v > hi or (isinstance(value, int) and value > hi)):  # ints exactly
-        raise _bad(f"{where} must be <= {hi:g}{unit}, got {show_value(value)}")
+        raise InvalidInstanceError(f"{where} must be <= {hi:g}{unit}, got {show_value(value)}")
     return v
 
 
@@ -161,13 +146,13 @@ class Instance:
     # ------------------------------------------------------------------ validation + indexes
     def _validate_and_index(self) -> None:
         if self.comm not in COMM_MODES:
-            raise _bad(f"comm must be one of {', '.join(COMM_MODES)}, got {self.comm!r}")
+            raise InvalidInstanceError(f"comm must be one of {', '.join(COMM_MODES)}, got {self.comm!r}")
         if not self.devices:
-            raise _bad("devices: at least one device is required")
+            raise InvalidInstanceError("devices: at least one device is required")
         self.device_index: dict[str, int] = {}
         for d, dev in enumerate(self.devices):
             if dev.name in self.device_index:
-                raise _bad(f"devices: duplicate device name {dev.name!r}")
+                raise InvalidInstanceError(f"devices: duplicate device name {dev.name!r}")
             check_number(dev.memory, f"device {dev.name!r}: memory", hi=MAX_MEMORY, unit="bytes")
             check_number(dev.speed, f"device {dev.name!r}: speed", positive=True, lo=SPEED_RANGE[0], hi=SPEED_RANGE[1])
             self.device_index[dev.name] = d
@@ -179,7 +164,7 @@ class Instance:
         for (a, b), lk in self.pairs.items():
             for nm in (a, b):
                 if nm not in self.device_index:
-                    raise _bad(f"links.pairs: unknown device {nm!r}")
+                    raise InvalidInstanceError(f"links.pairs: unknown device {nm!r}")
             check_number(lk.latency, f"links.pairs {a}->{b}: latency", hi=MAX_TIME_US, unit="µs")
             check_number(lk.bandwidth, f"links.pairs {a}->{b}: bandwidth", positive=True, lo=MIN_BANDWIDTH,
                          unit="bytes/µs")
@@ -191,18 +176,18 @@ class Instance:
         self.mem: list[int] = []
         for o, op in enumerate(self.ops):
             if op.id in self.op_index:
-                raise _bad(f"ops: duplicate op id {op.id!r}")
+                raise InvalidInstanceError(f"ops: duplicate op id {op.id!r}")
             self.op_index[op.id] = o
             if isinstance(op.time, Mapping):
                 row = []
                 for dev in self.devices:
                     if dev.name not in op.time:
-                        raise _bad(f"op {op.id!r}: time has no entry for device {dev.name!r}")
+                        raise InvalidInstanceError(f"op {op.id!r}: time has no entry for device {dev.name!r}")
                     row.append(check_number(op.time[dev.name], f"op {op.id!r}: time[{dev.name!r}]",
                                             hi=MAX_TIME_US, unit="µs"))
                 for k in op.time:
                     if k not in self.device_index:
-                        raise _bad(f"op {op.id!r}: time names unknown device {k!r}")
+                        raise InvalidInstanceError(f"op {op.id!r}: time names unknown device {k!r}")
             else:
                 t = check_number(op.time, f"op {op.id!r}: time", hi=MAX_TIME_US, unit="µs")
                 row = [t / dev.speed for dev in self.devices]
@@ -210,7 +195,7 @@ class Instance:
             self.mem.append(int(check_number(op.memory, f"op {op.id!r}: memory", hi=MAX_MEMORY, unit="bytes")))
         self.n = len(self.ops)
         if self.n == 0:
-            raise _bad("ops: at least one op is required, got an empty list")
+            raise InvalidInstanceError("ops: at least one op is required, got an empty list")
 
         self.esrc: list[int] = []
         self.edst: list[int] = []
@@ -220,11 +205,11 @@ class Instance:
         for e, ed in enumerate(self.edges):
             for end, nm in (("src", ed.src), ("dst", ed.dst)):
                 if nm not in self.op_index:
-                    raise _bad(f"edge {ed.src!r}->{ed.dst!r}: {end} names unknown op {nm!r}")
+                    raise InvalidInstanceError(f"edge {ed.src!r}->{ed.dst!r}: {end} names unknown op {nm!r}")
             u, v = self.op_index[ed.src], self.op_index[ed.dst]
             b = check_number(ed.bytes, f"edge {ed.src!r}->{ed.dst!r}: bytes", hi=MAX_BYTES)
             if u == v:
-                raise _bad(f"edges: cycle through edge {ed.src!r}->{ed.dst!r} (self-loop)")
+                raise InvalidInstanceError(f"edges: cycle through edge {ed.src!r}->{ed.dst!r} (self-loop)")
             self.esrc.append(u)
             self.edst.append(v)
             self.ebytes.append(b)
@@ -240,7 +225,7 @@ class Instance:
         for o, op in enumerate(self.ops):
             if op.device is not None:
                 if op.device not in self.device_index:
-                    raise _bad(f"op {op.id!r}: device {op.device!r} does not exist")
+                    raise InvalidInstanceError(f"op {op.id!r}: device {op.device!r} does not exist")
                 self.pinned[o] = self.device_index[op.device]
         names: dict[str, int] = {}
         self.group_of = [-1] * self.n
@@ -261,22 +246,22 @@ class Instance:
             pins = {self.pinned[o] for o in members if self.pinned[o] >= 0}
             if len(pins) > 1:
                 names_ = sorted(self.devices[d].name for d in pins)
-                raise _bad(f"colocation {self.group_names[g]!r}: members pinned to different devices {names_}")
+                raise InvalidInstanceError(f"colocation {self.group_names[g]!r}: members pinned to different devices {names_}")
             if pins:
                 d = pins.pop()
                 for o in members:
                     self.pinned[o] = d
             total = sum(self.mem[o] for o in members)
             if total > max_dev_mem:
-                raise _bad(
+                raise InvalidInstanceError(
                     f"colocation {self.group_names[g]!r}: memory {total} is larger than every device "
                     f"(largest {max_dev_mem})"
                 )
         for o in range(self.n):
             if self.mem[o] > max_dev_mem:
-                raise _bad(f"op {self.ops[o].id!r}: memory {self.mem[o]} is larger than every device (largest {max_dev_mem})")
+                raise InvalidInstanceError(f"op {self.ops[o].id!r}: memory {self.mem[o]} is larger than every device (largest {max_dev_mem})")
             if self.pinned[o] >= 0 and self.mem[o] > self.devices[self.pinned[o]].memory:
-                raise _bad(
+                raise InvalidInstanceError(
                     f"op {self.ops[o].id!r}: memory {self.mem[o]} exceeds its pinned device "
                     f"{self.devices[self.pinned[o]].name!r} ({self.devices[self.pinned[o]].memory})"
                 )
@@ -287,7 +272,7 @@ class Instance:
                 pinned_mem[d] += self.mem[o]
         for d, need in enumerate(pinned_mem):
             if need > self.capacity[d]:
-                raise _bad(f"device {self.devices[d].name!r}: the ops pinned to it need {need} bytes of memory, "
+                raise InvalidInstanceError(f"device {self.devices[d].name!r}: the ops pinned to it need {need} bytes of memory, "
                            f"it has {self.capacity[d]}")
         self._check_serial_time()
 
@@ -300,7 +285,7 @@ class Instance:
         if self.m > 1:
             total += sum(lat + b / bw for b in self.ebytes)
         if total > MAX_SERIAL_US:
-            raise _bad(f"instance: ops and transfers one after another take {total:.3g} µs, more than the "
+            raise InvalidInstanceError(f"instance: ops and transfers one after another take {total:.3g} µs, more than the "
                        f"limit {MAX_SERIAL_US:g} µs (see the README's value limits)")
 
     def _topological_order(self) -> list[int]:
@@ -319,7 +304,7 @@ class Instance:
                     heapq.heappush(heap, v)
         if len(order) != self.n:
             edge = self._edge_on_cycle(indeg)
-            raise _bad(f"edges: cycle through edge {edge[0]!r}->{edge[1]!r}")
+            raise InvalidInstanceError(f"edges: cycle through edge {edge[0]!r}->{edge[1]!r}")
         return order
 
     def _edge_on_cycle(self, indeg: list[int]) -> tuple[str, str]:
@@ -343,11 +328,6 @@ class Instance:
             return 0.0
         return self.lat[d1][d2] + self.ebytes[e] / self.bw[d1][d2]
 
-    def bytes_transfer_time(self, nbytes: float, d1: int, d2: int) -> float:
-        if d1 == d2:
-            return 0.0
-        return self.lat[d1][d2] + nbytes / self.bw[d1][d2]
-
     def max_transfer_time(self, e: int) -> float:
         """Largest transfer time of edge e over all ordered pairs of distinct devices (0 if one device)."""
         if self.m < 2:
@@ -370,12 +350,6 @@ class Instance:
         if self.pairs and len({(lk.latency, lk.bandwidth) for lk in self.pairs.values()} | {(self.link.latency, self.link.bandwidth)}) > 1:
             return False
         return not any(p >= 0 for p in self.pinned)
-
-    def op_name(self, o: int) -> str:
-        return self.ops[o].id
-
-    def device_name(self, d: int) -> str:
-        return self.devices[d].name
 
     def __repr__(self) -> str:
         return f"Instance({self.name!r}, ops={self.n}, edges={len(self.edges)}, devices={self.m}, comm={self.comm!r})"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import math
+import numbers
 import os
 import pkgutil
 import time
@@ -19,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .bounds import lower_bound_with_source
-from .errors import DplaceError, InfeasibleError, InvalidInstanceError
-from .model import Instance, show_value
+from .errors import InfeasibleError, InvalidInstanceError, OptionError, bad_option, show_value
+from .model import Instance
 from .result import Result, no_solution
 
 
@@ -91,51 +92,59 @@ def get_method(name: str) -> Callable[..., Result]:
     return method_info(name).func
 
 
-def _coerce(value: Any, typ: Any, where: str) -> Any:
-    if not isinstance(value, str):
-        return value
-    origin = typing.get_origin(typ)
-    args = [a for a in typing.get_args(typ) if a is not type(None)]
-    if origin is typing.Union or (origin is not None and type(None) in typing.get_args(typ)):
-        if value.lower() in ("none", "null"):
+_TYPE_WORDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+_WORDS_BOOL = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+
+
+def _coerce(value: Any, typ: Any, option: str) -> Any:
+    """``value`` as option ``option`` of declared type ``typ``: a string (from the CLI or a suite file)
+    is converted, anything else must already have the type; otherwise an :class:`OptionError`."""
+    optional = type(None) in typing.get_args(typ)
+    if optional:
+        rest = [a for a in typing.get_args(typ) if a is not type(None)]
+        typ = rest[0] if len(rest) == 1 else Any
+        if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
             return None
-        typ = args[0] if args else str
-    try:
-        if typ is bool or typ == "bool":
-            if value.lower() in ("1", "true", "yes", "on"):
-                return True
-            if value.lower() in ("0", "false", "no", "off"):
-                return False
-            raise ValueError
-        if typ is int or typ == "int":
-            return int(value)
-        if typ is float or typ == "float":
-            return float(value)
-    except ValueError:
-        raise InvalidInstanceError(f"{where} must be {getattr(typ, '__name__', typ)}, got {value!r}") from None
+    if typ not in _TYPE_WORDS:
+        return value
+    must = _TYPE_WORDS[typ] + (" or none" if optional else "")
+    if isinstance(value, str) and typ is not str:
+        try:
+            if typ is bool:
+                return _WORDS_BOOL[value.lower()]
+            return int(value) if typ is int else float(value)
+        except (KeyError, ValueError):
+            raise bad_option(option, must, value) from None
+    if typ is bool:
+        ok = isinstance(value, bool)
+    elif typ is str:
+        ok = isinstance(value, str)
+    else:
+        ok = isinstance(value, numbers.Integral if typ is int else numbers.Real) and not isinstance(value, bool)
+    if not ok:
+        raise bad_option(option, must, value)
     return value
 
 
 def validate_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
-    """Check option names against the method's options dataclass and coerce strings from the CLI."""
+    """Check option names and types against the method's options dataclass (strings from the CLI are
+    converted), then its own range checks; every mistake is an :class:`OptionError` naming the method."""
     info = method_info(name)
     if not options:
         return {}
     if info.options is None:
-        raise InvalidInstanceError(f"method {name!r}: takes no options, got {', '.join(sorted(options))}")
-    fields = {f.name: f for f in dataclasses.fields(info.options)}
+        raise OptionError(f"method {name!r}: takes no options, got {', '.join(sorted(options))}")
+    fields = {f.name for f in dataclasses.fields(info.options)}
     hints = typing.get_type_hints(info.options)
     out = {}
-    for k, v in options.items():
-        if k not in fields:
-            raise InvalidInstanceError(f"method {name!r}: unknown option {k!r}; valid: {', '.join(sorted(fields))}")
-        out[k] = _coerce(v, hints.get(k, str), f"option {k!r}")
     try:
-        info.options(**out)  # runs the dataclass's own validation, if any
-    except (TypeError, ValueError) as exc:
-        if isinstance(exc, DplaceError):
-            raise
-        raise InvalidInstanceError(f"method {name!r}: {exc}") from None
+        for k, v in options.items():
+            if k not in fields:
+                raise OptionError(f"unknown option {k!r}; valid: {', '.join(sorted(fields))}")
+            out[k] = _coerce(v, hints.get(k, Any), k)
+        info.options(**out)  # the dataclass's own range checks
+    except (OptionError, ValueError) as exc:  # ValueError: cpsat's options until they raise bad_option
+        raise OptionError(f"method {name!r}: {exc}") from None
     return out
 
 

@@ -1,6 +1,6 @@
 """The one timing model of dplace: ``simulate`` and the incremental ``ScheduleState``.
 
-Rules (issue #2 §4):
+Rules:
 * one op at a time per device; an op starts when its device is free and all its inputs have arrived;
 * without an ``order``, a free device starts, among its ops whose inputs have arrived, the one that
   became ready first (ties: topological index) — how TensorFlow's executor behaves;
@@ -396,9 +396,6 @@ class ScheduleState:
         self._dests: list[list[int]] = [[] for _ in range(n)]  # devices producer p sends to
 
     # -- queries
-    def is_placed(self, o: int) -> bool:
-        return self.placement[o] >= 0
-
     def fits(self, o: int, d: int, extra_bytes: int = 0) -> bool:
         return self.mem_used[d] + self.inst.mem[o] + extra_bytes <= self.inst.capacity[d]
 
@@ -763,13 +760,6 @@ class ScheduleState:
                 S[o], E[o] = t, t + dur[o][d]
                 push(events, (E[o], _FINISH, tp[o], o))
         self._stale = [True] * m
-
-    def place_only(self, o: int, d: int) -> None:
-        """Record a device for ``o`` without timing (placement-only heuristics); such ops are not in
-        ``order()`` and count as finished at time 0 for their successors."""
-        self.placement[o] = d
-        self.mem_used[self.placement[o]] += self.inst.mem[o]
-        self.n_placed += 1
 
     @property
     def makespan(self) -> float:

@@ -1,4 +1,4 @@
-"""Pesto-style MILP for placement and scheduling, solved with CBC or HiGHS through PuLP (issue #6).
+"""Pesto-style MILP for placement and scheduling, solved with CBC or HiGHS through PuLP.
 
 Source: Pesto (Hafeez et al., Middleware'21, §4): placement binaries, start times, ordering binaries only
 for pairs of ops with no path between them, big-M disjunctions; with memory limits per device as in its
@@ -42,7 +42,7 @@ from .cpsat import (  # noqa: I001 — OR-Tools before PuLP (see below)
 import pulp  # noqa: E402
 
 from dplace import claims, interrupt
-from dplace.errors import InfeasibleError, SolverError
+from dplace.errors import InfeasibleError, SolverError, bad_option
 from dplace.model import Instance
 from dplace.registry import register
 from dplace.result import Result, make_result, no_solution
@@ -62,11 +62,11 @@ class MilpOptions:
 
     def __post_init__(self) -> None:
         if self.max_ops < 1:
-            raise ValueError(f"max_ops must be >= 1, got {self.max_ops!r}")
+            raise bad_option("max_ops", ">= 1", self.max_ops)
         if self.solver not in ("cbc", "highs"):
-            raise ValueError(f"solver must be cbc or highs, got {self.solver!r}")
+            raise bad_option("solver", "cbc or highs", self.solver)
         if self.hint not in ("best", "heft", "none"):
-            raise ValueError(f"hint must be best, heft or none, got {self.hint!r}")
+            raise bad_option("hint", "best, heft or none", self.hint)
 
 
 class MilpModel:

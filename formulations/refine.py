@@ -1,4 +1,4 @@
-"""Exact refinement of large graphs: ``refine`` and ``portfolio`` (issue #6).
+"""Exact refinement of large graphs: ``refine`` and ``portfolio``.
 
 ``refine``: start from the best heuristic; coarsen the graph to at most K nodes with Celeritas' Optimal
 Operation Fusion (:func:`dplace.heuristics.coarsen.coarsen`, Celeritas §5.1.3), solve the coarse graph
@@ -37,7 +37,7 @@ from typing import Any, Sequence
 
 from dplace import interrupt, progress
 from dplace.bounds import lower_bound
-from dplace.errors import InfeasibleError
+from dplace.errors import InfeasibleError, bad_option
 from dplace.model import Instance
 from dplace.registry import method_info, methods, register
 from dplace.result import Result, make_result
@@ -63,13 +63,13 @@ class RefineOptions:
 
     def __post_init__(self) -> None:
         if self.K < 1:
-            raise ValueError(f"K must be >= 1, got {self.K!r}")
+            raise bad_option("K", ">= 1", self.K)
         if self.window < 1:
-            raise ValueError(f"window must be >= 1, got {self.window!r}")
+            raise bad_option("window", ">= 1", self.window)
         if not 0.0 <= self.coarse_share <= 1.0:
-            raise ValueError(f"coarse_share must be in [0, 1], got {self.coarse_share!r}")
+            raise bad_option("coarse_share", "in [0, 1]", self.coarse_share)
         if not 0.0 < self.start_share <= 1.0:
-            raise ValueError(f"start_share must be in (0, 1], got {self.start_share!r}")
+            raise bad_option("start_share", "in (0, 1]", self.start_share)
 
 
 @dataclass(frozen=True)

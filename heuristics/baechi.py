@@ -24,7 +24,7 @@ import heapq
 from collections import deque
 from dataclasses import dataclass
 
-from dplace.errors import InvalidInstanceError
+from dplace.errors import bad_option
 from dplace.model import Instance
 from dplace.ranks import edge_costs, op_costs, upward_rank
 from dplace.registry import register
@@ -44,7 +44,7 @@ class BaechiOptions:
 
     def __post_init__(self) -> None:
         if not (self.unit_cap > 0):
-            raise InvalidInstanceError(f"option 'unit_cap' must be > 0, got {self.unit_cap!r}")
+            raise bad_option("unit_cap", "> 0", self.unit_cap)
 
 
 @dataclass(frozen=True)
@@ -58,11 +58,11 @@ class SctOptions(BaechiOptions):
     def __post_init__(self) -> None:
         super().__post_init__()
         if not (0.0 < self.threshold < 1.0):
-            raise InvalidInstanceError(f"option 'threshold' must be in (0, 1), got {self.threshold!r}")
+            raise bad_option("threshold", "in (0, 1)", self.threshold)
         if self.lp_solver not in ("highs", "glop"):
-            raise InvalidInstanceError(f"option 'lp_solver' must be highs or glop, got {self.lp_solver!r}")
+            raise bad_option("lp_solver", "highs or glop", self.lp_solver)
         if self.lp_window is not None and int(self.lp_window) < 0:
-            raise InvalidInstanceError(f"option 'lp_window' must be >= 0, got {self.lp_window!r}")
+            raise bad_option("lp_window", ">= 0", self.lp_window)
 
 
 # ----------------------------------------------------------------------------------------- units

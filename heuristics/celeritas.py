@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from dplace.errors import InvalidInstanceError
+from dplace.errors import bad_option
 from dplace.model import Instance
 from dplace.registry import register
 from dplace.result import Result, make_result
@@ -57,11 +57,11 @@ class CeleritasOptions:
 
     def __post_init__(self) -> None:
         if not isinstance(self.R, int) or isinstance(self.R, bool) or self.R < 1:
-            raise InvalidInstanceError(f"option 'R' must be an integer >= 1, got {self.R!r}")
+            raise bad_option("R", "an integer >= 1", self.R)
         if not (isinstance(self.M, (int, float)) and 0 < self.M < math.inf):
-            raise InvalidInstanceError(f"option 'M' must be a fraction > 0 of device memory, got {self.M!r}")
+            raise bad_option("M", "a fraction > 0 of device memory", self.M)
         if not isinstance(self.balance, bool):
-            raise InvalidInstanceError(f"option 'balance' must be true or false, got {self.balance!r}")
+            raise bad_option("balance", "true or false", self.balance)
 
 
 # balance=True: cluster work limits tried, as the number of clusters per device's work share (total

@@ -193,7 +193,7 @@ def fusion_breakpoints(inst: Instance, order: Sequence[int], R: int, mem_limit: 
     for i, o in enumerate(order):
         pos[o] = i
     esrc, succ, pred, mem = inst.esrc, inst.succ, inst.pred, inst.mem
-    key = _constraint_keys(inst)
+    key = inst.pinned  # a cluster may hold ops pinned to at most one device
     C = np.zeros(n + 1)  # C[i] = cost(i, j) for the current j, valid for i in [j-R, j)
     S = np.full(n + 1, np.inf)
     S[0] = 0.0
@@ -295,11 +295,6 @@ def coarsen(inst: Instance, order: Sequence[int] | None = None, R: int = 200, M:
     if max_nodes is not None and len(bps) - 1 > max_nodes:
         bps = _merge_to(inst, order, bps, max_nodes)
     return _build(inst, order, bps, int(R), lim)
-
-
-def _constraint_keys(inst: Instance) -> list[int]:
-    """Per op: its pinned device, else -1. A cluster may hold ops pinned to at most one device."""
-    return list(inst.pinned)
 
 
 def _merge_to(inst: Instance, order: Sequence[int], bps: list[int], K: int) -> list[int]:

@@ -43,7 +43,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from dplace.errors import InvalidInstanceError
+from dplace.errors import InvalidInstanceError, bad_option
 from dplace.model import Edge, Instance, Op
 from dplace.ranks import priority_order, upward_rank
 from dplace.registry import register
@@ -378,11 +378,11 @@ class OsDposOptions:
 
     def __post_init__(self) -> None:
         if not 0 <= self.split_overhead_us < math.inf:  # NaN fails too
-            raise ValueError(f"split_overhead_us must be a finite number >= 0, got {self.split_overhead_us}")
+            raise bad_option("split_overhead_us", "a finite number >= 0", self.split_overhead_us)
         if self.max_dpos_runs is not None and self.max_dpos_runs < 0:
-            raise ValueError(f"max_dpos_runs must be >= 0, got {self.max_dpos_runs}")
+            raise bad_option("max_dpos_runs", ">= 0", self.max_dpos_runs)
         if self.copy_bytes_per_us is not None and not 0 < self.copy_bytes_per_us < math.inf:
-            raise ValueError(f"copy_bytes_per_us must be > 0, got {self.copy_bytes_per_us}")
+            raise bad_option("copy_bytes_per_us", "> 0", self.copy_bytes_per_us)
 
 
 def placed_critical_path(inst: Instance, placement: Sequence[int]) -> list[int]:

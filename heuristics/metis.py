@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dplace.errors import InvalidInstanceError, SolverError
+from dplace.errors import SolverError, bad_option
 from dplace.model import Instance
 from dplace.ranks import op_costs
 from dplace.registry import register
@@ -26,7 +26,7 @@ class MetisOptions:
 
     def __post_init__(self) -> None:
         if not (1 <= int(self.ufactor) <= 10000):
-            raise InvalidInstanceError(f"option 'ufactor' must be in 1..10000, got {self.ufactor!r}")
+            raise bad_option("ufactor", "in 1..10000", self.ufactor)
 
 
 def _scale(values: list[float]) -> list[int]:
