@@ -31,14 +31,6 @@ _LAYER_KEYS = ("id", "forward", "backward", "weights", "activation")
 _TOP_KEYS = {"format", "name", "layers", "processors", "memory", "bandwidth"}
 
 
-def _bad(msg: str) -> InvalidInstanceError:
-    return InvalidInstanceError(msg)
-
-
-def _num(value: Any, where: str, *, positive: bool = False) -> float:
-    return check_number(value, where, positive=positive)
-
-
 @dataclass(frozen=True)
 class Layer:
     id: str
@@ -67,24 +59,24 @@ class Chain:
     def __post_init__(self) -> None:
         object.__setattr__(self, "layers", tuple(self.layers))
         if not self.layers:
-            raise _bad("layers: at least one layer is required")
+            raise InvalidInstanceError("layers: at least one layer is required")
         seen: set[str] = set()
         for i, ly in enumerate(self.layers):
             if not isinstance(ly, Layer):
-                raise _bad(f"layers[{i}] must be a Layer, got {type(ly).__name__}")
+                raise InvalidInstanceError(f"layers[{i}] must be a Layer, got {type(ly).__name__}")
             if not isinstance(ly.id, str) or not ly.id:
-                raise _bad(f"layers[{i}]: id must be a non-empty string, got {ly.id!r}")
+                raise InvalidInstanceError(f"layers[{i}]: id must be a non-empty string, got {ly.id!r}")
             if ly.id in seen:
-                raise _bad(f"layers: duplicate layer id {ly.id!r}")
+                raise InvalidInstanceError(f"layers: duplicate layer id {ly.id!r}")
             seen.add(ly.id)
             for key in _LAYER_KEYS[1:]:
-                _num(getattr(ly, key), f"layer {ly.id!r}: {key}")
+                check_number(getattr(ly, key), f"layer {ly.id!r}: {key}")
         if isinstance(self.processors, bool) or not isinstance(self.processors, int) or self.processors < 1:
-            raise _bad(f"processors must be an integer >= 1, got {self.processors!r}")
+            raise InvalidInstanceError(f"processors must be an integer >= 1, got {self.processors!r}")
         if self.memory is not None:
-            _num(self.memory, "memory")
+            check_number(self.memory, "memory")
         if self.bandwidth is not None:
-            _num(self.bandwidth, "bandwidth", positive=True)
+            check_number(self.bandwidth, "bandwidth", positive=True)
 
     # integer views ------------------------------------------------------------------------
     @property
@@ -135,40 +127,40 @@ def communication_time(chain: Chain, l: int) -> float:
 def chain_from_dict(data: Any) -> Chain:
     """Build and validate a :class:`Chain` from the parsed ``dplace-chain/1`` JSON object."""
     if not isinstance(data, dict):
-        raise _bad(f"chain must be a JSON object, got {type(data).__name__}")
+        raise InvalidInstanceError(f"chain must be a JSON object, got {type(data).__name__}")
     fmt = data.get("format", CHAIN_FORMAT)
     if fmt != CHAIN_FORMAT:
-        raise _bad(f"format must be {CHAIN_FORMAT!r}, got {fmt!r}")
+        raise InvalidInstanceError(f"format must be {CHAIN_FORMAT!r}, got {fmt!r}")
     if "layers" not in data:
-        raise _bad("chain: missing field 'layers'")
+        raise InvalidInstanceError("chain: missing field 'layers'")
     raw = data["layers"]
     if not isinstance(raw, list):
-        raise _bad(f"layers must be a list, got {type(raw).__name__}")
+        raise InvalidInstanceError(f"layers must be a list, got {type(raw).__name__}")
     layers = []
     for i, obj in enumerate(raw):
         if not isinstance(obj, dict):
-            raise _bad(f"layers[{i}] must be an object, got {obj!r}")
+            raise InvalidInstanceError(f"layers[{i}] must be an object, got {obj!r}")
         lid = obj.get("id", f"l{i}")
         if not isinstance(lid, str) or not lid:
-            raise _bad(f"layers[{i}]: id must be a non-empty string, got {lid!r}")
+            raise InvalidInstanceError(f"layers[{i}]: id must be a non-empty string, got {lid!r}")
         vals = {}
         for key in _LAYER_KEYS[1:]:
             if key not in obj:
                 if key in ("forward", "backward"):
-                    raise _bad(f"layer {lid!r}: missing field {key!r}")
+                    raise InvalidInstanceError(f"layer {lid!r}: missing field {key!r}")
                 vals[key] = 0.0
             else:
-                vals[key] = _num(obj[key], f"layer {lid!r}: {key}")
+                vals[key] = check_number(obj[key], f"layer {lid!r}: {key}")
         layers.append(Layer(lid, **vals))
     procs = data.get("processors", 1)
     if isinstance(procs, bool) or not isinstance(procs, int) or procs < 1:
-        raise _bad(f"processors must be an integer >= 1, got {procs!r}")
+        raise InvalidInstanceError(f"processors must be an integer >= 1, got {procs!r}")
     mem = data.get("memory")
     if mem is not None:
-        mem = _num(mem, "memory")
+        mem = check_number(mem, "memory")
     bw = data.get("bandwidth")
     if bw is not None:
-        bw = _num(bw, "bandwidth", positive=True)
+        bw = check_number(bw, "bandwidth", positive=True)
     extra = {k: v for k, v in data.items() if k not in _TOP_KEYS}
     return Chain(str(data.get("name", "chain")), tuple(layers), procs, mem, bw, extra)
 
@@ -209,7 +201,7 @@ def make_chain(costs: Iterable[tuple[float, float]] | Iterable[float], *, weight
     ws = list(weights) if weights is not None else [0.0] * len(cs)
     as_ = list(activations) if activations is not None else [0.0] * len(cs)
     if len(ws) != len(cs) or len(as_) != len(cs):
-        raise _bad(f"make_chain: weights/activations need {len(cs)} values, got {len(ws)}/{len(as_)}")
+        raise InvalidInstanceError(f"make_chain: weights/activations need {len(cs)} values, got {len(ws)}/{len(as_)}")
     layers = []
     for i, c in enumerate(cs):
         f, b = (c, 0.0) if not isinstance(c, (tuple, list)) else c

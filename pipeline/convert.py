@@ -10,7 +10,9 @@ import re
 from pathlib import Path
 from typing import Mapping
 
-from .chain import Chain, Layer, _bad, save_chain
+from dplace.errors import InvalidInstanceError
+
+from .chain import Chain, Layer, save_chain
 
 
 _NODE_RE = re.compile(
@@ -38,7 +40,7 @@ def _stable_topo(names: list[str], succ: Mapping[str, list[str]], key) -> list[s
             if indeg[s] == 0:
                 heapq.heappush(heap, (key(s), s))
     if len(order) != len(names):
-        raise _bad(f"graph has a cycle through {sorted(set(names) - set(order))[0]!r}")
+        raise InvalidInstanceError(f"graph has a cycle through {sorted(set(names) - set(order))[0]!r}")
     return order
 
 
@@ -70,11 +72,11 @@ def chain_from_pipedream(path: str | os.PathLike, *, processors: int = 4, memory
         if m:
             succ.setdefault(m.group(1), []).append(m.group(2))
             continue
-        raise _bad(f"profile {str(p)!r}: line {lineno}: not a node or edge line: {line[:60]!r}")
+        raise InvalidInstanceError(f"profile {str(p)!r}: line {lineno}: not a node or edge line: {line[:60]!r}")
     for a, bs in succ.items():
         for b in [a, *bs]:
             if b not in nodes:
-                raise _bad(f"profile {str(p)!r}: edge names unknown node {b!r}")
+                raise InvalidInstanceError(f"profile {str(p)!r}: edge names unknown node {b!r}")
     order = _stable_topo(list(nodes), succ, key=lambda n: int(n[4:]))
     layers = []
     for nid in order:
@@ -82,7 +84,7 @@ def chain_from_pipedream(path: str | os.PathLike, *, processors: int = 4, memory
         for what, v in (("forward_compute_time", f), ("backward_compute_time", b), ("activation_size", act),
                         ("parameter_size", par)):
             if v < 0 or math.isnan(v):
-                raise _bad(f"profile {str(p)!r}: node {nid!r}: {what} must be >= 0, got {v!r}")
+                raise InvalidInstanceError(f"profile {str(p)!r}: node {nid!r}: {what} must be >= 0, got {v!r}")
         layers.append(Layer(nid, round(f * 1000.0, 6), round(b * 1000.0, 6), par, act))
     stem = name or p.name.replace(".graph.txt", "")
     return Chain(stem, tuple(layers), processors, memory, bandwidth,
@@ -112,7 +114,7 @@ def chain_from_instance(inst, *, processors: int | None = None, memory: float | 
         f = op.extra.get("forward_of") if op.extra else None
         if f is not None:
             if f not in inst.op_index:
-                raise _bad(f"op {op.id!r}: forward_of names unknown op {f!r}")
+                raise InvalidInstanceError(f"op {op.id!r}: forward_of names unknown op {f!r}")
             twin[o] = inst.op_index[f]
     backward_side = [twin[o] is not None for o in range(n)]
     for o in inst.topo:  # descendants of backward ops are on the backward side
@@ -120,7 +122,7 @@ def chain_from_instance(inst, *, processors: int | None = None, memory: float | 
             backward_side[o] = any(backward_side[inst.esrc[e]] for e in inst.pred[o])
     forward = [o for o in inst.topo if not backward_side[o]]
     if not forward:
-        raise _bad("instance: no forward op to linearise (every op descends from a backward op)")
+        raise InvalidInstanceError("instance: no forward op to linearise (every op descends from a backward op)")
     layer_of = {o: i for i, o in enumerate(forward)}
     fwd = [min(inst.dur[o]) for o in forward]
     bwd = [0.0] * len(forward)
