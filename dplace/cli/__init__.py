@@ -45,7 +45,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("compare", "dplace.cli.compare:add_compare"),
     Command("generate", "dplace.generate:add_cli", solver=False),
     Command("convert", "dplace.convert:add_cli", solver=False),
-    Command("bench", "dplace.bench:add_cli"),
+    Command("bench", "dplace.study.cli:add_bench"),
     Command("pipeline", "dplace.pipeline.cli:add_cli"),
     Command("profile", "dplace.runtime.cli:add_profile"),
     Command("execute", "dplace.runtime.cli:add_execute"),

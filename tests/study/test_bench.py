@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 import dplace
-from dplace import bench, registry
-from dplace.report import aggregate, report_markdown, summarize
+from dplace import registry, study as bench
+from dplace.study import aggregate, report_markdown, summarize
+from dplace.study import pair
 
-SMALL = Path(__file__).resolve().parent.parent / "instances" / "suites" / "small"
+SMALL = Path(__file__).resolve().parents[2] / "instances" / "suites" / "small"
 THREE = ["small_01_lowccr.json", "small_06_coloc_pin.json", "small_07_sequential.json"]
-INIT = "tests.test_bench:register_test_methods"
+INIT = "tests.study.test_bench:register_test_methods"
 TEST_METHODS = ("_bench_roundrobin", "_bench_fail", "_bench_hang", "_bench_print", "_bench_crash")
 # fields that legitimately differ between two runs of the same pair
 VOLATILE = {"time_s", "wall_s", "host", "traceback"}
@@ -69,7 +70,7 @@ def test_methods():
     yield
     for name in TEST_METHODS:
         registry._METHODS.pop(name, None)
-    bench._INIT_DONE.discard(INIT)
+    pair._INIT_DONE.discard(INIT)
 
 
 @pytest.fixture
@@ -112,7 +113,7 @@ def local_rows(tmp_path_factory):
     finally:
         for name in TEST_METHODS:
             registry._METHODS.pop(name, None)
-        bench._INIT_DONE.discard(INIT)
+        pair._INIT_DONE.discard(INIT)
     return src, out, run
 
 
@@ -155,7 +156,7 @@ def test_ray_matches_local_pool(local_rows, tmp_path):
         ray.shutdown()
         for name in TEST_METHODS:
             registry._METHODS.pop(name, None)
-        bench._INIT_DONE.discard(INIT)
+        pair._INIT_DONE.discard(INIT)
     assert res.ran == 9
     assert comparable(res.rows) == comparable(run.rows)
 

@@ -1,6 +1,6 @@
 """Study reports for ``dplace bench``: per-instance best bounds, gaps, per-method summary, files, plots.
 
-Rows come from :func:`dplace.bench.run_pair` (one per instance x method x repeat). This module only
+Rows come from :func:`dplace.study.pair.run_pair` (one per instance x method x repeat). This module only
 reads them: :func:`aggregate` adds the fields that depend on every row of an instance, :func:`summarize`
 gives one line per method, :func:`write_outputs` writes ``results.csv``, ``results.json``, ``report.md``
 and the PNG plots (matplotlib, Agg canvas, no pyplot state).
@@ -25,8 +25,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from .io import save_json, write_atomic
-from .result import compute_gap
+from ..io import save_json, write_atomic
+from ..result import compute_gap
 
 BENCH_FORMAT = "dplace-bench/1"
 _REL_TOL = 1e-9
