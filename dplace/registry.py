@@ -60,8 +60,6 @@ def _load_all() -> None:
     if _LOADED:
         return
     _LOADED = True
-    from . import baselines  # noqa: F401  (single, heft)
-
     for pkg_name in ("dplace.heuristics", "dplace.formulations"):
         pkg = importlib.import_module(pkg_name)
         for mod in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):

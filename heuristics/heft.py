@@ -1,34 +1,14 @@
-"""The first two methods: ``single`` (one device) and ``heft`` (Topcuoglu, Hariri, Wu 2002)."""
+"""``heft``: HEFT list scheduling (Topcuoglu, Hariri, Wu, IEEE TPDS 2002), insertion-based, memory-aware."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import InfeasibleError
-from .model import Instance
-from .ranks import priority_order, upward_rank
-from .registry import register
-from .result import Result, make_result
-from .rules import Rules
-from .simulate import ScheduleState
-
-
-@register("single", summary="Every op on one device: the fastest single device that holds them all.", kind="baseline")
-def single(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0) -> Result:
-    """Single-device baseline (the "single GPU" placement Baechi, SoCC'20, §5 compares against).
-
-    All ops on the one device that fits them and finishes first; infeasible if none holds them."""
-    total = sum(inst.mem)
-    pins = {d for d in inst.pinned if d >= 0}
-    best = None
-    for d in range(inst.m):
-        if total > inst.capacity[d] or (pins and pins != {d}):
-            continue
-        work = sum(row[d] for row in inst.dur)
-        if best is None or work < best[0]:
-            best = (work, d)
-    if best is None:
-        raise InfeasibleError(f"single: no device holds all {total} bytes" + (" with the pins given" if pins else ""))
-    return make_result(inst, "single", [best[1]] * inst.n)
+from dplace.model import Instance
+from dplace.ranks import priority_order, upward_rank
+from dplace.registry import register
+from dplace.result import Result, make_result
+from dplace.rules import Rules
+from dplace.simulate import ScheduleState
 
 
 @dataclass(frozen=True)
