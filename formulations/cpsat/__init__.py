@@ -1,0 +1,27 @@
+"""Exact placement and scheduling with OR-Tools CP-SAT.
+
+Modules: :mod:`.ticks` (integer time), :mod:`.model` (the constraint model, one solve), :mod:`.hint`
+(heuristic start as a complete hint), :mod:`.solve` (the registered ``cpsat`` method and its claims).
+"""
+from __future__ import annotations
+
+from .hint import (
+    _SKIP_HINT, Interrupted, _add_hint, best_heuristic, complete_hint, hinted_model, memory_fits, relabel_symmetric,
+)
+from .model import (
+    CpModelVars, OutOfTime, _check_time, build_model, energetic_bound, reachability, run_search, time_windows,
+    will_break_symmetry,
+)
+from .solve import (
+    CpsatOptions, SolveOutcome, _asdict, _cleanup_s, confirm_bound, cpsat, fallback, finish, run_guarded, solve_model,
+)
+from .ticks import MAX_HORIZON_TICKS, MAX_SERIAL_TICKS, MIN_TICK_EXP, Ticks, _homogeneous, horizon_ticks, tick_schedule
+
+__all__ = [
+    "CpModelVars", "CpsatOptions", "Interrupted", "OutOfTime", "SolveOutcome", "Ticks", "best_heuristic",
+    "build_model", "complete_hint", "confirm_bound", "cpsat", "energetic_bound", "fallback", "finish",
+    "hinted_model", "horizon_ticks", "memory_fits", "reachability", "relabel_symmetric", "run_guarded",
+    "run_search", "solve_model", "tick_schedule", "time_windows", "will_break_symmetry",
+    "MAX_HORIZON_TICKS", "MAX_SERIAL_TICKS", "MIN_TICK_EXP", "_SKIP_HINT", "_add_hint", "_asdict", "_check_time",
+    "_cleanup_s", "_homogeneous",
+]

@@ -1,0 +1,569 @@
+"""The CP-SAT model of placement and scheduling, one function per constraint family.
+
+Sources: OR-Tools scheduling guide (optional intervals + NoOverlap per machine); Pesto (Hafeez et al.,
+Middleware'21, §4: placement binaries, transfers as extra work on links) and its K-device, memory-limited
+generalisation (Moirai) for the placement part.
+
+  x[o, d]  op o runs on device d (bool);  s[o], e[o]  start / end of o (ticks)
+  I[o, d]  optional interval (s[o], p[o][d], e[o]) present iff x[o, d]          -> _add_ops
+  sum_d x[o, d] = 1, pins, colocation x[o, d] = x[g, d]                          -> _add_placement
+  sum_o mem[o] x[o, d] <= capacity[d]                                            -> _add_memory
+  NoOverlap(I[., d]) per device                                                  -> _add_device_no_overlap
+  parallel comm:  s[v] >= e[u] + c_uv * z_uv, z_uv >= x[u, d] - x[v, d]  ("different devices" literal;
+                  per device pair (d1, d2) with enforcement literals when links differ)  -> _add_precedence
+  sequential comm: optional transfer interval per (producer p, src d1, dst d2), present when p is on d1
+                  and a consumer on d2; length >= the largest tensor to d2; NoOverlap per directed link;
+                  transfers of one link in the order their producers run on d1 (the simulator's FIFO rule,
+                  since producers on one device finish in device order)            -> _add_transfers
+  identical devices: device d > 0 only after d - 1 got an earlier op (topological order) -> _add_symmetry
+  identical durations: redundant cumulative of capacity m over all ops        -> _add_redundant_cumulative
+  mk = max e[o], mk >= ceil(lower_bound / tick)                                  -> objective
+
+:func:`run_search` runs one solve with Ctrl-C stopping it (used by every CP-SAT solve of the package).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from ortools.sat.python import cp_model as cp
+
+from dplace import interrupt
+from dplace.errors import InfeasibleError, InvalidInstanceError, SolverError
+from dplace.model import Instance
+
+from .ticks import Ticks, _homogeneous
+
+__all__ = ["CpModelVars", "OutOfTime", "build_model", "energetic_bound", "reachability", "run_search",
+           "time_windows", "will_break_symmetry"]
+
+
+class OutOfTime(SolverError):
+    """The time budget ran out before the search could start (raised while building a model)."""
+
+
+def _check_time(deadline: float | None) -> None:
+    if deadline is not None and time.perf_counter() > deadline:
+        raise OutOfTime("the time limit was reached while building the model")
+
+
+def reachability(inst: Instance) -> list[int]:
+    """``reach[o]``: bitset of the ops reachable from o (o excluded)."""
+    reach = [0] * inst.n
+    for o in reversed(inst.topo):
+        r = 0
+        for e in inst.succ[o]:
+            v = inst.edst[e]
+            r |= reach[v] | (1 << v)
+        reach[o] = r
+    return reach
+
+
+@dataclass
+class CpModelVars:
+    """Variables of one CP-SAT model and how to read a solution back."""
+
+    inst: Instance
+    T: Ticks
+    model: cp.CpModel
+    allowed: list[list[int]]
+    x: dict[tuple[int, int], Any] = field(default_factory=dict)  # x[o, d]: bool var or True
+    s: list[Any] = field(default_factory=list)  # start (ticks)
+    e: list[Any] = field(default_factory=list)  # end (ticks)
+    mk: Any = None  # makespan (ticks)
+    order_lits: dict[tuple[int, int], Any] = field(default_factory=dict)  # b[p, q]: p before q (sequential)
+    relaxed_fifo: bool = False  # link FIFO left out (only NoOverlap): a relaxation, not exact
+    intervals: list[list[Any]] = field(default_factory=list)  # per device: the (optional) op intervals
+    tr: dict[tuple[int, int, int], tuple[Any, Any]] = field(default_factory=dict)  # (p, d1, d2) -> (ts, te)
+    symmetric: bool = False  # identical-device symmetry breaking is on (hints must be relabelled)
+    build_args: dict[str, Any] = field(default_factory=dict)  # how build_model made it (for complete_hint)
+    deadline: float | None = None  # building raises OutOfTime after this time.perf_counter() value
+
+    def lit(self, o: int, d: int) -> Any:
+        return self.x.get((o, d), False)
+
+    def device_of(self, value) -> list[int]:
+        out = []
+        for o in range(self.inst.n):
+            al = self.allowed[o]
+            if len(al) == 1:
+                out.append(al[0])
+                continue
+            out.append(next(d for d in al if value(self.x[o, d])))
+        return out
+
+    def extract(self, value) -> tuple[list[int], list[list[int]], list[int]]:
+        """(placement, per-device order by start, starts in ticks) from a solution."""
+        pl = self.device_of(value)
+        st = [int(value(v)) for v in self.s]
+        en = [int(value(v)) for v in self.e]
+        tp = self.inst.topo_pos
+        order: list[list[int]] = [[] for _ in range(self.inst.m)]
+        for o in sorted(range(self.inst.n), key=lambda o: (st[o], en[o], tp[o])):
+            order[pl[o]].append(o)
+        return pl, order, st
+
+
+def _enf(lits: Sequence[Any]) -> list[Any] | None:
+    """Enforcement list without constant True; None when a constant False makes it vacuous."""
+    out = []
+    for lit in lits:
+        if lit is True:
+            continue
+        if lit is False:
+            return None
+        out.append(lit)
+    return out
+
+
+def _add_ops(V: CpModelVars, horizon: int, windows: tuple[list[int], list[int]] | None = None) -> None:
+    """Start/end per op and one (optional) interval per allowed device; ``windows``: start bounds."""
+    md = V.model
+    V.intervals = [[] for _ in range(V.inst.m)]
+    for o in range(V.inst.n):
+        if o % 512 == 0:
+            _check_time(V.deadline)
+        lo, hi = (0, horizon) if windows is None else (windows[0][o], max(windows[0][o], min(horizon, windows[1][o])))
+        s = md.new_int_var(lo, hi, f"s{o}")
+        e = md.new_int_var(lo, horizon, f"e{o}")
+        V.s.append(s)
+        V.e.append(e)
+        al = V.allowed[o]
+        if len(al) == 1:
+            d = al[0]
+            V.x[o, d] = True
+            V.intervals[d].append(md.new_interval_var(s, V.T.p[o][d], e, f"I{o}_{d}"))
+            continue
+        for d in al:
+            x = md.new_bool_var(f"x{o}_{d}")
+            V.x[o, d] = x
+            V.intervals[d].append(md.new_optional_interval_var(s, V.T.p[o][d], e, x, f"I{o}_{d}"))
+
+
+def _add_placement(V: CpModelVars) -> None:
+    """Exactly one device per op; colocation groups on one device (pins come in through ``allowed``)."""
+    md, inst = V.model, V.inst
+    for o in range(inst.n):
+        if len(V.allowed[o]) > 1:
+            md.add_exactly_one([V.x[o, d] for d in V.allowed[o]])
+    for members in inst.groups:
+        lead = members[0]
+        for o in members[1:]:
+            for d in range(inst.m):
+                a, b = V.lit(lead, d), V.lit(o, d)
+                if a is b:
+                    continue
+                if isinstance(a, bool) or isinstance(b, bool):
+                    const, var = (a, b) if isinstance(a, bool) else (b, a)
+                    if isinstance(var, bool):
+                        if var != const:
+                            raise InfeasibleError(f"colocation {inst.group_names[inst.group_of[o]]!r}: fixed on two devices")
+                        continue
+                    md.add(var == int(const))
+                else:
+                    md.add(a == b)
+
+
+def _add_memory(V: CpModelVars) -> None:
+    """sum_o mem[o] x[o, d] <= capacity[d]."""
+    inst, md = V.inst, V.model
+    for d in range(inst.m):
+        fixed = 0
+        terms = []
+        for o in range(inst.n):
+            lit = V.lit(o, d)
+            if lit is True:
+                fixed += inst.mem[o]
+            elif lit is not False and inst.mem[o] > 0:
+                terms.append((inst.mem[o], lit))
+        if fixed > inst.capacity[d]:
+            raise InfeasibleError(f"device {inst.devices[d].name!r}: fixed ops need {fixed} bytes, it holds {inst.capacity[d]}")
+        if terms and fixed + sum(w for w, _ in terms) > inst.capacity[d]:
+            md.add(sum(w * x for w, x in terms) <= inst.capacity[d] - fixed)
+
+
+def _add_device_no_overlap(V: CpModelVars) -> None:
+    for d in range(V.inst.m):
+        if len(V.intervals[d]) > 1:
+            V.model.add_no_overlap(V.intervals[d])
+
+
+def _add_redundant_cumulative(V: CpModelVars) -> None:
+    """Redundant: when an op takes the same time on every device it may use and all devices are open
+    to it, the ops form a cumulative of capacity m (energy reasoning strengthens the bound)."""
+    inst, md = V.inst, V.model
+    ivs = []
+    for o in range(inst.n):
+        al = V.allowed[o]
+        if len(al) != inst.m or len({V.T.p[o][d] for d in al}) != 1:
+            return
+        ivs.append(md.new_interval_var(V.s[o], V.T.p[o][al[0]], V.e[o], f"C{o}"))
+    if inst.m > 1 and ivs:
+        md.add_cumulative(ivs, [1] * len(ivs), inst.m)
+
+
+def _add_precedence(V: CpModelVars) -> None:
+    """Parallel comm: s[v] >= e[u] + transfer delay when u, v are on different devices."""
+    inst, md, T = V.inst, V.model, V.T
+    homog = _homogeneous(inst)
+    for k in range(len(inst.esrc)):
+        if k % 512 == 0:
+            _check_time(V.deadline)
+        u, v = inst.esrc[k], inst.edst[k]
+        md.add(V.s[v] >= V.e[u])
+        if inst.comm != "parallel":
+            continue
+        pairs = [(a, b) for a in V.allowed[u] for b in V.allowed[v] if a != b and T.c[k][a][b] > 0]
+        if not pairs:
+            continue
+        if homog:
+            c = T.c[k][pairs[0][0]][pairs[0][1]]
+            if len(V.allowed[u]) == 1 and len(V.allowed[v]) == 1:
+                md.add(V.s[v] >= V.e[u] + c)
+                continue
+            z = md.new_bool_var(f"z{k}")  # u and v on different devices
+            for d in V.allowed[u]:
+                xu, xv = V.lit(u, d), V.lit(v, d)
+                # z >= x[u,d] - x[v,d]
+                enf = _enf([xu])
+                if enf is None:
+                    continue
+                if xv is True:
+                    continue
+                if xv is False:
+                    md.add_implication(xu, z) if enf else md.add(z == 1)
+                else:
+                    md.add_bool_or([z, xv] + [_neg(l) for l in enf])
+            md.add(V.s[v] >= V.e[u] + c).only_enforce_if(z)
+        else:
+            for a, b in pairs:
+                enf = _enf([V.lit(u, a), V.lit(v, b)])
+                if enf is None:
+                    continue
+                ct = md.add(V.s[v] >= V.e[u] + T.c[k][a][b])
+                if enf:
+                    ct.only_enforce_if(enf)
+
+
+def _neg(lit):
+    return lit.Not() if hasattr(lit, "Not") else (not lit)
+
+
+def _add_transfers(V: CpModelVars, horizon: int, reach: list[int], fifo_limit: int) -> None:
+    """Sequential comm: one optional transfer interval per (producer, src, dst), NoOverlap per directed
+    link, and FIFO in producer order (the simulator sends in the order producers finish)."""
+    inst, md, T = V.inst, V.model, V.T
+    links: dict[tuple[int, int], list[tuple[int, Any, Any, Any]]] = {}
+    for p in range(inst.n):
+        if p % 256 == 0:
+            _check_time(V.deadline)
+        if not inst.succ[p]:
+            continue
+        for d1 in V.allowed[p]:
+            for d2 in range(inst.m):
+                if d2 == d1:
+                    continue
+                cons = [k for k in inst.succ[p] if d2 in V.allowed[inst.edst[k]]]
+                if not cons:
+                    continue
+                xp = V.lit(p, d1)
+                lens = [(T.c[k][d1][d2], V.lit(inst.edst[k], d2)) for k in cons]
+                maxlen = max(l for l, _ in lens)
+                forced = [l for l, x in lens if x is True]
+                if xp is True and forced:
+                    w = True
+                else:
+                    w = md.new_bool_var(f"w{p}_{d1}_{d2}")
+                if all(x is True for _, x in lens):
+                    L = maxlen
+                else:
+                    L = md.new_int_var(max(forced, default=0), maxlen, f"L{p}_{d1}_{d2}")
+                    for l, x in lens:
+                        if x is not True and l > 0:
+                            md.add(L >= l * x)
+                ts = md.new_int_var(0, horizon, f"ts{p}_{d1}_{d2}")
+                te = md.new_int_var(0, horizon, f"te{p}_{d1}_{d2}")
+                if w is True:
+                    iv = md.new_interval_var(ts, L, te, f"T{p}_{d1}_{d2}")
+                else:
+                    iv = md.new_optional_interval_var(ts, L, te, w, f"T{p}_{d1}_{d2}")
+                    if xp is not True:
+                        md.add_implication(w, xp)
+                md.add(ts >= V.e[p])
+                V.tr[p, d1, d2] = (ts, te)
+                for k in cons:
+                    v = inst.edst[k]
+                    xv = V.lit(v, d2)
+                    enf = _enf([xp, xv])
+                    if enf is None:
+                        continue
+                    ct = md.add(V.s[v] >= te)
+                    if enf:
+                        ct.only_enforce_if(enf)
+                        if w is not True:
+                            md.add_bool_or([w] + [_neg(l) for l in enf])
+                links.setdefault((d1, d2), []).append((p, iv, ts, te, w))
+    for (d1, d2), items in links.items():
+        if len(items) > 1:
+            md.add_no_overlap([it[1] for it in items])
+        if len(items) > fifo_limit:
+            V.relaxed_fifo = True
+            continue
+        for i in range(len(items)):
+            _check_time(V.deadline)
+            p, _, tsp, tep, wp = items[i]
+            for j in range(i + 1, len(items)):
+                q, _, tsq, teq, wq = items[j]
+                base = [wp, wq]
+                if reach[p] >> q & 1:
+                    _enforced(md, _le(tep, tsq), base)
+                elif reach[q] >> p & 1:
+                    _enforced(md, _le(teq, tsp), base)
+                else:
+                    b = _order_lit(V, p, q, d1)
+                    if b is None:
+                        continue
+                    _enforced(md, _le(tep, tsq), base + [b])
+                    _enforced(md, _le(teq, tsp), base + [_neg(b)])
+
+
+def _le(a, b):
+    return a <= b
+
+
+def _enforced(md, expr, lits) -> None:
+    enf = _enf(lits)
+    if enf is None:
+        return
+    ct = md.add(expr)
+    if enf:
+        ct.only_enforce_if(enf)
+
+
+def _order_lit(V: CpModelVars, p: int, q: int, d: int):
+    """b[p, q] (p runs before q when both are on the same device), created once per pair."""
+    key = (min(p, q), max(p, q))
+    b = V.order_lits.get(key)
+    if b is None:
+        md = V.model
+        a, c = key
+        b = md.new_bool_var(f"b{a}_{c}")
+        V.order_lits[key] = b
+        for dd in range(V.inst.m):
+            base = [V.lit(a, dd), V.lit(c, dd)]
+            _enforced(md, V.e[a] <= V.s[c], base + [b])
+            _enforced(md, V.e[c] <= V.s[a], base + [_neg(b)])
+    return b if key == (p, q) else _neg(b)
+
+
+def _add_symmetry(V: CpModelVars) -> None:
+    """Identical devices: device d > 0 is used only after device d - 1 got an earlier op (topo order).
+
+    ``u[i, d]`` = some op among the first i + 1 in topological order is on device d (prefix OR), so the
+    rule is x[o_i, d] => u[i - 1, d - 1]: O(n·m) variables and clauses instead of O(n²·m) terms."""
+    inst, md = V.inst, V.model
+    topo = inst.topo
+    prev: list[Any] | None = None
+    for i, o in enumerate(topo):
+        if i % 512 == 0:
+            _check_time(V.deadline)
+        for d in range(1, inst.m):
+            if d > i:
+                md.add(V.x[o, d] == 0)
+            else:
+                md.add_implication(V.x[o, d], prev[d - 1])
+        cur = []
+        for d in range(inst.m):
+            u = md.new_bool_var(f"u{i}_{d}")
+            lits = [V.x[o, d]] + ([prev[d]] if prev is not None else [])
+            for lit in lits:
+                md.add_implication(lit, u)
+            md.add_bool_or([u.Not()] + lits)
+            cur.append(u)
+        prev = cur
+    md.add(V.x[topo[0], 0] == 1)
+
+
+def build_model(inst: Instance, T: Ticks, *, horizon: int, lb_ticks: int = 0,
+                fixed: dict[int, int] | None = None, symmetry: bool = False,
+                reach: list[int] | None = None, fifo_limit: int = 400,
+                prec: Sequence[tuple[int, int]] = (), hint_only: bool = False,
+                windows: tuple[list[int], list[int]] | None = None, deadline: float | None = None) -> CpModelVars:
+    """The CP-SAT model of ``inst`` in ticks; ``fixed`` maps ops to a device they must use; ``prec`` adds
+    e[a] <= s[b] for each pair (used to keep the order of fixed ops in large-neighbourhood search).
+    ``hint_only``: the same variables without the device NoOverlap/cumulative constraints, for
+    :func:`complete_hint` (a full device order makes them redundant, and their propagation over large
+    horizons can be slow). ``deadline`` (a ``time.perf_counter()`` value): :class:`OutOfTime` when the
+    model is not built by then."""
+    build_args = dict(horizon=horizon, lb_ticks=lb_ticks, fixed=fixed, symmetry=symmetry, reach=reach,
+                      fifo_limit=fifo_limit, prec=prec, windows=windows)
+    allowed = []
+    for o in range(inst.n):
+        if fixed and o in fixed:
+            allowed.append([fixed[o]])
+        else:
+            allowed.append(inst.allowed_devices(o))
+    V = CpModelVars(inst=inst, T=T, model=cp.CpModel(), allowed=allowed, deadline=deadline)
+    _add_ops(V, horizon, windows)
+    _add_placement(V)
+    _add_memory(V)
+    V.build_args = build_args
+    if not hint_only:
+        _add_device_no_overlap(V)
+        _add_redundant_cumulative(V)
+    _add_precedence(V)
+    if inst.comm == "sequential":
+        _add_transfers(V, horizon, reach if reach is not None else reachability(inst), fifo_limit)
+    if symmetry and inst.m > 1 and inst.has_identical_devices and not fixed and all(
+            len(a) == inst.m for a in allowed):
+        _add_symmetry(V)
+        V.symmetric = True
+    else:
+        V.symmetric = False
+    md = V.model
+    for a, b in prec:
+        md.add(V.e[a] <= V.s[b])
+    V.mk = md.new_int_var(min(lb_ticks, horizon), horizon, "makespan")
+    if inst.n:
+        md.add_max_equality(V.mk, V.e)
+    md.minimize(V.mk)
+    return V
+
+
+def time_windows(inst: Instance, T: Ticks, horizon: int, fixed: dict[int, int] | None = None,
+                 prec: Sequence[tuple[int, int]] = ()) -> tuple[list[int], list[int]]:
+    """Start windows valid for every schedule of makespan <= ``horizon`` (ticks): head = longest path
+    to o, tail = longest path from o (its own time included), with the smallest durations, transfer
+    delays only where both ends are fixed on different devices, and the extra arcs ``prec``. Tight
+    domains spare CP-SAT long propagation chains on large graphs."""
+    fixed = fixed or {}
+    n = inst.n
+    allowed = [[fixed[o]] if o in fixed else inst.allowed_devices(o) for o in range(n)]
+    pmin = [min(T.p[o][d] for d in allowed[o]) for o in range(n)]
+    arcs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    indeg = [0] * n
+    for k in range(len(inst.esrc)):
+        u, v = inst.esrc[k], inst.edst[k]
+        if set(allowed[u]) & set(allowed[v]):
+            c = 0
+        else:
+            c = min(T.c[k][a][b] for a in allowed[u] for b in allowed[v])
+        arcs[u].append((v, c))
+        indeg[v] += 1
+    for a, b in prec:
+        arcs[a].append((b, 0))
+        indeg[b] += 1
+    order = [o for o in range(n) if indeg[o] == 0]
+    for o in order:
+        for v, _ in arcs[o]:
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                order.append(v)
+    if len(order) < n:
+        raise InvalidInstanceError("time_windows: the extra precedences make a cycle")
+    head = [0] * n
+    for o in order:
+        for v, c in arcs[o]:
+            t = head[o] + pmin[o] + c
+            if t > head[v]:
+                head[v] = t
+    tail = list(pmin)
+    for o in reversed(order):
+        for v, c in arcs[o]:
+            t = pmin[o] + c + tail[v]
+            if t > tail[o]:
+                tail[o] = t
+    return head, [horizon - tail[o] for o in range(n)]
+
+
+def energetic_bound(inst: Instance, T: Ticks, lo: int, hi: int, max_ops: int = 200) -> int:
+    """Smallest makespan L in [lo, hi] (ticks) that passes energetic reasoning (Lopez & Erschler; Baptiste,
+    Le Pape & Nuijten, "Constraint-Based Scheduling", ch. 3): every op o runs p_o (its smallest time) inside
+    [head_o, L - tail_o] (longest paths without transfers); for every interval [a, b] the work that must
+    fall inside it, sum_o min(p_o, b - a, head_o + p_o - a, b - L + tail_o + p_o)^+, is at most m (b - a).
+    A relaxation (one op per device at a time; memory, pins and transfers ignored), so L is a lower bound;
+    ``lo`` when the graph has more than ``max_ops`` ops (cost O(n^3))."""
+    import numpy as np
+
+    n, m = inst.n, inst.m
+    if n == 0 or n > max_ops or hi <= lo:
+        return lo
+    p = np.array([min(row) for row in T.p], dtype=np.int64)
+    head = np.zeros(n, dtype=np.int64)
+    for o in inst.topo:
+        for k in inst.succ[o]:
+            v = inst.edst[k]
+            head[v] = max(head[v], head[o] + p[o])
+    tail = np.zeros(n, dtype=np.int64)
+    for o in reversed(inst.topo):
+        for k in inst.succ[o]:
+            v = inst.edst[k]
+            tail[o] = max(tail[o], p[v] + tail[v])
+
+    def passes(L: int) -> bool:
+        d = L - tail
+        if np.any(head + p > d):
+            return False
+        pts = np.unique(np.concatenate([head, head + p, d - p, d]))
+        pts = pts[(pts >= 0) & (pts <= L)]
+        a, b = pts[:, None], pts[None, :]
+        width = b - a
+        energy = np.zeros(width.shape, dtype=np.int64)
+        for o in range(n):
+            c = np.minimum(np.minimum(p[o], width), np.minimum(head[o] + p[o] - a, b - (d[o] - p[o])))
+            energy += np.maximum(c, 0)
+        return not np.any((width > 0) & (energy > m * width))
+
+    if passes(lo):
+        return lo
+    bad, good = lo, hi  # invariant: bad fails, good passes (hi is a feasible makespan, so it passes)
+    while good - bad > 1:
+        mid = (bad + good) // 2
+        if passes(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
+def will_break_symmetry(inst: Instance, symmetry: bool, fixed: dict[int, int] | None = None) -> bool:
+    return bool(symmetry and inst.m > 1 and inst.has_identical_devices and not fixed)
+
+
+def run_search(sv: cp.CpSolver, model: cp.CpModel, cb: Any = None) -> tuple[int, bool]:
+    """``sv.solve(model, cb)`` with Ctrl-C stopping the search: (status, interrupted).
+
+    The search runs in a worker thread while this (main) thread waits; a KeyboardInterrupt here calls
+    ``stop_search`` and the solver returns its best solution so far. Under the CLI's two-stage Ctrl-C
+    (:mod:`dplace.interrupt`) the stop comes through its callback instead; both count as interrupted. CP-SAT's own SIGINT handler is
+    turned off (``catch_sigint_signal``): with a Python solution callback it could abort the process
+    (``std::bad_function_call``)."""
+    import threading
+
+    sv.parameters.catch_sigint_signal = False
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            box["st"] = sv.solve(model, cb) if cb is not None else sv.solve(model)
+        except BaseException as exc:  # noqa: BLE001 — handed to the caller below
+            box["exc"] = exc
+        finally:
+            done.set()
+
+    th = threading.Thread(target=work, name="cpsat-search", daemon=True)
+    interrupted = False
+    th.start()
+    # wait on an Event, not Thread.join(timeout): an interrupted join can mark a running thread as stopped
+    while not done.is_set():
+        try:
+            done.wait(0.05)
+        except KeyboardInterrupt:
+            interrupted = True
+            sv.stop_search()
+    th.join()
+    if "exc" in box:
+        raise box["exc"]
+    return box["st"], interrupted or interrupt.requested()

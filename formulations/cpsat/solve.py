@@ -1,0 +1,326 @@
+"""The ``cpsat`` method: heuristics, hinted model, search, confirmed claims.
+
+Claims (:mod:`dplace.claims`): CP-SAT's bound, OPTIMAL or INFEASIBLE is a claim. It counts only as far as
+a second search *without presolve* confirms it (:func:`confirm_bound`: is there a schedule below the
+claimed bound?). Status ``optimal`` only when the *simulated* makespan reaches the certified bound
+(``claims.TOL``, 1e-6 relative). Time: heuristics, model building and hint completion count against the
+limit (:class:`~.model.OutOfTime` -> the heuristic answer, labelled); Ctrl-C stops the search
+(:func:`~.model.run_search`) and the best answer so far comes back with ``interrupted=True``.
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from ortools.sat.python import cp_model as cp
+
+from dplace import claims, interrupt
+from dplace.model import Instance
+from dplace.registry import register
+from dplace.result import Result, make_result, no_solution
+
+from .hint import Interrupted, best_heuristic, hinted_model, memory_fits
+from .model import CpModelVars, OutOfTime, _check_time, energetic_bound, run_search
+from .ticks import Ticks, tick_schedule
+
+__all__ = ["CpsatOptions", "SolveOutcome", "confirm_bound", "cpsat", "fallback", "finish", "run_guarded",
+           "solve_model"]
+
+
+@dataclass(frozen=True)
+class CpsatOptions:
+    workers: int | None = None  # CP-SAT search workers; None: os.cpu_count()
+    tick: float | None = None  # µs per integer tick; None: automatic (exact for integer data)
+    hint: str = "best"  # "best": best registered heuristic; "heft"; or "none"
+    symmetry: bool = True  # symmetry breaking when devices are identical
+    progress: bool = True  # progress line (incumbent, bound) on stderr
+    log: bool = False  # CP-SAT's own search log
+    default_time_limit_s: float = 60.0  # used when time_limit_s is None
+
+    def __post_init__(self) -> None:
+        if self.workers is not None and self.workers < 1:
+            raise ValueError(f"workers must be >= 1, got {self.workers!r}")
+        if self.tick is not None and not (self.tick > 0 and math.isfinite(self.tick)):
+            raise ValueError(f"tick must be > 0, got {self.tick!r}")
+        if self.hint not in ("best", "heft", "none"):
+            raise ValueError(f"hint must be best, heft or none, got {self.hint!r}")
+
+
+class _Progress(cp.CpSolverSolutionCallback):
+    def __init__(self, V: CpModelVars, show: bool, label: str) -> None:
+        super().__init__()
+        self.V, self.show, self.label = V, show, label
+        self.t0 = time.perf_counter()
+        self.n = 0
+
+    def on_solution_callback(self) -> None:
+        self.n += 1
+        if self.show:
+            tk = self.V.T.tick
+            print(f"{self.label}: solution {self.n}: incumbent {self.objective_value * tk:.6g} µs, "
+                  f"bound {self.best_objective_bound * tk:.6g} µs, {time.perf_counter() - self.t0:.2f} s",
+                  file=sys.stderr, flush=True)
+
+
+@dataclass
+class SolveOutcome:
+    status: int
+    status_name: str
+    placement: list[int] | None
+    order: list[list[int]] | None
+    objective_ticks: float | None
+    bound_ticks: float | None
+    wall_s: float
+    interrupted: bool = False
+    presolve: bool = True  # False: found by a search without presolve
+
+
+def _params(sv: cp.CpSolver, time_limit_s: float, workers: int, seed: int, log: bool = False) -> None:
+    prm = sv.parameters
+    prm.max_time_in_seconds = max(0.01, float(time_limit_s))
+    prm.num_workers = int(workers)
+    prm.random_seed = int(seed)
+    prm.log_search_progress = bool(log)
+    prm.relative_gap_limit = 0.0
+    prm.absolute_gap_limit = 0.0
+
+
+def solve_model(V: CpModelVars, *, time_limit_s: float, workers: int, seed: int, progress: bool = False,
+                log: bool = False, label: str = "cpsat", presolve: bool = True) -> SolveOutcome:
+    """Solve ``V.model``. Its bound and status are the solver's claims: :func:`finish` confirms them."""
+    sv = cp.CpSolver()
+    _params(sv, time_limit_s, workers, seed, log)
+    sv.parameters.cp_model_presolve = presolve
+    cb = _Progress(V, progress, label)
+    t0 = time.perf_counter()
+    st, stopped = run_search(sv, V.model, cb)
+    wall = time.perf_counter() - t0
+    name = sv.status_name(st) + (" (interrupted)" if stopped else "")
+    if st in (cp.OPTIMAL, cp.FEASIBLE):
+        pl, order, _ = V.extract(sv.value)
+        obj, bound = sv.objective_value, sv.best_objective_bound
+    else:
+        pl = order = obj = None
+        bound = sv.best_objective_bound if st != cp.INFEASIBLE else math.inf
+    return SolveOutcome(st, name, pl, order, obj, bound, wall, stopped, presolve)
+
+
+def confirm_bound(V: CpModelVars, claim_ticks: float, *, time_limit_s: float, workers: int, seed: int,
+                  ) -> tuple[float | None, SolveOutcome | None]:
+    """Independent check of a CP-SAT bound (or infeasibility, ``claim_ticks = inf``): is there a solution
+    of makespan below ``claim_ticks``? Asked of a search *without presolve* (CP-SAT's presolve is where
+    its wrong OPTIMAL/INFEASIBLE answers came from). Returns (the bound this search proves, in ticks, or
+    None when it proves nothing; its outcome, whose solution — if any — beats the claim)."""
+    md = V.model.clone()
+    md.clear_hints()
+    mk = md.get_int_var_from_proto_index(V.mk.index)
+    if math.isfinite(claim_ticks):
+        md.add(mk <= int(math.ceil(claim_ticks - 1e-9)) - 1)
+    W = CpModelVars(V.inst, V.T, md, V.allowed, x=V.x, s=V.s, e=V.e, mk=V.mk, order_lits=V.order_lits,
+                    relaxed_fifo=V.relaxed_fifo, tr=V.tr, symmetric=V.symmetric)
+    sv = cp.CpSolver()
+    _params(sv, time_limit_s, workers, seed)
+    sv.parameters.cp_model_presolve = False
+    t0 = time.perf_counter()
+    st, stopped = run_search(sv, md)
+    wall = time.perf_counter() - t0
+    if stopped:  # cut short: it proves nothing (a solution it found still counts)
+        claim_ticks = -math.inf
+    if st == cp.INFEASIBLE and not stopped:
+        return claim_ticks, None
+    if st in (cp.OPTIMAL, cp.FEASIBLE):
+        pl, order, _ = W.extract(sv.value)
+        out = SolveOutcome(st, sv.status_name(st) + " (presolve off)", pl, order, sv.objective_value,
+                           sv.best_objective_bound, wall, False, False)
+        return (None if stopped else min(claim_ticks, sv.best_objective_bound)), out
+    b = sv.best_objective_bound
+    return (min(claim_ticks, b) if math.isfinite(b) and not stopped else None), None
+
+
+@register("cpsat", options=CpsatOptions, kind="exact",
+          summary="CP-SAT: optional intervals per (op, device), NoOverlap, transfers, memory; proven gap.")
+def cpsat(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+    """Exact CP-SAT model (OR-Tools scheduling guide; Pesto/Moirai placement constraints), hinted by the
+    best heuristic; see the module docstring for the model and the bound. Everything (heuristics, model
+    building, hint completion, search, confirmation) counts against the time limit; when it runs out
+    before the search, or on Ctrl-C, the best answer so far is returned (``interrupted`` on Ctrl-C)."""
+    opts = CpsatOptions(**options)
+    return run_guarded(inst, "cpsat", opts, time_limit_s, seed,
+                       lambda base, hint, t0, deadline: _cpsat_search(inst, opts, seed, base, hint, t0, deadline))
+
+
+def run_guarded(inst: Instance, method: str, opts: Any, time_limit_s: float | None, seed: int, search: Any) -> Result:
+    """The frame of an exact method: dplace's own bound, the best heuristic (as hint and fallback,
+    within a fifth of the limit), then ``search(base, hint, t_start, deadline)``. When the budget runs
+    out before the solver starts (:class:`OutOfTime`), or on Ctrl-C, the best answer so far comes back
+    labelled (:func:`fallback`; ``interrupted`` on Ctrl-C)."""
+    t_start = time.perf_counter()
+    limit = opts.default_time_limit_s if time_limit_s is None else float(time_limit_s)
+    deadline = t_start + limit
+    base = claims.base_bound(inst)
+    hint: tuple[str, Result] | None = None
+    try:
+        if opts.hint != "none":
+            hint = best_heuristic(inst, opts.hint, time_limit_s=max(0.2, 0.05 * limit), seed=seed,
+                                  deadline=t_start + 0.2 * limit)
+        return search(base, hint, t_start, deadline)
+    except Interrupted as exc:
+        return fallback(inst, method, exc.best or hint, base, opts, interrupted=True,
+                        why="interrupted (Ctrl-C) before the search")
+    except KeyboardInterrupt:
+        return fallback(inst, method, hint, base, opts, interrupted=True, why="interrupted (Ctrl-C)")
+    except OutOfTime:
+        return fallback(inst, method, hint, base, opts, why=f"the time limit ({limit:g} s) ran out before the search")
+
+
+def fallback(inst: Instance, method: str, hint: tuple[str, Result] | None, base: claims.Bound, opts: Any, *,
+             why: str, interrupted: bool = False) -> Result:
+    """The heuristic answer, labelled (status ``heuristic``, ``extra["returned"] = "hint"``), when the
+    exact search did not run; re-raises KeyboardInterrupt when there is nothing to return."""
+    if hint is None:
+        if interrupted:
+            raise KeyboardInterrupt
+        res = no_solution(inst, method, "no_solution", f"{method}: {why}; no heuristic answer", options=_asdict(opts))
+        return claims.settle(res, [base])
+    nm, h = hint
+    order = h.order if h.order is not None else h.schedule.order
+    res = make_result(inst, method, h.placement, order, status="heuristic", options=_asdict(opts),
+                      extra={"returned": "hint", "hint_method": nm, "stopped": why})
+    res.message = f"{method}: {why}; returned heuristic {nm!r}'s answer"
+    res.interrupted = interrupted
+    return claims.settle(res, [base])
+
+
+def _cpsat_search(inst: Instance, opts: CpsatOptions, seed: int, base: claims.Bound,
+                  hint: tuple[str, Result] | None, t_start: float, deadline: float) -> Result:
+    limit = deadline - t_start
+    horizon_us = hint[1].makespan if hint else None
+    T = Ticks(inst, opts.tick, horizon_us)
+    lb_ticks = int(math.ceil(base.value / T.tick - 1e-9))
+    extra: dict[str, Any] = {"tick_us": T.tick, "ticks_exact": T.exact}
+    own = [base]
+    start = None
+    if hint is not None:
+        hres = hint[1]
+        start = (hres.placement, hres.order if hres.order is not None else hres.schedule.order)
+    if start is not None and memory_fits(inst, start[0]):
+        sch = tick_schedule(inst, T, *start)
+        if sch is not None:
+            eb = energetic_bound(inst, T, lb_ticks, int(round(sch.makespan)))
+            extra["energetic_bound_ticks"] = eb
+            if eb > lb_ticks:
+                lb_ticks = eb
+                own.append(claims.Bound(T.real_bound(eb), "energetic"))
+    _check_time(deadline)
+    V, hint_vals = hinted_model(inst, T, start, lb_ticks=lb_ticks, symmetry=opts.symmetry,
+                                hint_time_s=max(0.05, min(0.1 * limit, deadline - time.perf_counter())),
+                                deadline=deadline)
+    if hint is not None:
+        extra.update(hint_method=hint[0], hint_makespan=hint[1].makespan, hint_used=hint_vals is not None)
+    left = deadline - time.perf_counter()
+    if left < 0.02:
+        raise OutOfTime("no time left for the search")
+    workers = opts.workers or os.cpu_count() or 1
+    # the search gets most of what is left; the rest confirms its bound (presolve off) and cleans up
+    out = solve_model(V, time_limit_s=max(0.01, 0.8 * left), workers=workers, seed=seed, progress=opts.progress,
+                      log=opts.log)
+    return finish(inst, "cpsat", V, out, own, hint[1] if hint else None, opts, extra, deadline=deadline,
+                  workers=workers, seed=seed)
+
+
+def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: float | Sequence[claims.Bound],
+           hint_res: Result | None, opts: Any, extra: dict[str, Any], *, deadline: float | None = None,
+           workers: int = 1, seed: int = 0) -> Result:
+    """Simulate the solver's answer, keep the hint if it is better, and make the claims through
+    :mod:`dplace.claims`: CP-SAT's bound (or INFEASIBLE) counts only as far as a search without presolve
+    confirms it (:func:`confirm_bound`, in the time left before ``deadline``; by default a short check).
+    ``lb``: proven bounds of dplace's own (a number is taken as ``dplace.lower_bound``)."""
+    T = V.T
+    extra = dict(extra)
+    own = [claims.Bound(lb, "lower_bound")] if isinstance(lb, (int, float)) else list(lb)
+    own_ticks = max(math.ceil(b.value / T.tick - 1e-9) for b in own) if own else 0
+    notes: list[str] = []
+    if deadline is None:
+        deadline = time.perf_counter() + max(0.2, min(2.0, out.wall_s))
+    extra.update(solver_status=out.status_name, solve_wall_s=round(out.wall_s, 4))
+    outs = [out]
+    certified: claims.Bound | None = None
+    infeasible_confirmed = False
+    claim = out.bound_ticks
+    if out.interrupted:
+        notes.append("search interrupted: its bound is not confirmed and not used")
+    elif claim is not None and (claim == math.inf or claim > own_ticks):
+        left = deadline - time.perf_counter() - _cleanup_s(inst)
+        t0 = time.perf_counter()
+        got, better = (None, None) if left < 0.02 else confirm_bound(V, claim, time_limit_s=left, workers=workers,
+                                                                      seed=seed)
+        extra["confirm_wall_s"] = round(time.perf_counter() - t0, 4)
+        if better is not None:
+            outs.append(better)
+            notes.append(f"a search without presolve found makespan {T.to_us(better.objective_ticks):.9g} below "
+                         f"what CP-SAT claimed possible ({T.to_us(claim):.9g}): CP-SAT's presolve was wrong here")
+        if claim == math.inf:
+            infeasible_confirmed = got == math.inf
+        if got != math.inf:
+            certified, cn = claims.confirm(claims.Bound(T.real_bound(claim), method),
+                                           [("a search without presolve", None if got is None else T.real_bound(got))])
+            notes += cn
+        else:
+            certified = claims.Bound(T.real_bound(claim), f"{method}, confirmed by a search without presolve")
+    elif claim is not None and math.isfinite(claim):
+        certified = claims.Bound(T.real_bound(claim), method)  # no stronger than dplace's own bounds
+    extra["bound_ticks"] = out.bound_ticks
+    ex = None
+    if not (out.interrupted or interrupt.requested()) and (certified is not None and certified.value > max(b.value for b in own)
+                                or claim == math.inf):
+        ex = claims.exhaustive(inst, deadline - time.perf_counter() - _cleanup_s(inst))
+    if ex is not None:  # small graph: brute force is the last word on the claim
+        if ex.optimum is None:
+            infeasible_confirmed = infeasible_confirmed or claim == math.inf
+        else:
+            if ex.placement is not None and (claim == math.inf or ex.optimum < T.to_us(min(
+                    o.objective_ticks for o in outs if o.objective_ticks is not None) if any(
+                    o.objective_ticks is not None for o in outs) else math.inf)):
+                outs.append(SolveOutcome(cp.FEASIBLE, "brute force", ex.placement, ex.order, ex.optimum / T.tick,
+                                         None, 0.0, False, False))
+            prev = certified if certified is not None and math.isfinite(certified.value) else claims.Bound(
+                ex.optimum, method)
+            certified, cn = claims.confirm(prev, [("brute force", ex.optimum)])
+            notes += cn
+    if out.status == cp.INFEASIBLE and len(outs) == 1:
+        return claims.no_placement(inst, method, f"{method}: no placement keeps pins, colocation and memory",
+                                   solver_says_infeasible=True, confirmed=infeasible_confirmed, heuristic=hint_res,
+                                   bound=max(own, key=lambda b: b.value) if own else None,
+                                   options=_asdict(opts), extra=dict(extra, claim_notes=notes))
+    cand = []
+    for o in outs:
+        if o.placement is not None:
+            cand.append(make_result(inst, method, o.placement, o.order, status="feasible", options=_asdict(opts),
+                                    claimed_makespan=T.to_us(o.objective_ticks), extra=dict(extra)))
+    if hint_res is not None and hint_res.memory_ok:
+        order = hint_res.order if hint_res.order is not None else hint_res.schedule.order
+        cand.append(make_result(inst, method, hint_res.placement, order, status="feasible", options=_asdict(opts),
+                                claimed_makespan=hint_res.makespan, extra=dict(extra, returned="hint")))
+    if not cand:
+        res = no_solution(inst, method, "no_solution", f"{method}: no solution within the time limit "
+                          f"({out.status_name})", options=_asdict(opts), extra=extra)
+        res.interrupted = out.interrupted
+        return claims.settle(res, own + [certified], notes=notes)
+    best = min(cand, key=lambda r: (not r.memory_ok, r.makespan))
+    best.interrupted = out.interrupted or interrupt.requested()
+    return claims.settle(best, own + [certified], notes=notes)
+
+
+def _cleanup_s(inst: Instance) -> float:
+    """Time kept for reading the answer back and simulating it (grows with the graph)."""
+    return 0.01 + 2e-5 * (inst.n + len(inst.esrc))
+
+
+def _asdict(opts: Any) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return asdict(opts)

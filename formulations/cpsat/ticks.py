@@ -1,0 +1,120 @@
+"""Integer time for the CP-SAT model: durations and transfer times in ticks.
+
+Every duration and transfer time is rounded *up* to whole ticks (values within 1e-6 tick of an integer
+count as that integer: float noise), so every schedule of the model is a valid (pessimistic) real
+schedule; with integer data and tick 1 it is exact. A bound proven in ticks is turned into a bound of the
+real problem by subtracting the most that rounding can add along one path of the schedule (zero when
+nothing was rounded).
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from dplace.errors import InvalidInstanceError
+from dplace.model import Instance
+
+__all__ = ["MAX_HORIZON_TICKS", "MAX_SERIAL_TICKS", "MIN_TICK_EXP", "Ticks", "horizon_ticks", "tick_schedule"]
+
+MIN_TICK_EXP = -6  # automatic tick: the coarsest power of ten >= 1e-6 µs that represents every time...
+MAX_HORIZON_TICKS = 1e9  # ...made coarser while the horizon would need more ticks than this
+MAX_SERIAL_TICKS = 1e15  # ...and while the trivial horizon (all serial) would: int64 with room for sums
+_TICK_EPS = 1e-6  # a value within this many ticks of an integer counts as that integer (float noise)
+
+
+def _is_multiple(v: float, t: float) -> bool:
+    q = v / t
+    return abs(q - round(q)) <= _TICK_EPS
+
+
+def _ceil_ticks(v: float, t: float) -> int:
+    q = v / t
+    r = round(q)
+    if abs(q - r) <= _TICK_EPS:
+        return int(r)
+    return int(math.ceil(q))
+
+
+class Ticks:
+    """Integer durations (``p[o][d]``) and transfer times (``c[e][d1][d2]``) of ``inst`` in ticks of
+    ``tick`` µs, rounded up; ``slack`` is the most (in ticks) rounding can add along one schedule path."""
+
+    def __init__(self, inst: Instance, tick: float | None = None, horizon_us: float | None = None) -> None:
+        self.inst = inst
+        n, m = inst.n, inst.m
+        vals = [v for row in inst.dur for v in row]
+        tt = [[[inst.transfer_time(e, a, b) for b in range(m)] for a in range(m)] for e in range(len(inst.esrc))]
+        vals += [v for M in tt for row in M for v in row]
+        # the model's horizon is the trivial one (horizon_ticks): every op and transfer one after another
+        serial = sum(max(row) for row in inst.dur) + sum(max(v for row in M for v in row) for M in tt)
+        if tick is None:
+            k = MIN_TICK_EXP
+            while k < 6 and all(_is_multiple(v, float(f"1e{k + 1}")) for v in vals):
+                k += 1
+            if horizon_us is not None and horizon_us > 0:
+                while horizon_us / float(f"1e{k}") > MAX_HORIZON_TICKS:
+                    k += 1
+            while serial / float(f"1e{k}") > MAX_SERIAL_TICKS:
+                k += 1
+            tick = float(f"1e{k}")
+        elif serial / tick > MAX_SERIAL_TICKS:
+            raise InvalidInstanceError(f"cpsat: tick {tick:g} µs is too fine here: the serial horizon "
+                                       f"{serial:.3g} µs would need more than {MAX_SERIAL_TICKS:g} ticks")
+        self.tick = float(tick)
+        t = self.tick
+        self.p = [[_ceil_ticks(v, t) for v in row] for row in inst.dur]
+        self.c = [[[_ceil_ticks(v, t) for v in row] for row in M] for M in tt]
+        # rounding excess (ticks) per op / per edge, worst device (pair); a schedule path holds at most n ops
+        # and n - 1 transfers (parallel) or n (m - 1) transfers (sequential: link queues)
+        op_err = sorted((max(0.0, max(self.p[o][d] - inst.dur[o][d] / t for d in range(m))) for o in range(n)),
+                        reverse=True)
+        tr_err = sorted((max([0.0] + [self.c[e][a][b] - tt[e][a][b] / t for a in range(m) for b in range(m)])
+                         for e in range(len(tt))), reverse=True)
+        n_tr = (n - 1) if inst.comm == "parallel" else n * max(0, m - 1)
+        self.exact = all(x <= _TICK_EPS for x in op_err[:1] + tr_err[:1])
+        self.slack = 0.0 if self.exact else sum(op_err[:n]) + sum(tr_err[:max(0, n_tr)])
+
+    def to_us(self, ticks: float) -> float:
+        return ticks * self.tick
+
+    def real_bound(self, bound_ticks: float) -> float:
+        """A lower bound of the real problem from a proven bound of the tick model."""
+        if self.exact:
+            return bound_ticks * self.tick
+        return max(0.0, (bound_ticks - self.slack) * self.tick)
+
+
+def horizon_ticks(inst: Instance, T: Ticks) -> int:
+    """Trivial upper bound: everything one after the other with every transfer paid."""
+    tot = sum(max(row) for row in T.p)
+    tot += sum(max((v for row in M for v in row), default=0) for M in T.c)
+    return max(1, int(tot))
+
+
+def _homogeneous(inst: Instance) -> bool:
+    m = inst.m
+    vals = {(inst.lat[a][b], inst.bw[a][b]) for a in range(m) for b in range(m) if a != b}
+    return len(vals) <= 1
+
+
+def tick_schedule(inst: Instance, T: Ticks, placement: Sequence[int], order: Sequence[Sequence[int]]):
+    """:func:`dplace.simulate` of ``placement``/``order`` on the model's tick data (durations p, transfer
+    times c as bytes over a link of latency 0 and bandwidth 1); None when links differ per device pair
+    (then a transfer time is not bytes over one link) or the order is not valid."""
+    from dplace.model import MAX_MEMORY, Device, Edge, Link, Op
+    from dplace.simulate import simulate
+
+    if not _homogeneous(inst):
+        return None
+    names = [d.name for d in inst.devices]
+    a, b = (0, 1) if inst.m > 1 else (0, 0)
+    try:
+        ti = Instance(
+            inst.name, [Device(nm, MAX_MEMORY, 1.0) for nm in names],
+            [Op(op.id, {names[d]: float(T.p[o][d]) for d in range(inst.m)}, 0) for o, op in enumerate(inst.ops)],
+            [Edge(inst.ops[inst.esrc[k]].id, inst.ops[inst.edst[k]].id, float(T.c[k][a][b]) if inst.m > 1 else 0.0)
+             for k in range(len(inst.esrc))],
+            link=Link(0.0, 1.0), comm=inst.comm)
+        return simulate(ti, list(placement), [list(x) for x in order])
+    except InvalidInstanceError:
+        return None
