@@ -247,11 +247,14 @@ def _add_transfers(P: MilpModel, reach: list[int]) -> None:
 
 
 def time_unit(big_m: float) -> float:
-    """µs per model time unit: the smallest power of ten (at least 1) that brings ``big_m`` to at most
-    1e4. HiGHS answered wrong optima (and INFEASIBLE) with times of 1e8 µs and more in big-M rows."""
+    """µs per model time unit: a power of ten that brings ``big_m`` into [1e2, 1e4] (the solvers'
+    tolerances are absolute: with times of 1e8 µs and more in big-M rows HiGHS answered wrong optima and
+    INFEASIBLE; with times of 1e-2 µs CBC called a makespan 1e-6 relative above the optimum optimal)."""
     k = 0
     while big_m / 10.0**k > 1e4:
         k += 1
+    while k > -15 and 0 < big_m / 10.0**k < 1e2:
+        k -= 1
     return 10.0**k
 
 

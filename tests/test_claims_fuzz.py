@@ -31,9 +31,6 @@ KNOWN = {
     (61, "cpsat"): "cpsat: CP-SAT's own claim optimal 22.8666, optimum 21.9460 (presolve-off check agrees with it)",
     (1143, "cpsat"): "cpsat: CP-SAT's own claim optimal 14000060, optimum 14000045 (presolve-off check agrees)",
     (1143, "portfolio"): "portfolio: inherits CP-SAT's wrong optimal on seed 1143",
-    # times ~1e-2 µs: CBC's bound 0.03630602 (as read back) is 1e-6 relative above the optimum 0.0363059844
-    # and its makespan 1.03e-6 relative above it is called optimal; the confirmation did not refute it
-    (1584, "milp-cbc"): "milp-cbc: optimal 0.0363060218, optimum 0.0363059844 (CBC bound read back too high)",
 }
 
 
