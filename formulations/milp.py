@@ -247,13 +247,13 @@ def _add_transfers(P: MilpModel, reach: list[int]) -> None:
 
 
 def time_unit(big_m: float) -> float:
-    """µs per model time unit: a power of ten that brings ``big_m`` into [1e2, 1e4] (the solvers'
+    """µs per model time unit: a power of ten that brings ``big_m`` into [10, 1e4] (the solvers'
     tolerances are absolute: with times of 1e8 µs and more in big-M rows HiGHS answered wrong optima and
     INFEASIBLE; with times of 1e-2 µs CBC called a makespan 1e-6 relative above the optimum optimal)."""
     k = 0
     while big_m / 10.0**k > 1e4:
         k += 1
-    while k > -15 and 0 < big_m / 10.0**k < 1e2:
+    while k > -15 and 0 < big_m / 10.0**k < 10:
         k -= 1
     return 10.0**k
 
