@@ -19,6 +19,7 @@ from typing import Any, Sequence
 from ortools.sat.python import cp_model as cp
 
 from dplace import claims, interrupt
+from dplace.errors import bad_option
 from dplace.model import Instance
 from dplace.registry import register
 from dplace.result import Result, make_result, no_solution
@@ -43,11 +44,11 @@ class CpsatOptions:
 
     def __post_init__(self) -> None:
         if self.workers is not None and self.workers < 1:
-            raise ValueError(f"workers must be >= 1, got {self.workers!r}")
+            raise bad_option("workers", ">= 1", self.workers)
         if self.tick is not None and not (self.tick > 0 and math.isfinite(self.tick)):
-            raise ValueError(f"tick must be > 0, got {self.tick!r}")
+            raise bad_option("tick", "> 0", self.tick)
         if self.hint not in ("best", "heft", "none"):
-            raise ValueError(f"hint must be best, heft or none, got {self.hint!r}")
+            raise bad_option("hint", "best, heft or none", self.hint)
 
 
 class _Progress(cp.CpSolverSolutionCallback):
