@@ -33,15 +33,16 @@ the ``size`` rows, as even as possible, frac_i = size_i / size):
     instance's own AddN/Concat/Split ops) and hold the bytes they output.
   * ops whose ``forward_of`` names the split op lose that field; split specs of other ops that list it
     in ``cut`` now list the node that gives its output.
-The paper's data-parallel input graph (§5.2, when the model fits one device) is not built here: OS-DPOS
-starts from the graph it is given.
+Data-parallel input graph (``data_parallel_instance``, option ``data_parallel``): when the model fits
+one device, §5.2 starts OS-DPOS from the model replicated once per device, each replica on its share of
+the batch, gradients summed where they reach the shared variables (rules in the function's docstring).
 """
 from __future__ import annotations
 
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from dplace.errors import InvalidInstanceError, bad_option
 from dplace.model import Edge, Instance, Op
@@ -225,7 +226,7 @@ def copy_bandwidth(inst: Instance) -> float:
         return float(inst.extra["split_copy_bytes_per_us"])
     nb = t = 0.0
     for o, op in enumerate(inst.ops):
-        if op.type in COPY_TYPES and "split_of" not in op.extra and inst.mem[o] > 0:
+        if op.type in COPY_TYPES and "split_of" not in op.extra and "allreduce" not in op.extra and inst.mem[o] > 0:
             d = min(inst.dur[o])
             if d > 0:
                 nb += inst.mem[o]
@@ -364,6 +365,189 @@ def split_instance(inst: Instance, splits: Iterable[Sequence[Any]], *, overhead_
     return cur
 
 
+# -------------------------------------------------------------------------- data-parallel input graph
+
+DP_KEY = "data_parallel"
+
+
+def batch_inputs(inst: Instance) -> list[str]:
+    """The ops that bring the step's batch in: ``extra["tf"]["inputs"]`` (tensor names, ``x:0`` -> op
+    ``x``) of a graph extracted from TensorFlow, else ops whose ``extra["batch_input"]`` is true."""
+    tf = inst.extra.get("tf")
+    names: list[str] = []
+    if isinstance(tf, dict) and isinstance(tf.get("inputs"), list):
+        names = [str(t).split(":")[0] for t in tf["inputs"]]
+    names = [x for x in names if x in inst.op_index]
+    if not names:
+        names = [op.id for op in inst.ops if op.extra.get("batch_input") is True]
+    return names
+
+
+def fits_one_device(inst: Instance) -> bool:
+    """FastT §5.2's test for the data-parallel input graph: the whole model fits the largest device."""
+    return sum(inst.mem) <= max(inst.capacity)
+
+
+def data_parallel_instance(inst: Instance, replicas: int | None = None, inputs: Sequence[str] | None = None, *,
+                           copy_bytes_per_us: float | None = None) -> Instance:
+    """FastT §5.2's data-parallel input graph: the model replicated ``replicas`` times (default: the
+    number of devices), each replica working on its share of the batch (strong scaling: same global
+    batch), gradients summed where they reach the shared state.
+
+    * Batch ops: the ``inputs`` (default :func:`batch_inputs`) and every op reachable from them. Each is
+      replicated as ``rep<r>/<id>``: time and memory × f_r (f_r = replica r's share of the batch, the
+      batch size of ``extra["tf"]["batch"]`` divided as evenly as possible, else 1/replicas); pins kept
+      (the inputs still arrive where they did); colocation groups per replica (``<group>/rep<r>``);
+      ``forward_of`` and split specs name the replica's ops, a split's ``batch`` size is the replica's.
+      An op whose split spec has ``batch`` in ``reduce`` (a weight gradient: a partial sum over the
+      batch) and any batch op fed only by such ops keep their full memory and output bytes.
+    * Shared ops (one copy, unchanged): every op not reachable from the inputs (variables, their
+      reads, constants) and every batch op colocated with one (the variable updates). A shared op's
+      output goes whole to every replica that reads it (weights broadcast).
+    * Edges between replicated ops keep to their replica with bytes × f_r (full bytes from a
+      full-size op). A replicated op feeding shared ops gets one ``<id>/allreduce`` node (type AddN):
+      every replica sends its full-size tensor, the node sums them (time: n·B bytes / copy speed, as
+      a split's reduce, :func:`copy_bandwidth`) and feeds the shared ops with the original bytes.
+
+    Times scale linearly with the batch: a device's utilisation at a smaller batch is not modelled
+    (FastT re-profiles under data parallelism instead). The new Instance is named ``<name>+dp<n>`` and
+    records ``data_parallel = {"of", "replicas", "inputs"}`` in ``extra``.
+    """
+    n = inst.m if replicas is None else replicas
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise InvalidInstanceError(f"data_parallel: replicas must be an integer >= 1, got {replicas!r}")
+    names = list(batch_inputs(inst) if inputs is None else inputs)
+    for x in names:
+        if x not in inst.op_index:
+            raise InvalidInstanceError(f"data_parallel: unknown input op {x!r}")
+    if not names:
+        raise InvalidInstanceError(f"data_parallel: instance {inst.name!r} names no batch inputs "
+                                   "(extra.tf.inputs or ops with extra.batch_input = true)")
+    bw = copy_bandwidth(inst) if copy_bytes_per_us is None else float(copy_bytes_per_us)
+    if not 0 < bw < math.inf:
+        raise InvalidInstanceError(f"data_parallel: copy_bytes_per_us must be > 0, got {copy_bytes_per_us!r}")
+    tf = inst.extra.get("tf")
+    batch = tf.get("batch") if isinstance(tf, dict) else None
+    if isinstance(batch, int) and not isinstance(batch, bool) and batch >= n:
+        sizes: list[int] | None = _parts(batch, n)
+        fracs = [s / batch for s in sizes]
+    else:
+        sizes, fracs = None, [1.0 / n] * n
+    # batch ops: reachable from the inputs
+    rep = [False] * inst.n
+    stack = [inst.op_index[x] for x in names]
+    for o in stack:
+        rep[o] = True
+    while stack:
+        o = stack.pop()
+        for e in inst.succ[o]:
+            v = inst.edst[e]
+            if not rep[v]:
+                rep[v] = True
+                stack.append(v)
+    shared_groups = {inst.group_of[o] for o in range(inst.n) if not rep[o] and inst.group_of[o] >= 0}
+    for o in range(inst.n):  # batch ops acting on shared state (variable updates) stay shared
+        if rep[o] and inst.group_of[o] in shared_groups:
+            rep[o] = False
+    full = [False] * inst.n  # replicated op whose output does not shrink with the batch
+    for o in inst.topo:
+        if not rep[o]:
+            continue
+        spec = inst.ops[o].extra.get(SPLIT_KEY)
+        if isinstance(spec, dict) and "batch" in (spec.get("reduce") or []):
+            full[o] = True
+        else:
+            ps = [inst.esrc[e] for e in inst.pred[o] if rep[inst.esrc[e]]]
+            full[o] = bool(ps) and all(full[p] for p in ps)
+    ids = {op.id for op in inst.ops}
+
+    def rid(o: int, r: int) -> str:
+        return f"rep{r}/{inst.ops[o].id}"
+
+    def rname(name: Any, r: int) -> Any:
+        o = inst.op_index.get(name) if isinstance(name, str) else None
+        return rid(o, r) if o is not None and rep[o] else name
+
+    ops: list[Op] = []
+    edges: list[Edge] = []
+    for o, op in enumerate(inst.ops):
+        if not rep[o]:
+            ops.append(op)
+            continue
+        mems = [int(op.memory)] * n if full[o] else _divide_int(int(op.memory), fracs)
+        for r in range(n):
+            f = fracs[r]
+            t: Any = {k: v * f for k, v in op.time.items()} if isinstance(op.time, dict) else float(op.time) * f
+            extra = dict(op.extra, replica_of=op.id, replica=r)
+            if "forward_of" in extra:
+                extra["forward_of"] = rname(extra["forward_of"], r)
+            spec = extra.get(SPLIT_KEY)
+            if isinstance(spec, dict):
+                spec = dict(spec)
+                if isinstance(spec.get("cut"), dict):
+                    spec["cut"] = {d: [rname(s, r) for s in srcs] if isinstance(srcs, list) else srcs
+                                   for d, srcs in spec["cut"].items()}
+                if isinstance(spec.get("dims"), dict) and "batch" in spec["dims"]:
+                    dims = dict(spec["dims"])
+                    dims["batch"] = (sizes[r] if sizes is not None and dims["batch"] == batch
+                                     else max(1, int(dims["batch"] * f)))
+                    spec["dims"] = dims
+                extra[SPLIT_KEY] = spec
+            group = None if op.colocation is None else f"{op.colocation}/rep{r}"
+            new = rid(o, r)
+            if new in ids:
+                raise InvalidInstanceError(f"data_parallel: new op id {new!r} already exists")
+            ids.add(new)
+            ops.append(Op(new, t, mems[r], op.type, group, op.device, extra))
+    agg: dict[int, str] = {}
+    for e, ed in enumerate(inst.edges):
+        u, v = inst.esrc[e], inst.edst[e]
+        if rep[u] and rep[v]:
+            edges.extend(Edge(rid(u, r), rid(v, r), ed.bytes if full[u] else ed.bytes * fracs[r], dict(ed.extra))
+                         for r in range(n))
+        elif rep[v]:  # shared -> every replica, whole
+            edges.extend(Edge(ed.src, rid(v, r), ed.bytes, dict(ed.extra)) for r in range(n))
+        elif rep[u]:  # replicas -> shared: through one sum of the replicas' full-size tensors
+            if u not in agg:
+                a = f"{ed.src}/allreduce"
+                if a in ids:
+                    raise InvalidInstanceError(f"data_parallel: new op id {a!r} already exists")
+                ids.add(a)
+                agg[u] = a
+                big = max(inst.ebytes[x] for x in inst.succ[u] if not rep[inst.edst[x]])
+                ops.append(Op(a, n * big / bw, int(big), "AddN", None, None, {"replica_of": ed.src, "allreduce": True}))
+                edges.extend(Edge(rid(u, r), a, big) for r in range(n))
+            edges.append(Edge(agg[u], ed.dst, ed.bytes, dict(ed.extra)))
+        else:
+            edges.append(ed)
+    extra = dict(inst.extra, split_copy_bytes_per_us=bw, **{DP_KEY: {"of": inst.name, "replicas": n, "inputs": names}})
+    return inst.replace(name=f"{inst.name}+dp{n}", ops=ops, edges=edges, extra=extra)
+
+
+def transformed_instance(inst: Instance, extra: Mapping[str, Any]) -> Instance:
+    """The graph a FastT result was computed on, rebuilt from the original ``inst`` and the result's
+    ``extra``: the data-parallel graph (``extra["data_parallel"]``) then the splits (``extra["splits"]``);
+    ``inst`` itself when the result names neither. Bad fields raise :class:`InvalidInstanceError`."""
+    from dplace.model import check_number
+
+    g = inst
+    dp = extra.get(DP_KEY)
+    if dp:
+        if not isinstance(dp, dict) or not isinstance(dp.get("inputs"), list):
+            raise InvalidInstanceError(f"result: extra.data_parallel must be an object with replicas and inputs, got {dp!r:.60}")
+        g = data_parallel_instance(inst, dp.get("replicas"), [str(x) for x in dp["inputs"]],
+                                   copy_bytes_per_us=extra.get("split_copy_bytes_per_us"))
+    splits = extra.get("splits")
+    if splits:
+        if not isinstance(splits, list) or not all(isinstance(s, list) for s in splits):
+            raise InvalidInstanceError(f"result: extra.splits must be a list of [op, dim, n], got {splits!r:.60}")
+        bw = extra.get("split_copy_bytes_per_us")
+        g = split_instance(g, [tuple(s) for s in splits],
+                           overhead_us=check_number(extra.get("split_overhead_us", 0.0), "result: extra.split_overhead_us"),
+                           copy_bytes_per_us=None if bw is None else check_number(bw, "result: extra.split_copy_bytes_per_us"))
+    return g
+
+
 # ------------------------------------------------------------------------------------------ OS-DPOS
 
 
@@ -375,6 +559,9 @@ class OsDposOptions:
     split_overhead_us: float = 0.0  # added to each sub-op's time
     max_dpos_runs: int | None = None  # cap on DPOS re-runs on split graphs; None: the paper's whole loop
     copy_bytes_per_us: float | None = None  # split/concat/reduce copy speed; None: from the instance
+    # start from the data-parallel graph (one replica per device) when the model fits one device, as
+    # §5.2 does; False: start from the graph given
+    data_parallel: bool = False
 
     def __post_init__(self) -> None:
         if not 0 <= self.split_overhead_us < math.inf:  # NaN fails too
@@ -425,9 +612,16 @@ def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
     opts = OsDposOptions(**options)
     t0 = time.perf_counter()
     dopts = DposOptions(insertion=opts.insertion, critical_path=opts.critical_path, cp_one_device=opts.cp_one_device)
+    bw = copy_bandwidth(inst) if opts.copy_bytes_per_us is None else float(opts.copy_bytes_per_us)
+    dp_info: dict[str, Any] = {}
+    if opts.data_parallel:
+        if fits_one_device(inst):
+            inst = data_parallel_instance(inst, copy_bytes_per_us=bw)
+            dp_info[DP_KEY] = {k: v for k, v in inst.extra[DP_KEY].items() if k != "of"}
+        else:
+            dp_info["data_parallel_skipped"] = "the model does not fit one device: the model graph is the input"
     best = _dpos_result(inst, "os_dpos", dopts, options)
     dpos_makespan = best.makespan
-    bw = copy_bandwidth(inst) if opts.copy_bytes_per_us is None else float(opts.copy_bytes_per_us)
     cap = math.inf if opts.max_dpos_runs is None else opts.max_dpos_runs
     cur = inst
     splits: list[list[Any]] = []
@@ -447,10 +641,13 @@ def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
                     break
                 runs += 1
                 g = split_instance(cur, [[op_id, dim, n]], overhead_us=opts.split_overhead_us, copy_bytes_per_us=bw)
+                if sum(g.mem) > sum(g.capacity):  # pieces of a partial sum each hold it whole
+                    continue
                 run = _dpos_schedule(g, dopts)
-                ms = simulate(g, run[0].placement, run[0].order()).makespan
-                if trial_best is None or ms < trial_best[0] - 1e-9:
-                    trial_best = (ms, (g, run), [op_id, dim, n])
+                sched = simulate(g, run[0].placement, run[0].order())
+                if sched.memory_ok or not best.memory_ok:  # a split must not break memory
+                    if trial_best is None or sched.makespan < trial_best[0] - 1e-9:
+                        trial_best = (sched.makespan, (g, run), [op_id, dim, n])
             if out_of_budget:
                 break
         if trial_best is not None and trial_best[0] < best.makespan - 1e-9 * max(1.0, best.makespan):
@@ -467,8 +664,9 @@ def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
     else:
         stopped = "critical path exhausted"
     best.extra.update({
+        **dp_info,
         "splits": splits,
-        "base_instance": inst.name,
+        "base_instance": inst.extra[DP_KEY]["of"] if DP_KEY in dp_info else inst.name,
         "split_overhead_us": opts.split_overhead_us,
         "split_copy_bytes_per_us": bw,
         "dpos_makespan": dpos_makespan,

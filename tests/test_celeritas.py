@@ -221,3 +221,19 @@ def test_memory_is_kept_on_every_bundled_instance():
             for balance in (False, True):
                 res = dplace.solve(inst, method, balance=balance)
                 assert res.memory_ok, (os.path.basename(p), method, balance)
+
+
+def test_best_effort_for_a_model_larger_than_all_devices_is_reachable_from_solve():
+    # 3 ops of 2 bytes, 2 devices of 2 bytes: no placement keeps memory (6 > 4)
+    ops = [Op(x, t, 2) for x, t in (("a", 3.0), ("b", 2.0), ("c", 4.0))]
+    inst = Instance("big", [Device("d0", 2), Device("d1", 2)], ops, [Edge("a", "b", 1), Edge("b", "c", 1)],
+                    link=Link(1.0, 1.0))
+    for method in ("celeritas", "order_place", "standard_evaluation"):
+        res = dplace.solve(inst, method)
+        assert res.status == "infeasible" and res.lower_bound is None
+        assert "6 bytes" in res.message and "best-effort" in res.message
+        assert res.memory_ok is False and sorted(res.schedule.memory) == [2, 4]  # least-used device takes c
+        chk = dplace.check(inst, res)  # a full schedule: valid as a schedule, memory flagged
+        assert chk.ok and chk.memory_ok is False
+    heft = dplace.solve(inst, "heft")
+    assert heft.status == "infeasible" and heft.placement is None

@@ -292,3 +292,71 @@ def test_os_dpos_result_is_accepted_by_evaluate(tmp_path, capsys):
 def test_os_dpos_runs_the_papers_whole_loop_by_default():
     res = dplace.solve(_hand(), "os_dpos")
     assert res.options == {} and res.extra["stopped"] in ("no improving split", "critical path exhausted")
+
+
+def _train(cap=10**6, tf_batch=None):
+    """One training step: input x (800 B) and weight w (400 B, a variable) -> forward F (200 B) ->
+    weight gradient G (a partial sum over the batch, 400 B) -> update U, colocated with w."""
+    gspec = {"dims": {"batch": 4, "channel": 8}, "cut": {"batch": ["x", "F"]}, "reduce": ["batch"]}
+    ops = [Op("x", 0.0, 800, extra={"batch_input": True}), Op("w", 0.0, 400, colocation="var:w"),
+           Op("F", 40.0, 200, type="MatMul"), Op("G", 40.0, 400, type="MatMul", extra={"split": gspec}),
+           Op("U", 2.0, 0, type="AssignAddVariableOp", colocation="var:w")]
+    edges = [Edge("x", "F", 800), Edge("w", "F", 400), Edge("x", "G", 800), Edge("F", "G", 200),
+             Edge("G", "U", 400), Edge("w", "U", 0)]
+    extra = {} if tf_batch is None else {"tf": {"inputs": ["x:0"], "batch": tf_batch}}
+    return Instance("train", [Device(f"g{i}", cap) for i in range(2)], ops, edges, link=Link(1.0, 100.0),
+                    extra=extra)
+
+
+def test_data_parallel_graph_by_hand():
+    from dplace.heuristics.fastt import data_parallel_instance
+
+    g = data_parallel_instance(_train(), copy_bytes_per_us=100.0)
+    assert g.name == "train+dp2" and g.extra["data_parallel"] == {"of": "train", "replicas": 2, "inputs": ["x"]}
+    ops = {op.id: op for op in g.ops}
+    # variables and their update stay single; the batch ops are replicated on half the batch each
+    assert set(ops) == {"w", "U", "G/allreduce"} | {f"rep{r}/{x}" for r in range(2) for x in "xFG"}
+    assert ops["rep1/F"].time == 20.0 and ops["rep1/F"].memory == 100 and ops["rep0/x"].memory == 400
+    assert ops["rep0/G"].time == 20.0 and ops["rep0/G"].memory == 400  # a partial sum stays full size
+    assert ops["rep0/G"].extra["split"]["dims"]["batch"] == 2
+    assert ops["rep0/G"].extra["split"]["cut"]["batch"] == ["rep0/x", "rep0/F"]
+    eb = {(e.src, e.dst): e.bytes for e in g.edges}
+    assert eb[("w", "rep0/F")] == eb[("w", "rep1/F")] == 400  # weights whole to every replica
+    assert eb[("rep0/x", "rep0/F")] == 400 and eb[("rep1/F", "rep1/G")] == 100  # activations halved
+    assert eb[("rep0/G", "G/allreduce")] == eb[("rep1/G", "G/allreduce")] == 400  # full gradients summed
+    assert eb[("G/allreduce", "U")] == 400 and ("rep0/x", "rep1/F") not in eb
+    red = ops["G/allreduce"]
+    assert red.type == "AddN" and red.time == pytest.approx(2 * 400 / 100.0) and red.memory == 400
+    assert ops["U"].colocation == "var:w" and ops["rep0/x"].colocation is None
+
+
+def test_data_parallel_graph_uneven_batch_and_errors():
+    from dplace.heuristics.fastt import data_parallel_instance
+
+    g = data_parallel_instance(_train(tf_batch=5), copy_bytes_per_us=100.0)
+    ops = {op.id: op for op in g.ops}
+    assert ops["rep0/F"].time == pytest.approx(40.0 * 3 / 5) and ops["rep1/F"].time == pytest.approx(16.0)
+    assert ops["rep0/G"].extra["split"]["dims"]["batch"] == 4 * 3 // 5  # spec's own batch size scaled
+    with pytest.raises(InvalidInstanceError, match="names no batch inputs"):
+        data_parallel_instance(_hand())
+    with pytest.raises(InvalidInstanceError, match="replicas"):
+        data_parallel_instance(_train(), 0)
+
+
+def test_os_dpos_data_parallel_when_the_model_fits_one_device():
+    from dplace.cli.solve import instance_for_result as _instance_for_result
+
+    inst = _train()
+    res = dplace.solve(inst, "os_dpos", data_parallel=True)
+    _ok(inst, res)
+    assert res.instance.name.startswith("train+dp2") and res.extra["data_parallel"]["replicas"] == 2
+    # the replicas' forward and gradient work run on both devices at once: 2 + 20 + 20 + transfers,
+    # below the 80 µs of the model graph's chain F -> G on one device
+    assert res.makespan < dplace.solve(inst, "os_dpos").makespan
+    assert len({res.placement[res.instance.op_index[f"rep{r}/F"]] for r in range(2)}) == 2
+    data = json.loads(json.dumps(res.to_dict()))
+    assert _instance_for_result(inst, data).to_dict() == res.instance.to_dict()  # evaluate rebuilds it
+    # a model larger than one device: the model graph itself is the input (§5.2)
+    big = dplace.solve(_train(cap=1500), "os_dpos", data_parallel=True)
+    assert "data_parallel" not in big.extra and "does not fit" in big.extra["data_parallel_skipped"]
+    assert big.instance.name.split("+")[0] == "train" and "+dp" not in big.instance.name

@@ -151,19 +151,12 @@ def _check_claims(path: str, data: dict, res) -> None:
 
 
 def instance_for_result(inst, data: dict):
-    """The instance a saved result refers to (rebuilds OS-DPOS split graphs)."""
-    from ..model import check_number
-
+    """The instance a saved result refers to (rebuilds FastT's data-parallel and split graphs)."""
     extra = data.get("extra") or {}
     if not isinstance(extra, dict):
         raise InvalidInstanceError(f"result: extra must be an object, got {extra!r:.60}")
-    if extra.get("splits"):
-        from ..heuristics.fastt import split_instance
+    if extra.get("splits") or extra.get("data_parallel"):
+        from ..heuristics.fastt import transformed_instance
 
-        if not isinstance(extra["splits"], list) or not all(isinstance(s, list) for s in extra["splits"]):
-            raise InvalidInstanceError(f"result: extra.splits must be a list of [op, dim, n], got {extra['splits']!r:.60}")
-        bw = extra.get("split_copy_bytes_per_us")
-        return split_instance(inst, [tuple(s) for s in extra["splits"]],
-                              overhead_us=check_number(extra.get("split_overhead_us", 0.0), "result: extra.split_overhead_us"),
-                              copy_bytes_per_us=None if bw is None else check_number(bw, "result: extra.split_copy_bytes_per_us"))
+        return transformed_instance(inst, extra)
     return inst
