@@ -155,9 +155,12 @@ def test_execute_enforces_and_verifies_the_order(transformer):
     step, inst = transformer
     res = dplace.solve(inst, "dpos")  # a per-device order that differs from TF's FIFO one
     rep = execute.execute(inst, res, step, 2, steps=1, warmup=1, loss_steps=1)
-    assert rep.order_enforced and isinstance(rep.order_matched, bool)
-    assert rep.order_matched == (rep.order_mismatches == [])
+    assert rep.order_enforced and rep.order_matched and rep.order_mismatches == []
     assert rep.ok and rep.predicted_us == pytest.approx(res.makespan)
+    # captured tensors are function arguments, never run: a chain through one would be cut there
+    fed = {t.op.name for t in step.concrete(2).graph.inputs}
+    chains = execute._order_chains(inst, res.order, fed)
+    assert not fed & {n for ch in chains for n in ch} and sum(map(len, chains)) > 0
     free = execute.execute(inst, res, step, 2, steps=1, warmup=1, loss_steps=1, enforce_order=False)
     assert not free.order_enforced and free.order_matched is None
     assert free.predicted_us == pytest.approx(dplace.simulate(inst, res.placement).makespan)
@@ -248,6 +251,7 @@ def test_cli_profile_solve_execute(tmp_path, capsys):
                  "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["ops_moved_count"] == 0 and rep["loss_ok"] and rep["ok"]
+    assert rep["order_enforced"] and rep["order_matched"]  # heft's order, chained past captured constants
     # user mistakes: one line, exit 2
     assert main(["execute", "--instance", str(inst_p), "--result", str(res_p), "--model", "resnet50"]) == 2
     assert main(["profile", "--model", "nope", "--batch", "2", "--out", str(tmp_path / "x.json")]) == 2
