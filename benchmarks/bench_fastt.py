@@ -6,6 +6,7 @@ training graph (4 and 8 devices), and DPOS vs heft vs m_etf (and OS-DPOS) on the
     .venv/bin/python benchmarks/bench_fastt.py --part real
     .venv/bin/python benchmarks/bench_fastt.py --part real --instances 'instances/tf/*.json' --methods dpos,os_dpos
     .venv/bin/python benchmarks/bench_fastt.py --part real --max-dpos-runs 32   # the old cap, to compare
+    .venv/bin/python benchmarks/bench_fastt.py --part real --methods dpos,os_dpos,os_dpos_dp  # + §5.2's DP graph
 
 Prints tables; no timing is asserted. Times are wall-clock seconds of ``dplace.solve`` (placement plus the
 final simulation), makespans are the simulator's (µs).
@@ -25,14 +26,19 @@ import dplace
 
 def _row(inst, method, **options):
     t0 = time.perf_counter()
-    res = dplace.solve(inst, method, **options)
+    if method == DP:  # OS-DPOS from FastT §5.2's data-parallel input graph (when the model fits a device)
+        res = dplace.solve(inst, "os_dpos", data_parallel=True, **options)
+    else:
+        res = dplace.solve(inst, method, **options)
     dt = time.perf_counter() - t0
     ex = res.extra or {}
     return {
         "method": method, "time_s": dt, "makespan": res.makespan, "lb": res.lower_bound,
         "memory_ok": res.memory_ok, "fifo": ex.get("makespan_fifo"), "splits": len(ex.get("splits", [])),
         "runs": ex.get("dpos_runs"), "stopped": ex.get("stopped"), "status": res.status,
-        "split_list": ex.get("splits", []), "evaluate_ok": _evaluate_ok(inst, res) if ex.get("splits") else None,
+        "split_list": ex.get("splits", []),
+        "evaluate_ok": _evaluate_ok(inst, res) if ex.get("splits") or ex.get("data_parallel") else None,
+        "replicas": (ex.get("data_parallel") or {}).get("replicas"), "dp_skipped": ex.get("data_parallel_skipped"),
     }
 
 
@@ -50,6 +56,9 @@ def _evaluate_ok(inst, res) -> bool:
             and abs(again.makespan - res.makespan) <= 1e-6 * max(1.0, res.makespan))
 
 
+DP = "os_dpos_dp"  # pseudo-method of this script: os_dpos with data_parallel=True
+
+
 def _fmt(x, spec=",.0f"):
     return "-" if x is None else format(x, spec)
 
@@ -64,10 +73,10 @@ def generated(console: Console, n_ops: int, devices: list[int], max_runs: int, m
     for m in devices:
         inst = transformer_training(n_ops, m)
         for method in methods:
-            opts = {"max_dpos_runs": max_runs} if method == "os_dpos" and max_runs is not None else {}
+            opts = {"max_dpos_runs": max_runs} if method in ("os_dpos", DP) and max_runs is not None else {}
             r = _row(inst, method, **opts)
             table.add_row(str(m), str(inst.n), method, f"{r['time_s']:.2f}", _fmt(r["makespan"]), _fmt(r["fifo"]),
-                          _fmt(r["lb"]), str(r["splits"]) if method == "os_dpos" else "-", _fmt(r["runs"], "d"),
+                          _fmt(r["lb"]), str(r["splits"]) if method in ("os_dpos", DP) else "-", _fmt(r["runs"], "d"),
                           r["stopped"] or "-", str(r["memory_ok"]))
             console.print(f"  done: m={m} {method} {r['time_s']:.2f}s", style="dim")
     console.print(table)
@@ -86,19 +95,21 @@ def real(console: Console, pattern: str, max_runs: int, methods: list[str]) -> N
     for path in paths:
         inst = dplace.load_instance(path)
         for method in methods:
-            if method not in known:
+            if method not in known and method != DP:
                 table.add_row(os.path.basename(path), str(inst.n), str(inst.m), "-", method, "not registered",
                               "", "", "", "", "")
                 continue
-            opts = {"max_dpos_runs": max_runs} if method == "os_dpos" and max_runs is not None else {}
+            opts = {"max_dpos_runs": max_runs} if method in ("os_dpos", DP) and max_runs is not None else {}
             r = _row(inst, method, **opts)
-            if method == "os_dpos":
-                console.print(f"  {os.path.basename(path)}: os_dpos kept {r['splits']} splits {r['split_list']} "
-                              f"({r['runs']} DPOS runs, stopped: {r['stopped']}); evaluate accepts: {r['evaluate_ok']}")
+            if method in ("os_dpos", DP):
+                dp = (f"; data-parallel graph of {r['replicas']} replicas" if r["replicas"]
+                      else f"; {r['dp_skipped']}" if r["dp_skipped"] else "")
+                console.print(f"  {os.path.basename(path)}: {method} kept {r['splits']} splits {r['split_list']} "
+                              f"({r['runs']} DPOS runs, stopped: {r['stopped']}{dp}); evaluate accepts: {r['evaluate_ok']}")
             gap = None if r["makespan"] in (None, 0) or r["lb"] is None else (r["makespan"] - r["lb"]) / r["makespan"]
             table.add_row(os.path.basename(path), str(inst.n), str(inst.m), _fmt(r["lb"]), method,
                           _fmt(r["makespan"]), _fmt(gap, ".1%"), f"{r['time_s']:.2f}", _fmt(r["fifo"]),
-                          str(r["splits"]) if method == "os_dpos" else "-", str(r["memory_ok"]))
+                          str(r["splits"]) if method in ("os_dpos", DP) else "-", str(r["memory_ok"]))
     console.print(table)
 
 
@@ -110,7 +121,8 @@ def main() -> int:
     ap.add_argument("--max-dpos-runs", type=int, default=None,
                     help="OS-DPOS cap on DPOS re-runs (default: none, the paper's whole loop)")
     ap.add_argument("--instances", default="instances/*.json,instances/tf/*.json", help="comma list of globs")
-    ap.add_argument("--methods", default="", help="comma list (default: dpos,os_dpos / heft,m_etf,dpos,os_dpos)")
+    ap.add_argument("--methods", default="", help="comma list (default: dpos,os_dpos / heft,m_etf,dpos,os_dpos); "
+                    f"{DP}: os_dpos from the data-parallel input graph")
     args = ap.parse_args()
     console = Console(width=200)
     chosen = [m for m in args.methods.split(",") if m]

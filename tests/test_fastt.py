@@ -360,3 +360,21 @@ def test_os_dpos_data_parallel_when_the_model_fits_one_device():
     big = dplace.solve(_train(cap=1500), "os_dpos", data_parallel=True)
     assert "data_parallel" not in big.extra and "does not fit" in big.extra["data_parallel_skipped"]
     assert big.instance.name.split("+")[0] == "train" and "+dp" not in big.instance.name
+
+
+def test_os_dpos_splits_on_the_bundled_vgg19_graph_and_evaluate_accepts_it():
+    """The TF-profiled VGG19 graph carries split specs from its shapes: OS-DPOS keeps a split of a
+    convolution (its first candidate, within a budget of 6 DPOS runs) and the saved result re-evaluates."""
+    import os
+
+    from dplace.cli import _instance_for_result
+
+    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "instances", "tf", "vgg19_b32_train_4dev.json")
+    inst = dplace.load_instance(path)
+    res = dplace.solve(inst, "os_dpos", max_dpos_runs=6)
+    assert res.extra["splits"] and res.extra["splits"][0][0].startswith("gradient_tape/vgg19_1/block")
+    assert res.memory_ok and res.makespan < res.extra["dpos_makespan"]
+    data = json.loads(json.dumps(res.to_dict()))
+    target = _instance_for_result(inst, data)
+    assert target.name == data["instance"] and dplace.check(target, data).ok
+    assert result_from_dict(target, data).makespan == pytest.approx(res.makespan)
