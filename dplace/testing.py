@@ -77,7 +77,8 @@ def contract_instances() -> Iterator[Instance]:
 
 def assert_valid_result(res: Any) -> None:
     """Assert the contract on a placed Result: every op placed, ``dplace.check`` passes, memory kept
-    or flagged, colocation and pins kept, makespan not below the proven bound."""
+    or flagged, colocation and pins kept, makespan not below the proven bound when memory is kept (the
+    bound holds for schedules that keep memory: the memory-path bound counts the moves memory forces)."""
     from .check import check
 
     inst = res.instance
@@ -90,7 +91,8 @@ def assert_valid_result(res: Any) -> None:
     for o in range(inst.n):
         if inst.pinned[o] >= 0:
             assert res.placement[o] == inst.pinned[o]
-    assert res.makespan >= res.lower_bound - 1e-6
+    if res.memory_ok:
+        assert res.makespan >= res.lower_bound - 1e-6
 
 
 def random_instance(rng: random.Random, *, n_ops: int | None = None, n_devices: int | None = None,
