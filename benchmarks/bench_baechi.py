@@ -4,7 +4,7 @@ Run: ``.venv/bin/python benchmarks/bench_baechi.py [--ops 36000] [--devices 4] [
 [--methods m_topo,m_etf,m_sct,metis] [--real-methods all] [--sct-global] [--lp 3000,12000]``
 
 Prints:
-1. the generated Transformer-like training graph ``dplace.generate.transformer_training(ops, devices)``:
+1. the generated Transformer-like training graph ``dplace.formats.generate.transformer_training(ops, devices)``:
    per method the wall time of ``dplace.solve`` (placement + the final simulation + the lower bound),
    the makespan (simulator), makespan / proven lower bound, memory kept, and size notes;
 2. makespan / lower bound for each method on the bundled real instances ``instances/*.json``;
@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 import dplace
-from dplace.generate import transformer_training
+from dplace.formats.generate import transformer_training
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT = ("m_topo", "m_etf", "m_sct", "metis")

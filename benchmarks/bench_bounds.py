@@ -50,7 +50,7 @@ def part_gaps(budget: float) -> None:
 
 
 def part_large(budget: float, n_ops: int) -> None:
-    from dplace.generate import transformer_training
+    from dplace.formats.generate import transformer_training
 
     inst = transformer_training(n_ops, 4, seed=0)
     print(f"\n## portfolio vs heft, {inst.name} ({inst.n} ops), {budget:g} s")

@@ -3,7 +3,7 @@
 Run: ``.venv/bin/python benchmarks/bench_celeritas.py [--ops 36000] [--repeat 3] [--no-real] [--random N]``
 
 Prints three tables:
-1. the generated Transformer-like graph (``dplace.generate.transformer_training(ops, 4)``): nodes, edges
+1. the generated Transformer-like graph (``dplace.formats.generate.transformer_training(ops, 4)``): nodes, edges
    and CCR before/after Optimal Operation Fusion (R=200, M=0.25), and wall times (best of ``repeat``)
    of the fusion alone and of ``dplace.solve(inst, "celeritas")`` end to end (order, fusion, coarse
    graph, Adjusting Placement, map back, simulation of the original graph, lower bound);
@@ -29,7 +29,7 @@ from rich.console import Console
 from rich.table import Table
 
 import dplace
-from dplace.generate import transformer_training
+from dplace.formats.generate import transformer_training
 from dplace.heuristics.celeritas import adjusting_placement, fill_placement
 from dplace.heuristics.coarsen import coarsen, coarsen_report
 from dplace.heuristics.orders import cpd_topo_order

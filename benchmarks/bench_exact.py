@@ -1,7 +1,7 @@
 """Exact methods benchmark (issue #6). Prints tables; no timed asserts.
 
   A  cpsat vs milp-cbc vs milp-highs: time to a proven optimum on generated 8/12/16/20-op layered DAGs
-     (``dplace.generate.layered_dag``, CCR 1) with 2 and 4 devices, both comm modes optional.
+     (``dplace.formats.generate.layered_dag``, CCR 1) with 2 and 4 devices, both comm modes optional.
   B  classic task-graph benchmarks (formulations._brute.task_graph: 10-30 tasks, 2-16 processors,
      CCR 0.1-10, transfers only between processors): share proven optimal by cpsat, with the targets
      "every 10-task case optimal in <= 2 s" and ">= 95 % of the 21-30-task cases optimal in 30 s".
@@ -32,7 +32,7 @@ def _fmt(res, t: float) -> str:
 
 
 def part_a(limit: float, seeds: int, comms: list[str]) -> None:
-    from dplace.generate import layered_dag
+    from dplace.formats.generate import layered_dag
 
     print(f"\n## A. time to proven optimum (limit {limit:g} s; 'gap x%' = not proven within the limit)")
     solvers = [("cpsat", {"progress": False}), ("milp-cbc", {"solver": "cbc"}), ("milp-highs", {"solver": "highs"})]

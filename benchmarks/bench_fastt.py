@@ -64,7 +64,7 @@ def _fmt(x, spec=",.0f"):
 
 
 def generated(console: Console, n_ops: int, devices: list[int], max_runs: int, methods: list[str]) -> None:
-    from dplace.generate import transformer_training
+    from dplace.formats.generate import transformer_training
 
     table = Table(title=f"FastT placement time, transformer_training({n_ops}, m)")
     for col in ("m", "ops", "method", "time s", "makespan µs", "FIFO makespan µs", "lower bound µs", "splits",

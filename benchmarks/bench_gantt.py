@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import dplace
-from dplace.generate import layered_dag, transformer_training
+from dplace.formats.generate import layered_dag, transformer_training
 from dplace.viz import chrome_trace, gantt_png
 
 

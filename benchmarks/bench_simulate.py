@@ -14,7 +14,7 @@ import statistics
 import time
 
 import dplace
-from dplace.generate import transformer_training
+from dplace.formats.generate import transformer_training
 
 
 def contiguous_placement(inst: dplace.Instance) -> list[int]:

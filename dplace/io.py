@@ -1,6 +1,6 @@
 """JSON I/O: the ``dplace-instance/1`` schema, loading with one-line errors, atomic writes.
 
-Converters from other formats live in :mod:`dplace.convert`; generators in :mod:`dplace.generate`.
+Converters from other formats and the generators live in :mod:`dplace.formats`.
 """
 from __future__ import annotations
 

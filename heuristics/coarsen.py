@@ -53,7 +53,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from dplace.errors import InvalidInstanceError
-from dplace.generate import ccr  # the one CCR definition: mean transfer time / mean op time
+from dplace.formats.generate import ccr  # the one CCR definition: mean transfer time / mean op time
 from dplace.model import Device, Edge, Instance, Op
 from dplace.ranks import edge_costs
 from dplace.simulate import as_order, as_placement
@@ -439,7 +439,7 @@ def _build(inst: Instance, order: list[int], bps: list[int], R: int, lim: int) -
 def coarsen_report(inst: Instance, R: int = 200, M: float = 0.25, pins_alone: bool = True) -> dict[str, Any]:
     """Nodes, edges and CCR before and after fusion: the paper's Table 2.
 
-    CCR is :func:`dplace.generate.ccr` (the generator's definition): mean over edges of the default
+    CCR is :func:`dplace.formats.generate.ccr` (the generator's definition): mean over edges of the default
     link's latency + bytes/bandwidth, over the mean op time. Eq. (1) of the paper divides sums instead;
     the two differ by the factor |E|/|V|. ``pins_alone``: as celeritas fuses (see :func:`coarsen`).
     """

@@ -153,7 +153,7 @@ def test_energetic_sees_what_path_and_work_miss():
 
 
 def test_energetic_at_scale_is_valid():
-    from dplace.generate import transformer_training
+    from dplace.formats.generate import transformer_training
     from dplace.registry import solve
 
     inst = transformer_training(3000, 4, seed=0)

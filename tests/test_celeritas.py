@@ -172,7 +172,7 @@ def test_all_devices_full_goes_to_least_used():
 
 
 def test_generated_transformer_end_to_end():
-    from dplace.generate import transformer_training
+    from dplace.formats.generate import transformer_training
 
     inst = transformer_training(600, 4)
     rep = coarsen_report(inst)

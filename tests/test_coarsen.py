@@ -223,7 +223,7 @@ def test_all_segmentations_small():
 
 
 def test_max_nodes_with_colocation_groups_stays_small_and_fits():
-    from dplace.generate import transformer_training
+    from dplace.formats.generate import transformer_training
 
     inst = transformer_training(600, 4)
     assert inst.groups

@@ -49,7 +49,7 @@ def test_improve_repairs_memory_by_moving_units_off_the_path():
 
 
 def test_improve_never_worse_than_start_on_a_generated_graph():
-    from dplace.generate import transformer_training
+    from dplace.formats.generate import transformer_training
 
     inst = transformer_training(400, 3, seed=1)
     h = solve(inst, "heft")
@@ -62,7 +62,7 @@ def test_improve_never_worse_than_start_on_a_generated_graph():
 
 
 def test_placement_order_and_critical_path_are_consistent():
-    from dplace.generate import transformer_training
+    from dplace.formats.generate import transformer_training
 
     inst = transformer_training(300, 2, seed=0)
     h = solve(inst, "heft")
@@ -78,7 +78,7 @@ def test_placement_order_and_critical_path_are_consistent():
 
 @pytest.mark.solver
 def test_portfolio_runs_the_lns_stage_on_large_graphs():
-    from dplace.generate import transformer_training
+    from dplace.formats.generate import transformer_training
 
     inst = transformer_training(300, 2, seed=2)
     res = solve(inst, "portfolio", time_limit_s=6, K=20, coarse_share=0.0)

@@ -9,7 +9,7 @@ import pytest
 
 import dplace
 from dplace import Device, Edge, Instance, Link, Op, ScheduleState, simulate
-from dplace.generate import layered_dag
+from dplace.formats.generate import layered_dag
 from dplace.registry import method_info, methods
 from dplace.testing import random_instance
 

@@ -43,8 +43,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("solve", "dplace.cli.solve:add_solve"),
     Command("evaluate", "dplace.cli.solve:add_evaluate", solver=False),
     Command("compare", "dplace.cli.compare:add_compare"),
-    Command("generate", "dplace.generate:add_cli", solver=False),
-    Command("convert", "dplace.convert:add_cli", solver=False),
+    Command("generate", "dplace.formats.cli:add_generate", solver=False),
+    Command("convert", "dplace.formats.cli:add_convert", solver=False),
     Command("bench", "dplace.study.cli:add_bench"),
     Command("pipeline", "dplace.pipeline.cli:add_cli"),
     Command("profile", "dplace.runtime.cli:add_profile"),
@@ -66,7 +66,7 @@ def _adder(cmd: Command):
     try:
         mod = importlib.import_module(mod_name)
     except ModuleNotFoundError as exc:
-        if exc.name == mod_name:
+        if exc.name is not None and (mod_name + ".").startswith(exc.name + "."):  # it or its package is absent
             return None
         raise
     return getattr(mod, func)

@@ -30,7 +30,8 @@ def test_a_row_that_adds_another_command_is_caught(monkeypatch):
 def test_a_row_whose_module_is_not_installed_is_left_out(monkeypatch):
     import dplace.cli as cli
 
-    monkeypatch.setattr(cli, "COMMANDS", (cli.COMMANDS[0], Command("x", "dplace_no_such_module:add")))
+    monkeypatch.setattr(cli, "COMMANDS", (cli.COMMANDS[0], Command("x", "dplace_no_such_module:add"),
+                                          Command("y", "dplace_no_such_package.cli:add")))
     assert _choices(build_parser()) == [cli.COMMANDS[0].name]
 
 

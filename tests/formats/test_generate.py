@@ -1,4 +1,4 @@
-"""dplace.generate: determinism, CCR targeting, acyclicity, forward_of consistency, memory forcing a split."""
+"""dplace.formats.generate: determinism, CCR targeting, acyclicity, forward_of consistency, memory forcing a split."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import dplace
 from dplace.errors import InvalidInstanceError
-from dplace.generate import ccr, layered_dag, transformer_training
+from dplace.formats.generate import ccr, layered_dag, transformer_training
 from dplace.io import instance_from_dict, instance_to_dict, load_instance
 
 

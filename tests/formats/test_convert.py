@@ -1,4 +1,4 @@
-"""dplace.convert: every format (fixtures made here, real shared data where fast), one-line errors,
+"""dplace.formats converters: every format (fixtures made here, real shared data where fast), one-line errors,
 the CLI, the bundled instances, and the hand-worked optima of instances/tiny by brute force."""
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 import dplace
-from dplace.convert import (convert, from_dnn_partitioning, from_dot, from_pipedream, from_stg,
+from dplace.formats import (convert, from_dnn_partitioning, from_dot, from_pipedream, from_stg,
                             op_type_from_name)
 from dplace.errors import InvalidInstanceError
 from dplace.io import load_instance
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 INSTANCES = ROOT / "instances"
 SHARED = Path("/work/shared/data")
 DNN = SHARED / "dnn-partitioning" / "throughput-inputs"
@@ -155,7 +155,7 @@ def test_dnn_partitioning_real(rel):
 
 
 def test_forward_name():
-    from dplace.convert import forward_name
+    from dplace.formats import forward_name
 
     assert forward_name("MatMul64_Grad/Transpose_0") == "MatMul64"
     assert forward_name("node77grad") == "node77"

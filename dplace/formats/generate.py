@@ -17,8 +17,8 @@ import math
 import random
 from typing import Any
 
-from .errors import InvalidInstanceError
-from .model import Device, Edge, Instance, Link, Op
+from ..errors import InvalidInstanceError
+from ..model import Device, Edge, Instance, Link, Op
 
 DEFAULT_LINK = Link(10.0, 12000.0)  # PCIe-like: 10 µs latency, 12,000 bytes/µs (12 GB/s)
 
@@ -325,45 +325,3 @@ def transformer_training(
     return Instance(nm, _devices(n_devices, cap), b.ops, b.edges, link=DEFAULT_LINK, comm=comm,
                     extra={"generator": {"kind": "transformer", "n_ops": n_ops, "n_devices": n_devices,
                                          "layers": layers, "heads": heads, "seed": seed}})
-
-
-# ---------------------------------------------------------------------------------------------- CLI
-def add_cli(subparsers: Any) -> None:
-    """``dplace generate {layered,transformer} --ops N --devices D [--ccr X] [--seed S] --out FILE``."""
-    p = subparsers.add_parser("generate", help="generate a synthetic instance (layered DAG or Transformer)")
-    p.add_argument("kind", choices=("layered", "transformer"),
-                   help="layered: random layered DAG with a target CCR; transformer: a Transformer training step "
-                   "(forward, backward, optimizer ops with types and colocated weights)")
-    p.add_argument("--ops", type=int, required=True, help="number of ops (about, for transformer)")
-    p.add_argument("--devices", type=int, default=4, help="number of identical devices (default 4)")
-    p.add_argument("--ccr", type=float, default=None, help="layered only: target CCR (default 1.0)")
-    p.add_argument("--layers", type=int, default=None,
-                   help="layered: levels (default round(sqrt(ops))); transformer: blocks (default ops // 750)")
-    p.add_argument("--memory-fraction", type=float, default=None,
-                   help="layered only: device memory as a fraction of total op memory")
-    p.add_argument("--memory", type=int, default=None, help="transformer only: bytes per device")
-    p.add_argument("--comm", choices=("parallel", "sequential"), default="parallel",
-                   help="transfer model: parallel delays or one at a time per link (default parallel)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0): same seed, same file")
-    p.add_argument("--name", default=None, help="instance name (default: from the kind and sizes)")
-    p.add_argument("--out", required=True, help="output instance JSON (written atomically)")
-    p.add_argument("--compact", action="store_true", help="write minified JSON")
-    p.set_defaults(func=_cmd_generate)
-
-
-def _cmd_generate(args: Any) -> int:
-    from .convert import write_instance
-
-    if args.kind == "layered":
-        if args.memory is not None:
-            raise InvalidInstanceError("--memory applies to transformer; use --memory-fraction for layered")
-        inst = layered_dag(args.ops, args.devices, ccr=1.0 if args.ccr is None else args.ccr, layers=args.layers,
-                           memory_fraction=args.memory_fraction, comm=args.comm, seed=args.seed, name=args.name)
-    else:
-        if args.ccr is not None or args.memory_fraction is not None:
-            raise InvalidInstanceError("--ccr and --memory-fraction apply to layered only")
-        inst = transformer_training(args.ops, args.devices, seed=args.seed, layers=args.layers,
-                                    memory_per_device=args.memory, comm=args.comm, name=args.name)
-    write_instance(inst, args.out, compact=args.compact)
-    print(f"wrote {args.out}: {inst.n} ops, {len(inst.edges)} edges, {inst.m} devices, CCR {ccr(inst):.3g}")
-    return 0
