@@ -8,7 +8,7 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 from dplace.errors import InvalidInstanceError
 
@@ -21,27 +21,19 @@ _NODE_RE = re.compile(
 _EDGE_RE = re.compile(r"^\s+(node\d+) -- (node\d+)\s*$")
 
 
-def _stable_topo(names: list[str], succ: Mapping[str, list[str]], key) -> list[str]:
-    """Kahn's algorithm, always taking the ready node with the smallest ``key`` (deterministic)."""
-    import heapq
+def _layer_order(path: Path, nodes: Mapping[str, Any], succ: Mapping[str, list[str]]) -> list[str]:
+    """The profile's nodes in topological order, the smallest node number first among the ready ones
+    (``nx.lexicographical_topological_sort``)."""
+    import networkx as nx
 
-    indeg = {n: 0 for n in names}
-    for n in names:
-        for s in succ.get(n, ()):
-            indeg[s] += 1
-    heap = [(key(n), n) for n in names if indeg[n] == 0]
-    heapq.heapify(heap)
-    order = []
-    while heap:
-        _, n = heapq.heappop(heap)
-        order.append(n)
-        for s in succ.get(n, ()):
-            indeg[s] -= 1
-            if indeg[s] == 0:
-                heapq.heappush(heap, (key(s), s))
-    if len(order) != len(names):
-        raise InvalidInstanceError(f"graph has a cycle through {sorted(set(names) - set(order))[0]!r}")
-    return order
+    G = nx.DiGraph()
+    G.add_nodes_from(nodes)
+    G.add_edges_from((a, b) for a, bs in succ.items() for b in bs)
+    try:
+        return list(nx.lexicographical_topological_sort(G, key=lambda n: int(n[4:])))
+    except nx.NetworkXUnfeasible:
+        u = nx.find_cycle(G)[0][0]
+        raise InvalidInstanceError(f"profile {str(path)!r}: graph has a cycle through {u!r}") from None
 
 
 def chain_from_pipedream(path: str | os.PathLike, *, processors: int = 4, memory: float | None = None,
@@ -77,7 +69,7 @@ def chain_from_pipedream(path: str | os.PathLike, *, processors: int = 4, memory
         for b in [a, *bs]:
             if b not in nodes:
                 raise InvalidInstanceError(f"profile {str(p)!r}: edge names unknown node {b!r}")
-    order = _stable_topo(list(nodes), succ, key=lambda n: int(n[4:]))
+    order = _layer_order(p, nodes, succ)
     layers = []
     for nid in order:
         desc, f, b, act, par = nodes[nid]

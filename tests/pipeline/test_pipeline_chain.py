@@ -67,3 +67,17 @@ def test_chain_from_instance_pairs_backward_twins():
     assert c.uf == [2, 4] and c.ub == [6 + 1, 5]  # the update joins b1's layer
     assert c.a == [10, 0] and c.w == [0, 1]  # f1: 3 + upd 2 - its kept output 10 -> 0
     assert c.processors == 2 and c.memory == 80
+
+
+def test_pipedream_profile_order_and_cycle(tmp_path):
+    node = "node{} -- Op -- forward_compute_time=1, backward_compute_time=2, activation_size={}, parameter_size=0"
+    lines = [node.format(3, 5), node.format(1, 6), node.format(2, 7), node.format(10, 8)]
+    f = tmp_path / "p.graph.txt"
+    f.write_text("\n".join(lines + ["\tnode1 -- node3", "\tnode2 -- node3", "\tnode3 -- node10"]) + "\n")
+    c = chain_from_pipedream(f)  # ready node with the smallest number first: 1, 2, then 3, 10
+    assert [ly.id for ly in c.layers] == ["node1", "node2", "node3", "node10"]
+    assert c.uf == [1000.0] * 4 and c.a == [6, 7, 5, 8]
+    f.write_text("\n".join(lines + ["\tnode1 -- node3", "\tnode3 -- node10", "\tnode10 -- node3"]) + "\n")
+    with pytest.raises(InvalidInstanceError, match=r"graph has a cycle through 'node(3|10)'") as ei:
+        chain_from_pipedream(f)
+    assert "p.graph.txt" in str(ei.value) and "\n" not in str(ei.value)
