@@ -8,8 +8,11 @@ the makespan of every schedule that keeps pins, colocation and memory:
 * ``energetic``: energetic reasoning over intervals (:func:`energetic_bound`), vectorised, any size;
 * ``memory_path``: the critical path plus the transfers that memory and colocation force on it
   (:func:`memory_path_bound`);
-* ``segments``: exactly solved segments of the critical path (:mod:`dplace.bounds_segments`, behind an
-  option: it runs CP-SAT).
+* ``anchored_work``: work that cannot run early (late) away from the one source's (sink's) device, what
+  spreading work costs in transfers (:func:`anchored_work_bound`; it bites on the segments below, each
+  of which has one first and one last op);
+* ``segments``: segments of the critical path, each bounded by CP-SAT and the cheap bounds above
+  (:mod:`dplace.bounds_segments`, behind an option: it runs CP-SAT).
 
 :func:`lower_bound` is the max of the cheap ones (printed by default); :func:`bound_portfolio` runs all of
 them, with the time each took, for ``dplace info --bounds``.
@@ -159,6 +162,101 @@ def energetic_bound(inst: Instance, start: float = 0.0, grid: int | None = None)
     return L if L == start else L * (1.0 - 1e-12)  # float sums: stay a hair below
 
 
+def _cheapest_transfers(inst: Instance):
+    """Per edge, its cheapest transfer time between two distinct devices (numpy array; zeros with one
+    device)."""
+    import numpy as np
+
+    E = len(inst.esrc)
+    if inst.m < 2 or E == 0:
+        return np.zeros(E)
+    pairs = {(inst.lat[a][b], inst.bw[a][b]) for a in range(inst.m) for b in range(inst.m) if a != b}
+    nb = np.asarray(inst.ebytes, dtype=float)
+    return np.min([lat + nb / bw for lat, bw in pairs], axis=0)
+
+
+def anchored_work_bound(inst: Instance, grid: int = 48) -> float:
+    """Work that cannot start early on a device away from the graph's one source (or end late away from
+    its one sink): what spreading work over the devices costs in transfers.
+
+    Relaxation: each op takes its smallest time p_o; memory, colocation and pins are dropped. Let s be
+    the only op without predecessors, if there is one (then every op descends from s), and t the only op
+    without successors, if there is one. *Away* ops are those on a device other than s's and t's; at
+    most k = [s exists] + [t exists] devices are not away. Claim: an op o not on s's device starts no
+    earlier than hx(o), where hx(s) = +inf and, over o's input edges e = (u, o),
+
+        hx(o) = max_e min(head(u) + p_u + c_e, hx(u) + p_u)      (c_e: e's cheapest transfer time)
+
+    Proof, in topological order: for an input u on o's device, u is not on s's device either, so
+    start(o) >= end(u) >= hx(u) + p_u; for an input u on another device, start(o) >= end(u) + c_e >=
+    head(u) + p_u + c_e; so start(o) is at least the smaller of the two, for every input. Symmetrically
+    an op not on t's device ends at least tx(o) before the makespan L (tx(t) = +inf; over output edges
+    e = (o, v): tx(o) = max_e min(c_e + p_v + tail(v), p_v + tx(v))). Without s, hx = head; without t,
+    tx = tail (both always hold).
+
+    For thresholds (a, b), call o *cheap* when hx(o) < a or tx(o) < b. An away device runs its other ops
+    inside [a, L - b], so it is busy at most W_cheap(d) + (L - a - b)^+; the k other devices at most L
+    each. All the work W = sum p_o is done: W <= k L + W_cheap + (m - k)(L - a - b)^+, and L is at least
+    the smallest value that satisfies this. Any (a, b) gives a bound: a and b range over ``grid``
+    quantiles of hx and tx; the best is returned (never below the critical path)."""
+    import numpy as np
+
+    n, m = inst.n, inst.m
+    cp = critical_path_length(inst)
+    if n == 0 or m < 2:
+        return cp
+    p, head, tail = _heads_tails(inst)
+    srcs = [o for o in range(n) if not inst.pred[o]]
+    sinks = [o for o in range(n) if not inst.succ[o]]
+    s = srcs[0] if len(srcs) == 1 else -1
+    t = sinks[0] if len(sinks) == 1 else -1
+    k = (s >= 0) + (t >= 0)
+    if m - k <= 0:
+        return cp
+    c = _cheapest_transfers(inst).tolist()
+    pl = p.tolist()
+
+    def away(anchor, order, edges, other, base):
+        """hx (edges = pred, other = esrc, base = head) or tx (succ, edst, tail); base without an anchor."""
+        out = list(base)
+        if anchor < 0:
+            return out
+        out[anchor] = float("inf")
+        for o in order:
+            if o != anchor:
+                out[o] = max((min(base[u] + pl[u] + c[e], out[u] + pl[u]) for e in edges[o] for u in (other[e],)),
+                             default=0.0)
+        return out
+
+    hx = away(s, inst.topo, inst.pred, inst.esrc, head.tolist())
+    tx = away(t, reversed(inst.topo), inst.succ, inst.edst, tail.tolist())
+    hx_a, tx_a = np.array(hx), np.array(tx)
+
+    def points(x):
+        u = np.unique(x[np.isfinite(x)])
+        if len(u) > grid:
+            u = np.unique(np.quantile(u, np.linspace(0.0, 1.0, grid), method="lower"))
+        return u
+
+    A, B = points(hx_a), points(tx_a)
+    order = np.argsort(tx_a, kind="stable")
+    tx_sorted = tx_a[order]
+    best = cp
+    for a in A.tolist():
+        pk = np.where(hx_a[order] >= a, p[order], 0.0)  # ops not cheap by hx, in tx order
+        suffix = np.concatenate((np.cumsum(pk[::-1])[::-1], [0.0]))
+        rest = suffix[np.searchsorted(tx_sorted, B, side="left")]  # their work with tx >= b: W - W_cheap
+        theta = a + B
+        if k == 0:
+            L = np.where(rest > 0, theta + rest / m, 0.0)
+        else:
+            L = np.where(k * theta >= rest, rest / k, (rest + (m - k) * theta) / m)
+        v = float(L.max())
+        if v > best:
+            best = v
+    return best if best == cp else best * (1.0 - 1e-12)
+
+
 def memory_path_bound(inst: Instance) -> float:
     """The critical path plus the transfers that memory and colocation force on it.
 
@@ -233,6 +331,7 @@ def lower_bound_parts(inst: Instance) -> dict[str, float]:
             "pinned": pinned_bound(inst),
             "memory_path": memory_path_bound(inst),
             "energetic": energetic_bound(inst),
+            "anchored_work": anchored_work_bound(inst),
         }
         inst.__dict__["_lower_bound_parts"] = cached
     return dict(cached)
@@ -273,7 +372,8 @@ def bound_portfolio(inst: Instance, *, segments: bool = True, time_limit_s: floa
     out = []
     for name, fn in (("critical_path", critical_path_length), ("work", work_bound),
                      ("longest_op", lambda i: max((min(r) for r in i.dur), default=0.0)), ("pinned", pinned_bound),
-                     ("memory_path", memory_path_bound), ("energetic", lambda i: energetic_bound(i, grid=48))):
+                     ("memory_path", memory_path_bound), ("energetic", lambda i: energetic_bound(i, grid=48)),
+                     ("anchored_work", anchored_work_bound)):
         t0 = time.perf_counter()
         v = fn(inst)
         out.append(BoundPart(name, v, time.perf_counter() - t0))

@@ -21,8 +21,10 @@ The relaxation, step by step (every step only removes constraints, so the bound 
    segment's sub-instance, so makespan = sum of the segments' spans >= sum of their optima.
 4. Each segment's optimum is replaced by a *proven lower bound* of it: CP-SAT's best bound (or optimum)
    on the segment with durations and transfer times rounded *down* to whole ticks (a relaxation with
-   integer data, so CP-SAT's tick bound is a bound of it with no rounding slack), or the segment's own
-   critical path when the solve proves nothing better.
+   integer data, so CP-SAT's tick bound is a bound of it with no rounding slack), and the cheap bounds of
+   that sub-instance (critical path, work, energetic, anchored work: a segment has one first op, the cut
+   that starts it, and one last op, the cut that ends it, so spreading its work over the devices costs
+   the transfers :func:`dplace.bounds.anchored_work_bound` counts), whichever is larger.
 
 The sum of the segments' bounds is a lower bound on every schedule of the instance. Edges between kept
 ops that ran through dropped ops are lost (a further relaxation); with identical links between every
@@ -137,15 +139,19 @@ def _homogeneous_links(inst: Instance) -> bool:
     return len(vals) <= 1
 
 
+def _members(inst: Instance, seg: Segment) -> list[int]:
+    """The instance's op indices of a segment's sub-instance, in the sub-instance's op order."""
+    mid = sorted(seg.ops, key=lambda o: inst.topo_pos[o])
+    return ([seg.first] if seg.first is not None else []) + mid + ([seg.last] if seg.last is not None else [])
+
+
 def _sub_instance(inst: Instance, seg: Segment, tick: float, reach_extra: bool) -> Instance:
     """The segment as an instance with integer data in ticks, every time rounded down (a relaxation).
 
     Transfers: one link of latency 0 and bandwidth 1 where an edge's bytes are its transfer time in ticks
     (rounded down) when every device pair has the same link; otherwise the instance's links with bytes
     and latencies scaled (still rounded down)."""
-    members = ([seg.first] if seg.first is not None else []) + sorted(seg.ops, key=lambda o: inst.topo_pos[o])
-    if seg.last is not None:
-        members.append(seg.last)
+    members = _members(inst, seg)
     pos = {o: i for i, o in enumerate(members)}
     names = [d.name for d in inst.devices]
     ops = []
@@ -227,25 +233,44 @@ class SegmentBound:
     pieces: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _segment_lb(sub: Instance, time_limit_s: float, workers: int) -> tuple[float, bool]:
-    """Proven lower bound (ticks) of the sub-instance's optimum and whether it is its optimum."""
-    from .bounds import critical_path_length, energetic_bound, work_bound
+def _one_device(sub: Instance) -> Any:
+    """(placement, starts) with every op of a tiny sub-instance on one device, in topological order
+    (None when no device may hold them all)."""
+    devs = [d for d in range(sub.m) if all(d in sub.allowed_devices(o) for o in range(sub.n))
+            and sum(sub.mem) <= sub.capacity[d]]
+    if not devs:
+        return None
+    d = min(devs, key=lambda x: (sum(sub.dur[o][x] for o in range(sub.n)), x))
+    starts, t = [0.0] * sub.n, 0.0
+    for o in sub.topo:
+        starts[o] = t
+        t += sub.dur[o][d]
+    return [d] * sub.n, starts
+
+
+def _segment_lb(sub: Instance, time_limit_s: float, workers: int) -> tuple[float, bool, Any]:
+    """Proven lower bound (ticks) of the sub-instance's optimum, whether it is its optimum, and the
+    best schedule CP-SAT found for it as (placement, starts in ticks), None when it was not solved."""
+    from .bounds import anchored_work_bound, critical_path_length, energetic_bound, work_bound
 
     cp_len = max(critical_path_length(sub), work_bound(sub))
     if sub.n > 2:
-        cp_len = max(cp_len, energetic_bound(sub, grid=48))
-    if sub.n <= 2 or time_limit_s <= 0:
-        return cp_len, False
+        cp_len = max(cp_len, energetic_bound(sub, grid=48), anchored_work_bound(sub))
+    if sub.n <= 2:  # one op and the cut after it: both on the first op's fastest device is optimal
+        return cp_len, False, _one_device(sub)
+    if time_limit_s <= 0:
+        return cp_len, False, None
     from .formulations.cpsat import cpsat  # noqa: PLC0415 — formulations imports dplace.bounds
 
     res = cpsat(sub, time_limit_s=time_limit_s, hint="heft", workers=workers, progress=False, tick=1.0)
     lb = res.lower_bound if res.lower_bound is not None else cp_len
-    return max(cp_len, lb), res.status == "optimal"
+    sol = (list(res.placement), list(res.schedule.start)) if res.placement is not None and res.memory_ok else None
+    return max(cp_len, lb), res.status == "optimal", sol
 
 
 def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 3, 0), time_limit_s: float = 30.0,
                   segment_time_s: float = 2.0, max_segment_ops: int = 60, workers: int = 1,
-                  should_stop=None) -> SegmentBound:
+                  should_stop=None, solutions: list[dict[str, Any]] | None = None) -> SegmentBound:
     """Sum of proven segment bounds (module docstring).
 
     ``windows`` from wide to narrow: the decomposition with the widest window is used where its segments
@@ -254,6 +279,11 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
     span between two of them is bounded by the narrower segments inside it). ``time_limit_s`` caps the
     whole computation: segments left when it runs out (or once ``should_stop()`` is true) count with their
     cheap bounds only (still a bound).
+
+    ``solutions``: when a list is given, every segment CP-SAT solved is appended to it as
+    ``{"level", "a", "b", "members", "placement", "start"}`` (path indices of its cuts, the instance's op
+    indices of its ops, the device and start (µs) of each in the best schedule found): the pieces :mod:`dplace.formulations.stitch`
+    puts together into a schedule of the whole instance.
     """
     import bisect
 
@@ -281,13 +311,16 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
             sub = _sub_instance(inst, seg, tick, reach_extra=True)
             key = _shape_key(sub)
             if key in cache:  # repeated layers give the same segment: solved once
-                lb, opt = cache[key]
+                lb, opt, pl = cache[key]
             else:
                 left = time_limit_s - (time.perf_counter() - t0)
                 if should_stop is not None and should_stop():
                     left = 0.0
-                lb, opt = _segment_lb(sub, min(segment_time_s, left) if size <= max_segment_ops else 0.0, workers)
-                cache[key] = (lb, opt)
+                lb, opt, pl = _segment_lb(sub, min(segment_time_s, left) if size <= max_segment_ops else 0.0, workers)
+                cache[key] = (lb, opt, pl)
+            if solutions is not None and pl is not None:
+                solutions.append({"level": level, "a": seg.a, "b": seg.b, "members": _members(inst, seg),
+                                  "placement": pl[0], "start": [x * tick for x in pl[1]]})
             lb *= tick
             if not opt and level + 1 < len(levels) and sub.n > 2:  # the narrower pieces may prove more
                 lb = max(lb, span(level + 1, seg.a, seg.b))

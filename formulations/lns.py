@@ -317,7 +317,7 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
 
     ``starts``: heuristic name -> Result (already run). Within ``time_limit_s`` counted from ``t0``: the
     segment bound (:func:`dplace.bounds_segments.segment_bound`, at most ``bound_share`` of what is left),
-    then each start re-ordered by :func:`placement_order` (kept when faster), then :func:`improve` from the
+    the segments' schedules put together (:func:`.stitch.stitch`, start "stitch"), then each start re-ordered by :func:`placement_order` (kept when faster), then :func:`improve` from the
     best until the deadline. Returns a Result named "portfolio" whose bound names its source."""
     from dplace.bounds import lower_bound_with_source
     from dplace.bounds_segments import segment_bound
@@ -327,15 +327,30 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
     left = lambda: deadline - time.perf_counter()  # noqa: E731
     extra = dict(extra or {})
     lb, src = lower_bound_with_source(inst)
+    best = None  # (makespan, name, placement, order)
     if left() > 1.0 and bound_share > 0:
         progress.phase("segment bound")
-        sb = segment_bound(inst, time_limit_s=max(0.0, bound_share * left()), should_stop=should_stop)
+        sols: list[dict[str, Any]] = []
+        sb = segment_bound(inst, time_limit_s=max(0.0, bound_share * left()), should_stop=should_stop, solutions=sols)
         extra["segment_bound"] = {"value": sb.value, "segments": sb.n_segments, "proven_optimal": sb.proven_optimal,
                                   "time_s": round(sb.time_s, 3)}
         if sb.value > lb:
             lb, src = sb.value, "segments"
         progress.update(bound=lb)
-    best = None  # (makespan, name, placement, order)
+        if sols and left() > 1.0:  # the segments' schedules put together: one more start
+            from .stitch import stitch
+
+            progress.phase("stitch the segments' schedules")
+            spl, sod = stitch(inst, sols)
+            cands = [(simulate(inst, spl, sod), sod)]
+            if left() > 2.0 and inst.n <= 20000:
+                alt = placement_order(inst, spl)
+                cands.append((simulate(inst, spl, alt), alt))
+            ok = [c for c in cands if c[0].memory_ok]
+            if ok:
+                s_best, s_od = min(ok, key=lambda c: c[0].makespan)
+                best = (s_best.makespan, "stitch", spl, [list(x) for x in s_od])
+                extra["stitch_makespan"] = s_best.makespan
     progress.phase("re-order the starts")
     for name, res in starts.items():
         if should_stop is not None and should_stop() and best is not None:

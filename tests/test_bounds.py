@@ -6,8 +6,8 @@ import random
 import pytest
 
 from dplace.bounds import (
-    bound_portfolio, critical_path_length, energetic_bound, lower_bound_parts, lower_bound_with_source,
-    memory_path_bound, work_bound,
+    anchored_work_bound, bound_portfolio, critical_path_length, energetic_bound, lower_bound_parts,
+    lower_bound_with_source, memory_path_bound, work_bound,
 )
 from dplace.bounds_segments import segment_bound, segments
 from dplace.errors import InfeasibleError
@@ -139,6 +139,48 @@ def test_memory_path_counts_forced_transfers():
     inst = Instance("coloc", [Device(f"d{d}", 100) for d in range(3)], ops, edges, link=Link(1.0, 2.0))
     assert memory_path_bound(inst) == pytest.approx(20 + 1 * 3)
     assert memory_path_bound(inst) <= brute_force(inst)[0] == pytest.approx(20 + 2 * 3)
+
+
+def _fork_join():
+    """src -> five ops -> snk on 3 devices, every edge dearer than most ops: spreading costs transfers."""
+    ops = [Op("src", 1)] + [Op(f"b{i}", t) for i, t in enumerate([5, 4, 6, 3, 5])] + [Op("snk", 1)]
+    edges = [Edge("src", f"b{i}", 4.0) for i in range(5)] + [Edge(f"b{i}", "snk", 2.0) for i in range(5)]
+    return Instance("fork", [Device(f"d{d}", 100) for d in range(3)], ops, edges, link=Link(1.0, 1.0))
+
+
+def test_anchored_work_sees_the_cost_of_spreading():
+    inst = _fork_join()
+    opt = brute_force(inst)[0]
+    assert opt == pytest.approx(15.0)
+    a = anchored_work_bound(inst)
+    assert a <= opt + 1e-9
+    assert a > max(critical_path_length(inst), work_bound(inst), energetic_bound(inst)) + 1.0
+
+
+def _anchored_random(rng):
+    """A random instance given one source and one sink (the case anchored_work is for)."""
+    b = random_instance(rng, n_ops=rng.randint(2, 4), n_devices=3, integer=rng.random() < 0.5, edge_prob=0.3)
+    ops = list(b.ops) + [Op("src", rng.randint(0, 3), 0), Op("snk", rng.randint(0, 3), 0)]
+    edges = list(b.edges)
+    for o in range(b.n):
+        if not b.pred[o]:
+            edges.append(Edge("src", b.ops[o].id, float(rng.randint(0, 8))))
+        if not b.succ[o]:
+            edges.append(Edge(b.ops[o].id, "snk", float(rng.randint(0, 8))))
+    return Instance(b.name + "-anchored", b.devices, ops, edges, link=b.link, pairs=b.pairs, comm=b.comm)
+
+
+def test_anchored_work_at_most_brute_force_with_one_source_and_sink():
+    rng = random.Random(21)
+    checked = 0
+    for _ in range(30):
+        inst = _anchored_random(rng)
+        opt = _opt(inst)
+        if opt is None:
+            continue
+        assert anchored_work_bound(inst) <= opt + TOL * max(1.0, opt), inst.to_json()
+        checked += 1
+    assert checked >= 20
 
 
 def test_energetic_sees_what_path_and_work_miss():
