@@ -318,7 +318,8 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
     ``starts``: heuristic name -> Result (already run). Within ``time_limit_s`` counted from ``t0``: the
     segment bound (:func:`dplace.bounds_segments.segment_bound`, at most ``bound_share`` of what is left),
     the segments' schedules put together (:func:`.stitch.stitch`, start "stitch"), then each start re-ordered by :func:`placement_order` (kept when faster), then :func:`improve` from the
-    best until the deadline. Returns a Result named "portfolio" whose bound names its source."""
+    best until the deadline. Returns a Result named "portfolio" whose bound names its source;
+    ``extra["starts"]`` holds every start's makespan and ``extra["winner"]`` the one the LNS began from."""
     from dplace.bounds import lower_bound_with_source
     from dplace.bounds_segments import segment_bound
     from dplace.result import make_result
@@ -328,6 +329,7 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
     extra = dict(extra or {})
     lb, src = lower_bound_with_source(inst)
     best = None  # (makespan, name, placement, order)
+    tried: dict[str, float] = {}  # every start's makespan (after re-ordering), by name
     if left() > 1.0 and bound_share > 0:
         progress.phase("segment bound")
         sols: list[dict[str, Any]] = []
@@ -350,7 +352,7 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
             if ok:
                 s_best, s_od = min(ok, key=lambda c: c[0].makespan)
                 best = (s_best.makespan, "stitch", spl, [list(x) for x in s_od])
-                extra["stitch_makespan"] = s_best.makespan
+                tried["stitch"] = s_best.makespan
     progress.phase("re-order the starts")
     for name, res in starts.items():
         if should_stop is not None and should_stop() and best is not None:
@@ -363,11 +365,12 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
             alt = placement_order(inst, res.placement)
             cands.append((simulate(inst, res.placement, alt).makespan, alt))
         mk, od = min(cands, key=lambda c: c[0])
+        tried[name] = mk
         if best is None or mk < best[0]:
             best = (mk, name, list(res.placement), od)
     if best is None:
         return None
-    extra.update(winner=best[1], start_makespan=best[0])
+    extra.update(winner=best[1], start_makespan=best[0], starts=tried)
     pl, od, st = improve(inst, best[2], best[3], time_limit_s=max(0.0, left() - 0.2), seed=seed,
                          should_stop=should_stop, target=lb)
     extra["lns"] = {"moves_tried": st.moves_tried, "moves_kept": st.moves_kept, "repairs": st.repairs, "kicks": st.kicks,
