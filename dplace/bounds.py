@@ -387,6 +387,21 @@ def bound_portfolio(inst: Instance, *, segments: bool = True, time_limit_s: floa
     return out
 
 
+def strong_bound(inst: Instance, *, time_limit_s: float, should_stop=None) -> BoundPart:
+    """The best of the cheap bounds and the segment bound (its CP-SAT solves within ``time_limit_s``;
+    the segments' cheap bounds, anchored work among them, whatever the time): what ``compare`` sets
+    beside the methods' own bounds. The part's name is the source of the larger."""
+    from .bounds_segments import segment_bound
+
+    t0 = time.perf_counter()
+    value, name = lower_bound_with_source(inst)
+    if inst.n > 2:
+        sb = segment_bound(inst, time_limit_s=max(0.0, time_limit_s), should_stop=should_stop)
+        if sb.value > value:
+            value, name = sb.value, "segments"
+    return BoundPart(name, value, time.perf_counter() - t0)
+
+
 def check_memory_feasible(inst: Instance) -> None:
     """Fail early when no placement can respect memory (necessary conditions only)."""
     largest = max(inst.capacity)

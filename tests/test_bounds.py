@@ -234,3 +234,22 @@ def test_segment_bound_respects_its_time_limit_and_stays_a_bound():
     inst, opt = _series(random.Random(4), [5] * 8)
     sb = segment_bound(inst, time_limit_s=0.0)  # nothing solved: each segment counts its critical path
     assert critical_path_length(inst) - 1e-9 <= sb.value <= opt + 1e-9
+
+
+def test_compare_sets_the_segment_bound_beside_the_methods(tmp_path, capsys):
+    from dplace.cli import main
+
+    inst, opt = _series(random.Random(6), [5] * 10)
+    assert inst.n >= 50
+    path = tmp_path / "s.json"
+    path.write_text(inst.to_json())
+    assert main(["compare", str(path), "--methods", "heft,m_etf", "--bound-time", "20", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    # every block is a segment solved exactly: the bound is the optimum, and it is the best bound printed
+    assert data["best_lower_bound"] == pytest.approx(opt, rel=1e-9)
+    assert data["best_bound_source"].startswith("segments (bound portfolio")
+    assert data["bound_portfolio"]["source"] == "segments"
+    assert main(["compare", str(path), "--methods", "heft", "--bound-time", "0", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["bound_portfolio"] is None and data["best_lower_bound"] < opt
+
