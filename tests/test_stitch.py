@@ -29,7 +29,7 @@ def test_stitch_reaches_the_optimum_of_series_compositions(seed, blocks):
 
 
 def test_stitch_keeps_colocation_and_memory():
-    from dplace.generate import transformer_training
+    from dplace.formats.generate import transformer_training
 
     inst = transformer_training(400, 3, seed=2)
     sols = []
