@@ -22,9 +22,12 @@ API (every exact method, pipeline and bound goes through it)::
                                       #   checks = [(name, proven value or None)]; -> (Bound | None, notes)
     claims.decide(value, bounds, feasible=True) -> Decision(optimal, bound, notes)
                                       # the numbers-only core (pipeline periods use it directly)
-    claims.settle(res, bounds, notes=())  # sets res.status ("feasible" -> "optimal" when proven, an "optimal"
-                                      #   not proven -> "feasible"), res.lower_bound, res.bound_source,
-                                      #   res.extra["claim_notes"]; returns res
+    claims.refutes(value, bound)      # a valid answer of ``value`` lies below ``bound``: the bound is wrong
+    claims.best_bound(runs, base)     # the best proven bound of one instance over several methods' runs
+                                      #   (``dplace compare``, the bench report)
+    claims.settle(res, bounds, notes=())  # res with status decided ("feasible" -> "optimal" when proven, an
+                                      #   "optimal" not proven -> "feasible"), lower_bound, bound_source,
+                                      #   extra["claim_notes"]: a new Result (a Result is frozen)
     claims.exhaustive(inst, time_limit_s) # the brute-force optimum (dplace.oracle) of a small instance
                                       #   (<= EXHAUSTIVE_MAX_OPS ops), or None: the check no solver shares
     claims.no_placement(inst, method, message, solver_says_infeasible, confirmed, ...) -> Result
@@ -36,14 +39,14 @@ energetic reasoning) or a solver's bound after :func:`confirm`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Mapping, Sequence
 
 from .model import Instance
 from .result import Result, no_solution
 
-__all__ = ["EXHAUSTIVE_MAX_OPS", "TOL", "Bound", "Decision", "Exhaustive", "base_bound", "confirm", "decide",
-           "exhaustive", "no_placement", "reaches", "settle", "tol"]
+__all__ = ["EXHAUSTIVE_MAX_OPS", "TOL", "Bound", "Decision", "Exhaustive", "base_bound", "best_bound", "confirm",
+           "decide", "exhaustive", "no_placement", "reaches", "refutes", "settle", "tol"]
 
 TOL = 1e-6  # relative tolerance of every claim: optimality, bound versus makespan
 
@@ -57,6 +60,11 @@ def tol(x: float) -> float:
 def reaches(value: float, bound: float) -> bool:
     """``value`` (a simulated makespan, a period) is proven optimal by the lower bound ``bound``."""
     return value <= bound + tol(value)
+
+
+def refutes(value: float, bound: float) -> bool:
+    """A valid answer of ``value`` lies below the claimed lower bound ``bound``: the bound is wrong."""
+    return bound > value + tol(value)
 
 
 @dataclass(frozen=True)
@@ -119,7 +127,7 @@ def decide(value: float | None, bounds: Iterable[Bound | None], *, feasible: boo
     for b in bounds:
         if b is None:
             continue
-        if value is not None and feasible and b.value > value + tol(value):
+        if value is not None and feasible and refutes(value, b.value):
             notes.append(f"bound {b.value:.9g} ({b.source}) is above a valid answer of {value:.9g}: wrong, dropped")
             continue
         good.append(b)
@@ -160,26 +168,23 @@ def exhaustive(inst: Instance, time_limit_s: float) -> Exhaustive | None:
 
 
 def settle(res: Result, bounds: Iterable[Bound | None], *, notes: Iterable[str] = ()) -> Result:
-    """Decide ``res``'s status and bound from the proven ``bounds`` (see :func:`decide`) and record
-    the notes in ``res.extra["claim_notes"]``. A status ``optimal`` already on ``res`` counts for
-    nothing: it is ``optimal`` afterwards only when a bound here proves it (else ``feasible``). A
-    ``feasible`` answer becomes ``optimal`` when a bound proves it; ``heuristic`` (the exact search did
-    not run) stays ``heuristic``."""
+    """``res`` with its status and bound decided from the proven ``bounds`` (see :func:`decide`) and
+    the notes added to ``extra["claim_notes"]`` (a new Result; ``res`` is left as it was). A status
+    ``optimal`` already on ``res`` counts for nothing: it is ``optimal`` afterwards only when a bound
+    here proves it (else ``feasible``). A ``feasible`` answer becomes ``optimal`` when a bound proves
+    it; ``heuristic`` (the exact search did not run) stays ``heuristic``."""
     placed = res.schedule is not None
     dec = decide(res.makespan if placed else None, bounds, feasible=bool(placed and res.memory_ok))
     all_notes = list(res.extra.get("claim_notes", [])) + list(notes) + dec.notes
-    if dec.bound is not None:
-        res.lower_bound, res.bound_source = dec.bound.value, dec.bound.source
-    else:
-        res.lower_bound, res.bound_source = None, None
+    status = res.status
     if placed:
-        if dec.optimal and res.status in ("feasible", "optimal"):
-            res.status = "optimal"
-        elif res.status == "optimal":
-            res.status = "feasible"
-    if all_notes:
-        res.extra["claim_notes"] = all_notes
-    return res
+        if dec.optimal and status in ("feasible", "optimal"):
+            status = "optimal"
+        elif status == "optimal":
+            status = "feasible"
+    return replace(res, status=status, lower_bound=None if dec.bound is None else dec.bound.value,
+                   bound_source=None if dec.bound is None else dec.bound.source,
+                   extra={**res.extra, "claim_notes": all_notes} if all_notes else res.extra)
 
 
 def no_placement(inst: Instance, method: str, message: str, *, solver_says_infeasible: bool,
@@ -218,7 +223,23 @@ def no_placement(inst: Instance, method: str, message: str, *, solver_says_infea
         notes.append("solver said infeasible; no independent check confirmed it")
     if notes:
         extra["claim_notes"] = list(extra.get("claim_notes", [])) + notes
-    res = no_solution(inst, method, "no_solution", message, options=dict(options or {}), extra=extra)
-    if bound is not None:
-        res.lower_bound, res.bound_source = bound.value, bound.source
-    return res
+    return no_solution(inst, method, "no_solution", message, options=dict(options or {}), extra=extra,
+                       lower_bound=None if bound is None else bound.value,
+                       bound_source=None if bound is None else bound.source)
+
+
+def best_bound(runs: Iterable[Mapping[str, Any]], base: Bound | None = None) -> Bound | None:
+    """The best proven lower bound of one instance over several runs of methods on it (None: none).
+
+    A run is a mapping with ``method``, ``status``, ``makespan``, ``lower_bound`` (proven), optionally
+    ``bound_source``, ``transformed`` and ``ok`` (a usable answer: keeps memory, passes the checker).
+    Candidates: ``base`` (dplace's own bound), the makespan of every ok run with status ``optimal``, every
+    run's ``lower_bound``; runs that solved a transformed graph are left out (their bounds are of another
+    problem). On ties the first candidate in that order names the source."""
+    same = [r for r in runs if not r.get("transformed")]
+    cands = [] if base is None else [base]
+    cands += [Bound(r["makespan"], f"{r['method']} optimal") for r in same
+              if r.get("status") == "optimal" and r.get("ok") and r.get("makespan") is not None]
+    cands += [Bound(r["lower_bound"], f"{r['bound_source']} (from {r['method']})" if r.get("bound_source")
+                    else f"{r['method']} bound") for r in same if r.get("lower_bound") is not None]
+    return max(cands, key=lambda b: b.value, default=None)

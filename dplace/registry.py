@@ -16,11 +16,11 @@ import os
 import pkgutil
 import time
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from .bounds import lower_bound_with_source
-from .errors import InfeasibleError, InvalidInstanceError, OptionError, bad_option, show_value
+from .errors import InfeasibleError, InvalidInstanceError, OptionError, SolverError, bad_option, show_value
 from .model import Instance
 from .result import Result, no_solution
 
@@ -57,7 +57,7 @@ def register(name: str, *, options: type | None = None, summary: str = "", kind:
     return deco
 
 
-def _load_all() -> None:
+def load_methods() -> None:
     """Import every module of the method packages so their ``@register`` lines run."""
     global _LOADED
     if _LOADED:
@@ -72,14 +72,14 @@ def _load_all() -> None:
 
 def methods() -> list[str]:
     """Names of all registered methods, sorted."""
-    _load_all()
+    load_methods()
     return sorted(_METHODS)
 
 
 def method_info(name: str) -> MethodInfo:
     """The registry entry of method ``name`` (function, options dataclass, summary, kind, ``max_ops``);
     an unknown name is an :class:`InvalidInstanceError` listing the valid ones."""
-    _load_all()
+    load_methods()
     if not isinstance(name, str):
         raise InvalidInstanceError(f"method must be a method name (a string), got {type(name).__name__}")
     if name not in _METHODS:
@@ -182,21 +182,19 @@ def solve(inst: Instance, method: str, *, time_limit_s: float | None = None, see
         # the paper's best effort for models larger than the devices: a placement that breaks memory,
         # reported as infeasible (memory_ok false), never as a schedule that runs
         res = info.func(inst, time_limit_s=time_limit_s, seed=seed, **opts)
-        res.status, res.message, res.method = "infeasible", f"{exc}; best-effort placement (memory exceeded)", method
-        res.solve_time_s = time.perf_counter() - t0
-        res.options = res.options or opts
-        return res
+        return replace(res, status="infeasible", message=f"{exc}; best-effort placement (memory exceeded)",
+                       method=method, solve_time_s=time.perf_counter() - t0, options=res.options or opts)
     try:
         res = info.func(inst, time_limit_s=time_limit_s, seed=seed, **opts)
     except InfeasibleError as exc:
         return no_solution(inst, method, "infeasible", str(exc), lower_bound=lb, options=opts,
                            solve_time_s=time.perf_counter() - t0)
-    res.solve_time_s = time.perf_counter() - t0
-    res.method = method
-    if res.instance is not inst:  # the method solved a transformed graph (e.g. OS-DPOS splits)
+    if res.base_instance is not inst:
+        raise SolverError(f"method {method!r} answered on instance {res.instance.name!r}, not on {inst.name!r}, "
+                          "without a transform saying how one came from the other")
+    if res.transform is not None:  # a bound of the rewritten graph, not of ``inst``
         lb, src = lower_bound_with_source(res.instance)
-    if res.lower_bound is None or res.lower_bound < lb:
-        res.lower_bound, res.bound_source = lb, src
-    if not res.options:
-        res.options = opts
-    return res
+    if res.lower_bound is not None and res.lower_bound >= lb:
+        lb, src = res.lower_bound, res.bound_source
+    return replace(res, method=method, solve_time_s=time.perf_counter() - t0, lower_bound=lb, bound_source=src,
+                   options=res.options or opts)

@@ -3,21 +3,27 @@
 ``make_result`` runs the placement (and order) through :func:`dplace.simulate`, so the makespan of a
 Result is always the simulator's; a solver's own objective is stored as ``claimed_makespan``.
 ``gap = (makespan - lower_bound) / makespan`` with the best *proven* lower bound available.
+
+A Result is frozen: whoever adds to it (the registry's timing and bound, :func:`dplace.claims.settle`)
+returns a new one with :func:`dataclasses.replace`. Its ``extra`` and ``options`` are read, not written.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidInstanceError
 from .model import Instance
 from .simulate import Schedule, as_order, as_placement, simulate
 
+if TYPE_CHECKING:
+    from .transform import Transform
+
 RESULT_FORMAT = "dplace-result/1"
 STATUSES = ("optimal", "feasible", "heuristic", "infeasible", "no_solution")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Result:
     """One method's answer on one instance (JSON: ``dplace-result/1``, :meth:`to_dict`).
 
@@ -26,7 +32,9 @@ class Result:
     whose ``makespan`` is the one to trust; ``lower_bound``: a proven bound (µs) or None;
     ``claimed_makespan``: the method's own objective, a claim; ``status``: ``optimal`` (proven),
     ``feasible``, ``heuristic``, ``infeasible`` or ``no_solution`` (then ``message`` says why);
-    ``gap = (makespan - lower_bound) / makespan``. Build one with :func:`make_result`."""
+    ``gap = (makespan - lower_bound) / makespan``; ``transform``: None, or how ``instance`` (the graph
+    the method solved) came from the one it was given (:mod:`dplace.transform`). Build one with
+    :func:`make_result`, change one with :func:`dataclasses.replace`."""
 
     instance: Instance
     method: str
@@ -42,6 +50,12 @@ class Result:
     message: str | None = None  # why there is no solution, when there is none
     interrupted: bool = False  # the run was cut short (Ctrl-C / SIGINT): the answer is the best so far
     bound_source: str | None = None  # which proven relaxation gave ``lower_bound`` (e.g. "critical_path")
+    transform: Transform | None = None  # set when ``instance`` is a rewrite of the instance given
+
+    @property
+    def base_instance(self) -> Instance:
+        """The instance the method was given (``instance`` itself unless the method rewrote it)."""
+        return self.instance if self.transform is None else self.transform.base
 
     @property
     def makespan(self) -> float | None:
@@ -90,6 +104,8 @@ class Result:
             out["message"] = self.message
         if self.bound_source:
             out["bound_source"] = self.bound_source
+        if self.transform is not None:
+            out["transform"] = _jsonable(self.transform.to_dict())
         out["interrupted"] = self.interrupted
         return out
 
@@ -151,7 +167,11 @@ def no_solution(inst: Instance, method: str, status: str, message: str, **kw: An
 
 
 def result_from_dict(inst: Instance, data: Any) -> Result:
-    """Rebuild a Result from its JSON for ``inst``, re-simulating placement and order."""
+    """Rebuild a Result from its JSON for ``inst``, re-simulating placement and order.
+
+    A result with a ``transform`` (a method solved a rewrite of the instance) is rebuilt on the rewrite
+    of ``inst``, unless ``inst`` already is the rewritten instance (it has the result's instance name,
+    not the transform's ``base_instance``)."""
     if not isinstance(data, dict):
         raise InvalidInstanceError(f"result must be a JSON object, got {type(data).__name__}")
     if data.get("format") != RESULT_FORMAT:
@@ -167,8 +187,18 @@ def result_from_dict(inst: Instance, data: Any) -> Result:
     for key in ("options", "extra"):
         if not isinstance(data.get(key) or {}, dict):
             raise InvalidInstanceError(f"result: {key} must be an object, got {data[key]!r}")
+    transform, tf = None, data.get("transform")
+    given_rewritten = isinstance(tf, dict) and tf.get("base_instance", inst.name) != inst.name == data.get("instance")
+    if tf is not None and not given_rewritten:
+        from .transform import from_dict
+
+        inst, transform = from_dict(inst, tf)
+    bs = data.get("bound_source")
+    kw: dict[str, Any] = dict(solve_time_s=float(data.get("solve_time_s") or 0.0), transform=transform,
+                              interrupted=data.get("interrupted") is True,
+                              bound_source=bs if isinstance(bs, str) else None)
     if data.get("placement") is None:
-        return no_solution(inst, method, status, str(data.get("message", "")))
+        return no_solution(inst, method, status, str(data.get("message", "")), **kw)
     pl = as_placement(inst, data["placement"])
     order = data.get("order") if data.get("order_given", True) else None
     res = make_result(
@@ -176,8 +206,4 @@ def result_from_dict(inst: Instance, data: Any) -> Result:
         claimed_makespan=data.get("claimed_makespan"), options=data.get("options") or {},
         extra=data.get("extra") or {},
     )
-    res.solve_time_s = float(data.get("solve_time_s") or 0.0)
-    res.interrupted = data.get("interrupted") is True
-    bs = data.get("bound_source")
-    res.bound_source = bs if isinstance(bs, str) else None
-    return res
+    return replace(res, **kw)

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from dplace import progress
+from dplace import claims, progress
 from dplace.model import Instance
 from dplace.simulate import Schedule, simulate
 
@@ -358,7 +358,7 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
     for name, res in starts.items():
         if should_stop is not None and should_stop() and best is not None:
             break
-        if res is None or res.placement is None or not res.memory_ok or res.instance is not inst:
+        if res is None or res.placement is None or not res.memory_ok or res.transform is not None:
             continue
         order = [list(x) for x in (res.order if res.order is not None else res.schedule.order)]
         cands = [(res.makespan, order)]
@@ -379,8 +379,4 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
     extra.update(lns_stopped=st.stopped, lns_steps=st.iterations, lns_improvements=st.moves_kept,
                  stage="lns" if st.makespan < best[0] else "start")
     res = make_result(inst, "portfolio", pl, od, status="feasible", options=options, extra=extra)
-    if res.memory_ok and res.makespan <= lb * (1 + 1e-9):
-        res.status = "optimal"
-        lb = min(lb, res.makespan)
-    res.lower_bound, res.bound_source = lb, src
-    return res
+    return claims.settle(res, [claims.Bound(lb, src)])

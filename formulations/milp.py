@@ -31,7 +31,7 @@ import re
 import tempfile
 import time
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from .cpsat import (  # noqa: I001 — OR-Tools before PuLP (see below)
@@ -522,8 +522,7 @@ def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Boun
         if hint is None:
             raise SolverError(why)
         res = fallback(inst, "milp", hint, base, opts, why=why)
-        res.extra["skipped"] = why
-        return res
+        return replace(res, extra={**res.extra, "skipped": why})
     if hres is not None:
         big_m = hres.makespan * (1 + 1e-6) + 1e-6
     else:  # everything one after the other with every transfer paid
@@ -610,9 +609,7 @@ def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Boun
                                 claimed_makespan=hres.makespan, extra=dict(extra, returned="hint")))
     if not cand:
         res = no_solution(inst, "milp", "no_solution", f"milp: no solution ({info.get('solver_result')})",
-                          options=optd, extra=extra)
-        res.interrupted = interrupted
+                          options=optd, extra=extra, interrupted=interrupted)
         return claims.settle(res, own + [certified], notes=notes)
     best = min(cand, key=lambda r: (not r.memory_ok, r.makespan))
-    best.interrupted = interrupted
-    return claims.settle(best, own + [certified], notes=notes)
+    return claims.settle(replace(best, interrupted=interrupted), own + [certified], notes=notes)

@@ -35,7 +35,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Sequence
 
-from dplace import interrupt, progress
+from dplace import claims, interrupt, progress
 from dplace.bounds import lower_bound
 from dplace.errors import InfeasibleError, bad_option
 from dplace.model import Instance
@@ -152,7 +152,7 @@ def run_heuristics(inst: Instance, names: Sequence[str], clock: Budget, budget_s
         except Exception as exc:  # noqa: BLE001 — a failing heuristic is reported, not fatal
             scores[nm] = {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
             continue
-        if res.instance is not inst or res.placement is None:
+        if res.transform is not None or res.placement is None:
             scores[nm] = {"skipped": "transformed graph or no placement"}
             continue
         scores[nm] = {"makespan": res.makespan, "memory_ok": res.memory_ok,
@@ -312,7 +312,8 @@ def _refine_from(inst: Instance, start_name: str, start: Result, opts: RefineOpt
                  method: str, extra: dict[str, Any]) -> Result:
     workers = opts.workers or os.cpu_count() or 1
     extra = dict(extra, start_method=start_name, start_makespan=start.makespan)
-    lb = lower_bound(inst)
+    base = claims.base_bound(inst)
+    lb = base.value
     progress.update(incumbent=start.makespan, bound=lb)
     if inst.n <= opts.K:  # small enough: CP-SAT on the graph itself, with its proven bound
         from .cpsat import CpsatOptions
@@ -325,11 +326,9 @@ def _refine_from(inst: Instance, start_name: str, start: Result, opts: RefineOpt
         progress.phase("CP-SAT")
         out = solve_model(V, time_limit_s=max(0.05, clock.left()), workers=workers, seed=seed,
                           progress=opts.progress, label=method)
-        res = finish(inst, method, V, out, lb, start if start.memory_ok else None, CpsatOptions(workers=opts.workers),
+        res = finish(inst, method, V, out, [base], start if start.memory_ok else None, CpsatOptions(workers=opts.workers),
                      dict(extra, tick_us=T.tick, stage="cpsat"))
-        res.options = asdict(opts)
-        res.interrupted = interrupt.requested()
-        return res
+        return replace(res, options=asdict(opts), interrupted=interrupt.requested())
     # one simulation of the start, timed: the final result reuses it when nothing improves on it, and its
     # cost prices the simulations of later steps
     progress.phase("simulate the start")
@@ -353,12 +352,9 @@ def _refine_from(inst: Instance, start_name: str, start: Result, opts: RefineOpt
         stage = "lns"
     extra.update(info, stage=stage)
     progress.phase("result")
-    status = "optimal" if best.memory_ok and best.makespan <= lb + 1e-9 * max(1.0, lb) else "feasible"
-    out = replace(best, method=method, status=status, lower_bound=lb, options=asdict(opts), extra=extra,
-                  claimed_makespan=best.makespan)
-    out.order = _order_of(best)
-    out.interrupted = interrupt.requested()
-    return out
+    out = replace(best, method=method, status="feasible", options=asdict(opts), extra=extra,
+                  claimed_makespan=best.makespan, order=_order_of(best), interrupted=interrupt.requested())
+    return claims.settle(out, [base])
 
 
 def _limit(opts: RefineOptions, time_limit_s: float | None) -> float:
@@ -402,9 +398,7 @@ def _portfolio_large(inst: Instance, best: Result, ran: dict[str, Result], score
             pass
     out = portfolio_large(inst, ran, time_limit_s=clock.limit - clock.reserve, t0=clock.t0, seed=seed,
                           options=asdict(opts), extra={"heuristics": scores}, should_stop=interrupt.requested)
-    if out is not None:
-        out.interrupted = interrupt.requested()
-    return out
+    return None if out is None else replace(out, interrupted=interrupt.requested())
 
 
 @register("portfolio", options=PortfolioOptions, kind="exact",
@@ -424,5 +418,4 @@ def portfolio(inst: Instance, *, time_limit_s: float | None = None, seed: int = 
                 return out
         out = _refine_from(inst, got[0], got[1], RefineOptions(**asdict(opts)), clock, seed, "portfolio",
                            {"winner": got[0], "heuristics": scores})
-    out.options = asdict(opts)
-    return out
+    return replace(out, options=asdict(opts))

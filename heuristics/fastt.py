@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from dplace.errors import InvalidInstanceError, bad_option
@@ -51,6 +51,7 @@ from dplace.registry import register
 from dplace.result import Result, make_result
 from dplace.rules import Rules
 from dplace.simulate import ScheduleState, simulate
+from dplace.transform import Transform, rewrite
 
 # ----------------------------------------------------------------------------------------------- DPOS
 
@@ -163,13 +164,12 @@ def _dpos_result(inst: Instance, method: str, opts: DposOptions, options: dict[s
     order = state.order()
     fifo = simulate(inst, state.placement).makespan
     res = make_result(inst, method, state.placement, order, options=options, claimed_makespan=state.makespan)
-    res.extra.update({
+    return replace(res, extra={
         "makespan_order": res.makespan,
         "makespan_fifo": fifo,
         "critical_path_ops": len(path),
         "critical_path_devices": [inst.devices[d].name for d in cp_devs],
     })
-    return res
 
 
 @register("dpos", options=DposOptions, summary="FastT DPOS: critical-path devices + EFT with insertion, with execution order.")
@@ -548,6 +548,29 @@ def transformed_instance(inst: Instance, extra: Mapping[str, Any]) -> Instance:
     return g
 
 
+@rewrite("fastt")
+def _fastt_rewrite(base: Instance, params: Mapping[str, Any]) -> tuple[Instance, list[int]]:
+    """The transform of an OS-DPOS result: :func:`transformed_instance` with ``params`` = the result's
+    ``data_parallel``, ``splits``, ``split_overhead_us`` and ``split_copy_bytes_per_us``."""
+    g = transformed_instance(base, params)
+    return g, fastt_origin(base, g)
+
+
+def fastt_origin(base: Instance, g: Instance) -> list[int]:
+    """The map back from a FastT graph ``g`` (data-parallel replicas, split pieces and their
+    split/concat/reduce/allreduce nodes) to ``base``: per op of ``g``, the op of ``base`` it comes from."""
+    ix = base.op_index
+
+    def of(op: Op) -> int:
+        for name in (op.id, op.extra.get("replica_of"), op.extra.get("split_of")):
+            if isinstance(name, str) and name in ix:
+                return ix[name]
+        s = op.extra.get("split_of")  # a copy node of a split replica: split_of = "rep<r>/<id>"
+        return ix.get(s.split("/", 1)[1], -1) if isinstance(s, str) and "/" in s else -1
+
+    return [of(op) for op in g.ops]
+
+
 # ------------------------------------------------------------------------------------------ OS-DPOS
 
 
@@ -610,6 +633,7 @@ def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
     best graph so far). The Result is on the split graph (``res.instance``) when a split was kept.
     """
     opts = OsDposOptions(**options)
+    given = inst
     t0 = time.perf_counter()
     dopts = DposOptions(insertion=opts.insertion, critical_path=opts.critical_path, cp_one_device=opts.cp_one_device)
     bw = copy_bandwidth(inst) if opts.copy_bytes_per_us is None else float(opts.copy_bytes_per_us)
@@ -663,14 +687,18 @@ def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
             break
     else:
         stopped = "critical path exhausted"
-    best.extra.update({
+    extra = {
         **dp_info,
         "splits": splits,
-        "base_instance": inst.extra[DP_KEY]["of"] if DP_KEY in dp_info else inst.name,
+        "base_instance": given.name,
         "split_overhead_us": opts.split_overhead_us,
         "split_copy_bytes_per_us": bw,
         "dpos_makespan": dpos_makespan,
         "dpos_runs": runs,
         "stopped": stopped,
-    })
-    return best
+    }
+    transform = None
+    if best.instance is not given:
+        params = {k: extra[k] for k in (DP_KEY, "splits", "split_overhead_us", "split_copy_bytes_per_us") if k in extra}
+        transform = Transform("fastt", params, given, tuple(fastt_origin(given, best.instance)))
+    return replace(best, transform=transform, extra={**best.extra, **extra})

@@ -42,11 +42,12 @@ def test_settle_sets_status_bound_source_and_notes():
     inst = _two_chain()
     res = make_result(inst, "t", [0, 0, 0], status="optimal")  # serial: 9, the optimum
     assert res.makespan == 9.0
-    claims.settle(res, [claims.Bound(8.0, "work")], notes=["why"])
-    assert res.status == "feasible" and res.lower_bound == 8.0 and res.bound_source == "work"
-    assert res.extra["claim_notes"] == ["why"]
-    claims.settle(res, [claims.base_bound(inst)])
-    assert res.status == "optimal" and res.bound_source == "critical_path" and res.lower_bound == 9.0
+    got = claims.settle(res, [claims.Bound(8.0, "work")], notes=["why"])
+    assert got.status == "feasible" and got.lower_bound == 8.0 and got.bound_source == "work"
+    assert got.extra["claim_notes"] == ["why"]
+    assert res.status == "optimal" and res.lower_bound is None and res.extra == {}  # a new Result
+    got = claims.settle(got, [claims.base_bound(inst)])
+    assert got.status == "optimal" and got.bound_source == "critical_path" and got.lower_bound == 9.0
 
 
 def test_no_placement_never_says_infeasible_when_a_heuristic_keeps_memory():

@@ -344,8 +344,6 @@ def test_data_parallel_graph_uneven_batch_and_errors():
 
 
 def test_os_dpos_data_parallel_when_the_model_fits_one_device():
-    from dplace.cli.solve import instance_for_result
-
     inst = _train()
     res = dplace.solve(inst, "os_dpos", data_parallel=True)
     _ok(inst, res)
@@ -355,7 +353,7 @@ def test_os_dpos_data_parallel_when_the_model_fits_one_device():
     assert res.makespan < dplace.solve(inst, "os_dpos").makespan
     assert len({res.placement[res.instance.op_index[f"rep{r}/F"]] for r in range(2)}) == 2
     data = json.loads(json.dumps(res.to_dict()))
-    assert instance_for_result(inst, data).to_dict() == res.instance.to_dict()  # evaluate rebuilds it
+    assert result_from_dict(inst, data).instance.to_dict() == res.instance.to_dict()  # evaluate rebuilds it
     # a model larger than one device: the model graph itself is the input (§5.2)
     big = dplace.solve(_train(cap=1500), "os_dpos", data_parallel=True)
     assert "data_parallel" not in big.extra and "does not fit" in big.extra["data_parallel_skipped"]
@@ -367,14 +365,12 @@ def test_os_dpos_splits_on_the_bundled_vgg19_graph_and_evaluate_accepts_it():
     convolution (its first candidate, within a budget of 6 DPOS runs) and the saved result re-evaluates."""
     import os
 
-    from dplace.cli.solve import instance_for_result
-
     path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "instances", "tf", "vgg19_b32_train_4dev.json")
     inst = dplace.load_instance(path)
     res = dplace.solve(inst, "os_dpos", max_dpos_runs=6)
     assert res.extra["splits"] and res.extra["splits"][0][0].startswith("gradient_tape/vgg19_1/block")
     assert res.memory_ok and res.makespan < res.extra["dpos_makespan"]
     data = json.loads(json.dumps(res.to_dict()))
-    target = instance_for_result(inst, data)
+    target = result_from_dict(inst, data).instance
     assert target.name == data["instance"] and dplace.check(target, data).ok
     assert result_from_dict(target, data).makespan == pytest.approx(res.makespan)

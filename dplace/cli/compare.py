@@ -30,7 +30,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from .. import interrupt, progress
     from ..check import check
+    from ..claims import Bound, best_bound
     from ..registry import check_time_limit, method_info, solve
+    from ..result import compute_gap
 
     check_time_limit(args.time_limit)
     inst = load(args.instance)
@@ -65,27 +67,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
                     name, res.status, res.message, makespan=res.makespan, lower_bound=res.lower_bound,
                     bound_source=res.bound_source, gap=res.gap,
                     time_s=res.solve_time_s, peak_memory=max(res.schedule.memory) if res.schedule else None,
-                    memory_ok=res.memory_ok, check=chk.summary(),
-                    # solved a transformed graph (OS-DPOS splits): its bound is not one of this instance
-                    transformed=res.instance is not inst,
+                    memory_ok=res.memory_ok, check=chk.summary(), ok=bool(res.memory_ok and chk.ok),
+                    # solved a rewritten graph (OS-DPOS splits): its bound is not one of this instance
+                    transformed=res.transform is not None,
                     interrupted=bool(res.interrupted or interrupt.requested())))
         strong = None if interrupt.requested() else _strong_bound(inst, args, rep)
         interrupted = interrupt.requested()
         with interrupt.polling():
-            best_lb, best_src = None, None
+            best = best_bound(rows, base=None if strong is None else
+                              Bound(strong.value, f"{strong.name} (bound portfolio, {strong.time_s:.1f} s)"))
+            best_lb, best_src = (None, None) if best is None else (best.value, best.source)
             for r in rows:
-                if r["lower_bound"] is not None and not r["transformed"] and (best_lb is None or r["lower_bound"] > best_lb):
-                    best_lb, best_src = r["lower_bound"], f"{r['bound_source'] or 'unnamed'} (from {r['method']})"
-            if strong is not None and (best_lb is None or strong.value > best_lb):
-                best_lb, best_src = strong.value, f"{strong.name} (bound portfolio, {strong.time_s:.1f} s)"
-            for r in rows:  # also a proven optimum is a lower bound for everyone
-                if r["status"] == "optimal" and r["makespan"] is not None and not r["transformed"]:
-                    if best_lb is None or r["makespan"] > best_lb:
-                        best_lb, best_src = r["makespan"], f"proven optimum of {r['method']}"
-            for r in rows:
-                r["gap_to_best_bound"] = None
-                if r["makespan"] and best_lb is not None:
-                    r["gap_to_best_bound"] = max(0.0, (r["makespan"] - best_lb) / r["makespan"])
+                r["gap_to_best_bound"] = compute_gap(r["makespan"], best_lb)
             data = {"format": "dplace-compare/1", "instance": inst.name, "instance_file": args.instance,
                     "time_limit_s": args.time_limit, "seed": args.seed, "best_lower_bound": best_lb,
                     "best_bound_source": best_src, "interrupted": interrupted, "rows": rows,
@@ -156,7 +149,7 @@ def default_compare_methods(inst) -> list[str]:
 def _compare_row(name: str, status: str, message: str | None = None, **kw: Any) -> dict[str, Any]:
     row = {"method": name, "status": status, "makespan": None, "lower_bound": None, "bound_source": None,
            "gap": None, "time_s": None,
-           "peak_memory": None, "memory_ok": None, "check": "", "message": message, "transformed": False,
+           "peak_memory": None, "memory_ok": None, "check": "", "ok": False, "message": message, "transformed": False,
            "interrupted": False}
     row.update(kw)
     return row

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from dataclasses import replace
 from typing import Any
 
 from ..errors import InvalidInstanceError
@@ -50,7 +51,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         with interrupt.polling():  # an answer exists: from here on Ctrl-C only marks it interrupted
             progress.phase("check")
             rep = check(res.instance, res)
-            res.interrupted = res.interrupted or interrupt.requested()
+            res = replace(res, interrupted=res.interrupted or interrupt.requested())
             data = res.to_dict()
             data["check"] = rep.summary()
             progress.phase("write")
@@ -93,17 +94,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     data = read_json(args.result, "result")
     if not isinstance(data, dict):
         raise InvalidInstanceError(f"result {args.result!r}: must be a JSON object")
-    target = instance_for_result(inst, data)  # first: an OS-DPOS result names its split graph
+    res = result_from_dict(inst, data)  # on the rewritten graph when the result has a transform (OS-DPOS)
+    target = res.instance
     if data.get("instance") not in (None, target.name):
         raise InvalidInstanceError(
             f"result {args.result!r}: instance {data.get('instance')!r} does not match {target.name!r}")
-    res = result_from_dict(target, data)
     # the file's bound and status are claims this command cannot re-prove: show the bound proven here
     recorded_lb = data.get("lower_bound")
     try:
-        res.lower_bound = lower_bound(target)
+        res = replace(res, lower_bound=lower_bound(target))
     except InfeasibleError:
-        res.lower_bound = None
+        res = replace(res, lower_bound=None)
     _check_claims(args.result, data, res)
     rep = check(target, data)  # the file as written: its schedule must be valid
     rep_sim = check(target, res)
@@ -126,37 +127,24 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0 if (rep.ok and rep_sim.ok and agree) else 1
 
 
-CLAIM_TOL = 1e-5  # relative (and absolute below 1 µs): float noise allowed between a bound and a makespan
-
-
 def _check_claims(path: str, data: dict, res) -> None:
     """A saved result's bound and status must be possible for its own (re-simulated) schedule: a proven
-    lower bound is never above a valid makespan, and ``optimal`` means the bound reaches the makespan.
-    A file that breaks either is an input error (one line, exit 2)."""
+    lower bound is never above a valid makespan, and ``optimal`` means the bound reaches the makespan
+    (:func:`dplace.claims.refutes`, :func:`dplace.claims.reaches`). A file that breaks either is an input
+    error (one line, exit 2)."""
+    from .. import claims
+
     mk, lb = res.makespan, data.get("lower_bound")
     if mk is None:
         return
-    tol = CLAIM_TOL * max(1.0, abs(mk))
     if lb is not None and not math.isfinite(lb):
         raise InvalidInstanceError(f"result {path!r}: lower_bound must be finite, got {lb!r}")
-    if lb is not None and lb > mk + tol:
+    if lb is not None and res.memory_ok and claims.refutes(mk, lb):
         raise InvalidInstanceError(
             f"result {path!r}: lower_bound {lb:g} is above the makespan {mk:g} µs of its own schedule "
             "(a proven bound never is)")
-    if data.get("status") == "optimal" and (lb is None or lb < mk - tol):
+    if data.get("status") == "optimal" and (lb is None or not claims.reaches(mk, lb)):
         why = "no lower_bound" if lb is None else f"lower_bound {lb:g}, a gap of {100 * (mk - lb) / mk:.1f} %"
         raise InvalidInstanceError(
             f"result {path!r}: status 'optimal' but {why} to the makespan {mk:g} µs (optimal needs a bound "
             "that reaches the makespan)")
-
-
-def instance_for_result(inst, data: dict):
-    """The instance a saved result refers to (rebuilds FastT's data-parallel and split graphs)."""
-    extra = data.get("extra") or {}
-    if not isinstance(extra, dict):
-        raise InvalidInstanceError(f"result: extra must be an object, got {extra!r:.60}")
-    if extra.get("splits") or extra.get("data_parallel"):
-        from ..heuristics.fastt import transformed_instance
-
-        return transformed_instance(inst, extra)
-    return inst

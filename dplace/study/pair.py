@@ -78,7 +78,7 @@ def run_pair(task: dict[str, Any], text: str | None = None, *, worker_init: str 
         res = solve(inst, name, time_limit_s=task.get("time_limit_s"), seed=task.get("seed", 0), **opts)
         row["status"] = res.status
         row["time_s"] = res.solve_time_s
-        row["transformed"] = res.instance is not inst
+        row["transformed"] = res.transform is not None
         if not row["transformed"]:
             row["lower_bound"] = res.lower_bound
         row["claimed_makespan"] = res.claimed_makespan

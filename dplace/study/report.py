@@ -6,10 +6,10 @@ gives one line per method, :func:`write_outputs` writes ``results.csv``, ``resul
 and the PNG plots (matplotlib, Agg canvas, no pyplot state).
 
 Definitions (the same as :func:`dplace.result.compute_gap`):
-  best bound of an instance  = max of :func:`dplace.lower_bound` (``project_bound``), of every run's proven
-                               ``lower_bound`` and of the makespan of
-                               runs with status ``optimal`` (rows that solved a transformed graph are
-                               left out: their bound is for another problem);
+  best bound of an instance  = :func:`dplace.claims.best_bound`: max of :func:`dplace.lower_bound`
+                               (``project_bound``), of every run's proven ``lower_bound`` and of the
+                               makespan of ok runs with status ``optimal`` (rows that solved a
+                               transformed graph are left out: their bound is for another problem);
   gap to bound               = (makespan - best bound) / makespan;
   gap to best                = (makespan - best makespan found) / makespan;
 a run is *ok* when it has a makespan, keeps memory and passes :func:`dplace.check`; gaps, wins and the
@@ -25,11 +25,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from .. import claims
 from ..io import save_json, write_atomic
 from ..result import compute_gap
 
 BENCH_FORMAT = "dplace-bench/1"
-_REL_TOL = 1e-9
 
 # Columns of a row as the worker records it, then the ones :func:`aggregate` derives.
 RUN_FIELDS = [
@@ -49,10 +49,6 @@ def is_ok(row: dict[str, Any]) -> bool:
     return row.get("makespan") is not None and bool(row.get("memory_ok")) and bool(row.get("check_ok"))
 
 
-def _close_le(a: float, b: float) -> bool:
-    return a <= b + _REL_TOL * max(1.0, abs(b))
-
-
 def aggregate(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Copies of ``rows`` with the per-instance fields (:data:`DERIVED_FIELDS`) filled in."""
     out = [dict(r) for r in rows]
@@ -60,13 +56,10 @@ def aggregate(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in out:
         by_inst[r["instance"]].append(r)
     for group in by_inst.values():
-        # on ties the first source is named: the project's generic bound, then an optimum, then a method's bound
-        bounds = [(r["project_bound"], "lower_bound()") for r in group[:1] if r.get("project_bound") is not None]
-        bounds += [(r["makespan"], f"{r['method']} optimal") for r in group
-                   if r.get("status") == "optimal" and is_ok(r) and not r.get("transformed")]
-        bounds += [(r["lower_bound"], f"{r['method']} bound") for r in group
-                   if r.get("lower_bound") is not None and not r.get("transformed")]
-        best_bound, bound_from = max(bounds, key=lambda b: b[0]) if bounds else (None, None)
+        pb = group[0].get("project_bound")
+        best = claims.best_bound([dict(r, ok=is_ok(r)) for r in group],
+                                 base=None if pb is None else claims.Bound(pb, "lower_bound()"))
+        best_bound, bound_from = (None, None) if best is None else (best.value, best.source)
         spans = [r["makespan"] for r in group if is_ok(r)]
         best_span = min(spans) if spans else None
         for r in group:
@@ -76,11 +69,11 @@ def aggregate(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
             r["bound_from"] = bound_from
             # a usable schedule of the same problem below a proven bound: a bound or an "optimal" is wrong
             r["below_bound"] = bool(ok and best_bound is not None and not r.get("transformed")
-                                    and not _close_le(best_bound, r["makespan"]))
+                                    and claims.refutes(r["makespan"], best_bound))
             r["best_makespan"] = best_span
             r["gap_to_bound"] = compute_gap(r["makespan"], best_bound) if ok else None
             r["gap_to_best"] = compute_gap(r["makespan"], best_span) if ok else None
-            r["win"] = bool(ok and best_span is not None and _close_le(r["makespan"], best_span))
+            r["win"] = bool(ok and best_span is not None and r["makespan"] <= best_span + claims.tol(best_span))
     return out
 
 

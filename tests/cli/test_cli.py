@@ -225,7 +225,10 @@ MALFORMED_RESULTS = {
     "solve_time_not_a_number": (lambda d: d.update(solve_time_s="x"), 2, "solve_time_s must be a number"),
     "options_not_an_object": (lambda d: d.update(options=[1]), 2, "options must be an object"),
     "extra_not_an_object": (lambda d: d.update(extra=[1]), 2, "extra must be an object"),
-    "splits_not_a_list": (lambda d: d.update(extra={"splits": "x"}), 2, "extra.splits must be a list"),
+    "transform_unknown": (lambda d: d.update(transform={"kind": "zoom", "params": {}}), 2,
+                          "transform.kind must be one of fastt, got 'zoom'"),
+    "transform_splits_not_a_list": (lambda d: d.update(transform={"kind": "fastt", "params": {"splits": "x"}}), 2,
+                                    "splits must be a list of [op, dim, n]"),
 }
 
 
