@@ -144,7 +144,7 @@ def validate_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
                 raise OptionError(f"unknown option {k!r}; valid: {', '.join(sorted(fields))}")
             out[k] = _coerce(v, hints.get(k, Any), k)
         info.options(**out)  # the dataclass's own range checks
-    except (OptionError, ValueError) as exc:  # ValueError: cpsat's options until they raise bad_option
+    except OptionError as exc:
         raise OptionError(f"method {name!r}: {exc}") from None
     return out
 

@@ -135,7 +135,7 @@ def best_heuristic(inst: Instance, which: str = "best", *, time_limit_s: float |
                 res = method_info(nm).func(inst, time_limit_s=time_limit_s, seed=seed)
             except Exception:  # noqa: BLE001 — a failing heuristic only loses its vote as a hint
                 continue
-            if res.instance is not inst or res.placement is None or res.makespan is None:
+            if res.transform is not None or res.placement is None or res.makespan is None:
                 continue
             key = (not res.memory_ok, res.makespan)
             if best is None or key < best[0]:

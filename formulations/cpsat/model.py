@@ -317,19 +317,15 @@ def _add_transfers(V: CpModelVars, horizon: int, reach: list[int], fifo_limit: i
                 q, _, tsq, teq, wq = items[j]
                 base = [wp, wq]
                 if reach[p] >> q & 1:
-                    _enforced(md, _le(tep, tsq), base)
+                    _enforced(md, tep <= tsq, base)
                 elif reach[q] >> p & 1:
-                    _enforced(md, _le(teq, tsp), base)
+                    _enforced(md, teq <= tsp, base)
                 else:
                     b = _order_lit(V, p, q, d1)
                     if b is None:
                         continue
-                    _enforced(md, _le(tep, tsq), base + [b])
-                    _enforced(md, _le(teq, tsp), base + [_neg(b)])
-
-
-def _le(a, b):
-    return a <= b
+                    _enforced(md, tep <= tsq, base + [b])
+                    _enforced(md, teq <= tsp, base + [_neg(b)])
 
 
 def _enforced(md, expr, lits) -> None:

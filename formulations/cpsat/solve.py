@@ -13,7 +13,7 @@ import math
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from ortools.sat.python import cp_model as cp
@@ -191,8 +191,7 @@ def fallback(inst: Instance, method: str, hint: tuple[str, Result] | None, base:
     order = h.order if h.order is not None else h.schedule.order
     res = make_result(inst, method, h.placement, order, status="heuristic", options=_asdict(opts),
                       extra={"returned": "hint", "hint_method": nm, "stopped": why})
-    res.message = f"{method}: {why}; returned heuristic {nm!r}'s answer"
-    res.interrupted = interrupted
+    res = replace(res, message=f"{method}: {why}; returned heuristic {nm!r}'s answer", interrupted=interrupted)
     return claims.settle(res, [base])
 
 
@@ -308,12 +307,11 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
                                 claimed_makespan=hint_res.makespan, extra=dict(extra, returned="hint")))
     if not cand:
         res = no_solution(inst, method, "no_solution", f"{method}: no solution within the time limit "
-                          f"({out.status_name})", options=_asdict(opts), extra=extra)
-        res.interrupted = out.interrupted
+                          f"({out.status_name})", options=_asdict(opts), extra=extra, interrupted=out.interrupted)
         return claims.settle(res, own + [certified], notes=notes)
     best = min(cand, key=lambda r: (not r.memory_ok, r.makespan))
-    best.interrupted = out.interrupted or interrupt.requested()
-    return claims.settle(best, own + [certified], notes=notes)
+    return claims.settle(replace(best, interrupted=out.interrupted or interrupt.requested()), own + [certified],
+                         notes=notes)
 
 
 def _cleanup_s(inst: Instance) -> float:
