@@ -2,8 +2,9 @@
 
 ``contract_instances()`` gives the named small graphs every registered method must handle (chain,
 diamond, fork, join, colocation, pinned, tight memory; both comm modes). ``random_instance(rng, ...)``
-makes a random valid DAG instance; ``instances()`` is the hypothesis strategy built on it.
-``assert_valid_result(res)`` asserts what every placed result must satisfy.
+makes a random valid DAG instance; ``instances()`` is a hypothesis strategy of valid instances that
+shrinks. ``assert_valid_result(res)`` asserts what every placed result must satisfy; the contract
+itself, one named ``check_*`` per rule, is in :mod:`dplace.contract`.
 """
 from __future__ import annotations
 
@@ -137,8 +138,45 @@ def random_instance(rng: random.Random, *, n_ops: int | None = None, n_devices: 
     return Instance(f"rand-{n}x{m}", devices, ops, edges, link=link, pairs=pairs, comm=comm)
 
 
-def instances(**kw: Any):
-    """Hypothesis strategy of random valid instances (see :func:`random_instance`)."""
+def instances(*, n_ops: int | None = None, n_devices: int | None = None, comm: str | None = None,
+              integer: bool = True, colocation: bool = True, pins: bool = True, hetero: bool = True,
+              memory_slack: float | None = None, max_ops: int = 9):
+    """Hypothesis strategy of valid instances, drawn piece by piece (sizes, each op's time and memory,
+    each possible edge, colocation, pin, memory slack, links) so that a failing example shrinks: to fewer
+    ops and edges, smaller numbers, no colocation or pin, roomy memory. The keywords fix a piece, as in
+    :func:`random_instance`."""
     from hypothesis import strategies as st
 
-    return st.integers(min_value=0, max_value=2**32 - 1).map(lambda s: random_instance(random.Random(s), **kw))
+    def num(hi: int):
+        return st.integers(0, hi) if integer else st.floats(0, hi).map(lambda x: round(x, 3))
+
+    @st.composite
+    def draw_instance(draw) -> Instance:
+        n = n_ops if n_ops is not None else draw(st.integers(1, max_ops))
+        m = n_devices if n_devices is not None else draw(st.integers(1, 3))
+        mode = comm or draw(st.sampled_from(["parallel", "sequential"]))
+        het = hetero and draw(st.booleans())
+        ops = []
+        for i in range(n):
+            t: Any = {f"d{d}": draw(num(9)) for d in range(m)} if het else draw(num(9))
+            ops.append(Op(f"o{i}", t, draw(st.integers(0, 5))))
+        edges = [Edge(f"o{i}", f"o{j}", draw(num(6))) for j in range(n) for i in range(j) if draw(st.booleans())]
+        if colocation and n >= 2 and draw(st.booleans()):
+            a, b = draw(st.lists(st.integers(0, n - 1), min_size=2, max_size=2, unique=True))
+            ops[a] = Op(ops[a].id, ops[a].time, ops[a].memory, colocation="g")
+            ops[b] = Op(ops[b].id, ops[b].time, ops[b].memory, colocation="g")
+        if pins and m >= 2 and draw(st.booleans()):
+            k = draw(st.integers(0, n - 1))
+            if ops[k].colocation is None:
+                ops[k] = Op(ops[k].id, ops[k].time, ops[k].memory, device=f"d{draw(st.integers(0, m - 1))}")
+        slack = memory_slack if memory_slack is not None else draw(st.sampled_from([3.0, 1.0, 0.6]))
+        mem = max(10, int(slack * sum(op.memory for op in ops) / m) + 5)
+        speeds = [1.0] * m if het else draw(st.lists(st.sampled_from([1.0, 2.0]), min_size=m, max_size=m))
+        link = Link(float(draw(num(3))), float(draw(st.sampled_from([1, 2, 4]))))
+        pairs = {}
+        if m >= 2 and draw(st.booleans()):
+            pairs[("d0", "d1")] = Link(float(draw(num(3))), float(draw(st.sampled_from([1, 2]))))
+        devices = [Device(f"d{d}", mem, speeds[d]) for d in range(m)]
+        return Instance(f"drawn-{n}x{m}", devices, ops, edges, link=link, pairs=pairs, comm=mode)
+
+    return draw_instance()
