@@ -20,8 +20,8 @@ def _hand():
 
 def test_split_rewrite_maps_every_piece_back_to_its_op():
     base = _hand()
-    g, tf = apply(base, "split", {"splits": [["H", "batch", 3]], "copy_bytes_per_us": 100.0})
-    assert tf.base is base and tf.kind == "split" and len(tf.origin) == g.n
+    g, tf = apply(base, "fastt", {"splits": [["H", "batch", 3]], "split_copy_bytes_per_us": 100.0})
+    assert tf.base is base and tf.kind == "fastt" and len(tf.origin) == g.n
     for o, op in enumerate(g.ops):
         want = op.id if op.id in base.op_index else "H"  # pieces H/batch<i> and the copy nodes come from H
         assert base.ops[tf.origin[o]].id == want
@@ -39,10 +39,10 @@ def test_a_saved_rewritten_result_comes_back_on_the_rewrite():
 
 def test_transform_errors_name_the_field():
     base = _hand()
-    with pytest.raises(InvalidInstanceError, match="transform.kind must be one of split, got 'zoom'"):
+    with pytest.raises(InvalidInstanceError, match="transform.kind must be one of fastt, got 'zoom'"):
         apply(base, "zoom", {})
     with pytest.raises(InvalidInstanceError, match="transform.base_instance is 'other'"):
-        from_dict(base, {"kind": "split", "base_instance": "other", "params": {"splits": []}})
+        from_dict(base, {"kind": "fastt", "base_instance": "other", "params": {"splits": []}})
 
 
 def test_a_result_on_another_instance_without_a_transform_is_refused(monkeypatch):
