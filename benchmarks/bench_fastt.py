@@ -46,12 +46,11 @@ def _evaluate_ok(inst, res) -> bool:
     """What ``dplace evaluate`` does with a saved OS-DPOS result: rebuild the split graph, re-simulate, check."""
     import json
 
-    from dplace.cli.solve import instance_for_result as _instance_for_result
     from dplace.result import result_from_dict
 
     data = json.loads(json.dumps(res.to_dict()))
-    target = _instance_for_result(inst, data)
-    again = result_from_dict(target, data)
+    again = result_from_dict(inst, data)  # on the graph the transform rebuilds from inst
+    target = again.instance
     return (data["instance"] == target.name and dplace.check(target, data).ok
             and abs(again.makespan - res.makespan) <= 1e-6 * max(1.0, res.makespan))
 
