@@ -631,6 +631,9 @@ def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
 
     Stops trying splits after ``max_dpos_runs`` DPOS re-runs or ``time_limit_s`` seconds (keeping the
     best graph so far). The Result is on the split graph (``res.instance``) when a split was kept.
+    With ``data_parallel`` (and a model that fits one device) the input graph is the data-parallel
+    one: never worse than DPOS on that graph, and not compared with DPOS on the model graph.
+    A split whose graph breaks memory is never kept (unless DPOS's own placement already does).
     """
     opts = OsDposOptions(**options)
     given = inst
