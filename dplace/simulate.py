@@ -14,7 +14,8 @@ Rules:
   (d1, d2) run on d1, so that is d1's execution order (a zero-time op that starts when the op before
   it ends finishes after it).
 
-``simulate`` is an event-driven simulation in O((V + E) log V). ``ScheduleState`` is the incremental
+``simulate`` is an event-driven simulation in O((V + E) log V) (the loop is
+:func:`dplace.events.run_events`, which ``ScheduleState`` also replays). ``ScheduleState`` is the incremental
 API for list schedulers (earliest start of op o on device d given what is already committed, with or
 without insertion into idle gaps; commit), timed by these same rules: once every op is committed its
 makespan is ``simulate(inst, placement, order())``'s. Schedulers hand their placement and per-device
@@ -28,12 +29,15 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from .errors import InvalidInstanceError
+from .events import run_events
 from .model import Instance
+from .timeline import Timeline
+
+_Timeline = Timeline  # the name tests and older callers use
+_INF = float("inf")
 
 Placement = list  # list[int]: device index of each op
 Order = list  # list[list[int]]: per device, op indices in execution order
-
-_FINISH, _READY = 0, 1
 
 
 @dataclass
@@ -128,108 +132,7 @@ def simulate(inst: Instance, placement: Any, order: Any = None) -> Schedule:
     pl = as_placement(inst, placement)
     lists = as_order(inst, pl, order) if order is not None else None
     n, m = inst.n, inst.m
-    dur, succ, edst, ebytes = inst.dur, inst.succ, inst.edst, inst.ebytes
-    lat, bw, topo_pos = inst.lat, inst.bw, inst.topo_pos
-    sequential = inst.comm == "sequential"
-
-    start = [0.0] * n
-    end = [0.0] * n
-    ready_at = [0.0] * n
-    waiting = [len(p) for p in inst.pred]
-    is_ready = [False] * n
-    busy = [False] * m
-    dev_heap: list[list[tuple[float, int, int]]] = [[] for _ in range(m)]
-    nxt = [0] * m  # order mode: position in the device's list
-    link_free: dict[tuple[int, int], float] = {}
-    transfers: list[tuple[int, int, int, float, float, float]] = []
-    events: list[tuple[float, int, int, int]] = []
-    for o in range(n):
-        if waiting[o] == 0:
-            events.append((0.0, _READY, topo_pos[o], o))
-    heapq.heapify(events)
-    done = 0
-    push, pop = heapq.heappush, heapq.heappop
-
-    while events:
-        t = events[0][0]
-        dirty: set[int] = set()
-        while events and events[0][0] <= t:
-            _, kind, _, o = pop(events)
-            d = pl[o]
-            if kind == _READY:
-                is_ready[o] = True
-                ready_at[o] = t
-                if lists is None:
-                    push(dev_heap[d], (t, topo_pos[o], o))
-                dirty.add(d)
-                continue
-            # an op finished
-            done += 1
-            busy[d] = False
-            dirty.add(d)
-            if sequential:
-                per_dev: dict[int, float] = {}
-                for e in succ[o]:
-                    d2 = pl[edst[e]]
-                    if d2 != d and ebytes[e] >= per_dev.get(d2, -1.0):
-                        per_dev[d2] = ebytes[e]
-                arrive: dict[int, float] = {}
-                for d2 in sorted(per_dev):
-                    nbytes = per_dev[d2]
-                    s = max(t, link_free.get((d, d2), 0.0))
-                    f = s + lat[d][d2] + nbytes / bw[d][d2]
-                    link_free[(d, d2)] = f
-                    transfers.append((o, d, d2, s, f, nbytes))
-                    arrive[d2] = f
-                for e in succ[o]:
-                    v = edst[e]
-                    d2 = pl[v]
-                    a = t if d2 == d else arrive[d2]
-                    if a > ready_at[v]:
-                        ready_at[v] = a
-                    waiting[v] -= 1
-                    if waiting[v] == 0:
-                        push(events, (ready_at[v], _READY, topo_pos[v], v))
-            else:
-                seen_dev: dict[int, int] = {}
-                for e in succ[o]:
-                    v = edst[e]
-                    d2 = pl[v]
-                    if d2 == d:
-                        a = t
-                    else:
-                        a = t + lat[d][d2] + ebytes[e] / bw[d][d2]
-                        k = seen_dev.get(d2)
-                        if k is None:
-                            seen_dev[d2] = len(transfers)
-                            transfers.append((o, d, d2, t, a, ebytes[e]))
-                        elif a > transfers[k][4]:
-                            transfers[k] = (o, d, d2, t, a, ebytes[e])
-                    if a > ready_at[v]:
-                        ready_at[v] = a
-                    waiting[v] -= 1
-                    if waiting[v] == 0:
-                        push(events, (ready_at[v], _READY, topo_pos[v], v))
-        # dispatch every free device that has something to start at time t
-        for d in dirty:
-            if busy[d]:
-                continue
-            if lists is None:
-                h = dev_heap[d]
-                if not h:
-                    continue
-                o = pop(h)[2]
-            else:
-                lst = lists[d]
-                if nxt[d] >= len(lst) or not is_ready[lst[nxt[d]]]:
-                    continue
-                o = lst[nxt[d]]
-                nxt[d] += 1
-            busy[d] = True
-            start[o] = t
-            end[o] = t + dur[o][d]
-            push(events, (end[o], _FINISH, topo_pos[o], o))
-
+    start, end, transfers, done, nxt = run_events(inst, pl, lists)
     if done < n:
         assert lists is not None
         for d in range(m):
@@ -241,11 +144,13 @@ def simulate(inst: Instance, placement: Any, order: Any = None) -> Schedule:
                 )
         raise InvalidInstanceError("order: deadlock")  # pragma: no cover
     used = memory_use(inst, pl)
-    per_dev_order: list[list[int]] = [[] for _ in range(m)]
-    for o in sorted(range(n), key=lambda x: (start[x], end[x], topo_pos[x])):
-        per_dev_order[pl[o]].append(o)
     if lists is not None:
         per_dev_order = [list(x) for x in lists]
+    else:
+        per_dev_order = [[] for _ in range(m)]
+        topo_pos = inst.topo_pos
+        for o in sorted(range(n), key=lambda x: (start[x], end[x], topo_pos[x])):
+            per_dev_order[pl[o]].append(o)
     return Schedule(
         placement=pl, start=start, end=end, transfers=transfers,
         makespan=max(end) if n else 0.0, memory=used,
@@ -253,100 +158,6 @@ def simulate(inst: Instance, placement: Any, order: Any = None) -> Schedule:
     )
 
 
-class _Timeline:
-    """Busy time of one resource (a device or a directed link), kept as its idle gaps.
-
-    Gaps before ``free`` (the end of the last busy interval) are stored sorted, in chunks of at most
-    ``2 * _CH`` with each chunk's largest gap, so an insertion query skips whole chunks of gaps that are
-    too small: amortised O(sqrt(gaps)) instead of a walk over every gap.
-    """
-
-    __slots__ = ("free", "_gs", "_ge", "_mx", "_last")
-    _CH = 64
-
-    def __init__(self) -> None:
-        self.free = 0.0
-        self._gs: list[list[float]] = []  # per chunk: gap starts
-        self._ge: list[list[float]] = []  # per chunk: gap ends
-        self._mx: list[float] = []  # per chunk: largest gap
-        self._last: list[float] = []  # per chunk: end of its last gap (sorted across chunks)
-
-    def earliest(self, ready: float, length: float, insertion: bool) -> float:
-        free = self.free
-        if insertion and self._gs:
-            last = self._last
-            c = bisect_right(last, ready)
-            nch = len(last)
-            while c < nch:
-                if self._mx[c] >= length:
-                    gs, ge = self._gs[c], self._ge[c]
-                    for k in range(bisect_right(ge, ready), len(gs)):
-                        t = gs[k] if gs[k] > ready else ready
-                        if ge[k] - t >= length:
-                            return t
-                c += 1
-        return ready if ready > free else free
-
-    def _recount(self, c: int) -> None:
-        gs, ge = self._gs[c], self._ge[c]
-        if not gs:
-            del self._gs[c], self._ge[c], self._mx[c], self._last[c]
-            return
-        self._mx[c] = max(b - a for a, b in zip(gs, ge))
-        self._last[c] = ge[-1]
-        if len(gs) > 2 * self._CH:  # split a chunk that grew too long
-            h = len(gs) // 2
-            self._gs.insert(c + 1, gs[h:])
-            self._ge.insert(c + 1, ge[h:])
-            del gs[h:], ge[h:]
-            self._mx.insert(c + 1, 0.0)
-            self._last.insert(c + 1, 0.0)
-            self._recount(c + 1)
-            self._recount(c)
-
-    def add(self, s: float, f: float) -> None:
-        free = self.free
-        eps = 1e-9 * max(1.0, abs(s))
-        if s >= free - eps:
-            if s > free:
-                if not self._gs or len(self._gs[-1]) >= self._CH:
-                    self._gs.append([])
-                    self._ge.append([])
-                    self._mx.append(0.0)
-                    self._last.append(0.0)
-                self._gs[-1].append(free)
-                self._ge[-1].append(s)
-                if s - free > self._mx[-1]:
-                    self._mx[-1] = s - free
-                self._last[-1] = s
-            if f > free:
-                self.free = f
-            return
-        c = bisect_left(self._last, s - eps)
-        k = bisect_left(self._ge[c], s - eps) if c < len(self._last) else 0
-        for _ in range(4):  # the containing gap is this one or a following one (zero-length ops)
-            if c >= len(self._last):
-                break
-            gs, ge = self._gs[c], self._ge[c]
-            if k >= len(gs):
-                c, k = c + 1, 0
-                continue
-            if gs[k] > s + eps:
-                break
-            if f > ge[k] + eps:
-                k += 1
-                continue
-            a, b = gs[k], ge[k]
-            del gs[k], ge[k]
-            if b > f + eps:
-                gs.insert(k, f)
-                ge.insert(k, b)
-            if s > a + eps:
-                gs.insert(k, a)
-                ge.insert(k, s)
-            self._recount(c)
-            return
-        raise InvalidInstanceError(f"ScheduleState: interval [{s}, {f}] overlaps work already committed")
 
 
 class ScheduleState:
@@ -390,10 +201,13 @@ class ScheduleState:
         self._dnext = [-1] * n
         self._timed = [False] * n
         self._dev = [_Timeline() for _ in range(m)]  # idle gaps, rebuilt from _dseq when stale
-        self._stale = [False] * m
+        self._stale = [_INF] * m  # the gaps on device d are right before this time (_INF: all of them)
         self._links: dict[tuple[int, int], list[int]] = {}  # producers sending on link, in send order
         self._tx: dict[int, list[float]] = {}  # p * m + dst -> [send start, arrival, bytes]
         self._dests: list[list[int]] = [[] for _ in range(n)]  # devices producer p sends to
+        self._lprev: dict[int, int] = {}  # send -> the send before it on its link (-1: first)
+        self._lnext: dict[int, int] = {}  # send -> the send after it on its link (-1: last)
+        self._ready = [0.0] * n  # committed op: when its last input arrived (max over its inputs)
 
     # -- queries
     def fits(self, o: int, d: int, extra_bytes: int = 0) -> bool:
@@ -404,12 +218,16 @@ class ScheduleState:
         return self.end[seq[-1]] if seq else 0.0
 
     def _timeline(self, d: int) -> _Timeline:
-        if self._stale[d]:
-            tl = _Timeline()
-            for o in self._dseq[d]:
-                tl.add(self.start[o], self.end[o])
-            self._dev[d], self._stale[d] = tl, False
-        return self._dev[d]
+        t0 = self._stale[d]
+        tl = self._dev[d]
+        if t0 < _INF:  # bring the gaps from t0 on up to date: add the device's ops from there again
+            seq, S, E = self._dseq[d], self.start, self.end
+            k = bisect_left(seq, t0, key=S.__getitem__)
+            tl.truncate(t0, E[seq[k - 1]] if k else 0.0)
+            for o in seq[k:]:
+                tl.add(S[o], E[o])
+            self._stale[d] = _INF
+        return tl
 
     def _link_arrival(self, dp: int, d: int, need: dict[int, float]) -> float:
         """Latest arrival on ``d`` of the sends of producers ``need`` (p -> bytes) on link (dp, d) if
@@ -500,7 +318,7 @@ class ScheduleState:
         if not insertion:
             free = self.device_free(d)
             return ready if ready > free else free
-        tl = self._timeline(d) if self._stale[d] else self._dev[d]
+        tl = self._timeline(d)
         return tl.earliest(ready, self.inst.dur[o][d], True)
 
     def eft(self, o: int, d: int, insertion: bool = False) -> float:
@@ -548,218 +366,220 @@ class ScheduleState:
         self._timed[o] = True
         self.mem_used[d] += inst.mem[o]
         self.n_placed += 1
-        S[o] = E[o] = -1.0  # not timed yet (times are >= 0): its first timing always counts as a change
-        heap: list[tuple[float, int, int]] = []
+        # not timed yet: a zero-length op where the previous one ends, below its timing (values only grow)
+        S[o] = E[o] = E[pv] if pv >= 0 else 0.0
+        todo: list[int] = []  # items to re-time: sends as p * m + d, ops as -1 - o
         if self._seq:
             need: dict[int, float] = {}
             for e in inst.pred[o]:
                 p = inst.esrc[e]
                 if self.placement[p] != d and inst.ebytes[e] > need.get(p, -1.0):
                     need[p] = inst.ebytes[e]
+            txs, lprev, lnext = self._tx, self._lprev, self._lnext
             for p, b in need.items():
-                dp = self.placement[p]
                 key = p * m + d
-                tx = self._tx.get(key)
-                if tx is None:
-                    lst = self._links.setdefault((dp, d), [])
+                tx = txs.get(key)
+                if tx is None:  # a new send: where the one before it on the link arrives, below its timing
+                    lst = self._links.setdefault((self.placement[p], d), [])
                     i = bisect_left(lst, pos[p], key=pos.__getitem__)
                     lst.insert(i, p)
-                    self._tx[key] = [-1.0, -1.0, b]
+                    q = lst[i - 1] * m + d if i else -1
+                    r = lst[i + 1] * m + d if i + 1 < len(lst) else -1
+                    lprev[key], lnext[key] = q, r
+                    if q >= 0:
+                        lnext[q] = key
+                    if r >= 0:
+                        lprev[r] = key
+                    f0 = txs[q][1] if q >= 0 else 0.0
+                    txs[key] = [f0, f0, b]
                     self._dests[p].append(d)
-                    heap.append((E[p], 0, key))
-                    if i + 1 < len(lst):
-                        heap.append((E[p], 0, lst[i + 1] * m + d))
+                    todo.append(key)
                 elif b > tx[2]:
                     tx[2] = b
-                    heap.append((tx[0], 0, key))
-        if heap:  # new or longer sends: they may delay committed sends and ops
-            heap.append((t, 1, o))
-            if nx >= 0:
-                heap.append((t, 1, nx))
-            moved = self._retime(heap, o)
+                    todo.append(key)
+        if todo:  # new or longer sends: they may delay committed sends and ops
+            self._ready[o] = self._ready_of(o)
+            todo.append(-1 - o)
+            moved = self._retime(todo, o)
         else:  # every input was already on d (or on its way): ``ready`` is the simulator's
+            self._ready[o] = ready
             S[o] = E[pv] if pv >= 0 and E[pv] > ready else ready
             E[o] = S[o] + inst.dur[o][d]
-            moved = set()
+            moved = {}
             if nx >= 0 and E[o] > S[nx]:
-                moved = self._retime([(E[o], 1, nx)], o)
-        for dd in moved:
-            self._stale[dd] = True
-        if not self._stale[d] and insertion:
+                moved = self._retime([-1 - nx], o)
+        stale = self._stale
+        for dd, t0 in moved.items():
+            if t0 < stale[dd]:
+                stale[dd] = t0
+        if stale[d] == _INF and insertion:
             try:
                 self._dev[d].add(S[o], E[o])
             except InvalidInstanceError:
-                self._stale[d] = True
-        elif not insertion:
-            self._stale[d] = True  # rebuilt only if an insertion query ever comes
+                stale[d] = -_INF
+        elif S[o] < stale[d]:  # brought up to date only if an insertion query ever comes
+            stale[d] = S[o]
         return S[o]
 
-    def _retime(self, todo: list[tuple[float, int, int]], fresh: int) -> set[int]:
+    def _ready_of(self, o: int) -> float:
+        """When the last input of committed ``o`` arrives, from the committed times and sends."""
+        inst = self.inst
+        m, pl, E, txs, seq = inst.m, self.placement, self.end, self._tx, self._seq
+        d = pl[o]
+        r = 0.0
+        for e in inst.pred[o]:
+            p = inst.esrc[e]
+            dp = pl[p]
+            if dp == d:
+                a = E[p]
+            elif seq:
+                a = txs[p * m + d][1]
+            else:
+                a = E[p] + inst.lat[dp][d] + inst.ebytes[e] / inst.bw[dp][d]
+            if a > r:
+                r = a
+        return r
+
+    def _retime(self, todo: list[int], fresh: int) -> dict[int, float]:
         """Bring every value that depends on a changed one back to the simulator's recurrences
         (start = max(inputs arrived, previous op on the device ended); send start = max(producer
         ended, previous send on the link arrived)). Orders on devices and links are fixed and a commit
-        only adds or lengthens work, so values only grow: items are settled in time order (an item
-        whose inputs moved past its turn waits for its new time). Returns the devices on which an op
-        other than ``fresh`` moved."""
+        only adds or lengthens work, so values only grow (a new op or send starts out below its
+        timing): an item is queued only when its start grows, keyed by that start, and items are
+        settled in time order (one whose inputs grew past its key waits for its new time). Returns the
+        devices on which an op other than ``fresh`` moved, each with the earliest start such an op had."""
         inst = self.inst
-        m, pl, S, E, pos = inst.m, self.placement, self.start, self.end, self._pos
-        succ, edst = inst.succ, inst.edst
-        lat, bw = inst.lat, inst.bw
-        txs, links, dests, timed, dnext = self._tx, self._links, self._dests, self._timed, self._dnext
+        m, pl, S, E, R = inst.m, self.placement, self.start, self.end, self._ready
+        succ, edst, lat, bw, ebytes, dur = inst.succ, inst.edst, inst.lat, inst.bw, inst.ebytes, inst.dur
+        txs, dests, timed, dnext, dprev = self._tx, self._dests, self._timed, self._dnext, self._dprev
+        lprev, lnext = self._lprev, self._lnext
         seq = self._seq
-        dur, pred, esrc, ebytes, dprev = inst.dur, inst.pred, inst.esrc, inst.ebytes, self._dprev
         hpush, pop = heapq.heappush, heapq.heappop
-        # items: sends as p * m + d2, ops as -1 - o; pending: item -> its key in the heap
-        pending: dict[int, float] = {}
+        pending: set[int] = set(todo)
         heap: list[tuple[float, int]] = []
+        for x in todo:
+            if x >= 0:
+                q = lprev[x]
+                pf = txs[q][1] if q >= 0 else 0.0
+                ep = E[x // m]
+                heap.append((ep if ep >= pf else pf, x))
+            else:
+                pv = dprev[-1 - x]
+                r = R[-1 - x]
+                heap.append((E[pv] if pv >= 0 and E[pv] > r else r, x))
+        heapq.heapify(heap)
 
-        def push(t: float, x: int) -> None:
-            old = pending.get(x)
-            if old is None or t < old:
-                pending[x] = t
-                hpush(heap, (t, x))
+        def push_op(v: int) -> None:  # v's inputs or previous op grew
+            x = -1 - v
+            if x not in pending:
+                pv = dprev[v]
+                c = E[pv] if pv >= 0 and E[pv] > R[v] else R[v]
+                if c > S[v]:
+                    pending.add(x)
+                    hpush(heap, (c, x))
 
-        for t, kind, x in todo:
-            push(t, x if kind == 0 else -1 - x)
-        moved: set[int] = set()
+        moved: dict[int, float] = {}
         budget = self._cascade_budget * (self.n_placed + len(txs) + 250)
         while heap:
             budget -= 1
             if budget < 0:  # a long cascade: one replay of everything committed costs less
                 self.replays += 1
                 self._replay()
-                return set(range(m))
+                return {}
             t, x = pop(heap)
-            if pending.get(x) != t:  # a copy of an item pushed again with an earlier key
-                continue
             if x >= 0:  # a send (p -> d2)
-                p, d2 = divmod(x, m)
+                p = x // m
                 tx = txs[x]
-                dp = pl[p]
-                lst = links[(dp, d2)]
-                i = bisect_left(lst, pos[p], key=pos.__getitem__)
-                prev_f = txs[lst[i - 1] * m + d2][1] if i else 0.0
-                s = E[p] if E[p] >= prev_f else prev_f
-                if s > t:  # an input moved past this item's turn: settle it at its new time
-                    pending[x] = s
+                q = lprev[x]
+                pf = txs[q][1] if q >= 0 else 0.0
+                s = E[p] if E[p] >= pf else pf
+                if s > t:  # an input grew past this item's turn: settle it at its new time
                     hpush(heap, (s, x))
                     continue
-                del pending[x]
+                pending.discard(x)
+                d2 = x - p * m
+                dp = pl[p]
                 f = s + lat[dp][d2] + tx[2] / bw[dp][d2]
-                if s == tx[0] and f == tx[1]:
+                if f == tx[1]:
+                    tx[0] = s
                     continue
-                old_f = tx[1]
                 tx[0], tx[1] = s, f
-                if f != old_f:
-                    if i + 1 < len(lst):
-                        push(f, lst[i + 1] * m + d2)
-                    for e in succ[p]:
-                        v = edst[e]
-                        if pl[v] == d2 and timed[v]:
-                            push(f, -1 - v)
+                y = lnext[x]
+                if y >= 0 and y not in pending:
+                    py = y // m
+                    c = E[py] if E[py] >= f else f
+                    if c > txs[y][0]:
+                        pending.add(y)
+                        hpush(heap, (c, y))
+                for e in succ[p]:
+                    v = edst[e]
+                    if pl[v] == d2 and timed[v] and f > R[v]:
+                        R[v] = f
+                        push_op(v)
                 continue
             o = -1 - x  # an op
-            d = pl[o]
-            r = 0.0
-            for e in pred[o]:
-                p = esrc[e]
-                dp = pl[p]
-                if dp == d:
-                    a = E[p]
-                elif seq:
-                    a = txs[p * m + d][1]
-                else:
-                    a = E[p] + lat[dp][d] + ebytes[e] / bw[dp][d]
-                if a > r:
-                    r = a
             pv = dprev[o]
-            s = E[pv] if pv >= 0 and E[pv] > r else r
+            s = E[pv] if pv >= 0 and E[pv] > R[o] else R[o]
             if s > t:
-                pending[x] = s
                 hpush(heap, (s, x))
                 continue
-            del pending[x]
+            pending.discard(x)
+            d = pl[o]
             f = s + dur[o][d]
             if s == S[o] and f == E[o]:
                 continue
-            if o != fresh or S[o] >= 0:  # not the first timing of the new op
-                moved.add(d)
+            if o != fresh:  # (the new op may be timed more than once: it is not a move)
+                if S[o] < moved.get(d, _INF):
+                    moved[d] = S[o]
                 self.retimed += 1
-            old_e = E[o]
-            S[o], E[o] = s, f
-            if f != old_e:
-                nx = dnext[o]
-                if nx >= 0:
-                    push(f, -1 - nx)
-                for d2 in dests[o]:
-                    push(f, o * m + d2)
-                for e in succ[o]:
-                    v = edst[e]
-                    if timed[v] and (pl[v] == d or not seq):
-                        push(f, -1 - v)
+            S[o] = s
+            if f == E[o]:
+                continue
+            E[o] = f
+            nx = dnext[o]
+            if nx >= 0:
+                push_op(nx)
+            for d2 in dests[o]:
+                y = o * m + d2
+                if y not in pending:
+                    q = lprev[y]
+                    pf = txs[q][1] if q >= 0 else 0.0
+                    c = f if f >= pf else pf
+                    if c > txs[y][0]:
+                        pending.add(y)
+                        hpush(heap, (c, y))
+            for e in succ[o]:
+                v = edst[e]
+                if not timed[v]:
+                    continue
+                dv = pl[v]
+                if dv == d:
+                    a = f
+                elif seq:
+                    continue
+                else:
+                    a = f + lat[d][dv] + ebytes[e] / bw[d][dv]
+                if a > R[v]:
+                    R[v] = a
+                    push_op(v)
         return moved
 
     def _replay(self) -> None:
         """Re-time every committed op and send from scratch with the simulator's event loop (the
-        committed ops, ``order()``, the sends recorded)."""
-        inst = self.inst
-        n, m = inst.n, inst.m
-        pl, S, E, timed = self.placement, self.start, self.end, self._timed
-        dur, succ, edst, ebytes = inst.dur, inst.succ, inst.edst, inst.ebytes
-        lat, bw, tp = inst.lat, inst.bw, inst.topo_pos
-        seq, txs = self._seq, self._tx
-        ready_at = [0.0] * n
-        waiting = [len(p) for p in inst.pred]
-        is_ready = [False] * n
-        busy = [False] * m
-        nxt = [0] * m
-        link_free: dict[tuple[int, int], float] = {}
-        events = [(0.0, _READY, tp[o], o) for o in range(n) if timed[o] and waiting[o] == 0]
-        heapq.heapify(events)
-        push, pop = heapq.heappush, heapq.heappop
-        while events:
-            t = events[0][0]
-            dirty: set[int] = set()
-            while events and events[0][0] <= t:
-                _, kind, _, o = pop(events)
-                d = pl[o]
-                dirty.add(d)
-                if kind == _READY:
-                    is_ready[o] = True
-                    ready_at[o] = t
-                    continue
-                busy[d] = False
-                arrive: dict[int, float] = {}
-                if seq:
-                    for d2 in self._dests[o]:
-                        tx = txs[o * m + d2]
-                        s0 = link_free.get((d, d2), 0.0)
-                        s0 = t if t >= s0 else s0
-                        f = s0 + lat[d][d2] + tx[2] / bw[d][d2]
-                        link_free[(d, d2)] = f
-                        tx[0], tx[1] = s0, f
-                        arrive[d2] = f
-                for e in succ[o]:
-                    v = edst[e]
-                    if not timed[v]:
-                        continue
-                    d2 = pl[v]
-                    a = t if d2 == d else (arrive[d2] if seq else t + lat[d][d2] + ebytes[e] / bw[d][d2])
-                    if a > ready_at[v]:
-                        ready_at[v] = a
-                    waiting[v] -= 1
-                    if waiting[v] == 0:
-                        push(events, (ready_at[v], _READY, tp[v], v))
-            for d in dirty:
-                lst = self._dseq[d]
-                if busy[d] or nxt[d] >= len(lst) or not is_ready[lst[nxt[d]]]:
-                    continue
-                o = lst[nxt[d]]
-                nxt[d] += 1
-                busy[d] = True
-                S[o], E[o] = t, t + dur[o][d]
-                push(events, (E[o], _FINISH, tp[o], o))
-        self._stale = [True] * m
+        committed ops, ``order()``, the sends of the committed consumers)."""
+        start, end, transfers, _, _ = run_events(self.inst, self.placement, self._dseq, self._timed)
+        self.start[:] = start  # callers hold these lists
+        self.end[:] = end
+        if self._seq:
+            m, txs = self.inst.m, self._tx
+            for p, _, d2, s, f, _ in transfers:
+                tx = txs[p * m + d2]
+                tx[0], tx[1] = s, f
+        timed, R = self._timed, self._ready
+        for o in range(self.inst.n):
+            if timed[o]:
+                R[o] = self._ready_of(o)
+        self._stale = [-_INF] * self.inst.m
 
     @property
     def makespan(self) -> float:
