@@ -186,8 +186,16 @@ def parse_json(text: str | bytes, where: str) -> Any:
 
 
 def load_instance(path: str | os.PathLike) -> Instance:
-    """Load and validate a ``dplace-instance/1`` file; errors name the field and value."""
-    return instance_from_dict(read_json(path, "instance"))
+    """Load and validate a ``dplace-instance/1`` file (JSON, or its columnar ``.npz`` form); errors name the
+    field and value."""
+    if str(path).endswith(".npz"):
+        from .npz import load_npz
+
+        return load_npz(path)
+    from .columns import gc_paused
+
+    with gc_paused():
+        return instance_from_dict(read_json(path, "instance"))
 
 
 def write_atomic(path: str | os.PathLike, text: str | bytes) -> None:

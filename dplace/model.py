@@ -15,6 +15,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+import numpy as np
+
+from .columns import Columns, bulk_numbers, csr_lists, gc_paused, ordered_forward
 from .errors import InvalidInstanceError, show_value
 
 FORMAT = "dplace-instance/1"
@@ -135,13 +138,50 @@ class Instance:
     ) -> None:
         self.name = str(name)
         self.devices: tuple[Device, ...] = tuple(devices)
-        self.ops: tuple[Op, ...] = tuple(ops)
-        self.edges: tuple[Edge, ...] = tuple(edges)
+        self._ops: tuple[Op, ...] | None = tuple(ops)
+        self._edges: tuple[Edge, ...] | None = tuple(edges)
         self.link = link
         self.pairs: dict[tuple[str, str], Link] = dict(pairs or {})
         self.comm = comm
         self.extra: dict[str, Any] = dict(extra or {})
-        self._validate_and_index()
+        with gc_paused():
+            self._cols = Columns.of_objects(self._ops, self._edges)
+            self._validate_and_index()
+
+    @classmethod
+    def from_columns(cls, name: str, devices: Iterable[Device], cols: Columns, *, link: Link = Link(10.0, 12000.0),
+                     pairs: Mapping[tuple[str, str], Link] | None = None, comm: str = "parallel",
+                     extra: Mapping[str, Any] | None = None) -> "Instance":
+        """A validated Instance from columns (arrays): no ``Op``/``Edge`` objects until ``ops``/``edges``
+        is read."""
+        self = cls.__new__(cls)
+        self.name = str(name)
+        self.devices = tuple(devices)
+        self._ops = self._edges = None
+        self.link = link
+        self.pairs = dict(pairs or {})
+        self.comm = comm
+        self.extra = dict(extra or {})
+        self._cols = cols
+        with gc_paused():
+            self._validate_and_index()
+        return self
+
+    @property
+    def ops(self) -> tuple[Op, ...]:
+        if self._ops is None:
+            self._ops = self._cols.make_ops()
+        return self._ops
+
+    @property
+    def edges(self) -> tuple[Edge, ...]:
+        if self._edges is None:
+            self._edges = self._cols.make_edges()
+        return self._edges
+
+    @property
+    def n_edges(self) -> int:
+        return len(self.esrc)
 
     # ------------------------------------------------------------------ validation + indexes
     def _validate_and_index(self) -> None:
@@ -171,78 +211,27 @@ class Instance:
             self.lat[self.device_index[a]][self.device_index[b]] = lk.latency
             self.bw[self.device_index[a]][self.device_index[b]] = lk.bandwidth
 
-        self.op_index: dict[str, int] = {}
-        self.dur: list[list[float]] = []
-        self.mem: list[int] = []
-        for o, op in enumerate(self.ops):
-            if op.id in self.op_index:
-                raise InvalidInstanceError(f"ops: duplicate op id {op.id!r}")
-            self.op_index[op.id] = o
-            if isinstance(op.time, Mapping):
-                row = []
-                for dev in self.devices:
-                    if dev.name not in op.time:
-                        raise InvalidInstanceError(f"op {op.id!r}: time has no entry for device {dev.name!r}")
-                    row.append(check_number(op.time[dev.name], f"op {op.id!r}: time[{dev.name!r}]",
-                                            hi=MAX_TIME_US, unit="µs"))
-                for k in op.time:
-                    if k not in self.device_index:
-                        raise InvalidInstanceError(f"op {op.id!r}: time names unknown device {k!r}")
-            else:
-                t = check_number(op.time, f"op {op.id!r}: time", hi=MAX_TIME_US, unit="µs")
-                row = [t / dev.speed for dev in self.devices]
-            self.dur.append(row)
-            self.mem.append(int(check_number(op.memory, f"op {op.id!r}: memory", hi=MAX_MEMORY, unit="bytes")))
-        self.n = len(self.ops)
+        cols = self._cols
+        self.n = len(cols.ids)
+        if not self._index_ops_bulk(cols):
+            self._check_ops_one_by_one()  # raises the one-line error
+            raise AssertionError("bulk op checks failed, per-op checks passed")  # pragma: no cover
         if self.n == 0:
             raise InvalidInstanceError("ops: at least one op is required, got an empty list")
-
-        self.esrc: list[int] = []
-        self.edst: list[int] = []
-        self.ebytes: list[float] = []
-        self.succ: list[list[int]] = [[] for _ in range(self.n)]
-        self.pred: list[list[int]] = [[] for _ in range(self.n)]
-        for e, ed in enumerate(self.edges):
-            for end, nm in (("src", ed.src), ("dst", ed.dst)):
-                if nm not in self.op_index:
-                    raise InvalidInstanceError(f"edge {ed.src!r}->{ed.dst!r}: {end} names unknown op {nm!r}")
-            u, v = self.op_index[ed.src], self.op_index[ed.dst]
-            b = check_number(ed.bytes, f"edge {ed.src!r}->{ed.dst!r}: bytes", hi=MAX_BYTES)
-            if u == v:
-                raise InvalidInstanceError(f"edges: cycle through edge {ed.src!r}->{ed.dst!r} (self-loop)")
-            self.esrc.append(u)
-            self.edst.append(v)
-            self.ebytes.append(b)
-            self.succ[u].append(e)
-            self.pred[v].append(e)
-        self.topo = self._topological_order()
+        if not self._index_edges_bulk(cols):
+            self._check_edges_one_by_one()
+            raise AssertionError("bulk edge checks failed, per-edge checks passed")  # pragma: no cover
+        self.topo = list(range(self.n)) if ordered_forward(self._src, self._dst) else self._topological_order()
         self.topo_pos = [0] * self.n
         for i, o in enumerate(self.topo):
             self.topo_pos[o] = i
+        del self._src, self._dst
 
         # pinning and colocation
-        self.pinned = [-1] * self.n
-        for o, op in enumerate(self.ops):
-            if op.device is not None:
-                if op.device not in self.device_index:
-                    raise InvalidInstanceError(f"op {op.id!r}: device {op.device!r} does not exist")
-                self.pinned[o] = self.device_index[op.device]
-        names: dict[str, int] = {}
-        self.group_of = [-1] * self.n
-        self.groups: list[list[int]] = []
-        self.group_names: list[str] = []
-        for o, op in enumerate(self.ops):
-            if op.colocation is None:
-                continue
-            g = names.get(op.colocation)
-            if g is None:
-                g = names[op.colocation] = len(self.groups)
-                self.groups.append([])
-                self.group_names.append(str(op.colocation))
-            self.groups[g].append(o)
-            self.group_of[o] = g
+        self._index_pins_and_groups(cols)
         max_dev_mem = max(dev.memory for dev in self.devices)
-        for g, members in enumerate(self.groups):
+        for g in self._groups_to_check(max_dev_mem):
+            members = self.groups[g]
             pins = {self.pinned[o] for o in members if self.pinned[o] >= 0}
             if len(pins) > 1:
                 names_ = sorted(self.devices[d].name for d in pins)
@@ -257,33 +246,197 @@ class Instance:
                     f"colocation {self.group_names[g]!r}: memory {total} is larger than every device "
                     f"(largest {max_dev_mem})"
                 )
-        for o in range(self.n):
+        mem = np.array(self.mem, dtype=np.int64)
+        pinned = np.array(self.pinned, dtype=np.int64)
+        cap_of = np.array([dev.memory for dev in self.devices] + [max_dev_mem], dtype=np.int64)[pinned]
+        bad = np.flatnonzero((mem > max_dev_mem) | ((pinned >= 0) & (mem > cap_of)))
+        if bad.size:
+            o = int(bad[0])
             if self.mem[o] > max_dev_mem:
-                raise InvalidInstanceError(f"op {self.ops[o].id!r}: memory {self.mem[o]} is larger than every device (largest {max_dev_mem})")
-            if self.pinned[o] >= 0 and self.mem[o] > self.devices[self.pinned[o]].memory:
-                raise InvalidInstanceError(
-                    f"op {self.ops[o].id!r}: memory {self.mem[o]} exceeds its pinned device "
-                    f"{self.devices[self.pinned[o]].name!r} ({self.devices[self.pinned[o]].memory})"
-                )
+                raise InvalidInstanceError(f"op {cols.ids[o]!r}: memory {self.mem[o]} is larger than every device (largest {max_dev_mem})")
+            raise InvalidInstanceError(
+                f"op {cols.ids[o]!r}: memory {self.mem[o]} exceeds its pinned device "
+                f"{self.devices[self.pinned[o]].name!r} ({self.devices[self.pinned[o]].memory})"
+            )
         self.capacity = [int(dev.memory) for dev in self.devices]
         pinned_mem = [0] * self.m
-        for o, d in enumerate(self.pinned):
-            if d >= 0:
-                pinned_mem[d] += self.mem[o]
+        for o in np.flatnonzero(pinned >= 0).tolist():
+            pinned_mem[self.pinned[o]] += self.mem[o]
         for d, need in enumerate(pinned_mem):
             if need > self.capacity[d]:
                 raise InvalidInstanceError(f"device {self.devices[d].name!r}: the ops pinned to it need {need} bytes of memory, "
                            f"it has {self.capacity[d]}")
         self._check_serial_time()
 
+    def _index_ops_bulk(self, cols: Columns) -> bool:
+        """``op_index``, ``dur`` and ``mem`` from the columns checked in bulk; False when a value needs the
+        per-op checks (which name it)."""
+        n, devs = self.n, self.devices
+        index = dict(zip(cols.ids, range(n)))
+        if len(index) != n:
+            return False
+        tmap = dict(cols.time_map)
+        times = cols.time
+        if not isinstance(times, np.ndarray):
+            if not set(map(type, times)) <= {int, float}:
+                tmap.update((o, t) for o, t in enumerate(times) if isinstance(t, Mapping))
+                times = [0.0 if o in tmap else t for o, t in enumerate(times)]
+        elif tmap:
+            times = times.copy()
+            times[list(tmap)] = 0.0
+        t = bulk_numbers(times, MAX_TIME_US)
+        mem = bulk_numbers(cols.mem, MAX_MEMORY)
+        if t is None or mem is None:
+            return False
+        speed = np.array([float(dev.speed) for dev in devs])
+        dur = t[:, None] / speed[None, :]
+        self._dmax = dur.max(axis=1) if n else dur[:, 0]
+        self.dur: list[list[float]] = dur.tolist()
+        for o, tm in tmap.items():
+            if not isinstance(tm, Mapping):
+                return False
+            self.dur[o] = self._time_row(cols.ids[o], tm)
+            self._dmax[o] = max(self.dur[o])
+        self.op_index: dict[str, int] = index
+        self.mem: list[int] = mem.astype(np.int64).tolist()
+        return True
+
+    def _time_row(self, oid: str, time: Mapping[str, Any]) -> list[float]:
+        row = []
+        for dev in self.devices:
+            if dev.name not in time:
+                raise InvalidInstanceError(f"op {oid!r}: time has no entry for device {dev.name!r}")
+            row.append(check_number(time[dev.name], f"op {oid!r}: time[{dev.name!r}]", hi=MAX_TIME_US, unit="µs"))
+        for k in time:
+            if k not in self.device_index:
+                raise InvalidInstanceError(f"op {oid!r}: time names unknown device {k!r}")
+        return row
+
+    def _check_ops_one_by_one(self) -> None:
+        seen: set[str] = set()
+        for op in self.ops:
+            if op.id in seen:
+                raise InvalidInstanceError(f"ops: duplicate op id {op.id!r}")
+            seen.add(op.id)
+            if isinstance(op.time, Mapping):
+                self._time_row(op.id, op.time)
+            else:
+                check_number(op.time, f"op {op.id!r}: time", hi=MAX_TIME_US, unit="µs")
+            check_number(op.memory, f"op {op.id!r}: memory", hi=MAX_MEMORY, unit="bytes")
+
+    def _index_edges_bulk(self, cols: Columns) -> bool:
+        """``esrc``/``edst``/``ebytes``, ``succ``/``pred`` from the columns checked in bulk; False when an
+        edge needs the per-edge checks."""
+        n = self.n
+        if isinstance(cols.src, np.ndarray):
+            src, dst = cols.src.astype(np.int64), cols.dst.astype(np.int64)
+            for end, col in (("src", src), ("dst", dst)):
+                bad = np.flatnonzero((col < 0) | (col >= n))
+                if bad.size:
+                    e = int(bad[0])
+                    raise InvalidInstanceError(f"edges[{e}]: {end} must be an op index 0..{n - 1}, got {int(col[e])}")
+        else:
+            index = self.op_index
+            try:
+                src = np.array([index[x] for x in cols.src], dtype=np.int64)
+                dst = np.array([index[x] for x in cols.dst], dtype=np.int64)
+            except (KeyError, TypeError):
+                return False
+        nbytes = bulk_numbers(cols.nbytes, MAX_BYTES)
+        if nbytes is None or len(src) != len(dst) or len(src) != len(nbytes) or (src == dst).any():
+            return False
+        self._src, self._dst, self._ebytes = src, dst, nbytes
+        self.esrc: list[int] = src.tolist()
+        self.edst: list[int] = dst.tolist()
+        self.ebytes: list[float] = nbytes.tolist()
+        self.succ: list[list[int]] = csr_lists(src, n)
+        self.pred: list[list[int]] = csr_lists(dst, n)
+        return True
+
+    def _check_edges_one_by_one(self) -> None:
+        index = self.op_index
+        for ed in self.edges:
+            for end, nm in (("src", ed.src), ("dst", ed.dst)):
+                if nm not in index:
+                    raise InvalidInstanceError(f"edge {ed.src!r}->{ed.dst!r}: {end} names unknown op {nm!r}")
+            check_number(ed.bytes, f"edge {ed.src!r}->{ed.dst!r}: bytes", hi=MAX_BYTES)
+            if index[ed.src] == index[ed.dst]:
+                raise InvalidInstanceError(f"edges: cycle through edge {ed.src!r}->{ed.dst!r} (self-loop)")
+
+    def _groups_to_check(self, max_dev_mem: int) -> list[int]:
+        """The colocation groups that have a pinned member or may hold more memory than the largest
+        device (in group order; the others need no check), found in bulk."""
+        if not self.groups:
+            return []
+        g = np.array(self.group_of, dtype=np.int64)
+        inside = g >= 0
+        pinned = np.array(self.pinned, dtype=np.int64)
+        mem = np.array(self.mem, dtype=np.float64)
+        k = len(self.groups)
+        has_pin = np.bincount(g[inside & (pinned >= 0)], minlength=k) > 0
+        heavy = np.bincount(g[inside], weights=mem[inside], minlength=k) > max_dev_mem * (1 - 1e-9)
+        return np.flatnonzero(has_pin | heavy).tolist()
+
+    def _index_pins_and_groups(self, cols: Columns) -> None:
+        """``pinned`` (own pins; groups are applied by the caller), ``group_of``, ``groups``, ``group_names``
+        (groups numbered in order of their first op)."""
+        n = self.n
+        if cols.pin_names is None:
+            self.pinned = [-1] * n
+            for o, dn in enumerate(cols.pin):
+                if dn is not None:
+                    if dn not in self.device_index:
+                        raise InvalidInstanceError(f"op {cols.ids[o]!r}: device {dn!r} does not exist")
+                    self.pinned[o] = self.device_index[dn]
+        else:
+            codes = np.asarray(cols.pin, dtype=np.int64)
+            to_dev = []
+            for k, dn in enumerate(cols.pin_names):
+                if dn not in self.device_index:
+                    o = int(np.flatnonzero(codes == k)[0]) if (codes == k).any() else 0
+                    raise InvalidInstanceError(f"op {cols.ids[o]!r}: device {dn!r} does not exist")
+                to_dev.append(self.device_index[dn])
+            if n and (codes.min() < -1 or codes.max() >= len(to_dev)):
+                raise InvalidInstanceError(f"ops: device code out of range ({int(codes.min())}..{int(codes.max())})")
+            self.pinned = np.array(to_dev + [-1], dtype=np.int64)[codes].tolist()
+        if cols.coloc_names is None:
+            names: dict[str, int] = {}
+            self.group_of = [-1] * n
+            self.groups: list[list[int]] = []
+            self.group_names: list[str] = []
+            for o, c in enumerate(cols.coloc):
+                if c is None:
+                    continue
+                g = names.get(c)
+                if g is None:
+                    g = names[c] = len(self.groups)
+                    self.groups.append([])
+                    self.group_names.append(str(c))
+                self.groups[g].append(o)
+                self.group_of[o] = g
+            return
+        codes = np.asarray(cols.coloc, dtype=np.int64)
+        if n and (codes.min() < -1 or codes.max() >= len(cols.coloc_names)):
+            raise InvalidInstanceError(f"ops: colocation code out of range ({int(codes.min())}..{int(codes.max())})")
+        members = np.flatnonzero(codes >= 0)
+        used, first = np.unique(codes[members], return_index=True)
+        by_first = used[np.argsort(first, kind="stable")]  # codes in order of their first op
+        renum = np.full(len(cols.coloc_names) + 1, -1, dtype=np.int64)
+        renum[by_first] = np.arange(len(by_first))
+        group_of = renum[codes]
+        self.group_of = group_of.tolist()
+        self.group_names = [str(cols.coloc_names[c]) for c in by_first.tolist()]
+        self.groups = csr_lists(group_of[members], len(by_first), members)
+
     def _check_serial_time(self) -> None:
         """Every op on its slowest device and every transfer at its slowest, one after another, must stay
         within ``MAX_SERIAL_US`` (the horizon exact models start from)."""
         lat = max(max(row) for row in self.lat)
         bw = min(min(row) for row in self.bw)
-        total = sum(max(row) for row in self.dur)
+        total = sum(self._dmax.tolist())  # each op on its slowest device
         if self.m > 1:
-            total += sum(lat + b / bw for b in self.ebytes)
+            total += sum((lat + self._ebytes / bw).tolist())
+        del self._dmax, self._ebytes
         if total > MAX_SERIAL_US:
             raise InvalidInstanceError(f"instance: ops and transfers one after another take {total:.3g} µs, more than the "
                        f"limit {MAX_SERIAL_US:g} µs (see the README's value limits)")

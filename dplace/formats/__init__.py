@@ -22,7 +22,9 @@ from .pipedream import from_pipedream
 from .dot import from_dot  # noqa: I001  (import order = the order of FORMATS)
 from .stg import from_stg
 from .generate import ccr, default_memory, layered_dag, transformer_training
+from ..npz import from_instance_file
 
+CONVERTERS["instance"] = from_instance_file  # a dplace instance (.json or .npz), to write in the other form
 FORMATS = tuple(CONVERTERS)
 
 __all__ = ["CONVERTERS", "FORMATS", "ccr", "convert", "default_memory", "forward_name", "from_dnn_partitioning",

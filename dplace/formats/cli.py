@@ -34,7 +34,8 @@ def add_convert(subparsers: Any) -> None:
         "  pipedream         PipeDream layer profile (*.graph.txt): forward/backward times in ms, activation\n"
         "                    and parameter sizes in bytes; a forward and a backward op per layer\n"
         "  dot               DOT digraph with a Weight (µs) on every node; edge Weight = transfer time in µs\n"
-        "  stg               Standard Task Graph set file (Kasahara): task costs as µs, no communication\n\n"
+        "  stg               Standard Task Graph set file (Kasahara): task costs as µs, no communication\n"
+        "  instance          a dplace instance (.json or .npz), written in the form --out's suffix names\n\n"
         "The MIT-licensed data of the first two are at github.com/msr-fiddle/dnn-partitioning and\n"
         "github.com/msr-fiddle/pipedream (copies here under /work/shared/data; instances/README.md lists\n"
         "the commands that made the bundled instances).",

@@ -161,12 +161,16 @@ def convert(fmt: str, path: str | Path, **options: Any) -> Instance:
 
 
 def write_instance(inst: Instance, path: str | Path, *, compact: bool = False) -> None:
-    """Write ``inst`` atomically (minified JSON with ``compact``)."""
+    """Write ``inst`` atomically (minified JSON with ``compact``; the columnar form to a ``.npz`` path)."""
     import json
 
     from ..io import instance_to_dict, save_instance, write_atomic
 
-    if compact:
+    if str(path).endswith(".npz"):
+        from ..npz import save_npz
+
+        save_npz(inst, path)
+    elif compact:
         write_atomic(path, json.dumps(instance_to_dict(inst), separators=(",", ":")) + "\n")
     else:
         save_instance(inst, path)

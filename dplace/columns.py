@@ -1,0 +1,133 @@
+"""An instance's ops and edges as columns: what :class:`dplace.model.Instance` validates in bulk (numpy)
+and indexes, whether they came as ``Op``/``Edge`` objects (JSON) or as arrays (``.npz``, no per-op
+Python objects until ``inst.ops`` is asked for).
+
+Bulk validation only says "all good"; on any doubt it defers to the per-op checks of
+:mod:`dplace.model`, which raise the one-line error naming the field and value.
+"""
+from __future__ import annotations
+
+import gc
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+
+
+@contextmanager
+def gc_paused():
+    """Pause the cyclic garbage collector while many objects that stay alive are built (an instance's
+    index lists, a parsed JSON file): on large graphs its passes over them cost more than the building."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.freeze()  # what was built stays: later passes skip it (refcounting still frees it)
+            gc.enable()
+
+
+@dataclass
+class Columns:
+    """Ops and edges by column. ``time``: per op a number (µs at speed 1) or, for ops with per-device
+    times, NaN in an array plus ``time_map[o]`` (the raw mapping); ``pin``/``coloc``: per op a name or
+    None (lists), or int codes into ``pin_names``/``coloc_names`` with -1 for none (arrays); ``src``/``dst``:
+    op names (lists) or op indices (arrays); ``op_extra``/``edge_extra``: index -> unknown fields."""
+
+    ids: list[str]
+    time: Any
+    mem: Any
+    type: Any
+    pin: Any
+    coloc: Any
+    src: Any
+    dst: Any
+    nbytes: Any
+    time_map: dict[int, Mapping[str, Any]] = field(default_factory=dict)
+    type_names: list[str] | None = None
+    pin_names: list[str] | None = None
+    coloc_names: list[str] | None = None
+    op_extra: dict[int, Mapping[str, Any]] = field(default_factory=dict)
+    edge_extra: dict[int, Mapping[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def of_objects(cls, ops: Sequence[Any], edges: Sequence[Any]) -> "Columns":
+        return cls(
+            ids=[op.id for op in ops], time=[op.time for op in ops], mem=[op.memory for op in ops],
+            type=[op.type for op in ops], pin=[op.device for op in ops], coloc=[op.colocation for op in ops],
+            src=[ed.src for ed in edges], dst=[ed.dst for ed in edges], nbytes=[ed.bytes for ed in edges],
+            op_extra={o: op.extra for o, op in enumerate(ops) if op.extra},
+            edge_extra={e: ed.extra for e, ed in enumerate(edges) if ed.extra},
+        )
+
+    def _name(self, col: Any, names: list[str] | None, i: int) -> Any:
+        if names is None:
+            return col[i]
+        c = int(col[i])
+        return None if c < 0 else names[c]
+
+    def make_ops(self) -> tuple:
+        """The ``Op`` objects (built on first use for instances loaded from arrays)."""
+        from .model import Op
+
+        tm = self.time.tolist() if isinstance(self.time, np.ndarray) else self.time
+        mem = self.mem.tolist() if isinstance(self.mem, np.ndarray) else self.mem
+        out = []
+        for o, oid in enumerate(self.ids):
+            t = self.time_map.get(o, tm[o])
+            out.append(Op(oid, t, mem[o], self._name(self.type, self.type_names, o),
+                          self._name(self.coloc, self.coloc_names, o), self._name(self.pin, self.pin_names, o),
+                          dict(self.op_extra.get(o, {}))))
+        return tuple(out)
+
+    def make_edges(self) -> tuple:
+        from .model import Edge
+
+        if isinstance(self.src, np.ndarray):
+            ids = self.ids
+            src = [ids[u] for u in self.src.tolist()]
+            dst = [ids[v] for v in self.dst.tolist()]
+        else:
+            src, dst = self.src, self.dst
+        nb = self.nbytes.tolist() if isinstance(self.nbytes, np.ndarray) else self.nbytes
+        return tuple(Edge(s, d, b, dict(self.edge_extra.get(e, {}))) for e, (s, d, b) in enumerate(zip(src, dst, nb)))
+
+
+def bulk_numbers(vals: Any, hi: float) -> np.ndarray | None:
+    """``vals`` as a float64 array when each is an int or float (not a bool), finite, >= 0 and <= ``hi``
+    (integers exactly); None when any is not (the per-value checks then name it)."""
+    if isinstance(vals, np.ndarray):
+        if vals.dtype.kind not in "iuf" or (vals.dtype.kind in "iu" and vals.size and vals.max() > int(hi)):
+            return None
+        a = vals.astype(np.float64, copy=False)
+    else:
+        kinds = set(map(type, vals))
+        if not kinds <= {int, float}:
+            return None
+        try:
+            a = np.array(vals, dtype=np.float64)
+        except (OverflowError, ValueError):
+            return None
+        if int in kinds and a.size and a.max() >= hi and any(v > hi for v in vals if type(v) is int):
+            return None  # an integer above the limit that rounds to it
+    if a.size and not (np.isfinite(a).all() and (a >= 0).all() and (a <= hi).all()):
+        return None
+    return a
+
+
+def csr_lists(keys: np.ndarray, n: int, values: np.ndarray | None = None) -> list[list[int]]:
+    """Per key 0..n-1, the positions where it occurs in ``keys`` (or ``values`` at those positions), in
+    increasing order of position."""
+    order = np.argsort(keys, kind="stable")
+    order = (order if values is None else values[order]).tolist()
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(keys, minlength=n)))).tolist()
+    return [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def ordered_forward(src: np.ndarray, dst: np.ndarray) -> bool:
+    """True when every edge goes from a lower to a higher op index: then the ops in index order are the
+    topological order Kahn's algorithm (smallest index first) gives."""
+    return not len(src) or bool((src < dst).all())

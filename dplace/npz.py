@@ -1,0 +1,197 @@
+"""The columnar instance form: a ``.npz`` (numpy arrays, no pickles) beside the ``dplace-instance/1`` JSON.
+
+Same content as the JSON (``dplace convert instance`` turns one into the other): per-op arrays ``time``
+(µs at speed 1; NaN where the op has per-device times, kept in the meta), ``memory``, ``type``/``pin``/
+``colocation`` as codes into name lists (-1: none), per-edge ``src``/``dst`` (op indices) and ``bytes``;
+op ids as one NUL-separated UTF-8 blob; everything else (devices, links, comm, names, per-device times,
+unknown fields) in a JSON ``meta`` entry, unknown op/edge fields in ``op_extra``/``edge_extra`` JSON,
+read only when ``inst.ops``/``inst.edges`` is asked for. Loading builds the instance's integer views
+straight from the arrays (:meth:`dplace.model.Instance.from_columns`).
+"""
+from __future__ import annotations
+
+import io as _io
+import json
+import os
+import zipfile
+from typing import Any, Mapping
+
+import numpy as np
+
+from .columns import Columns
+from .errors import InvalidInstanceError
+from .model import Device, Instance, Link
+
+FORMAT = "dplace-instance-npz/1"
+_SEP = "\x00"
+
+
+def _text(arr: Any) -> str:
+    return arr.tobytes().decode("utf-8")
+
+
+def _blob(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+
+
+def _codes(values: Any, names: list[str] | None) -> tuple[np.ndarray, list[str]]:
+    """Per-op codes (-1: None) and the name list, from names per op or (codes, names)."""
+    if names is not None:
+        return np.asarray(values, dtype=np.int32), list(names)
+    table: dict[Any, int] = {}
+    codes = np.fromiter((-1 if v is None else table.setdefault(v, len(table)) for v in values), dtype=np.int32,
+                        count=len(values))
+    return codes, [str(k) for k in table]
+
+
+class _LazyJSON(dict):
+    """index -> unknown fields, parsed from JSON text on first read."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self._text: str | None = text
+
+    def _load(self) -> None:
+        if self._text is not None:
+            text, self._text = self._text, None
+            self.update((int(k), v) for k, v in json.loads(text).items())
+
+    def get(self, k: Any, default: Any = None) -> Any:
+        self._load()
+        return super().get(k, default)
+
+    def __bool__(self) -> bool:
+        self._load()
+        return super().__len__() > 0
+
+    def items(self):  # type: ignore[override]
+        self._load()
+        return super().items()
+
+
+def instance_to_npz_bytes(inst: Instance) -> bytes:
+    """The ``.npz`` form of ``inst``."""
+    c = inst._cols
+    ids = c.ids
+    if any(_SEP in x for x in ids):
+        raise InvalidInstanceError("npz: an op id contains a NUL character; keep this instance as JSON")
+    if isinstance(c.time, np.ndarray):
+        time, time_map = c.time, dict(c.time_map)
+    else:
+        time_map = {o: dict(t) for o, t in enumerate(c.time) if isinstance(t, Mapping)}
+        time = np.array([np.nan if o in time_map else t for o, t in enumerate(c.time)], dtype=np.float64)
+    mem = np.asarray(c.mem)
+    if mem.dtype.kind not in "iu":
+        mem = mem.astype(np.float64)
+    types, type_names = _codes(c.type, c.type_names)
+    pins, pin_names = _codes(c.pin, c.pin_names)
+    colocs, coloc_names = _codes(c.coloc, c.coloc_names)
+    meta = {
+        "format": FORMAT, "name": inst.name,
+        "devices": [{"name": d.name, "memory": d.memory, "speed": d.speed} for d in inst.devices],
+        "links": {"latency": inst.link.latency, "bandwidth": inst.link.bandwidth,
+                  "pairs": [{"src": a, "dst": b, "latency": lk.latency, "bandwidth": lk.bandwidth}
+                            for (a, b), lk in inst.pairs.items()]},
+        "comm": inst.comm, "extra": inst.extra, "type_names": type_names, "pin_names": pin_names,
+        "coloc_names": coloc_names, "time_map": {str(o): t for o, t in time_map.items()},
+    }
+    arrays = {
+        "meta": _blob(json.dumps(meta)), "ids": _blob(_SEP.join(ids)), "time": time, "memory": mem,
+        "type": types, "pin": pins, "colocation": colocs,
+        "src": np.asarray(inst.esrc, dtype=np.int32 if inst.n < 2**31 else np.int64),
+        "dst": np.asarray(inst.edst, dtype=np.int32 if inst.n < 2**31 else np.int64),
+        "bytes": np.asarray(inst.ebytes, dtype=np.float64),
+        "op_extra": _blob(json.dumps({str(o): x for o, x in c.op_extra.items()})),
+        "edge_extra": _blob(json.dumps({str(e): x for e, x in c.edge_extra.items()})),
+    }
+    buf = _io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def save_npz(inst: Instance, path: str | os.PathLike) -> None:
+    """Write ``inst`` as ``.npz`` atomically."""
+    from .io import write_atomic
+
+    write_atomic(path, instance_to_npz_bytes(inst))
+
+
+def load_npz(path: str | os.PathLike) -> Instance:
+    """Load and validate a ``.npz`` instance; errors are one line naming the file or field."""
+    where = f"instance {str(path)!r}"
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except FileNotFoundError:
+        raise InvalidInstanceError(f"{where}: no such file") from None
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise InvalidInstanceError(f"{where}: not a readable .npz ({exc.__class__.__name__})") from None
+    need = ("meta", "ids", "time", "memory", "type", "pin", "colocation", "src", "dst", "bytes")
+    for k in need:
+        if k not in arrays:
+            raise InvalidInstanceError(f"{where}: missing array {k!r}")
+    try:
+        meta = json.loads(_text(arrays["meta"]))
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidInstanceError(f"{where}: meta is not JSON") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        fmt = meta.get("format") if isinstance(meta, dict) else None
+        raise InvalidInstanceError(f"{where}: format must be {FORMAT!r}, got {fmt!r}")
+    text = _text(arrays["ids"])
+    ids = text.split(_SEP) if text or len(arrays["time"]) else []
+    n = len(ids)
+    for k in ("time", "memory", "type", "pin", "colocation"):
+        if arrays[k].ndim != 1 or len(arrays[k]) != n:
+            raise InvalidInstanceError(f"{where}: array {k!r} must have one entry per op ({n}), "
+                                       f"got shape {arrays[k].shape}")
+    ne = len(arrays["src"])
+    for k in ("src", "dst", "bytes"):
+        if arrays[k].ndim != 1 or len(arrays[k]) != ne:
+            raise InvalidInstanceError(f"{where}: array {k!r} must have one entry per edge ({ne}), "
+                                       f"got shape {arrays[k].shape}")
+        if k != "bytes" and arrays[k].dtype.kind not in "iu":
+            raise InvalidInstanceError(f"{where}: array {k!r} must hold op indices, got {arrays[k].dtype}")
+    try:
+        devices = [Device(d["name"], d["memory"], d.get("speed", 1.0)) for d in meta["devices"]]
+        lk = meta["links"]
+        link = Link(lk["latency"], lk["bandwidth"])
+        pairs = {(p["src"], p["dst"]): Link(p["latency"], p["bandwidth"]) for p in lk.get("pairs", [])}
+        time_map = {int(o): t for o, t in meta.get("time_map", {}).items()}
+        names = {k: list(meta[k]) for k in ("type_names", "pin_names", "coloc_names")}
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InvalidInstanceError(f"{where}: meta is incomplete ({exc.__class__.__name__}: {exc})") from None
+    for k, col in (("type_names", "type"), ("pin_names", "pin"), ("coloc_names", "colocation")):
+        codes = arrays[col]
+        if codes.dtype.kind not in "iu" or (n and (codes.min() < -1 or codes.max() >= len(names[k]))):
+            raise InvalidInstanceError(f"{where}: array {col!r} must hold codes -1..{len(names[k]) - 1}")
+    cols = Columns(
+        ids=ids, time=arrays["time"], mem=arrays["memory"], type=arrays["type"], pin=arrays["pin"],
+        coloc=arrays["colocation"], src=arrays["src"], dst=arrays["dst"], nbytes=arrays["bytes"],
+        time_map=time_map, type_names=names["type_names"], pin_names=names["pin_names"],
+        coloc_names=names["coloc_names"],
+        op_extra=_LazyJSON(_text(arrays["op_extra"])) if "op_extra" in arrays else {},
+        edge_extra=_LazyJSON(_text(arrays["edge_extra"])) if "edge_extra" in arrays else {},
+    )
+    return Instance.from_columns(meta.get("name", "instance"), devices, cols, link=link, pairs=pairs,
+                                 comm=meta.get("comm", "parallel"), extra=meta.get("extra") or {})
+
+
+def from_instance_file(path: str | os.PathLike, *, devices: Any = None, memory: Any = None,
+                       memory_fraction: Any = None, latency: Any = None, bandwidth: Any = None,
+                       comm: str = "parallel", name: str | None = None) -> Instance:
+    """``dplace convert instance``: the instance in ``path`` (JSON or ``.npz``) as it is; ``--comm
+    sequential`` and ``--name`` change it, the device and link options do not apply."""
+    from .io import load_instance
+
+    given = {"--devices": devices, "--memory": memory, "--memory-fraction": memory_fraction,
+             "--latency": latency, "--bandwidth": bandwidth}
+    for flag, value in given.items():
+        if value is not None:
+            raise InvalidInstanceError(f"{flag} does not apply to the instance format (convert it as it is)")
+    inst = load_instance(path)
+    changes: dict[str, Any] = {}
+    if comm != "parallel" and comm != inst.comm:
+        changes["comm"] = comm
+    if name is not None and name != inst.name:
+        changes["name"] = name
+    return inst.replace(**changes) if changes else inst
