@@ -15,9 +15,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from .check_bulk import TOL, valid_in_bulk
 from .model import Instance
 
-TOL = 1e-6
+BULK_FROM = 1000  # ops: from this size a valid schedule is recognised in bulk (numpy) first
 
 
 @dataclass
@@ -68,16 +69,18 @@ def _is_num(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def _shape_errors(data: Any) -> list[str]:
-    """What keeps ``data`` from being read as a result at all (wrong JSON types); [] when readable."""
+def _shape_errors(data: Any, rows_too: bool = True) -> list[str]:
+    """What keeps ``data`` from being read as a result at all (wrong JSON types); [] when readable
+    (placement and schedule left out with ``rows_too=False``)."""
     if not isinstance(data, dict):
         return [f"result must be a JSON object, got {type(data).__name__}"]
     out = []
     pl = data.get("placement")
-    if not isinstance(pl, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in pl.items()):
+    if rows_too and (not isinstance(pl, dict)
+                     or not all(isinstance(k, str) and isinstance(v, str) for k, v in pl.items())):
         out.append("placement must be an object of op name -> device name")
     rows = data.get("schedule")
-    if rows is not None and not (isinstance(rows, list) and all(
+    if rows_too and rows is not None and not (isinstance(rows, list) and all(
             isinstance(r, dict) and isinstance(r.get("op"), str) and _is_num(r.get("start")) and _is_num(r.get("end"))
             for r in rows)):
         out.append("schedule must be a list of objects with op, start and end (numbers)")
@@ -103,6 +106,11 @@ def check(inst: Instance, result: Any) -> CheckReport:
     err = rep.errors.append
     if isinstance(data, dict) and data.get("status") in ("infeasible", "no_solution") and data.get("placement") is None:
         return rep
+    if isinstance(data, dict) and inst.n >= BULK_FROM and not _shape_errors(data, rows_too=False):
+        memory_ok = valid_in_bulk(inst, data)  # every rule at once; None: the rules one by one below say
+        if memory_ok is not None:
+            rep.memory_ok = memory_ok
+            return rep
     rep.errors.extend(_shape_errors(data))
     if rep.errors:
         return rep

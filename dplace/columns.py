@@ -63,25 +63,31 @@ class Columns:
             edge_extra={e: ed.extra for e, ed in enumerate(edges) if ed.extra},
         )
 
-    def _name(self, col: Any, names: list[str] | None, i: int) -> Any:
-        if names is None:
-            return col[i]
-        c = int(col[i])
-        return None if c < 0 else names[c]
-
     def make_ops(self) -> tuple:
         """The ``Op`` objects (built on first use for instances loaded from arrays)."""
         from .model import Op
 
         tm = self.time.tolist() if isinstance(self.time, np.ndarray) else self.time
         mem = self.mem.tolist() if isinstance(self.mem, np.ndarray) else self.mem
-        out = []
-        for o, oid in enumerate(self.ids):
-            t = self.time_map.get(o, tm[o])
-            out.append(Op(oid, t, mem[o], self._name(self.type, self.type_names, o),
-                          self._name(self.coloc, self.coloc_names, o), self._name(self.pin, self.pin_names, o),
-                          dict(self.op_extra.get(o, {}))))
-        return tuple(out)
+        types = self._names(self.type, self.type_names)
+        colocs = self._names(self.coloc, self.coloc_names)
+        pins = self._names(self.pin, self.pin_names)
+        extra, tmap = dict(self.op_extra.items()), self.time_map
+        return tuple(_frozen(Op, id=oid, time=tmap.get(o, tm[o]), memory=mem[o], type=types[o],
+                             colocation=colocs[o], device=pins[o], extra=dict(extra.get(o, ())))
+                     for o, oid in enumerate(self.ids))
+
+    def pin_codes(self, devices: list[str]) -> list[int]:
+        """Per op the index in ``devices`` of the device it names as pinned (-1: none), as given."""
+        where = {x: d for d, x in enumerate(devices)}
+        return [-1 if x is None else where[x] for x in self._names(self.pin, self.pin_names)]
+
+    @staticmethod
+    def _names(col: Any, names: list[str] | None) -> list[Any]:
+        if names is None:
+            return list(col)
+        table = list(names) + [None]  # code -1: none
+        return [table[c] for c in col.tolist()]
 
     def make_edges(self) -> tuple:
         from .model import Edge
@@ -93,7 +99,17 @@ class Columns:
         else:
             src, dst = self.src, self.dst
         nb = self.nbytes.tolist() if isinstance(self.nbytes, np.ndarray) else self.nbytes
-        return tuple(Edge(s, d, b, dict(self.edge_extra.get(e, {}))) for e, (s, d, b) in enumerate(zip(src, dst, nb)))
+        extra = dict(self.edge_extra.items())
+        return tuple(_frozen(Edge, src=s, dst=d, bytes=b, extra=dict(extra.get(e, ())))
+                     for e, (s, d, b) in enumerate(zip(src, dst, nb)))
+
+
+def _frozen(cls: type, **fields: Any) -> Any:
+    """An instance of the frozen dataclass ``cls`` with every field given, without its ``__init__``
+    (which sets each field through ``object.__setattr__``: the bulk of building a million ops)."""
+    obj = object.__new__(cls)
+    obj.__dict__.update(fields)
+    return obj
 
 
 def bulk_numbers(vals: Any, hi: float) -> np.ndarray | None:

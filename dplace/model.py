@@ -180,6 +180,11 @@ class Instance:
         return self._edges
 
     @property
+    def columns(self) -> Columns:
+        """The ops' and edges' raw fields by column (as given: names, times, memory, pins, colocation)."""
+        return self._cols
+
+    @property
     def n_edges(self) -> int:
         return len(self.esrc)
 

@@ -44,29 +44,14 @@ def _codes(values: Any, names: list[str] | None) -> tuple[np.ndarray, list[str]]
     return codes, [str(k) for k in table]
 
 
-class _LazyJSON(dict):
-    """index -> unknown fields, parsed from JSON text on first read."""
+class _LazyJSON:
+    """index -> unknown fields, parsed from JSON text when first asked for (``items``)."""
 
     def __init__(self, text: str) -> None:
-        super().__init__()
-        self._text: str | None = text
+        self._text = text
 
-    def _load(self) -> None:
-        if self._text is not None:
-            text, self._text = self._text, None
-            self.update((int(k), v) for k, v in json.loads(text).items())
-
-    def get(self, k: Any, default: Any = None) -> Any:
-        self._load()
-        return super().get(k, default)
-
-    def __bool__(self) -> bool:
-        self._load()
-        return super().__len__() > 0
-
-    def items(self):  # type: ignore[override]
-        self._load()
-        return super().items()
+    def items(self):
+        return ((int(k), v) for k, v in json.loads(self._text).items())
 
 
 def instance_to_npz_bytes(inst: Instance) -> bytes:

@@ -1,0 +1,71 @@
+"""The checker's bulk pass agrees with its rule-by-rule reference: whenever it calls a result valid, the
+reference finds no error and the same memory verdict; it recognises the valid results it is given."""
+from __future__ import annotations
+
+import copy
+import importlib
+import random
+
+import pytest
+
+import dplace
+from dplace.check_bulk import valid_in_bulk
+from dplace.generate import transformer_training
+from dplace.testing import random_instance
+
+check_mod = importlib.import_module("dplace.check")  # the module (dplace.check is also the function)
+
+
+def _reference(inst, data, monkeypatch):
+    monkeypatch.setattr(check_mod, "BULK_FROM", 10**12)
+    return check_mod.check(inst, data)
+
+
+def _spoil(data: dict, rng: random.Random) -> dict:
+    d = copy.deepcopy(data)
+    rows = d["schedule"]
+    r = rng.choice(rows)
+    kind = rng.randrange(6)
+    if kind == 0:
+        r["start"] -= rng.choice([0.5, 3.0])
+    elif kind == 1:
+        r["end"] += 0.25
+    elif kind == 2:
+        dev = rng.choice(sorted(set(d["placement"].values())))
+        d["placement"][r["op"]] = dev
+        r["device"] = dev
+    elif kind == 3:
+        d["makespan"] = d["makespan"] + 1.0
+    elif kind == 4:
+        d["memory_ok"] = not d["memory_ok"]
+    else:
+        for lst in d["order"].values():
+            lst.reverse()
+        d["order_given"] = True
+    return d
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_bulk_agrees_with_the_rules_one_by_one(seed, monkeypatch):
+    rng = random.Random(seed)
+    inst = random_instance(rng, n_ops=rng.randint(2, 30), comm="parallel", memory_slack=3.0)
+    res = dplace.solve(inst, rng.choice(["heft", "m_etf", "single", "dpos"]))
+    data = res.to_dict()
+    assert valid_in_bulk(inst, data) == _reference(inst, data, monkeypatch).memory_ok
+    for _ in range(4):
+        bad = _spoil(data, rng)
+        verdict = valid_in_bulk(inst, bad)
+        ref = _reference(inst, bad, monkeypatch)
+        if verdict is not None:
+            assert ref.ok and ref.memory_ok == verdict, (bad, ref.errors)
+
+
+def test_large_schedule_goes_through_bulk_and_stays_valid():
+    inst = transformer_training(1500, 4, seed=2)
+    res = dplace.solve(inst, "heft")
+    assert inst.n >= check_mod.BULK_FROM and valid_in_bulk(inst, res.to_dict()) is not None
+    assert check_mod.check(inst, res).ok
+    data = res.to_dict()
+    data["schedule"][5]["start"] += 1e3
+    rep = check_mod.check(inst, data)  # the reference words what bulk would not accept
+    assert not rep.ok and data["schedule"][5]["op"] in rep.summary()
