@@ -10,7 +10,7 @@ import pytest
 
 import dplace
 from dplace.check_bulk import valid_in_bulk
-from dplace.generate import transformer_training
+from dplace.formats import transformer_training
 from dplace.testing import random_instance
 
 check_mod = importlib.import_module("dplace.check")  # the module (dplace.check is also the function)
