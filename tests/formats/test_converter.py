@@ -13,8 +13,9 @@ SHARED = ["devices", "memory", "memory_fraction", "latency", "bandwidth", "comm"
 
 
 def test_formats_in_order_and_each_takes_the_shared_options_then_its_own():
-    assert FORMATS == ("dnn-partitioning", "pipedream", "dot", "stg")
-    own = {"dnn-partitioning": ["split_dims"], "pipedream": ["merge_backward"], "dot": [], "stg": ["edge_bytes"]}
+    assert FORMATS == ("dnn-partitioning", "pipedream", "dot", "stg", "instance")
+    own = {"dnn-partitioning": ["split_dims"], "pipedream": ["merge_backward"], "dot": [], "stg": ["edge_bytes"],
+           "instance": []}
     for fmt, fn in CONVERTERS.items():
         params = list(inspect.signature(fn).parameters)
         assert params == ["path", *SHARED, *own[fmt]], fmt
