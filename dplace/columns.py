@@ -16,17 +16,23 @@ import numpy as np
 
 
 
+FREEZE_FROM = 100_000  # ops: from this size what was built is moved out of the collector's passes
+
+
 @contextmanager
-def gc_paused():
+def gc_paused(freeze: bool = False):
     """Pause the cyclic garbage collector while many objects that stay alive are built (an instance's
-    index lists, a parsed JSON file): on large graphs its passes over them cost more than the building."""
+    index lists, a parsed JSON file): on large graphs its passes over them cost more than the building.
+    With ``freeze`` the objects alive then are left out of later passes (``gc.freeze``; refcounting
+    still frees them, but cycles among them are never collected: only for large instances)."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        if freeze:
+            gc.freeze()
         if was:
-            gc.freeze()  # what was built stays: later passes skip it (refcounting still frees it)
             gc.enable()
 
 

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from .columns import Columns, bulk_numbers, csr_lists, gc_paused, ordered_forward
+from .columns import FREEZE_FROM, Columns, bulk_numbers, csr_lists, gc_paused, ordered_forward
 from .errors import InvalidInstanceError, show_value
 
 FORMAT = "dplace-instance/1"
@@ -144,7 +144,7 @@ class Instance:
         self.pairs: dict[tuple[str, str], Link] = dict(pairs or {})
         self.comm = comm
         self.extra: dict[str, Any] = dict(extra or {})
-        with gc_paused():
+        with gc_paused(freeze=len(self._ops) >= FREEZE_FROM):
             self._cols = Columns.of_objects(self._ops, self._edges)
             self._validate_and_index()
 
@@ -163,7 +163,7 @@ class Instance:
         self.comm = comm
         self.extra = dict(extra or {})
         self._cols = cols
-        with gc_paused():
+        with gc_paused(freeze=len(cols.ids) >= FREEZE_FROM):
             self._validate_and_index()
         return self
 
