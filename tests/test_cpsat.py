@@ -1,4 +1,4 @@
-"""CP-SAT model (issue #6): hint completeness (fix-to-hint), ticks and proven bounds, limits, progress."""
+"""CP-SAT model: hint completeness (fix-to-hint), ticks and proven bounds, limits, progress."""
 import random
 import time
 
@@ -83,6 +83,29 @@ def test_coarse_ticks_keep_bound_proven(comm):
     fine = dplace.solve(inst, "cpsat", time_limit_s=10, progress=False)  # automatic tick: exact here
     assert fine.extra["ticks_exact"] is True
     assert fine.status == "optimal" and fine.makespan == pytest.approx(opt)
+
+
+@pytest.mark.parametrize("comm", ["parallel", "sequential"])
+def test_times_no_power_of_ten_represents_are_proven_optimal(comm):
+    """Times like 1/3 µs and pi µs: the automatic tick is the finest the horizon allows, so rounding
+    stays far below the claims' tolerance and the optimum (brute force) is proven, not just found;
+    a transfer of 1e12 µs next to them is cut to the cap (the bound stays a lower bound)."""
+    import math
+
+    from dplace.oracle import brute_force as oracle
+
+    ops = [Op("a", 1 / 3), Op("b", math.pi), Op("c", math.e), Op("d", math.sqrt(2)), Op("e", 0.1 / 7)]
+    edges = [Edge("a", "b", 1 / 7), Edge("a", "c", 2 / 9), Edge("b", "d", 1e12), Edge("c", "d", 1 / 11),
+             Edge("c", "e", 0.3)]
+    inst = Instance(f"irr-{comm}", [Device("g0", 10), Device("g1", 10, 1.5)], ops, edges,
+                    link=Link(0.01, 1.0), comm=comm)
+    opt = oracle(inst).optimum
+    T = C.Ticks(inst, None, 2 * opt)
+    assert not T.exact and T.slack * T.tick < 1e-7 * opt
+    assert max(max(row) for M in T.c for row in M) == T.cap
+    res = dplace.solve(inst, "cpsat", time_limit_s=10, progress=False)
+    assert res.status == "optimal" and res.makespan == pytest.approx(opt, rel=1e-9)
+    assert res.lower_bound <= opt * (1 + 1e-12)
 
 
 def test_time_limit_respected_and_gap_reported():

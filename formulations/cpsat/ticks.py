@@ -1,10 +1,13 @@
 """Integer time for the CP-SAT model: durations and transfer times in ticks.
 
-Every duration and transfer time is rounded *up* to whole ticks (values within 1e-6 tick of an integer
-count as that integer: float noise), so every schedule of the model is a valid (pessimistic) real
-schedule; with integer data and tick 1 it is exact. A bound proven in ticks is turned into a bound of the
-real problem by subtracting the most that rounding can add along one path of the schedule (zero when
-nothing was rounded).
+The tick is a power of ten: the coarsest one that represents every time exactly, if the horizon (the
+hint's makespan) then needs at most ``MAX_HORIZON_TICKS`` ticks; else the finest one within that many, so
+rounding costs ~1e-8 relative, well below the claims' tolerance (1e-6). Every duration and transfer
+time is rounded *up* to whole ticks (values within 1e-6 tick of an integer count as that integer: float
+noise), so a schedule of the model times no shorter than the real one. A bound proven in ticks is turned
+into a bound of the real problem by subtracting the most that rounding can add along one path of the
+schedule (zero when nothing was rounded). Times beyond ``cap`` ticks (far beyond any horizon) are cut to
+it, which can only lower the model's bounds.
 """
 from __future__ import annotations
 
@@ -16,9 +19,9 @@ from dplace.model import Instance
 
 __all__ = ["MAX_HORIZON_TICKS", "MAX_SERIAL_TICKS", "MIN_TICK_EXP", "Ticks", "horizon_ticks", "tick_schedule"]
 
-MIN_TICK_EXP = -6  # automatic tick: the coarsest power of ten >= 1e-6 µs that represents every time...
-MAX_HORIZON_TICKS = 1e9  # ...made coarser while the horizon would need more ticks than this
-MAX_SERIAL_TICKS = 1e15  # ...and while the trivial horizon (all serial) would: int64 with room for sums
+MIN_TICK_EXP = -15  # automatic tick: a power of ten >= 1e-15 µs, the finest for which...
+MAX_HORIZON_TICKS = 1e9  # ...the horizon (the hint's makespan, else all serial) needs at most this many ticks
+MAX_SERIAL_TICKS = 1e15  # ...and the trivial horizon (all serial) at most this many: int64 with room for sums
 _TICK_EPS = 1e-6  # a value within this many ticks of an integer counts as that integer (float noise)
 
 
@@ -37,7 +40,8 @@ def _ceil_ticks(v: float, t: float) -> int:
 
 class Ticks:
     """Integer durations (``p[o][d]``) and transfer times (``c[e][d1][d2]``) of ``inst`` in ticks of
-    ``tick`` µs, rounded up; ``slack`` is the most (in ticks) rounding can add along one schedule path."""
+    ``tick`` µs, rounded up (at most ``cap``); ``slack`` is the most (in ticks) rounding can add along one
+    schedule path; ``exact``: no time was rounded."""
 
     def __init__(self, inst: Instance, tick: float | None = None, horizon_us: float | None = None) -> None:
         self.inst = inst
@@ -45,25 +49,33 @@ class Ticks:
         vals = [v for row in inst.dur for v in row]
         tt = [[[inst.transfer_time(e, a, b) for b in range(m)] for a in range(m)] for e in range(len(inst.esrc))]
         vals += [v for M in tt for row in M for v in row]
-        # the model's horizon is the trivial one (horizon_ticks): every op and transfer one after another
-        serial = sum(max(row) for row in inst.dur) + sum(max(v for row in M for v in row) for M in tt)
+        # longest time of each op and each edge: all of them one after the other is the trivial horizon
+        items = [max(row) for row in inst.dur] + [max(v for row in M for v in row) for M in tt]
+        serial = sum(items)
+        # A time longer than ``cap`` ticks (far beyond the hint's makespan) is cut to ``cap``: that only
+        # shortens the model's times, so its bounds stay lower bounds (its answers are simulated anyway),
+        # and the serial horizon stays within int64 with room for sums.
+        cap = max(10 * MAX_HORIZON_TICKS, MAX_SERIAL_TICKS / (len(items) + 1))
         if tick is None:
-            k = MIN_TICK_EXP
-            while k < 6 and all(_is_multiple(v, float(f"1e{k + 1}")) for v in vals):
+            # the finest tick the horizon allows (least rounding), then coarser while every time stays a
+            # whole number of ticks (exact data: the same model with smaller numbers)
+            ref = horizon_us if horizon_us is not None and horizon_us > 0 else serial
+            k = MIN_TICK_EXP if ref <= 0 else max(MIN_TICK_EXP, math.floor(math.log10(ref / MAX_HORIZON_TICKS)))
+            while (ref / 10.0**k > MAX_HORIZON_TICKS
+                   or sum(min(x / 10.0**k, cap) for x in items) > MAX_SERIAL_TICKS):
                 k += 1
-            if horizon_us is not None and horizon_us > 0:
-                while horizon_us / float(f"1e{k}") > MAX_HORIZON_TICKS:
+            if all(_is_multiple(v, float(f"1e{k}")) for v in vals):
+                while k < 6 and all(_is_multiple(v, float(f"1e{k + 1}")) for v in vals):
                     k += 1
-            while serial / float(f"1e{k}") > MAX_SERIAL_TICKS:
-                k += 1
             tick = float(f"1e{k}")
-        elif serial / tick > MAX_SERIAL_TICKS:
+        elif sum(min(x / tick, cap) for x in items) > MAX_SERIAL_TICKS:
             raise InvalidInstanceError(f"cpsat: tick {tick:g} µs is too fine here: the serial horizon "
                                        f"{serial:.3g} µs would need more than {MAX_SERIAL_TICKS:g} ticks")
         self.tick = float(tick)
         t = self.tick
-        self.p = [[_ceil_ticks(v, t) for v in row] for row in inst.dur]
-        self.c = [[[_ceil_ticks(v, t) for v in row] for row in M] for M in tt]
+        self.cap = icap = int(cap)
+        self.p = [[min(icap, _ceil_ticks(v, t)) for v in row] for row in inst.dur]
+        self.c = [[[min(icap, _ceil_ticks(v, t)) for v in row] for row in M] for M in tt]
         # rounding excess (ticks) per op / per edge, worst device (pair); a schedule path holds at most n ops
         # and n - 1 transfers (parallel) or n (m - 1) transfers (sequential: link queues)
         op_err = sorted((max(0.0, max(self.p[o][d] - inst.dur[o][d] / t for d in range(m))) for o in range(n)),
