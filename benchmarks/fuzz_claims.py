@@ -13,9 +13,11 @@ and mean/max solve time. Goal: 0 wrong claims; >= 99 % proven by each exact meth
 Results are appended to a JSONL file keyed by (seed, method), so a rerun resumes; every instance with
 a wrong claim or an error is saved as JSON (instance, oracle optimum and argmin, the method's answer
 or exception) in --cases.
-Exits 1 when any claim is wrong. ``dplace.claims`` can settle claims of graphs this small with the
-oracle itself; that is switched off here (the solvers' own claims are judged) unless --oracle-in-claims.
-Use a separate --out file per setting (rows are keyed by seed and method only).
+Exits 1 when any claim is wrong. Two levels per exact method (``--levels``): ``METHOD/solver`` judges the
+solvers' own claims (dplace.claims' small-graph checks off), ``METHOD/product`` the shipped claims with
+the other formulation confirming them (CP-SAT's by the MILP with HiGHS, the MILP's by CP-SAT). Brute force
+inside dplace.claims (the same oracle: circular) is off at both levels unless --oracle-in-claims.
+Use a separate --out file per --time-limit / --oracle-in-claims setting (rows are keyed by seed and method).
 
   .venv/bin/python benchmarks/fuzz_claims.py --n 10000 --workers 2 --out fuzz.jsonl --cases fuzz_cases
 """
@@ -51,43 +53,66 @@ def oracle_record(orc) -> dict:
             "placement": orc.placement, "order": orc.order, "seconds": round(orc.seconds, 4), **orc.counts}
 
 
+LEVELS = ("solver", "product")
+
+
 @contextlib.contextmanager
-def solver_claims_only(on: bool = True):
-    """Keep ``dplace.claims`` from settling claims with the oracle itself (it brute-forces graphs of
-    <= ``EXHAUSTIVE_MAX_OPS`` ops): judged against the oracle, that is circular."""
+def claim_checks(oracle: bool = False, cross: bool = True):
+    """Which small-graph checks ``dplace.claims`` may use while a method runs. ``oracle``: brute force
+    (``EXHAUSTIVE_MAX_OPS``) — judged against this same oracle that is circular, so off unless asked;
+    ``cross``: the other formulation (``CROSS_MAX_OPS``), on at the product level, off at the solver level."""
     try:
         from dplace import claims
     except ImportError:  # trees without dplace.claims
         yield
         return
-    shipped = getattr(claims, "EXHAUSTIVE_MAX_OPS", None)
-    if on and shipped is not None:
+    saved = {k: getattr(claims, k) for k in ("EXHAUSTIVE_MAX_OPS", "CROSS_MAX_OPS") if hasattr(claims, k)}
+    if not oracle and "EXHAUSTIVE_MAX_OPS" in saved:
         claims.EXHAUSTIVE_MAX_OPS = 0
+    if not cross and "CROSS_MAX_OPS" in saved:
+        claims.CROSS_MAX_OPS = 0
     try:
         yield
     finally:
-        if shipped is not None:
-            claims.EXHAUSTIVE_MAX_OPS = shipped
+        for k, v in saved.items():
+            setattr(claims, k, v)
+
+
+def solver_claims_only(on: bool = True):
+    """The solvers' own claims: no brute force, no cross-formulation check (``on=False``: as shipped)."""
+    return claim_checks(oracle=not on, cross=not on)
+
+
+def run_keys(methods: list[str], levels: list[str]) -> list[tuple[str, str, str]]:
+    """(row key, method spec, level): an exact method once per level (``cpsat/solver``, ``cpsat/product``),
+    a heuristic once (no solver claims to check)."""
+    out = []
+    for spec in methods:
+        if spec in EXACT:
+            out += [(f"{spec}/{lv}", spec, lv) for lv in levels]
+        else:
+            out.append((spec, spec, "product"))
+    return out
 
 
 def check_seed(seed: int, methods: list[str], time_limit: float, oracle_limit: float = 120.0,
-               oracle_in_claims: bool = False) -> list[dict]:
-    """Solve instance ``seed`` with every method in ``methods`` and judge each answer by the oracle.
-    Unless ``oracle_in_claims``, the methods' claims are their solvers' own (see solver_claims_only)."""
+               oracle_in_claims: bool = False, levels: tuple[str, ...] | None = None) -> list[dict]:
+    """Solve instance ``seed`` with every method in ``methods`` (row keys of :func:`run_keys`, or plain
+    specs judged at the solver level when ``levels`` is None) and judge each answer by the oracle."""
     import dplace
     from dplace.oracle import brute_force, fuzz_instance, judge
-
 
     inst = fuzz_instance(seed)
     orc = brute_force(inst, time_limit_s=oracle_limit)
     rows = []
-    for spec in methods:
+    keys = [(m, m, "solver") for m in methods] if levels is None else run_keys(methods, list(levels))
+    for key, spec, level in keys:
         name, opts = method_call(spec)
-        row = {"seed": seed, "method": spec, "n": inst.n, "m": inst.m, "comm": inst.comm,
+        row = {"seed": seed, "method": key, "n": inst.n, "m": inst.m, "comm": inst.comm,
                "opt": orc.optimum, "feasible": orc.feasible, "oracle_complete": orc.complete}
         t0 = time.perf_counter()
         try:
-            with solver_claims_only(not oracle_in_claims):
+            with claim_checks(oracle=oracle_in_claims, cross=level == "product"):
                 res = dplace.solve(inst, name, time_limit_s=time_limit, seed=seed, **opts)
         except Exception as exc:  # noqa: BLE001 - a fuzzer counts every failure
             row.update(status="error", error=repr(exc)[:300], time_s=time.perf_counter() - t0, defects=[])
@@ -159,7 +184,7 @@ def _write_json(path: Path, obj: dict) -> None:
     os.replace(tmp, path)
 
 
-def _collect(batches, out: Path, cases: Path, rows: list[dict], total: int) -> None:
+def _collect(batches, out: Path, cases: Path, rows: list[dict], total: int, done: dict[int, set]) -> None:
     """Append each finished seed's rows to ``out`` (flushed per seed) and save its wrong-claim cases."""
     from rich.progress import Progress
 
@@ -167,9 +192,11 @@ def _collect(batches, out: Path, cases: Path, rows: list[dict], total: int) -> N
         task = prog.add_task("fuzzing", total=total)
         for batch in batches:
             for r in batch:
+                if r["method"] in done.get(r["seed"], ()):  # a seed resumed for its other rows
+                    continue
                 case = r.pop("case", None)
                 if case is not None:
-                    p = cases / f"seed{r['seed']}-{r['method']}.json"
+                    p = cases / f"seed{r['seed']}-{r['method'].replace('/', '-')}.json"
                     _write_json(p, {"seed": r["seed"], "method": r["method"], "defects": r["defects"] or ["error"],
                                     **case})
                     r["case_file"] = str(p)
@@ -186,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--methods", default=",".join(EXACT + HEURISTICS),
                     help="comma-separated: cpsat, milp-cbc, milp-highs, refine, portfolio or any method name")
     ap.add_argument("--time-limit", type=float, default=10.0, help="seconds per instance and method")
+    ap.add_argument("--levels", default=",".join(LEVELS),
+                    help="exact methods' claims: solver (no small-graph checks) and/or product (the other "
+                         "formulation confirms, as shipped; brute force still off)")
     ap.add_argument("--oracle-in-claims", action="store_true",
                     help="let dplace.claims settle claims by brute force as shipped (circular here: off by default)")
     ap.add_argument("--summary-only", action="store_true",
@@ -195,6 +225,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", default="fuzz_cases", help="folder for the instances with a wrong claim")
     args = ap.parse_args(argv)
     methods = [m for m in args.methods.split(",") if m]
+    levels = [lv for lv in args.levels.split(",") if lv]
+    if any(lv not in LEVELS for lv in levels) or not levels:
+        print(f"error: --levels must be solver and/or product, got {args.levels!r}", file=sys.stderr)
+        return 2
+    keys = [k for k, _, _ in run_keys(methods, levels)]
     if args.n < 0 or args.workers < 1 or args.time_limit <= 0:
         print(f"error: --n, --workers and --time-limit must be positive, got {args.n}, {args.workers}, "
               f"{args.time_limit}", file=sys.stderr)
@@ -213,24 +248,26 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(r)
             done.setdefault(r["seed"], set()).add(r["method"])
     if args.summary_only:
-        rows = [r for r in rows if r["method"] in methods]
-        print_table(summarize(rows, methods))
+        rows = [r for r in rows if r["method"] in keys]
+        print_table(summarize(rows, keys))
         return 1 if any(r["defects"] for r in rows) else 0
     seeds = range(args.start, args.start + args.n)
-    todo = [(s, [m for m in methods if m not in done.get(s, ())], args.time_limit, 120.0, args.oracle_in_claims)
-            for s in seeds]
+    todo = []
+    for sd in seeds:
+        left = [m for m in methods if any(k not in done.get(sd, ()) for k, _, _ in run_keys([m], levels))]
+        todo.append((sd, left, args.time_limit, 120.0, args.oracle_in_claims, tuple(levels)))
     todo = [t for t in todo if t[1]]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill also ends the workers (finally)
     pool = mp.get_context("spawn").Pool(args.workers) if args.workers > 1 else None
     batches = pool.imap_unordered(_work, todo) if pool is not None else map(_work, todo)
     try:
-        _collect(batches, out, cases, rows, len(todo))
+        _collect(batches, out, cases, rows, len(todo), done)
     finally:  # stopped (Ctrl-C, kill): the workers go too; rows written so far stay for a resume
         if pool is not None:
             pool.terminate()
             pool.join()
-    rows = [r for r in rows if r["seed"] in seeds and r["method"] in methods]
-    table = summarize(rows, methods)
+    rows = [r for r in rows if r["seed"] in seeds and r["method"] in keys]
+    table = summarize(rows, keys)
     print_table(table)
     for r in rows:
         if r["defects"]:

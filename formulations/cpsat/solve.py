@@ -241,6 +241,7 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
     ``lb``: proven bounds of dplace's own (a number is taken as ``dplace.lower_bound``)."""
     T = V.T
     extra = dict(extra)
+    cross = inst.n <= claims.CROSS_MAX_OPS
     own = [claims.Bound(lb, "lower_bound")] if isinstance(lb, (int, float)) else list(lb)
     own_ticks = max(math.ceil(b.value / T.tick - 1e-9) for b in own) if own else 0
     notes: list[str] = []
@@ -255,6 +256,8 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
         notes.append("search interrupted: its bound is not confirmed and not used")
     elif claim is not None and (claim == math.inf or claim > own_ticks):
         left = deadline - time.perf_counter() - _cleanup_s(inst)
+        if cross:  # keep time for the other formulation
+            left = min(left, max(0.2, 0.3 * left))
         t0 = time.perf_counter()
         got, better = (None, None) if left < 0.02 else confirm_bound(V, claim, time_limit_s=left, workers=workers,
                                                                       seed=seed)
@@ -273,6 +276,11 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
             certified = claims.Bound(T.real_bound(claim), f"{method}, confirmed by a search without presolve")
     elif claim is not None and math.isfinite(claim):
         certified = claims.Bound(T.real_bound(claim), method)  # no stronger than dplace's own bounds
+    if cross and not (out.interrupted or interrupt.requested()) and (
+            (certified is not None and certified.value > max(b.value for b in own)) or claim == math.inf):
+        certified, infeasible_confirmed = _cross_check(inst, T, outs, hint_res, own, certified, claim == math.inf,
+                                                       infeasible_confirmed, deadline - _cleanup_s(inst), seed, notes,
+                                                       extra)
     extra["bound_ticks"] = out.bound_ticks
     ex = None
     if not (out.interrupted or interrupt.requested()) and (certified is not None and certified.value > max(b.value for b in own)
@@ -312,6 +320,40 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
     best = min(cand, key=lambda r: (not r.memory_ok, r.makespan))
     return claims.settle(replace(best, interrupted=out.interrupted or interrupt.requested()), own + [certified],
                          notes=notes)
+
+
+def _cross_check(inst: Instance, T: Ticks, outs: list[SolveOutcome], hint_res: Result | None,
+                 own: list[claims.Bound], certified: claims.Bound | None, says_infeasible: bool,
+                 infeasible_confirmed: bool, deadline: float, seed: int, notes: list[str],
+                 extra: dict[str, Any]) -> tuple[claims.Bound | None, bool]:
+    """CP-SAT's claim (``certified`` so far, or infeasibility) as far as the MILP of
+    :func:`dplace.formulations.milp.cross_check` (HiGHS, presolve off, rescaled times) proves it; a
+    schedule it finds joins ``outs``. Returns (the bound kept, infeasibility confirmed)."""
+    from ..milp import cross_check
+
+    inc = None
+    for o in outs:
+        if o.placement is not None:
+            r = make_result(inst, "cpsat", o.placement, o.order, status="feasible")
+            if r.memory_ok and (inc is None or r.makespan < inc.makespan):
+                inc = r
+    if hint_res is not None and hint_res.memory_ok and (inc is None or hint_res.makespan < inc.makespan):
+        inc = hint_res
+    name = "the MILP (HiGHS, presolve off)"
+    t0 = time.perf_counter()
+    got, res = cross_check(inst, None if says_infeasible else inc, max(b.value for b in own),
+                           deadline - time.perf_counter(), seed)
+    extra["cross_check_wall_s"] = round(time.perf_counter() - t0, 4)
+    if res is not None and res.placement is not None:
+        outs.append(SolveOutcome(cp.FEASIBLE, "milp check", res.placement, res.order, res.makespan / T.tick, None,
+                                 0.0, False, False))
+    if says_infeasible:
+        if got != math.inf:
+            notes.append(f"CP-SAT's infeasibility is not confirmed by {name}")
+        return certified, infeasible_confirmed and got == math.inf
+    kept, cn = claims.confirm(certified, [(name, got)])
+    notes += cn
+    return kept, infeasible_confirmed
 
 
 def _cleanup_s(inst: Instance) -> float:
