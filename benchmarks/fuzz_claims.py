@@ -69,8 +69,8 @@ def claim_checks(oracle: bool = False, cross: bool = True):
     saved = {k: getattr(claims, k) for k in ("EXHAUSTIVE_MAX_OPS", "CROSS_MAX_OPS") if hasattr(claims, k)}
     if not oracle and "EXHAUSTIVE_MAX_OPS" in saved:
         claims.EXHAUSTIVE_MAX_OPS = 0
-    if not cross and "CROSS_MAX_OPS" in saved:
-        claims.CROSS_MAX_OPS = 0
+    if "CROSS_MAX_OPS" in saved:
+        claims.CROSS_MAX_OPS = getattr(claims, "CROSS_ON", 9) if cross else 0
     try:
         yield
     finally:

@@ -375,24 +375,38 @@ def _solve_highs(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed
         pipe = None if opts.log else subprocess.PIPE
         proc = subprocess.Popen([sys.executable, "-c", _HIGHS_CHILD, os.path.join(tmp, "args.json")],
                                 stdout=pipe, stderr=pipe, text=True, env=dict(os.environ))
-        interrupted = False
+        interrupted = late = False
 
         def stop() -> None:  # ask HiGHS to stop; it answers with its incumbent
             open(args["stop"], "w").close()
 
         with interrupt.on_request(stop):  # the CLI's two-stage Ctrl-C (dplace.interrupt)
+            grace = max(0.5, 0.05 * limit)
+            wait = limit + grace
             while True:
                 try:
-                    _, err = proc.communicate(timeout=limit + 60)
+                    _, err = proc.communicate(timeout=wait)
                     break
                 except KeyboardInterrupt:  # library use: Ctrl-C raises here
                     interrupted = True
                     stop()
                 except subprocess.TimeoutExpired:
+                    if wait != grace:  # past the limit (a loaded machine: start-up alone can take that long)
+                        stop()
+                        wait = grace
+                        continue
                     proc.kill()
                     _, err = proc.communicate()
+                    late = True
                     break
         interrupted = interrupted or interrupt.requested()
+        if late and not os.path.exists(args["out"]):  # no answer within the limit: nothing to read back
+            for v in prob.variables():
+                v.varValue = None
+            prob.status, prob.sol_status = pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound
+            return {"solver_result": "HiGHS gave no answer within the time limit", "proven_optimal": False,
+                    "interrupted": interrupted, "warm_start_used": None, "warm_start_feasible": None,
+                    "bound": None}
         if proc.returncode != 0 or not os.path.exists(args["out"]):
             raise SolverError(f"milp: HiGHS child failed (exit {proc.returncode}): {(err or '').strip()[-300:]}")
         with open(args["out"]) as fh:

@@ -102,7 +102,7 @@ def test_times_no_power_of_ten_represents_are_proven_optimal(comm):
     opt = oracle(inst).optimum
     T = C.Ticks(inst, None, 2 * opt)
     assert not T.exact and T.slack * T.tick < 1e-7 * opt
-    assert max(max(row) for M in T.c for row in M) == T.cap
+    assert max(max(row) for M in T.c for row in M) == int(T.cap)
     res = dplace.solve(inst, "cpsat", time_limit_s=10, progress=False)
     assert res.status == "optimal" and res.makespan == pytest.approx(opt, rel=1e-9)
     assert res.lower_bound <= opt * (1 + 1e-12)

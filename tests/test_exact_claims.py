@@ -25,17 +25,18 @@ def test_no_wrong_optimal_or_bound_claims(capsys):
 
 
 def _judged(seed, method, **opts):
-    """The shipped claims with dplace.claims' brute force off (it is this same oracle: circular); the
-    other formulation's check stays on."""
+    """The claims with dplace.claims' brute force off (it is this same oracle: circular) and the other
+    formulation's check on."""
     from dplace import claims
     from dplace.oracle import brute_force, fuzz_instance, judge
 
     inst = fuzz_instance(seed)
-    saved, claims.EXHAUSTIVE_MAX_OPS = claims.EXHAUSTIVE_MAX_OPS, 0
+    saved = claims.EXHAUSTIVE_MAX_OPS, claims.CROSS_MAX_OPS
+    claims.EXHAUSTIVE_MAX_OPS, claims.CROSS_MAX_OPS = 0, claims.CROSS_ON
     try:
         res = dplace.solve(inst, method, time_limit_s=10, seed=seed, **opts)
     finally:
-        claims.EXHAUSTIVE_MAX_OPS = saved
+        claims.EXHAUSTIVE_MAX_OPS, claims.CROSS_MAX_OPS = saved
     orc = brute_force(inst, time_limit_s=60)
     return res, judge(res, orc), orc.feasible
 

@@ -38,6 +38,10 @@ def _ceil_ticks(v: float, t: float) -> int:
     return int(math.ceil(q))
 
 
+def _capped(v: float, t: float, cap: float) -> int:
+    return _ceil_ticks(v, t) if v / t <= cap else int(cap)
+
+
 class Ticks:
     """Integer durations (``p[o][d]``) and transfer times (``c[e][d1][d2]``) of ``inst`` in ticks of
     ``tick`` µs, rounded up (at most ``cap``); ``slack`` is the most (in ticks) rounding can add along one
@@ -55,14 +59,21 @@ class Ticks:
         # A time longer than ``cap`` ticks (far beyond the hint's makespan) is cut to ``cap``: that only
         # shortens the model's times, so its bounds stay lower bounds (its answers are simulated anyway),
         # and the serial horizon stays within int64 with room for sums.
-        cap = max(10 * MAX_HORIZON_TICKS, MAX_SERIAL_TICKS / (len(items) + 1))
-        if tick is None:
+        ref = horizon_us if horizon_us is not None and horizon_us > 0 else None
+        # without a horizon nothing says which times matter: no cap (the serial rule keeps int64 room)
+        cap = max(10 * MAX_HORIZON_TICKS, MAX_SERIAL_TICKS / (len(items) + 1)) if ref is not None else math.inf
+        if tick is None and ref is None:  # the coarsest tick >= 1e-6 µs that is exact, coarser for int64
+            k = -6
+            while k < 6 and all(_is_multiple(v, float(f"1e{k + 1}")) for v in vals):
+                k += 1
+            while serial / 10.0**k > MAX_SERIAL_TICKS:
+                k += 1
+            tick = float(f"1e{k}")
+        elif tick is None:
             # the finest tick the horizon allows (least rounding), then coarser while every time stays a
             # whole number of ticks (exact data: the same model with smaller numbers)
-            ref = horizon_us if horizon_us is not None and horizon_us > 0 else serial
-            k = MIN_TICK_EXP if ref <= 0 else max(MIN_TICK_EXP, math.floor(math.log10(ref / MAX_HORIZON_TICKS)))
-            while (ref / 10.0**k > MAX_HORIZON_TICKS
-                   or sum(min(x / 10.0**k, cap) for x in items) > MAX_SERIAL_TICKS):
+            k = max(MIN_TICK_EXP, math.floor(math.log10(ref / MAX_HORIZON_TICKS)))
+            while ref / 10.0**k > MAX_HORIZON_TICKS or sum(min(x / 10.0**k, cap) for x in items) > MAX_SERIAL_TICKS:
                 k += 1
             if all(_is_multiple(v, float(f"1e{k}")) for v in vals):
                 while k < 6 and all(_is_multiple(v, float(f"1e{k + 1}")) for v in vals):
@@ -73,9 +84,9 @@ class Ticks:
                                        f"{serial:.3g} µs would need more than {MAX_SERIAL_TICKS:g} ticks")
         self.tick = float(tick)
         t = self.tick
-        self.cap = icap = int(cap)
-        self.p = [[min(icap, _ceil_ticks(v, t)) for v in row] for row in inst.dur]
-        self.c = [[[min(icap, _ceil_ticks(v, t)) for v in row] for row in M] for M in tt]
+        self.cap = cap
+        self.p = [[_capped(v, t, cap) for v in row] for row in inst.dur]
+        self.c = [[[_capped(v, t, cap) for v in row] for row in M] for M in tt]
         # rounding excess (ticks) per op / per edge, worst device (pair); a schedule path holds at most n ops
         # and n - 1 transfers (parallel) or n (m - 1) transfers (sequential: link queues)
         op_err = sorted((max(0.0, max(self.p[o][d] - inst.dur[o][d] / t for d in range(m))) for o in range(n)),
