@@ -24,23 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InfeasibleError
+from .graph import longest_from, longest_path, longest_to
 from .model import Instance
 
 
 def critical_path_length(inst: Instance) -> float:
     """Longest path with every op on its fastest device and no transfers (µs)."""
-    best = [0.0] * inst.n
-    dur, succ, edst = inst.dur, inst.succ, inst.edst
-    top = 0.0
-    for o in inst.topo:
-        f = best[o] + min(dur[o])
-        if f > top:
-            top = f
-        for e in succ[o]:
-            v = edst[e]
-            if f > best[v]:
-                best[v] = f
-    return top
+    return longest_path(inst, inst.topo, [min(row) for row in inst.dur])[0]
 
 
 def work_bound(inst: Instance) -> float:
@@ -70,24 +60,10 @@ def _heads_tails(inst: Instance):
     after o (o excluded), both with smallest times and no transfers."""
     import numpy as np
 
-    n = inst.n
-    p = np.array([min(row) for row in inst.dur], dtype=float)
-    head = [0.0] * n
-    tail = [0.0] * n
-    pl = p.tolist()
-    succ, pred, edst, esrc = inst.succ, inst.pred, inst.edst, inst.esrc
-    for o in inst.topo:
-        h = head[o] + pl[o]
-        for e in succ[o]:
-            v = edst[e]
-            if h > head[v]:
-                head[v] = h
-    for o in reversed(inst.topo):
-        t = tail[o] + pl[o]
-        for e in pred[o]:
-            u = esrc[e]
-            if t > tail[u]:
-                tail[u] = t
+    pl = [min(row) for row in inst.dur]
+    head = longest_to(inst, inst.topo, pl)[0]
+    tail = longest_from(inst, inst.topo, pl, own=False)
+    p = np.array(pl, dtype=float)
     return p, np.array(head), np.array(tail)
 
 

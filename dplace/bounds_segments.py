@@ -38,6 +38,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .graph import longest_path
 from .model import Device, Edge, Instance, Link, Op
 
 __all__ = ["SegmentBound", "critical_path_ops", "segment_bound", "segments"]
@@ -45,25 +46,7 @@ __all__ = ["SegmentBound", "critical_path_ops", "segment_bound", "segments"]
 
 def critical_path_ops(inst: Instance) -> list[int]:
     """Ops of one longest path with every op on its fastest device and no transfers (first to last)."""
-    n = inst.n
-    if n == 0:
-        return []
-    best = [0.0] * n
-    par = [-1] * n
-    dur, succ, edst = inst.dur, inst.succ, inst.edst
-    for o in inst.topo:
-        f = best[o] + min(dur[o])
-        for e in succ[o]:
-            v = edst[e]
-            if f > best[v]:
-                best[v] = f
-                par[v] = o
-    o = max(range(n), key=lambda x: (best[x] + min(dur[x]), -inst.topo_pos[x]))
-    path = []
-    while o >= 0:
-        path.append(o)
-        o = par[o]
-    return path[::-1]
+    return longest_path(inst, inst.topo, [min(row) for row in inst.dur])[1]
 
 
 def _path_windows(inst: Instance, path: list[int]) -> tuple[list[int], list[int]]:

@@ -10,15 +10,16 @@ lists, durations, transfer parameters and the deterministic topological order.
 """
 from __future__ import annotations
 
-import heapq
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 
 from .columns import FREEZE_FROM, Columns, bulk_numbers, csr_lists, gc_paused, ordered_forward
 from .errors import InvalidInstanceError, show_value
+from .graph import digraph, edge_on_cycle, ready_order
 
 FORMAT = "dplace-instance/1"
 COMM_MODES = ("parallel", "sequential")
@@ -119,6 +120,7 @@ class Instance:
       ``n``/``m``: op / device counts; ``dur[o][d]``: µs of op o on device d; ``mem[o]``: bytes;
       ``esrc[e]``, ``edst[e]``, ``ebytes[e]``; ``succ[o]``/``pred[o]``: edge indices;
       ``topo``: deterministic topological order, ``topo_pos[o]`` its position;
+      ``graph``: the ``networkx.DiGraph`` on ``0 .. n-1`` (:mod:`dplace.graph`), built on first use;
       ``lat[d1][d2]``, ``bw[d1][d2]``: link parameters; ``pinned[o]``: device index or -1 (a pin on any
       member of a colocation group pins the group); ``group_of[o]``: group index or -1;
       ``groups[g]``: op indices of group g, ``group_names[g]`` its name.
@@ -447,37 +449,18 @@ class Instance:
                        f"limit {MAX_SERIAL_US:g} µs (see the README's value limits)")
 
     def _topological_order(self) -> list[int]:
-        """Kahn's algorithm, smallest input index first among ready ops (deterministic)."""
-        indeg = [len(p) for p in self.pred]
-        heap = [o for o in range(self.n) if indeg[o] == 0]
-        heapq.heapify(heap)
-        order: list[int] = []
-        while heap:
-            u = heapq.heappop(heap)
-            order.append(u)
-            for e in self.succ[u]:
-                v = self.edst[e]
-                indeg[v] -= 1
-                if indeg[v] == 0:
-                    heapq.heappush(heap, v)
-        if len(order) != self.n:
-            edge = self._edge_on_cycle(indeg)
-            raise InvalidInstanceError(f"edges: cycle through edge {edge[0]!r}->{edge[1]!r}")
+        """Smallest input index first among ready ops (deterministic); names an edge of a cycle."""
+        order = ready_order(self)
+        if len(order) < self.n:
+            u, v = edge_on_cycle(self.graph)
+            raise InvalidInstanceError(f"edges: cycle through edge {self.ops[u].id!r}->{self.ops[v].id!r}")
         return order
 
-    def _edge_on_cycle(self, indeg: list[int]) -> tuple[str, str]:
-        # every op left with indeg > 0 lies on or after a cycle: walk predecessors until one repeats
-        start = next(o for o in range(self.n) if indeg[o] > 0)
-        seen: dict[int, int] = {}
-        v = start
-        while v not in seen:
-            seen[v] = 1
-            u = next(self.esrc[e] for e in self.pred[v] if indeg[self.esrc[e]] > 0)
-            prev, v = v, u
-        # v repeats: the edge v -> (its successor on the cycle)
-        w = v
-        nxt = next(self.esrc[e] for e in self.pred[w] if indeg[self.esrc[e]] > 0)
-        return self.ops[nxt].id, self.ops[w].id
+    @cached_property
+    def graph(self):
+        """The ``networkx.DiGraph`` on ops ``0 .. n-1`` (:func:`dplace.graph.digraph`), built on first use;
+        read-only by convention."""
+        return digraph(self.n, zip(self.esrc, self.edst))
 
     # ------------------------------------------------------------------ helpers
     def transfer_time(self, e: int, d1: int, d2: int) -> float:

@@ -1,6 +1,7 @@
 """Upward ranks (HEFT's rank_u, FastT's rank) shared by the list schedulers. O(V + E)."""
 from __future__ import annotations
 
+from .graph import longest_from, ready_order
 from .model import Instance
 
 
@@ -31,39 +32,14 @@ def edge_costs(inst: Instance, how: str = "mean") -> list[float]:
 
 def upward_rank(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean") -> list[float]:
     """rank_u(o) = w_o + max over successors j of (c_oj + rank_u(j)) (Topcuoglu et al. 2002, eq. 7)."""
-    w = op_costs(inst, op_cost)
-    c = edge_costs(inst, comm_cost)
-    rank = [0.0] * inst.n
-    succ, edst = inst.succ, inst.edst
-    for o in reversed(inst.topo):
-        best = 0.0
-        for e in succ[o]:
-            r = c[e] + rank[edst[e]]
-            if r > best:
-                best = r
-        rank[o] = w[o] + best
-    return rank
+    return longest_from(inst, inst.topo, op_costs(inst, op_cost), edge_costs(inst, comm_cost))
 
 
 def priority_order(inst: Instance, key) -> list[int]:
-    """Topological order that always takes the ready op of smallest ``key(o)`` (Kahn's algorithm).
+    """Topological order that always takes the ready op of smallest ``key(o)`` (Kahn's algorithm,
+    :func:`dplace.graph.ready_order`).
 
     List schedulers use it so that decreasing rank stays a valid order when zero costs tie ranks;
     ``key`` must be distinct per op (add ``inst.topo_pos[o]`` to break ties). O((V + E) log V).
     """
-    import heapq
-
-    indeg = [len(p) for p in inst.pred]
-    heap = [(key(o), o) for o in range(inst.n) if indeg[o] == 0]
-    heapq.heapify(heap)
-    out: list[int] = []
-    succ, edst = inst.succ, inst.edst
-    while heap:
-        o = heapq.heappop(heap)[1]
-        out.append(o)
-        for e in succ[o]:
-            v = edst[e]
-            indeg[v] -= 1
-            if indeg[v] == 0:
-                heapq.heappush(heap, (key(v), v))
-    return out
+    return ready_order(inst, key)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 from typing import Iterator
 
+from dplace import graph
 from dplace.errors import InfeasibleError, InvalidInstanceError
 from dplace.model import Instance
 from dplace.simulate import simulate
@@ -18,29 +19,8 @@ MAX_OPS = 8
 
 
 def linear_extensions(inst: Instance) -> Iterator[tuple[int, ...]]:
-    """Every topological order of the ops (backtracking)."""
-    n = inst.n
-    indeg = [len(p) for p in inst.pred]
-    out: list[int] = []
-
-    def rec() -> Iterator[tuple[int, ...]]:
-        if len(out) == n:
-            yield tuple(out)
-            return
-        for o in range(n):
-            if indeg[o] == 0 and o not in used:
-                used.add(o)
-                out.append(o)
-                for e in inst.succ[o]:
-                    indeg[inst.edst[e]] -= 1
-                yield from rec()
-                for e in inst.succ[o]:
-                    indeg[inst.edst[e]] += 1
-                out.pop()
-                used.discard(o)
-
-    used: set[int] = set()
-    yield from rec()
+    """Every topological order of the ops."""
+    return graph.linear_extensions(inst.graph)
 
 
 def placements(inst: Instance) -> Iterator[list[int]]:

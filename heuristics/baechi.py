@@ -21,10 +21,10 @@ How the pieces fit (one timing model, one set of placement rules):
 from __future__ import annotations
 
 import heapq
-from collections import deque
 from dataclasses import dataclass
 
 from dplace.errors import bad_option
+from dplace.graph import UnionFind, components, digraph, generation_order
 from dplace.model import Instance
 from dplace.ranks import edge_costs, op_costs, upward_rank
 from dplace.registry import register
@@ -66,29 +66,6 @@ class SctOptions(BaechiOptions):
 
 
 # ----------------------------------------------------------------------------------------- units
-class _DSU:
-    def __init__(self, n: int) -> None:
-        self.parent = list(range(n))
-        self.size = [1] * n
-
-    def find(self, x: int) -> int:
-        p = self.parent
-        while p[x] != x:
-            p[x] = p[p[x]]
-            x = p[x]
-        return x
-
-    def union(self, a: int, b: int) -> int:
-        a, b = self.find(a), self.find(b)
-        if a == b:
-            return a
-        if self.size[a] < self.size[b]:
-            a, b = b, a
-        self.parent[b] = a
-        self.size[a] += self.size[b]
-        return a
-
-
 def _forward_pairs(inst: Instance) -> list[tuple[int, int]]:
     """(forward op, backward op) index pairs from the optional op field ``forward_of``."""
     pairs = []
@@ -112,7 +89,7 @@ def build_units(inst: Instance, opts: BaechiOptions | None = None) -> list[int]:
     """
     opts = opts or BaechiOptions()
     n, m = inst.n, inst.m
-    dsu = _DSU(n)
+    dsu = UnionFind(range(n))
     mem = list(inst.mem)
     work = op_costs(inst, "mean")
     pin = list(inst.pinned)
@@ -122,14 +99,15 @@ def build_units(inst: Instance, opts: BaechiOptions | None = None) -> list[int]:
     umem, uwork = mem[:], work[:]
 
     def merge(a: int, b: int, capped: bool) -> None:
-        ra, rb = dsu.find(a), dsu.find(b)
+        ra, rb = dsu[a], dsu[b]
         if ra == rb:
             return
         if pin[ra] >= 0 and pin[rb] >= 0 and pin[ra] != pin[rb]:
             return
         if capped and (umem[ra] + umem[rb] > mem_cap or uwork[ra] + uwork[rb] > work_cap):
             return
-        r = dsu.union(ra, rb)
+        dsu.union(ra, rb)
+        r = dsu[ra]
         umem[r] = umem[ra] + umem[rb]
         uwork[r] = uwork[ra] + uwork[rb]
         pin[r] = pin[ra] if pin[ra] >= 0 else pin[rb]
@@ -147,7 +125,7 @@ def build_units(inst: Instance, opts: BaechiOptions | None = None) -> list[int]:
             outs = {edst[e] for e in inst.succ[o]}
             if len(outs) == 1:
                 merge(o, next(iter(outs)), capped=True)
-    return [dsu.find(o) for o in range(n)]
+    return components(dsu, range(n))
 
 
 # ---------------------------------------------------------------------------------------- fusion
@@ -200,7 +178,7 @@ def fuse(inst: Instance, units: list[int] | None = None) -> Clusters:
     DAG (property-tested). ``units=None`` fuses without unit restriction. O((V + E) log V).
     """
     n = inst.n
-    dsu = _DSU(n)
+    dsu = UnionFind(range(n))
     succ = [set() for _ in range(n)]
     pred = [set() for _ in range(n)]
     for s, d in zip(inst.esrc, inst.edst):
@@ -211,12 +189,13 @@ def fuse(inst: Instance, units: list[int] | None = None) -> Clusters:
             v = inst.edst[e]
             if units is not None and units[o] != units[v]:
                 continue
-            a, b = dsu.find(o), dsu.find(v)
+            a, b = dsu[o], dsu[v]
             if a == b or b not in succ[a]:
                 continue
             if len(succ[a]) > 1 and len(pred[b]) > 1:
                 continue  # unsafe: a second path a ~> b may exist (Fig. 5a-c)
-            r = dsu.union(a, b)
+            dsu.union(a, b)
+            r = dsu[a]
             x = b if r == a else a  # the absorbed node
             # rewire x's neighbours to r, dropping the a-b edge
             succ[a].discard(b)
@@ -233,7 +212,7 @@ def fuse(inst: Instance, units: list[int] | None = None) -> Clusters:
                     pred[r].add(y)
             succ[x] = set()
             pred[x] = set()
-    return _clusters_from_labels(inst, [dsu.find(o) for o in range(n)])
+    return _clusters_from_labels(inst, components(dsu, range(n)))
 
 
 def _singletons(inst: Instance) -> Clusters:
@@ -320,13 +299,11 @@ def m_topo(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, 
     units, cl, ur = _prepare(inst, opts)
     cap = sum(inst.mem) / inst.m + (max(inst.mem) if inst.n else 0)
     # BFS (M-TOPO) order over the cluster graph; with singleton clusters this is m_topo_order(inst)
-    indeg = [len(p) for p in cl.pred]
-    q = deque(c for c in range(cl.n) if indeg[c] == 0)
+    bfs = generation_order(digraph(cl.n, ((c, s) for c in range(cl.n) for s in cl.succ[c])))
     placement = [-1] * inst.n
     order: list[list[int]] = [[] for _ in range(inst.m)]
     cur = fallbacks = 0
-    while q:
-        c = q.popleft()
+    for c in bfs:
         d = ur.forced(c)
         if d >= 0 and not ur.fits(c, d):
             fallbacks += 1
@@ -344,10 +321,6 @@ def m_topo(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, 
         for o in cl.ops[c]:
             placement[o] = d
             order[d].append(o)
-        for s in cl.succ[c]:
-            indeg[s] -= 1
-            if indeg[s] == 0:
-                q.append(s)
     return make_result(inst, "m_topo", placement, order, options=options,
                        extra={**_extra(inst, units, cl), "cap_bytes": cap, "fallbacks": fallbacks})
 

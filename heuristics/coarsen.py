@@ -45,7 +45,6 @@ If no merge is possible any more, more than K clusters remain; ``len(c.members)`
 """
 from __future__ import annotations
 
-import heapq
 import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -54,6 +53,7 @@ import numpy as np
 
 from dplace.errors import InvalidInstanceError
 from dplace.formats.generate import ccr  # the one CCR definition: mean transfer time / mean op time
+from dplace.graph import NotADag, digraph, topological_order
 from dplace.model import Device, Edge, Instance, Op
 from dplace.ranks import edge_costs
 from dplace.simulate import as_order, as_placement
@@ -128,27 +128,15 @@ class Coarsening:
         # device's original ops sorted by (cluster's place in it, fusion order) are then subsequences
         # of one topological order of the original graph, so the simulator cannot deadlock on them
         cg = self.coarse
-        nxt: list[list[int]] = [[cg.edst[e] for e in cg.succ[k]] for k in range(cg.n)]
+        seq = digraph(cg.n, zip(cg.esrc, cg.edst))
         for ks in od:
-            for a, b in zip(ks, ks[1:]):
-                nxt[a].append(b)
-        indeg = [0] * cg.n
-        for k in range(cg.n):
-            for b in nxt[k]:
-                indeg[b] += 1
-        heap = [k for k in range(cg.n) if indeg[k] == 0]
-        rank = [0] * cg.n
-        i = 0
-        while heap:
-            k = heapq.heappop(heap)
-            rank[k] = i
-            i += 1
-            for b in nxt[k]:
-                indeg[b] -= 1
-                if indeg[b] == 0:
-                    heapq.heappush(heap, b)
-        if i != cg.n:
-            raise InvalidInstanceError("expand_order: the coarse order contradicts the coarse graph's precedence")
+            seq.add_edges_from(zip(ks, ks[1:]))
+        try:
+            rank = [0] * cg.n
+            for i, k in enumerate(topological_order(seq)):
+                rank[k] = i
+        except NotADag:
+            raise InvalidInstanceError("expand_order: the coarse order contradicts the coarse graph's precedence") from None
         at = [0] * self.instance.n
         for j, o in enumerate(self.order):
             at[o] = j

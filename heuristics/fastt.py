@@ -45,6 +45,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from dplace.errors import InvalidInstanceError, bad_option
+from dplace.graph import longest_path
 from dplace.model import Edge, Instance, Op
 from dplace.ranks import priority_order, upward_rank
 from dplace.registry import register
@@ -598,26 +599,9 @@ class OsDposOptions:
 def placed_critical_path(inst: Instance, placement: Sequence[int]) -> list[int]:
     """Longest path of the graph with each op's time on its device and the transfer times of the
     placement (device contention ignored): Alg. 2 line 4."""
-    finish = [0.0] * inst.n
-    via = [-1] * inst.n
-    dur = inst.dur
-    for o in inst.topo:
-        s = 0.0
-        for e in inst.pred[o]:
-            p = inst.esrc[e]
-            a = finish[p] + inst.transfer_time(e, placement[p], placement[o])
-            if a > s:
-                s, via[o] = a, p
-        finish[o] = s + dur[o][placement[o]]
-    if not inst.n:
-        return []
-    o = max(range(inst.n), key=lambda x: (finish[x], -inst.topo_pos[x]))
-    path = [o]
-    while via[o] >= 0:
-        o = via[o]
-        path.append(o)
-    path.reverse()
-    return path
+    w = [inst.dur[o][placement[o]] for o in range(inst.n)]
+    c = [inst.transfer_time(e, placement[u], placement[v]) for e, (u, v) in enumerate(zip(inst.esrc, inst.edst))]
+    return longest_path(inst, inst.topo, w, c)[1]
 
 
 def _splittable(inst: Instance, o: int) -> bool:

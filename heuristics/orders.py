@@ -13,8 +13,7 @@ O(V + E) and returns plain lists indexed by op.
 """
 from __future__ import annotations
 
-from collections import deque
-
+from dplace.graph import generation_order, longest_to, queue_order
 from dplace.model import Instance
 from dplace.ranks import edge_costs, op_costs, upward_rank
 
@@ -29,19 +28,7 @@ def tlevel(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean") -> li
 
     tlevel(o) = 0 for a source, else max over predecessors p of tlevel(p) + w_p + c_(p,o).
     """
-    w = op_costs(inst, op_cost)
-    c = edge_costs(inst, comm_cost)
-    esrc = inst.esrc
-    t = [0.0] * inst.n
-    for o in inst.topo:
-        best = 0.0
-        for e in inst.pred[o]:
-            p = esrc[e]
-            v = t[p] + w[p] + c[e]
-            if v > best:
-                best = v
-        t[o] = best
-    return t
+    return longest_to(inst, inst.topo, op_costs(inst, op_cost), edge_costs(inst, comm_cost))[0]
 
 
 def blevel(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean") -> list[float]:
@@ -83,29 +70,13 @@ def critical_path(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean"
 
 
 def _queue_order(inst: Instance, *, to_head: bool, source_key=None, scan=None) -> list[int]:
-    """Shared loop of M-TOPO, DFS-TOPO and CPD-TOPO: pop the head of a queue of zero-indegree ops.
-
-    Sources are queued in topological order (sorted by ``source_key`` when given). The children of
-    the popped op are scanned in ``scan(children)`` order (default: edge order) and each freed one
-    joins the tail (``to_head=False``) or is pushed to the head, so the LAST one scanned comes out first.
-    """
-    indeg = [len(p) for p in inst.pred]
-    sources = [o for o in inst.topo if indeg[o] == 0]
+    """Shared loop of DFS-TOPO and CPD-TOPO (:func:`dplace.graph.queue_order`): sources queued in
+    topological order (sorted by ``source_key`` when given), children scanned in ``scan(children)``
+    order (default: edge order), each freed one pushed to the head or joining the tail."""
+    sources = [o for o in inst.topo if not inst.pred[o]]
     if source_key is not None:
         sources.sort(key=source_key)
-    q = deque(sources)
-    push = q.appendleft if to_head else q.append
-    out: list[int] = []
-    edst = inst.edst
-    while q:
-        o = q.popleft()
-        out.append(o)
-        children = [edst[e] for e in inst.succ[o]]
-        for v in (scan(children) if scan is not None else children):
-            indeg[v] -= 1
-            if indeg[v] == 0:
-                push(v)
-    return out
+    return queue_order(inst.graph, sources, to_head=to_head, scan=scan)
 
 
 def m_topo_order(inst: Instance) -> list[int]:
@@ -114,7 +85,7 @@ def m_topo_order(inst: Instance) -> list[int]:
     Initial sources are queued in the instance's topological order; the children of an op are
     visited in edge order.
     """
-    return _queue_order(inst, to_head=False)
+    return generation_order(inst.graph)
 
 
 def dfs_topo_order(inst: Instance) -> list[int]:

@@ -15,6 +15,7 @@ from typing import Callable, Iterable
 
 from dplace.model import Instance, Link
 
+from .fit import fit_line as _line
 from .zoo import _tf, tf_device
 
 SIZES = tuple(1024 * 4 ** k for k in range(9))  # 1 KB, 4 KB, ..., 64 MB
@@ -61,13 +62,10 @@ def fit_line(samples: list[tuple[int, float]]) -> tuple[float, float, float]:
     """Least squares ``t = latency + bytes / bandwidth`` -> (latency ≥ 0, bandwidth, rms residual)."""
     xs = [float(b) for b, _ in samples]
     ys = [t for _, t in samples]
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx > 0 else 0.0
-    lat = my - slope * mx
-    if slope <= 1.0 / MAX_BANDWIDTH:
+    lat, slope = _line(xs, ys)
+    if slope <= 1.0 / MAX_BANDWIDTH:  # refit the intercept under the clamped slope
         slope = 1.0 / MAX_BANDWIDTH
-        lat = my - slope * mx
+        lat = sum(ys) / len(ys) - slope * sum(xs) / len(xs)
     lat = max(0.0, lat)
     rms = (sum((lat + slope * x - y) ** 2 for x, y in zip(xs, ys)) / len(xs)) ** 0.5
     return lat, 1.0 / slope, rms

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from dplace.errors import InvalidInstanceError
+from dplace.graph import UnionFind
 from dplace.model import Device, Edge, Instance, Link, Op
 
 from .zoo import TrainStep, _tf
@@ -38,23 +39,6 @@ def tensor_bytes(t) -> tuple[int, bool]:
         else:
             n *= dim
     return n * t.dtype.size, known
-
-
-class _UnionFind:
-    def __init__(self) -> None:
-        self.parent: dict[str, str] = {}
-
-    def find(self, a: str) -> str:
-        self.parent.setdefault(a, a)
-        while self.parent[a] != a:
-            self.parent[a] = self.parent[self.parent[a]]
-            a = self.parent[a]
-        return a
-
-    def union(self, a: str, b: str) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)
 
 
 def _dims(t) -> list[int | None]:
@@ -189,7 +173,7 @@ def extract(
         elif internal.dtype == tf.resource:
             raise InvalidInstanceError(f"graph: captured resource {internal.name!r} is not a variable of the model")
         # a captured constant tensor: its placeholder holds its bytes like any output
-    uf = _UnionFind()
+    uf = UnionFind()  # ops that must share a device
     ops: list[Op] = []
     edge_bytes: dict[tuple[str, str], float] = {}
     unknown = 0
@@ -228,10 +212,11 @@ def extract(
                 uf.union(loc[5:], nm)
 
     # colocation groups: named after the variable of the group when there is one
+    root = {x: min(s) for s in uf.to_sets() for x in s}  # a set's name: its smallest member
     members: dict[str, list[str]] = {}
     for op in ops:
-        if op.id in uf.parent:
-            members.setdefault(uf.find(op.id), []).append(op.id)
+        if op.id in root:
+            members.setdefault(root[op.id], []).append(op.id)
     group_of: dict[str, str] = {}
     for root, mem_ids in members.items():
         if len(mem_ids) < 2:

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable
 from dplace.model import Instance, Link, Op
 
 from .extract import GiB, PCIE, extract
+from .fit import fit_line
 from .zoo import TrainStep, _tf, tf_device
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -174,13 +175,11 @@ def profile(step: TrainStep, batch: int, devices: Iterable[str] = ("CPU:0",), *,
 
 # ------------------------------------------------------------------ small-batch regression (§4.2.1)
 def _fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
-    """Least squares ``y = a + b x``; one point: proportional ``b = y / x``."""
+    """Least squares ``y = a + b x`` (:func:`dplace.runtime.fit.fit_line`); one point: proportional
+    ``b = y / x``."""
     if len(xs) == 1:
         return 0.0, ys[0] / xs[0]
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
-    return my - b * mx, b
+    return fit_line(xs, ys)
 
 
 @dataclass
