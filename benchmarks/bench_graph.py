@@ -103,7 +103,7 @@ def ref_union(n: int, pairs) -> list[int]:
 
 
 def nx_union(n: int, pairs) -> list[int]:
-    uf = graph.UnionFind(range(n))
+    uf = graph.union_find(range(n))
     for a, b in pairs:
         uf.union(a, b)
     return graph.components(uf, range(n))
@@ -154,19 +154,6 @@ def kernels(inst: Instance, repeat: int) -> list[tuple[str, str, float, float, b
         H.add_weighted_edges_from((u, -1, wd[u]) for u in range(inst.n))
         return H
 
-    def dfs_lists():
-        indeg = [len(p) for p in inst.pred]
-        q = deque(sources)
-        out = []
-        while q:
-            u = q.popleft()
-            out.append(u)
-            for v in reversed([inst.edst[e] for e in inst.succ[u]]):
-                indeg[v] -= 1
-                if indeg[v] == 0:
-                    q.appendleft(v)
-        return out
-
     cases = [  # (name, used, networkx, lists, equal)
         ("build nx.DiGraph", "nx", lambda: graph.digraph(inst.n, zip(inst.esrc, inst.edst)), None, None),
         ("topological order (Instance.topo)", "lists",
@@ -180,8 +167,9 @@ def kernels(inst: Instance, repeat: int) -> list[tuple[str, str, float, float, b
          lambda: graph.longest_to(inst, inst.topo, pmin)[0], None),
         ("placed critical path (OS-DPOS)", "lists", lambda: placed(False), lambda: placed(True), None),
         ("generation order (M-TOPO)", "nx", lambda: graph.generation_order(G), lambda: ref_fifo(inst), None),
-        ("queue order (DFS-TOPO)", "nx", lambda: graph.queue_order(G, sources, to_head=True, scan=reversed),
-         dfs_lists, None),
+        ("queue order (DFS-TOPO)", "lists", lambda: graph.queue_order(G.succ, sources, to_head=True, scan=reversed),
+         lambda: graph.queue_order([[inst.edst[e] for e in es] for es in inst.succ], sources, to_head=True,
+                                   scan=reversed), None),
         ("union-find (Baechi units)", "nx", lambda: nx_union(inst.n, pairs), lambda: ref_union(inst.n, pairs),
          same_partition),
     ]

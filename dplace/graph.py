@@ -9,34 +9,41 @@ solve of the 36k-op graph (:func:`ready_order`, :func:`longest_to`, :func:`longe
 
 * orders: :func:`topological_order` (smallest key first: ``nx.lexicographical_topological_sort``),
   :func:`generation_order` (FIFO Kahn, Baechi's M-TOPO: ``nx.topological_sort``), :func:`queue_order`
-  (Kahn with a double-ended queue, for the Celeritas orders networkx does not have),
+  (Kahn with a double-ended queue on successor lists, for the Celeritas orders networkx does not have),
   :func:`linear_extensions` (``nx.all_topological_sorts``);
 * cycles and reachability: :func:`edge_on_cycle` (``nx.find_cycle``), :func:`descendants`,
   :func:`ancestors`, :func:`is_dag`;
 * on edge lists: :func:`ready_order` (Kahn, smallest key first), longest paths with op and edge weights
   :func:`longest_to` / :func:`longest_from` (every op's level) and :func:`longest_path` (one path);
-* :class:`UnionFind` (``networkx.utils.UnionFind``) and :func:`components`.
+* :func:`union_find` (``networkx.utils.UnionFind``) and :func:`components`.
 """
 from __future__ import annotations
 
 import heapq
 from collections import deque
-from typing import Callable, Hashable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Iterator, Sequence
 
-import networkx as nx
-from networkx.utils import UnionFind
+if TYPE_CHECKING:
+    import networkx as nx
+    from networkx.utils import UnionFind
+
+# networkx is imported inside the functions that use it: importing it costs about 0.2 s of CPU (shared
+# machine), 4 % of a whole solve of the 36k-op graph by a method that never needs it (HEFT, DPOS).
 
 __all__ = [
-    "UnionFind", "ancestors", "components", "descendants", "digraph", "edge_on_cycle", "generation_order",
+    "NotADag", "ancestors", "components", "descendants", "digraph", "edge_on_cycle", "generation_order",
     "is_dag", "linear_extensions", "longest_from", "longest_path", "longest_to", "queue_order",
-    "ready_order", "topological_order",
+    "ready_order", "topological_order", "union_find",
 ]
 
-NotADag = nx.NetworkXUnfeasible  # raised by the orders below on a graph with a cycle
+class NotADag(ValueError):
+    """The graph has a directed cycle (raised by the orders below)."""
 
 
 def digraph(n: int, edges: Iterable[tuple[int, int]]) -> nx.DiGraph:
     """The directed graph on nodes ``0 .. n-1`` (added in that order) with ``edges`` in the given order."""
+    import networkx as nx
+
     G = nx.DiGraph()
     G.add_nodes_from(range(n))
     G.add_edges_from(edges)
@@ -48,28 +55,43 @@ def topological_order(G: nx.DiGraph, key: Callable[[Hashable], object] | None = 
     """The topological order that always takes the ready node of smallest ``key(node)`` (ties: the node
     added first); with ``key=None`` the smallest node. Raises :data:`NotADag` on a cycle.
     ``nx.lexicographical_topological_sort``, O((V + E) log V)."""
-    return list(nx.lexicographical_topological_sort(G, key=key))
+    import networkx as nx
+
+    try:
+        return list(nx.lexicographical_topological_sort(G, key=key))
+    except nx.NetworkXUnfeasible as exc:
+        raise NotADag(str(exc)) from None
 
 
 def generation_order(G: nx.DiGraph) -> list:
     """Kahn's algorithm with a FIFO queue: sources in node order, then each node's newly freed
     successors in edge order. Equal to ``nx.topological_sort`` (a FIFO queue empties one generation
     before the next: a node is freed only once all its predecessors, of earlier generations, are out)."""
-    return list(nx.topological_sort(G))
+    import networkx as nx
+
+    try:
+        return list(nx.topological_sort(G))
+    except nx.NetworkXUnfeasible as exc:
+        raise NotADag(str(exc)) from None
 
 
-def queue_order(G: nx.DiGraph, sources: Sequence, *, to_head: bool,
-                scan: Callable[[list], Iterable] | None = None) -> list:
+def queue_order(succ: Sequence[Iterable[int]], sources: Sequence[int], *, to_head: bool,
+                scan: Callable[[list], Iterable] | None = None) -> list[int]:
     """Kahn's algorithm popping the head of a double-ended queue that starts as ``sources`` (every node
-    without predecessors, in the caller's order). The successors of the popped node are scanned in
-    ``scan(successors)`` order (default: edge order); each one freed joins the tail (``to_head=False``:
+    without predecessors, in the caller's order); ``succ[u]`` lists u's successors, nodes ``0 .. n-1``
+    (an nx.DiGraph's ``G.succ`` will do). The successors of the popped node are scanned in
+    ``scan(successors)`` order (default: as listed); each one freed joins the tail (``to_head=False``:
     :func:`generation_order`) or is pushed to the head, so the last one scanned comes out first
-    (Celeritas' DFS-TOPO and CPD-TOPO). networkx's orders take a fixed key per node, not a queue end."""
-    indeg = dict(G.in_degree())
+    (Celeritas' DFS-TOPO and CPD-TOPO). networkx's orders take a fixed key per node, not a queue end, so
+    this one is written here, on plain lists."""
+    n = len(succ)
+    indeg = [0] * n
+    for u in range(n):
+        for v in succ[u]:
+            indeg[v] += 1
     q = deque(sources)
     push = q.appendleft if to_head else q.append
-    succ = G.succ
-    out: list = []
+    out: list[int] = []
     while q:
         u = q.popleft()
         out.append(u)
@@ -78,24 +100,30 @@ def queue_order(G: nx.DiGraph, sources: Sequence, *, to_head: bool,
             indeg[v] -= 1
             if indeg[v] == 0:
                 push(v)
-    if len(out) != len(G):
+    if len(out) != n:
         raise NotADag("graph has a cycle (or sources missed a node without predecessors)")
     return out
 
 
 def linear_extensions(G: nx.DiGraph) -> Iterator[tuple]:
     """Every topological order of ``G`` (``nx.all_topological_sorts``; exponentially many)."""
+    import networkx as nx
+
     for order in nx.all_topological_sorts(G):
         yield tuple(order)
 
 
 # ------------------------------------------------------------------------ cycles and reachability
 def is_dag(G: nx.DiGraph) -> bool:
+    import networkx as nx
+
     return nx.is_directed_acyclic_graph(G)
 
 
 def edge_on_cycle(G: nx.DiGraph) -> tuple | None:
     """One edge ``(u, v)`` on a directed cycle of ``G``, or None when ``G`` is acyclic (``nx.find_cycle``)."""
+    import networkx as nx
+
     try:
         cycle = nx.find_cycle(G)
     except nx.NetworkXNoCycle:
@@ -105,11 +133,15 @@ def edge_on_cycle(G: nx.DiGraph) -> tuple | None:
 
 def descendants(G: nx.DiGraph, node: Hashable) -> set:
     """Nodes reachable from ``node`` (``node`` excluded)."""
+    import networkx as nx
+
     return nx.descendants(G, node)
 
 
 def ancestors(G: nx.DiGraph, node: Hashable) -> set:
     """Nodes from which ``node`` is reachable (``node`` excluded)."""
+    import networkx as nx
+
     return nx.ancestors(G, node)
 
 
@@ -219,6 +251,14 @@ def longest_path(g, order: Sequence[int], w: Sequence[float],
 
 
 # ----------------------------------------------------------------------------------- union-find
+def union_find(items: Iterable[Hashable] = ()) -> UnionFind:
+    """A ``networkx.utils.UnionFind`` on ``items`` (each its own set): ``uf[x]`` names x's set,
+    ``uf.union(a, b)`` merges two."""
+    from networkx.utils import UnionFind
+
+    return UnionFind(items)
+
+
 def components(uf: UnionFind, items: Iterable[Hashable]) -> list:
     """``uf[x]`` for each of ``items``: the name of its set (one of its members)."""
     return [uf[x] for x in items]

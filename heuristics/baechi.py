@@ -24,7 +24,7 @@ import heapq
 from dataclasses import dataclass
 
 from dplace.errors import bad_option
-from dplace.graph import UnionFind, components, digraph, generation_order
+from dplace.graph import components, digraph, generation_order, union_find
 from dplace.model import Instance
 from dplace.ranks import edge_costs, op_costs, upward_rank
 from dplace.registry import register
@@ -89,7 +89,7 @@ def build_units(inst: Instance, opts: BaechiOptions | None = None) -> list[int]:
     """
     opts = opts or BaechiOptions()
     n, m = inst.n, inst.m
-    dsu = UnionFind(range(n))
+    dsu = union_find(range(n))
     mem = list(inst.mem)
     work = op_costs(inst, "mean")
     pin = list(inst.pinned)
@@ -178,7 +178,7 @@ def fuse(inst: Instance, units: list[int] | None = None) -> Clusters:
     DAG (property-tested). ``units=None`` fuses without unit restriction. O((V + E) log V).
     """
     n = inst.n
-    dsu = UnionFind(range(n))
+    dsu = union_find(range(n))
     succ = [set() for _ in range(n)]
     pred = [set() for _ in range(n)]
     for s, d in zip(inst.esrc, inst.edst):

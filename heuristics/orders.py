@@ -76,7 +76,8 @@ def _queue_order(inst: Instance, *, to_head: bool, source_key=None, scan=None) -
     sources = [o for o in inst.topo if not inst.pred[o]]
     if source_key is not None:
         sources.sort(key=source_key)
-    return queue_order(inst.graph, sources, to_head=to_head, scan=scan)
+    edst = inst.edst
+    return queue_order([[edst[e] for e in es] for es in inst.succ], sources, to_head=to_head, scan=scan)
 
 
 def m_topo_order(inst: Instance) -> list[int]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from dplace.errors import InvalidInstanceError
-from dplace.graph import UnionFind
+from dplace.graph import union_find
 from dplace.model import Device, Edge, Instance, Link, Op
 
 from .zoo import TrainStep, _tf
@@ -173,7 +173,7 @@ def extract(
         elif internal.dtype == tf.resource:
             raise InvalidInstanceError(f"graph: captured resource {internal.name!r} is not a variable of the model")
         # a captured constant tensor: its placeholder holds its bytes like any output
-    uf = UnionFind()  # ops that must share a device
+    uf = union_find()  # ops that must share a device
     ops: list[Op] = []
     edge_bytes: dict[tuple[str, str], float] = {}
     unknown = 0

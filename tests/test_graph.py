@@ -48,13 +48,16 @@ def test_generation_order_is_fifo_kahn():
 
 def test_queue_order_head_and_tail():
     # 0 -> 1, 0 -> 2, 1 -> 3, 5 alone (a second source); sources queued [0, 5]
-    G = g.digraph(6, [(0, 1), (0, 2), (1, 3), (2, 4)])
+    succ = [[1, 2], [3], [4], [], [], []]
     sources = [0, 5]
-    assert g.queue_order(G, sources, to_head=False) == [0, 5, 1, 2, 3, 4]
+    assert g.queue_order(succ, sources, to_head=False) == [0, 5, 1, 2, 3, 4]
     # to the head, scanned in reverse so the first child comes out first: 0, 1, 3, 2, 4, then 5
-    assert g.queue_order(G, sources, to_head=True, scan=reversed) == [0, 1, 3, 2, 4, 5]
+    assert g.queue_order(succ, sources, to_head=True, scan=reversed) == [0, 1, 3, 2, 4, 5]
+    # an nx.DiGraph's successors do as well
+    G = g.digraph(6, [(0, 1), (0, 2), (1, 3), (2, 4)])
+    assert g.queue_order(G.succ, sources, to_head=True, scan=reversed) == [0, 1, 3, 2, 4, 5]
     with pytest.raises(g.NotADag):
-        g.queue_order(g.digraph(2, [(0, 1), (1, 0)]), [], to_head=False)
+        g.queue_order([[1], [0]], [], to_head=False)
 
 
 def test_linear_extensions_of_a_diamond():
@@ -114,7 +117,7 @@ def test_longest_to_ties_keep_first_predecessor_in_order():
 
 
 def test_union_find_components():
-    uf = g.UnionFind(range(6))
+    uf = g.union_find(range(6))
     uf.union(0, 3)
     uf.union(4, 3)
     uf.union(1, 2)
