@@ -83,23 +83,11 @@ def ref_fifo(inst: Instance) -> list[int]:
     return out
 
 
-def ref_union(n: int, pairs) -> list[int]:
-    parent, size = list(range(n)), [1] * n
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
+def lists_union(n: int, pairs) -> list[int]:
+    ds = graph.DisjointSets(n)
     for a, b in pairs:
-        a, b = find(a), find(b)
-        if a != b:
-            if size[a] < size[b]:
-                a, b = b, a
-            parent[b] = a
-            size[a] += size[b]
-    return [find(o) for o in range(n)]
+        ds.union(a, b)
+    return graph.components(ds, range(n))
 
 
 def nx_union(n: int, pairs) -> list[int]:
@@ -166,11 +154,11 @@ def kernels(inst: Instance, repeat: int) -> list[tuple[str, str, float, float, b
         ("heads (bounds, tlevel)", "lists", lambda: nx_levels_to(G, inst.topo, pmin),
          lambda: graph.longest_to(inst, inst.topo, pmin)[0], None),
         ("placed critical path (OS-DPOS)", "lists", lambda: placed(False), lambda: placed(True), None),
-        ("generation order (M-TOPO)", "nx", lambda: graph.generation_order(G), lambda: ref_fifo(inst), None),
+        ("generation order (orders.m_topo)", "nx", lambda: graph.generation_order(G), lambda: ref_fifo(inst), None),
         ("queue order (DFS-TOPO)", "lists", lambda: graph.queue_order(G.succ, sources, to_head=True, scan=reversed),
          lambda: graph.queue_order([[inst.edst[e] for e in es] for es in inst.succ], sources, to_head=True,
                                    scan=reversed), None),
-        ("union-find (Baechi units)", "nx", lambda: nx_union(inst.n, pairs), lambda: ref_union(inst.n, pairs),
+        ("union-find (Baechi units)", "lists", lambda: nx_union(inst.n, pairs), lambda: lists_union(inst.n, pairs),
          same_partition),
     ]
     rows = []

@@ -24,7 +24,7 @@ import heapq
 from dataclasses import dataclass
 
 from dplace.errors import bad_option
-from dplace.graph import components, digraph, generation_order, union_find
+from dplace.graph import DisjointSets, components, queue_order
 from dplace.model import Instance
 from dplace.ranks import edge_costs, op_costs, upward_rank
 from dplace.registry import register
@@ -89,7 +89,7 @@ def build_units(inst: Instance, opts: BaechiOptions | None = None) -> list[int]:
     """
     opts = opts or BaechiOptions()
     n, m = inst.n, inst.m
-    dsu = union_find(range(n))
+    dsu = DisjointSets(n)
     mem = list(inst.mem)
     work = op_costs(inst, "mean")
     pin = list(inst.pinned)
@@ -106,8 +106,7 @@ def build_units(inst: Instance, opts: BaechiOptions | None = None) -> list[int]:
             return
         if capped and (umem[ra] + umem[rb] > mem_cap or uwork[ra] + uwork[rb] > work_cap):
             return
-        dsu.union(ra, rb)
-        r = dsu[ra]
+        r = dsu.union(ra, rb)
         umem[r] = umem[ra] + umem[rb]
         uwork[r] = uwork[ra] + uwork[rb]
         pin[r] = pin[ra] if pin[ra] >= 0 else pin[rb]
@@ -178,7 +177,7 @@ def fuse(inst: Instance, units: list[int] | None = None) -> Clusters:
     DAG (property-tested). ``units=None`` fuses without unit restriction. O((V + E) log V).
     """
     n = inst.n
-    dsu = union_find(range(n))
+    dsu = DisjointSets(n)
     succ = [set() for _ in range(n)]
     pred = [set() for _ in range(n)]
     for s, d in zip(inst.esrc, inst.edst):
@@ -194,8 +193,7 @@ def fuse(inst: Instance, units: list[int] | None = None) -> Clusters:
                 continue
             if len(succ[a]) > 1 and len(pred[b]) > 1:
                 continue  # unsafe: a second path a ~> b may exist (Fig. 5a-c)
-            dsu.union(a, b)
-            r = dsu[a]
+            r = dsu.union(a, b)
             x = b if r == a else a  # the absorbed node
             # rewire x's neighbours to r, dropping the a-b edge
             succ[a].discard(b)
@@ -299,7 +297,7 @@ def m_topo(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, 
     units, cl, ur = _prepare(inst, opts)
     cap = sum(inst.mem) / inst.m + (max(inst.mem) if inst.n else 0)
     # BFS (M-TOPO) order over the cluster graph; with singleton clusters this is m_topo_order(inst)
-    bfs = generation_order(digraph(cl.n, ((c, s) for c in range(cl.n) for s in cl.succ[c])))
+    bfs = queue_order(cl.succ, [c for c in range(cl.n) if not cl.pred[c]], to_head=False)
     placement = [-1] * inst.n
     order: list[list[int]] = [[] for _ in range(inst.m)]
     cur = fallbacks = 0
