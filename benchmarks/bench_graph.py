@@ -206,7 +206,7 @@ def main() -> None:
         inst = load_instance(args.instance)
         print(f"load {args.instance}: {time.perf_counter() - t:.2f} s")
     else:
-        from dplace.generate import transformer_training
+        from dplace.formats.generate import transformer_training
 
         inst = transformer_training(args.ops, 4)
     print(f"{inst.n} ops, {len(inst.edges)} edges, {inst.m} devices; best of {args.repeat}, alternating")

@@ -158,8 +158,9 @@ def ready_order(g, key: Callable[[int], object] | None = None) -> list[int]:
     op index); ``key`` must be distinct per op. The same order as :func:`topological_order` on
     :func:`digraph`; shorter than ``g.n`` when there is a cycle. O((V + E) log V).
 
-    Lists, not networkx: on the 36k-op graph (loaded machine, CPU s, best of 3) building the
-    nx.DiGraph and sorting took 0.85 + 1.91 s against 0.43 s here, +25 % CPU over a whole m_topo solve."""
+    Lists, not networkx: on the 36k-op graph building the nx.DiGraph and sorting it took 0.138 + 0.352 s
+    of CPU against 0.028 s here (shared machine, best of 3); with the instance-wide loops on networkx a
+    whole m_topo solve took +25 % CPU, heft +20 % (benchmarks/bench_graph.py)."""
     indeg = [len(p) for p in g.pred]
     succ, edst = g.succ, g.edst
     if key is None:
@@ -218,8 +219,8 @@ def longest_from(g, order: Sequence[int], w: Sequence[float], c: Sequence[float]
     c[e] + frm[v])``; with ``own=False`` the part after ``w[u]`` (the max alone: a tail). HEFT's upward
     rank (Topcuoglu et al. 2002, eq. 7), Celeritas' blevel (eq. 3); ``order`` topological; O(V + E).
 
-    Lists, not networkx: on the 36k-op graph (loaded machine, best of 3) 0.12 s here against 0.91 s
-    over nx.DiGraph adjacency with a ``{(u, v): cost}`` map (HEFT's and DPOS's rank)."""
+    Lists, not networkx: on the 36k-op graph 0.014 s of CPU here against 0.099 s over nx.DiGraph
+    adjacency with a ``{(u, v): cost}`` map (HEFT's and DPOS's rank; benchmarks/bench_graph.py)."""
     frm = [0.0] * g.n
     after = frm if own else [0.0] * g.n
     succ, edst = g.succ, g.edst
