@@ -122,13 +122,9 @@ def test_transformer_smallest_and_options():
 
 
 @pytest.mark.slow
-def test_transformer_36k_is_fast_enough_to_build():
-    # the 3 s goal is measured in benchmarks/bench_simulate.py; here only a generous sanity bound
-    import time
-
-    t = time.perf_counter()
+def test_transformer_36k_has_the_asked_size():
+    # how fast it builds is measured in benchmarks/bench_simulate.py and bench_scale.py, not asserted here
     inst = transformer_training(36000, 4)
-    assert time.perf_counter() - t < 20
     assert abs(inst.n - 36000) < 360
 
 
