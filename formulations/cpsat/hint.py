@@ -156,7 +156,7 @@ def hinted_model(inst: Instance, T: Ticks, start: tuple[Sequence[int], Sequence[
     ``windows=True``, every start gets a time window (:func:`time_windows`); without a hint, or if it
     does not fit (memory), the horizon is the trivial serial one. Windows are off by default: with them
     CP-SAT answers INFEASIBLE (and, without presolve, a wrong OPTIMAL) on a 7-op instance whose optimum
-    satisfies every constraint of the windowed model (kept in tests/test_cpsat.py); they are used only
+    satisfies every constraint of the windowed model (kept in tests/formulations/test_cpsat.py); they are used only
     where no optimality or bound is claimed (refine's neighbourhoods)."""
     sym = will_break_symmetry(inst, symmetry, fixed)
     pl = od = None

@@ -29,7 +29,7 @@ from typing import Any, Sequence
 
 from ortools.sat.python import cp_model as cp
 
-from dplace import interrupt
+from dplace import graph, interrupt
 from dplace.errors import InfeasibleError, InvalidInstanceError, SolverError
 from dplace.model import Instance
 
@@ -438,7 +438,6 @@ def time_windows(inst: Instance, T: Ticks, horizon: int, fixed: dict[int, int] |
     allowed = [[fixed[o]] if o in fixed else inst.allowed_devices(o) for o in range(n)]
     pmin = [min(T.p[o][d] for d in allowed[o]) for o in range(n)]
     arcs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-    indeg = [0] * n
     for k in range(len(inst.esrc)):
         u, v = inst.esrc[k], inst.edst[k]
         if set(allowed[u]) & set(allowed[v]):
@@ -446,18 +445,15 @@ def time_windows(inst: Instance, T: Ticks, horizon: int, fixed: dict[int, int] |
         else:
             c = min(T.c[k][a][b] for a in allowed[u] for b in allowed[v])
         arcs[u].append((v, c))
-        indeg[v] += 1
     for a, b in prec:
         arcs[a].append((b, 0))
-        indeg[b] += 1
-    order = [o for o in range(n) if indeg[o] == 0]
-    for o in order:
-        for v, _ in arcs[o]:
-            indeg[v] -= 1
-            if indeg[v] == 0:
-                order.append(v)
-    if len(order) < n:
-        raise InvalidInstanceError("time_windows: the extra precedences make a cycle")
+    if prec:  # any topological order of the arcs serves the longest paths below
+        try:
+            order = graph.topological_order(graph.digraph(n, ((u, v) for u in range(n) for v, _ in arcs[u])))
+        except graph.NotADag:
+            raise InvalidInstanceError("time_windows: the extra precedences make a cycle") from None
+    else:
+        order = list(inst.topo)
     head = [0] * n
     for o in order:
         for v, c in arcs[o]:

@@ -55,7 +55,7 @@ def test_critical_ops_is_a_chain_ending_last():
         assert sch.end[a] <= sch.start[b] + 1e-9
 
 
-BERT = __import__("pathlib").Path(__file__).resolve().parent.parent / "instances" / "bert12_training_4dev.json"
+BERT = __import__("pathlib").Path(__file__).resolve().parents[2] / "instances" / "bert12_training_4dev.json"
 
 
 @pytest.mark.parametrize("method", ["refine", "portfolio"])

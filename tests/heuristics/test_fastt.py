@@ -365,7 +365,7 @@ def test_os_dpos_splits_on_the_bundled_vgg19_graph_and_evaluate_accepts_it():
     convolution (its first candidate, within a budget of 6 DPOS runs) and the saved result re-evaluates."""
     import os
 
-    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "instances", "tf", "vgg19_b32_train_4dev.json")
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "instances", "tf", "vgg19_b32_train_4dev.json")
     inst = dplace.load_instance(path)
     res = dplace.solve(inst, "os_dpos", max_dpos_runs=6)
     assert res.extra["splits"] and res.extra["splits"][0][0].startswith("gradient_tape/vgg19_1/block")

@@ -213,7 +213,7 @@ def test_memory_is_kept_on_every_bundled_instance():
     import glob
     import os
 
-    root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "instances")
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "instances")
     paths = sorted(glob.glob(os.path.join(root, "*.json")) + glob.glob(os.path.join(root, "tf", "*.json")))
     assert len(paths) >= 5
     for p in paths:
