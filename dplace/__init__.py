@@ -8,7 +8,7 @@ from ortools.sat.python import cp_model as _cp_model  # noqa: F401,I001
 
 from .bounds import check_memory_feasible, critical_path_length, lower_bound, lower_bound_parts
 from .check import CheckReport, check
-from .errors import DplaceError, InfeasibleError, InvalidInstanceError, SolverError
+from .errors import DplaceError, InfeasibleError, InvalidInstanceError, OptionError, SolverError
 from .io import instance_from_dict, instance_to_dict, load_instance, save_instance
 from .model import Device, Edge, Instance, Link, Op
 from .registry import get_method, method_info, methods, register, solve
@@ -17,7 +17,7 @@ from .simulate import Schedule, ScheduleState, simulate
 
 __all__ = [
     "CheckReport", "Device", "DplaceError", "Edge", "InfeasibleError", "Instance", "InvalidInstanceError",
-    "Link", "Op", "Result", "Schedule", "ScheduleState", "SolverError", "check", "check_memory_feasible",
+    "Link", "Op", "OptionError", "Result", "Schedule", "ScheduleState", "SolverError", "check", "check_memory_feasible",
     "critical_path_length", "get_method", "instance_from_dict", "instance_to_dict", "load_instance",
     "lower_bound", "lower_bound_parts", "make_result", "method_info", "methods", "register",
     "result_from_dict", "save_instance", "simulate", "solve",

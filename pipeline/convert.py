@@ -4,6 +4,8 @@
 """
 from __future__ import annotations
 
+import itertools
+
 import math
 import os
 import re
@@ -143,19 +145,11 @@ def chain_from_instance(inst, *, processors: int | None = None, memory: float | 
 
 
 def _nearest_twin_layer(inst, o: int, twin: list, layer_of: Mapping[int, int], default: int) -> int:
-    from collections import deque
+    import networkx as nx
 
-    seen = {o}
-    queue = deque([o])
-    while queue:
-        x = queue.popleft()
+    for x in itertools.chain((o,), (y for _, y in nx.bfs_edges(inst.graph, o, reverse=True))):
         if twin[x] is not None and twin[x] in layer_of:
             return layer_of[twin[x]]
-        for e in inst.pred[x]:
-            y = inst.esrc[e]
-            if y not in seen:
-                seen.add(y)
-                queue.append(y)
     return default
 
 
