@@ -25,7 +25,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import deque
 from pathlib import Path
 
 import networkx as nx
@@ -69,18 +68,9 @@ def cost_map(inst: Instance, c) -> dict:
 
 
 def ref_fifo(inst: Instance) -> list[int]:
-    indeg = [len(p) for p in inst.pred]
-    q = deque(o for o in range(inst.n) if indeg[o] == 0)
-    out = []
-    while q:
-        o = q.popleft()
-        out.append(o)
-        for e in inst.succ[o]:
-            v = inst.edst[e]
-            indeg[v] -= 1
-            if indeg[v] == 0:
-                q.append(v)
-    return out
+    """The same FIFO order on the instance's lists, through dplace.graph's own list kernel."""
+    succ = [[inst.edst[e] for e in inst.succ[o]] for o in range(inst.n)]
+    return graph.queue_order(succ, [o for o in range(inst.n) if not inst.pred[o]], to_head=False)
 
 
 def lists_union(n: int, pairs) -> list[int]:
