@@ -5,7 +5,8 @@ per-device times, pins, colocation, per-pair links, binding memory, zero times, 
 1e10 µs). Its optimum comes from ``dplace.oracle.brute_force`` (never from ``dplace.simulate``); every
 method then solves it with a per-instance time limit and ``dplace.oracle.judge`` counts the claims the
 optimum refutes: an ``optimal`` status that is not optimal, a lower bound above the optimum,
-``infeasible`` while a placement fits, a makespan below the optimum.
+``infeasible`` while a placement fits, a makespan below the optimum; and proven optima thrown away (the
+solver proved the optimum, the answer returned is worse or not marked optimal).
 
 Prints one row per method: instances, wrong optimal claims, wrong bounds, wrong infeasible, makespans
 below the optimum, errors, the proven rate (optimal or infeasible status, correct, of all instances)
@@ -36,7 +37,7 @@ from pathlib import Path
 
 EXACT = ("cpsat", "milp-cbc", "milp-highs", "refine", "portfolio")
 HEURISTICS = ("heft", "m_etf", "dpos", "m_sct", "celeritas", "m_topo")
-KINDS = ("wrong_optimal", "wrong_bound", "wrong_infeasible", "below_optimum")
+KINDS = ("wrong_optimal", "wrong_bound", "wrong_infeasible", "below_optimum", "optimum_thrown_away")
 
 
 def method_call(spec: str) -> tuple[str, dict]:

@@ -4,9 +4,12 @@
 A solver's verdict is a claim, not a proof: CP-SAT's presolve has answered OPTIMAL above the optimum,
 HiGHS has answered a wrong optimum (times of 1e8 µs) and INFEASIBLE on a feasible instance. So a bound
 that comes from a solver is *certified* only when an independent confirmation, one that the solver's
-known failure modes cannot share (CP-SAT: a second search with presolve off; HiGHS: rescaled times,
-presolve off), proves at least as much; when checks disagree the weaker claim wins, and the Result says
-why in ``extra["claim_notes"]``. The simulator has the last word: a bound above the makespan of a
+known failure modes cannot share, proves at least as much: on graphs of at most ``EXHAUSTIVE_MAX_OPS``
+ops brute force first; where it did not complete, the other formulation on graphs of at most
+``CROSS_MAX_OPS`` ops (CP-SAT's claim by the MILP with HiGHS, presolve off, times rescaled; the MILP's by
+CP-SAT without presolve); else a second search of the same model (CP-SAT: presolve off; MILP: presolve
+off, times rescaled). When checks disagree the weaker claim wins, and the Result says why in
+``extra["claim_notes"]``. The simulator has the last word: a bound above the makespan of a
 memory-feasible simulated schedule is wrong and is dropped.
 
 API (every exact method, pipeline and bound goes through it)::
@@ -33,6 +36,9 @@ API (every exact method, pipeline and bound goes through it)::
     claims.no_placement(inst, method, message, solver_says_infeasible, confirmed, ...) -> Result
                                       # "infeasible" only when confirmed and no heuristic keeps memory;
                                       #   else the heuristic's answer (feasible) or no_solution, with notes
+    claims.method_infeasible(inst, method, message, ...) -> Result
+                                      # a method that raised InfeasibleError (the registry): "infeasible"
+                                      #   only when no heuristic keeps memory, else no_solution with a note
 
 Pass to :func:`settle` only bounds that are proven: the method's own mathematics (``base_bound``,
 energetic reasoning) or a solver's bound after :func:`confirm`.
@@ -46,7 +52,8 @@ from .model import Instance
 from .result import Result, no_solution
 
 __all__ = ["CROSS_MAX_OPS", "EXHAUSTIVE_MAX_OPS", "TOL", "Bound", "Decision", "Exhaustive", "base_bound", "best_bound",
-           "confirm", "decide", "exhaustive", "no_placement", "reaches", "refutes", "settle", "tol"]
+           "confirm", "decide", "exhaustive", "method_infeasible", "no_placement", "reaches", "refutes", "settle",
+           "tol"]
 
 TOL = 1e-6  # relative tolerance of every claim: optimality, bound versus makespan
 
@@ -140,14 +147,15 @@ def decide(value: float | None, bounds: Iterable[Bound | None], *, feasible: boo
     return Decision(optimal, best, notes)
 
 
-EXHAUSTIVE_MAX_OPS = 9  # brute force (dplace.oracle) confirms claims on graphs up to this size
+EXHAUSTIVE_MAX_OPS = 9  # brute force (dplace.oracle) confirms claims on graphs up to this size (run first)
 # the other formulation (CP-SAT's claims by the MILP with HiGHS, the MILP's by CP-SAT) confirms claims on
-# graphs up to this size; both read at call time (the fuzz benchmark switches them off to judge solvers)
-# Off by default: with it on, CP-SAT segment bounds solved in ~2 s each (bounds_segments) lost their
-# confirmation under load (the HiGHS child's start-up alone); fuzz_claims' product level turns it on (9:
-# the fuzz instances' size, where it was measured).
-CROSS_MAX_OPS = 0
-CROSS_ON = 9  # the size fuzz_claims' product level and the regression tests use
+# graphs up to this size where brute force did not complete; both read at call time (the fuzz benchmark
+# switches brute force off to judge the solvers). 9 by measurement (benchmarks/bench_cross_check.py
+# --solve, 10 s): beyond it the check costs 2.4-5.8 s per solve on 10-20 ops and turns 1 of 6 (10 and 12
+# ops) to 3 of 6 (20 ops) CP-SAT proofs into "feasible" for lack of time; up to 9 brute force settles
+# almost every claim first and the check runs only where it did not.
+CROSS_MAX_OPS = 9
+CROSS_ON = CROSS_MAX_OPS  # the size fuzz_claims' product level and the regression tests use
 
 
 @dataclass
@@ -204,18 +212,10 @@ def no_placement(inst: Instance, method: str, message: str, *, solver_says_infea
     heuristic keeps memory (``heuristic``, a Result at hand, else HEFT is run here). When a heuristic's
     placement keeps memory it is returned instead (status ``feasible``, with a note): a solver that
     says "infeasible" on a feasible instance is wrong. Otherwise ``no_solution`` with ``message``."""
-    from .registry import get_method
     from .result import make_result
 
     notes: list[str] = []
-    h = heuristic
-    if h is None or not h.memory_ok:
-        try:
-            cand = get_method("heft")(inst, time_limit_s=time_limit_s)
-            if cand.memory_ok and cand.instance is inst:
-                h = cand
-        except Exception:  # noqa: BLE001 — no heuristic answer only means nothing refutes the claim
-            pass
+    h = heuristic if heuristic is not None and heuristic.memory_ok else _keeps_memory(inst, time_limit_s)
     extra = dict(extra or {})
     if h is not None and h.memory_ok and h.schedule is not None:
         notes.append(f"solver said infeasible, but {h.method!r} keeps memory: the solver is wrong here"
@@ -233,6 +233,30 @@ def no_placement(inst: Instance, method: str, message: str, *, solver_says_infea
     return no_solution(inst, method, "no_solution", message, options=dict(options or {}), extra=extra,
                        lower_bound=None if bound is None else bound.value,
                        bound_source=None if bound is None else bound.source)
+
+
+def _keeps_memory(inst: Instance, time_limit_s: float) -> Result | None:
+    """HEFT's answer when its placement keeps memory (it refutes any "infeasible"), else None."""
+    from .registry import get_method
+
+    try:
+        cand = get_method("heft")(inst, time_limit_s=time_limit_s)
+    except Exception:  # noqa: BLE001 — no heuristic answer only means nothing refutes the claim
+        return None
+    return cand if cand.memory_ok and cand.instance is inst and cand.schedule is not None else None
+
+
+def method_infeasible(inst: Instance, method: str, message: str, *, time_limit_s: float = 1.0,
+                      **kw: Any) -> Result:
+    """What a method that raised InfeasibleError returns (the registry calls it; ``kw`` goes to the
+    Result: lower_bound, bound_source, options, solve_time_s). Its message may be a proof (pins or
+    colocation that cannot hold) or only its own failure (``single``: no one device holds everything):
+    ``infeasible`` only when no heuristic's placement keeps memory, else ``no_solution`` saying why."""
+    h = _keeps_memory(inst, time_limit_s)
+    if h is None:
+        return no_solution(inst, method, "infeasible", message, **kw)
+    note = f"{method} found no placement, but {h.method!r} keeps memory: the instance is not infeasible"
+    return no_solution(inst, method, "no_solution", message, extra={"claim_notes": [note]}, **kw)
 
 
 def best_bound(runs: Iterable[Mapping[str, Any]], base: Bound | None = None) -> Bound | None:

@@ -633,7 +633,11 @@ def judge(res: Any, orc: OracleResult) -> list[str]:
     ``wrong_optimal``: status optimal but the makespan is not the optimum (or memory does not fit, or no
     placement fits at all); ``wrong_bound``: a lower bound above the optimum; ``wrong_infeasible``:
     status infeasible while a placement fits; ``below_optimum``: a memory-feasible makespan below the
-    optimum (the oracle or the simulator is wrong).
+    optimum (the oracle or the simulator is wrong); ``optimum_thrown_away``: a proven optimum not
+    returned as one — status ``feasible`` with a lower bound that reaches the makespan, or the solver
+    proved OPTIMAL with a right claim (cpsat on exact ticks: ``solver_status``, ``bound_ticks`` x
+    ``tick_us``; milp: ``proven_optimal``, ``solver_bound``) yet the schedule returned is worse than the
+    optimum (the order read back lost the model's choices).
     """
     out = []
     opt = orc.optimum
@@ -657,4 +661,20 @@ def judge(res: Any, orc: OracleResult) -> list[str]:
         out.append("wrong_bound")
     if res.makespan is not None and res.memory_ok and res.makespan < opt - tol:
         out.append("below_optimum")
+    if _thrown_away(res, opt, tol):
+        out.append("optimum_thrown_away")
     return out
+
+
+def _thrown_away(res: Any, opt: float, tol: float) -> bool:
+    if res.makespan is None or not res.memory_ok:
+        return False
+    if res.status == "feasible" and res.lower_bound is not None and res.makespan <= res.lower_bound + tol:
+        return True
+    ex = res.extra or {}
+    claim = None
+    if ex.get("solver_status") == "OPTIMAL" and ex.get("ticks_exact") and ex.get("bound_ticks") is not None:
+        claim = ex["bound_ticks"] * ex["tick_us"]
+    elif ex.get("proven_optimal") and ex.get("solver_bound") is not None:
+        claim = ex["solver_bound"]
+    return claim is not None and claim <= opt + tol and res.makespan > opt + tol

@@ -186,9 +186,11 @@ def solve(inst: Instance, method: str, *, time_limit_s: float | None = None, see
                        method=method, solve_time_s=time.perf_counter() - t0, options=res.options or opts)
     try:
         res = info.func(inst, time_limit_s=time_limit_s, seed=seed, **opts)
-    except InfeasibleError as exc:
-        return no_solution(inst, method, "infeasible", str(exc), lower_bound=lb, options=opts,
-                           solve_time_s=time.perf_counter() - t0)
+    except InfeasibleError as exc:  # the method's word: "infeasible" only where no heuristic keeps memory
+        from .claims import method_infeasible
+
+        return method_infeasible(inst, method, str(exc), lower_bound=lb, bound_source=src, options=opts,
+                                 solve_time_s=time.perf_counter() - t0)
     if res.base_instance is not inst:
         raise SolverError(f"method {method!r} answered on instance {res.instance.name!r}, not on {inst.name!r}, "
                           "without a transform saying how one came from the other")

@@ -306,49 +306,6 @@ def warm_values(P: MilpModel, res: Result) -> dict[str, float]:
     return val
 
 
-# highspy and OR-Tools ship clashing HiGHS symbols: whichever loads first breaks the other in the same
-# process (OR-Tools is loaded by cpsat). HiGHS therefore runs in a child Python that imports only
-# highspy; PuLP writes the model as MPS and the child reads it, sets the MIP start, solves, and answers JSON.
-_HIGHS_CHILD = r"""
-import json, os, signal, sys
-signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which asks us to stop (stop file)
-import highspy
-a = json.load(open(sys.argv[1]))
-h = highspy.Highs()
-h.setOptionValue("output_flag", True)
-h.setOptionValue("log_to_console", bool(a["log"]))
-h.setOptionValue("log_file", a["log_file"])
-h.setOptionValue("mip_rel_gap", 0.0)
-h.setOptionValue("mip_abs_gap", 1e-9)
-h.setOptionValue("random_seed", int(a["seed"]))
-if a["threads"]:
-    h.setOptionValue("threads", int(a["threads"]))
-if not a["presolve"]:
-    h.setOptionValue("presolve", "off")
-h.readModel(a["mps"])
-import time
-h.setOptionValue("time_limit", max(0.01, float(a["deadline"]) - time.time()))  # start-up counts too
-def _stop(e):
-    if os.path.exists(a["stop"]):
-        e.interrupt()
-h.cbMipInterrupt += _stop
-names = list(h.getLp().col_names_)
-if a["hint"] is not None:
-    sol = highspy.HighsSolution()
-    sol.col_value = [float(a["hint"].get(nm, 0.0)) for nm in names]
-    sol.value_valid = True
-    h.setSolution(sol)
-h.run()
-info = h.getInfo()
-st = h.modelStatusToString(h.getModelStatus())
-out = {"status": st, "objective": info.objective_function_value, "bound": info.mip_dual_bound,
-       "primal_status": int(info.primal_solution_status)}
-if info.primal_solution_status == 2:
-    out["values"] = dict(zip(names, h.getSolution().col_value))
-json.dump(out, open(a["out"], "w"))
-"""
-
-
 def _assessed_feasible(text: str) -> bool:
     """HiGHS's check of the user's solution (before presolve): zero infeasibilities of every kind."""
     rows = re.findall(r"^(Col|Integer|Row)\s+infeasibilities\s+(\d+)", text, flags=re.M)
@@ -357,62 +314,33 @@ def _assessed_feasible(text: str) -> bool:
 
 def _solve_highs(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed: int,
                  presolve: bool = True) -> dict[str, Any]:
-    import json
-    import subprocess
-    import sys
+    """HiGHS in its child Python (:mod:`highs_worker`; highspy cannot share a process with OR-Tools)."""
+    from . import highs_worker
 
     prob = P.prob
     with tempfile.TemporaryDirectory(prefix="dplace_highs_") as tmp:
         mps = os.path.join(tmp, "model.mps")
         prob.writeMPS(mps)
-        args = {"mps": mps, "time_limit": limit, "deadline": time.time() + limit, "threads": opts.threads,
-                "log": opts.log, "seed": seed,
+        args = {"mps": mps, "deadline": time.time() + limit, "threads": opts.threads, "seed": seed,
                 "presolve": presolve, "stop": os.path.join(tmp, "stop"),
                 "log_file": os.path.join(tmp, "highs.log"), "out": os.path.join(tmp, "out.json"),
                 "hint": {v.name: float(v.varValue) for v in prob.variables() if v.varValue is not None} if warm else None}
-        with open(os.path.join(tmp, "args.json"), "w") as fh:
-            json.dump(args, fh)
-        pipe = None if opts.log else subprocess.PIPE
-        proc = subprocess.Popen([sys.executable, "-c", _HIGHS_CHILD, os.path.join(tmp, "args.json")],
-                                stdout=pipe, stderr=pipe, text=True, env=dict(os.environ))
-        interrupted = late = False
-
-        def stop() -> None:  # ask HiGHS to stop; it answers with its incumbent
-            open(args["stop"], "w").close()
-
-        with interrupt.on_request(stop):  # the CLI's two-stage Ctrl-C (dplace.interrupt)
-            grace = max(0.5, 0.05 * limit)
-            wait = limit + grace
-            while True:
-                try:
-                    _, err = proc.communicate(timeout=wait)
-                    break
-                except KeyboardInterrupt:  # library use: Ctrl-C raises here
-                    interrupted = True
-                    stop()
-                except subprocess.TimeoutExpired:
-                    if wait != grace:  # past the limit (a loaded machine: start-up alone can take that long)
-                        stop()
-                        wait = grace
-                        continue
-                    proc.kill()
-                    _, err = proc.communicate()
-                    late = True
-                    break
+        try:
+            out, interrupted = highs_worker.solve(args, limit, interrupt.on_request)
+        except highs_worker.SolverFailed as exc:
+            raise SolverError(f"milp: HiGHS child failed: {exc}") from None
         interrupted = interrupted or interrupt.requested()
-        if late and not os.path.exists(args["out"]):  # no answer within the limit: nothing to read back
+        if out is None:  # no answer within the limit: nothing to read back
             for v in prob.variables():
                 v.varValue = None
             prob.status, prob.sol_status = pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound
             return {"solver_result": "HiGHS gave no answer within the time limit", "proven_optimal": False,
                     "interrupted": interrupted, "warm_start_used": None, "warm_start_feasible": None,
                     "bound": None}
-        if proc.returncode != 0 or not os.path.exists(args["out"]):
-            raise SolverError(f"milp: HiGHS child failed (exit {proc.returncode}): {(err or '').strip()[-300:]}")
-        with open(args["out"]) as fh:
-            out = json.load(fh)
         with open(args["log_file"], encoding="utf-8", errors="replace") as fh:
             text = fh.read()
+    if opts.log:
+        print(text)
     values = out.get("values")
     for v in prob.variables():
         v.varValue = None if values is None else values.get(v.name)
@@ -628,12 +556,24 @@ def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Boun
         left = deadline - time.perf_counter() - 0.02
         check = f"a re-solve without presolve (times in units of {unit:g} µs)"
         got: float | None = None
-        if by_cpsat:
+        # small graph: brute force first (cheap there, and the last word); the other checks where it did not
+        # complete
+        ex = claims.exhaustive(inst, min(left, max(0.2, 0.5 * left)))
+        if ex is not None:
+            if ex.optimum is None:
+                got = math.inf if infeasible else None
+            else:
+                check, got = "brute force", ex.optimum
+                own.append(claims.Bound(ex.optimum, "brute force"))
+                cand.append(make_result(inst, "milp", ex.placement, ex.order, status="feasible", options=optd,
+                                        extra=dict(extra, returned="brute force")))
+        left = deadline - time.perf_counter() - 0.02
+        if ex is None and by_cpsat:
             check = "CP-SAT without presolve"
             got, r2 = _confirm_with_cpsat(inst, Tc, math.inf if infeasible else claim, left, seed, optd, extra)
             if r2 is not None:
                 cand.append(r2)
-        elif left >= 0.3:
+        elif ex is None and left >= 0.3:
             info2 = _solve(P, opts, left, bool(cand) or warm, seed + 1, presolve=False)
             interrupted = bool(info2.get("interrupted"))
             r2 = _read_solution(P, info2, optd, extra)
@@ -642,14 +582,6 @@ def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Boun
             got = None if info2.get("bound") is None or interrupted else info2["bound"] * unit
             if infeasible and P.prob.status == pulp.LpStatusInfeasible and not interrupted:
                 got = math.inf
-        ex = claims.exhaustive(inst, deadline - time.perf_counter() - 0.02)
-        if ex is not None:  # small graph: brute force is the last word
-            if infeasible and ex.optimum is None:
-                got = math.inf
-            elif ex.optimum is not None:
-                check, got = "brute force", ex.optimum if got is None or got == math.inf else min(got, ex.optimum)
-                cand.append(make_result(inst, "milp", ex.placement, ex.order, status="feasible", options=optd,
-                                        extra=dict(extra, returned="brute force")))
         if infeasible and not cand:
             return claims.no_placement(inst, "milp", "milp: no placement keeps pins, colocation and memory",
                                        solver_says_infeasible=True, confirmed=got == math.inf, heuristic=hres,

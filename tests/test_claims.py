@@ -65,3 +65,16 @@ def test_no_placement_infeasible_only_when_confirmed():
     assert r.status == "infeasible"
     r = claims.no_placement(inst, "m", "m: none", solver_says_infeasible=True, confirmed=False)
     assert r.status == "no_solution" and "no independent check" in r.extra["claim_notes"][0]
+
+
+def test_a_method_that_finds_no_placement_says_infeasible_only_when_none_keeps_memory():
+    """``single`` (every op on one device) finds nothing when no device holds all: that is its failure,
+    not the instance's, while another placement keeps memory."""
+    ops = [Op("a", 1, 6), Op("b", 1, 6)]
+    inst = Instance("split", [Device("g0", 10), Device("g1", 10)], ops, [], link=Link(1.0, 1.0))
+    r = dplace.solve(inst, "single")
+    assert r.status == "no_solution" and r.placement is None and "not infeasible" in r.extra["claim_notes"][0]
+    assert r.lower_bound == 1.0  # the proven bound stays
+    ops.append(Op("c", 1, 6))  # 18 bytes, 20 in all, yet no two ops share a device: nothing fits
+    r = dplace.solve(Instance("full", [Device("g0", 10), Device("g1", 10)], ops, [], link=Link(1.0, 1.0)), "single")
+    assert r.status == "infeasible"

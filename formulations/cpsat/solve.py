@@ -256,7 +256,10 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
         notes.append("search interrupted: its bound is not confirmed and not used")
     elif claim is not None and (claim == math.inf or claim > own_ticks):
         left = deadline - time.perf_counter() - _cleanup_s(inst)
-        if cross:  # keep time for the other formulation
+        if cross:  # keep time for the other formulation; its HiGHS child starts meanwhile (once per process)
+            from ..highs_worker import prestart
+
+            prestart()
             left = min(left, max(0.2, 0.3 * left))
         t0 = time.perf_counter()
         got, better = (None, None) if left < 0.02 else confirm_bound(V, claim, time_limit_s=left, workers=workers,
@@ -276,16 +279,19 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
             certified = claims.Bound(T.real_bound(claim), f"{method}, confirmed by a search without presolve")
     elif claim is not None and math.isfinite(claim):
         certified = claims.Bound(T.real_bound(claim), method)  # no stronger than dplace's own bounds
-    if cross and not (out.interrupted or interrupt.requested()) and (
+    stopped = out.interrupted or interrupt.requested()
+    ex = None
+    if not stopped and (claim == math.inf or (claim is not None and claim > own_ticks)):
+        # small graph: brute force first (cheap there, and the last word); the other formulation only where
+        # it did not complete
+        left = deadline - time.perf_counter() - _cleanup_s(inst)
+        ex = claims.exhaustive(inst, min(left, max(0.2, 0.5 * left)) if cross else left)
+    if ex is None and cross and not stopped and (
             (certified is not None and certified.value > max(b.value for b in own)) or claim == math.inf):
         certified, infeasible_confirmed = _cross_check(inst, T, outs, hint_res, own, certified, claim == math.inf,
                                                        infeasible_confirmed, deadline - _cleanup_s(inst), seed, notes,
                                                        extra)
     extra["bound_ticks"] = out.bound_ticks
-    ex = None
-    if not (out.interrupted or interrupt.requested()) and (certified is not None and certified.value > max(b.value for b in own)
-                                or claim == math.inf):
-        ex = claims.exhaustive(inst, deadline - time.perf_counter() - _cleanup_s(inst))
     if ex is not None:  # small graph: brute force is the last word on the claim
         if ex.optimum is None:
             infeasible_confirmed = infeasible_confirmed or claim == math.inf
@@ -299,6 +305,7 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
                 ex.optimum, method)
             certified, cn = claims.confirm(prev, [("brute force", ex.optimum)])
             notes += cn
+            own.append(claims.Bound(ex.optimum, "brute force"))  # the optimum itself, whatever the checks proved
     if out.status == cp.INFEASIBLE and len(outs) == 1:
         return claims.no_placement(inst, method, f"{method}: no placement keeps pins, colocation and memory",
                                    solver_says_infeasible=True, confirmed=infeasible_confirmed, heuristic=hint_res,
