@@ -98,11 +98,11 @@ def test_info_and_methods(inst_file, capsys):
     assert "heft" in names and "single" in names
 
 
-def test_single_infeasible_when_nothing_fits(tmp_path, capsys):
+def test_single_says_no_solution_when_no_device_holds_everything(tmp_path, capsys):
     from dplace.testing import tight_memory
 
-    res = dplace.solve(tight_memory(), "single")
-    assert res.status == "infeasible" and res.placement is None and "no device holds" in res.message
+    res = dplace.solve(tight_memory(), "single")  # a split fits: not "infeasible", only single's failure
+    assert res.status == "no_solution" and res.placement is None and "no device holds" in res.message
 
 
 def test_default_instance_heft_solve_evaluate_check_agree(tmp_path, capsys):
