@@ -184,6 +184,8 @@ def solve(inst: Instance, method: str, *, time_limit_s: float | None = None, see
         res = info.func(inst, time_limit_s=time_limit_s, seed=seed, **opts)
         return replace(res, status="infeasible", message=f"{exc}; best-effort placement (memory exceeded)",
                        method=method, solve_time_s=time.perf_counter() - t0, options=res.options or opts)
+    if time_limit_s is not None:  # the bound above counts against the limit too
+        time_limit_s = max(0.01, time_limit_s - (time.perf_counter() - t0))
     try:
         res = info.func(inst, time_limit_s=time_limit_s, seed=seed, **opts)
     except InfeasibleError as exc:  # the method's word: "infeasible" only where no heuristic keeps memory

@@ -44,6 +44,17 @@ class LnsStats:
     makespan: float = 0.0
     wall_s: float = 0.0
     history: list[tuple[float, float]] = field(default_factory=list)  # (seconds, makespan) at each gain
+    schedule: Schedule | None = None  # the answer's simulated schedule
+
+
+_SIM_S_PER_ELEMENT = 3.2e-6  # CPU s per op + edge of one simulation (0.34 s on the 36k-op graph)
+
+
+def sim_cost_s(inst: Instance) -> float:
+    """Estimated wall seconds of one :func:`dplace.simulate` of ``inst`` (the machine's load included)."""
+    from .cpsat.hint import slowdown_guess
+
+    return _SIM_S_PER_ELEMENT * (inst.n + len(inst.esrc)) * slowdown_guess()
 
 
 def critical_path_of(inst: Instance, sch: Schedule, order: Sequence[Sequence[int]]) -> list[tuple[int, int]]:
@@ -149,23 +160,31 @@ class _Units:
 
 
 def improve(inst: Instance, placement: Sequence[int], order: Sequence[Sequence[int]] | None, *,
-            time_limit_s: float, seed: int = 0, should_stop=None,
-            target: float | None = None) -> tuple[list[int], list[list[int]], LnsStats]:
+            time_limit_s: float, seed: int = 0, should_stop=None, target: float | None = None,
+            schedule: Schedule | None = None) -> tuple[list[int], list[list[int]], LnsStats]:
     """Group-move LNS from ``placement``/``order`` (module docstring) until ``time_limit_s`` has passed,
-    ``should_stop()`` is true or the makespan reaches ``target`` (a proven lower bound). Returns (placement, order, stats); the answer's simulated makespan is
-    never above the start's (when the start keeps memory)."""
+    ``should_stop()`` is true or the makespan reaches ``target`` (a proven lower bound). Returns (placement,
+    order, stats; ``stats.schedule`` is the answer's simulated schedule); the answer's simulated makespan is
+    never above the start's (when the start keeps memory). ``schedule``: the start's, when already
+    simulated. Nothing past that is started when the time left cannot pay for a few simulations."""
     t0 = time.perf_counter()
     deadline = t0 + max(0.0, time_limit_s)
+    sim_s = sim_cost_s(inst)
+    pl = list(placement)
+    sch = schedule if schedule is not None else simulate(inst, pl, [list(x) for x in order] if order is not None else None)
+    od = [list(x) for x in (order if order is not None else sch.order)]
+    stats = LnsStats(start_makespan=sch.makespan, makespan=sch.makespan, schedule=sch)
+    if deadline - time.perf_counter() < 3 * sim_s or (should_stop is not None and should_stop()):
+        stats.stopped = "interrupted" if should_stop is not None and should_stop() else "time limit"
+        stats.wall_s = time.perf_counter() - t0
+        return pl, od, stats
     rng = random.Random(seed)
     U = _Units(inst)
-    pl = list(placement)
-    sch = simulate(inst, pl, [list(x) for x in order] if order is not None else None)
-    od = [list(x) for x in (order if order is not None else sch.order)]
     alt_order = placement_order(inst, pl)  # the placement's own critical-path order may be better
     alt = simulate(inst, pl, alt_order)
     if alt.makespan < sch.makespan:
         sch, od = alt, alt_order
-    stats = LnsStats(start_makespan=sch.makespan, makespan=sch.makespan)
+    stats.start_makespan = stats.makespan = sch.makespan
     used = [0] * inst.m
     for o, d in enumerate(pl):
         used[d] += inst.mem[o]
@@ -306,6 +325,7 @@ def improve(inst: Instance, placement: Sequence[int], order: Sequence[Sequence[i
     if best is not None and best[0].makespan < sch.makespan:
         sch, pl, od = best[0], best[1], best[2]
     stats.makespan = sch.makespan
+    stats.schedule = sch
     stats.wall_s = time.perf_counter() - t0
     return pl, od, stats
 
@@ -322,13 +342,13 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
     ``extra["starts"]`` holds every start's makespan and ``extra["winner"]`` the one the LNS began from."""
     from dplace.bounds import lower_bound_with_source
     from dplace.bounds_segments import segment_bound
-    from dplace.result import make_result
+    from dplace.result import Result
 
     deadline = t0 + time_limit_s
     left = lambda: deadline - time.perf_counter()  # noqa: E731
     extra = dict(extra or {})
     lb, src = lower_bound_with_source(inst)
-    best = None  # (makespan, name, placement, order)
+    best = None  # (makespan, name, placement, order, its simulated schedule)
     tried: dict[str, float] = {}  # every start's makespan (after re-ordering), by name
     if left() > 1.0 and bound_share > 0:
         progress.phase("segment bound")
@@ -352,7 +372,7 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
             ok = [c for c in cands if c[0].memory_ok]
             if ok:
                 s_best, s_od = min(ok, key=lambda c: c[0].makespan)
-                best = (s_best.makespan, "stitch", spl, [list(x) for x in s_od])
+                best = (s_best.makespan, "stitch", spl, [list(x) for x in s_od], s_best)
                 tried["stitch"] = s_best.makespan
     progress.phase("re-order the starts")
     for name, res in starts.items():
@@ -361,22 +381,25 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
         if res is None or res.placement is None or not res.memory_ok or res.transform is not None:
             continue
         order = [list(x) for x in (res.order if res.order is not None else res.schedule.order)]
-        cands = [(res.makespan, order)]
+        cands = [(res.makespan, order, res.schedule)]
         if left() > 2.0 and inst.n <= 20000:
             alt = placement_order(inst, res.placement)
-            cands.append((simulate(inst, res.placement, alt).makespan, alt))
-        mk, od = min(cands, key=lambda c: c[0])
+            s_alt = simulate(inst, res.placement, alt)
+            cands.append((s_alt.makespan, alt, s_alt))
+        mk, od, sch = min(cands, key=lambda c: c[0])
         tried[name] = mk
         if best is None or mk < best[0]:
-            best = (mk, name, list(res.placement), od)
+            best = (mk, name, list(res.placement), od, sch)
     if best is None:
         return None
     extra.update(winner=best[1], start_makespan=best[0], starts=tried)
     pl, od, st = improve(inst, best[2], best[3], time_limit_s=max(0.0, left() - 0.2), seed=seed,
-                         should_stop=should_stop, target=lb)
+                         should_stop=should_stop, target=lb, schedule=best[4])
     extra["lns"] = {"moves_tried": st.moves_tried, "moves_kept": st.moves_kept, "repairs": st.repairs, "kicks": st.kicks,
                     "start_makespan": st.start_makespan, "makespan": st.makespan, "wall_s": round(st.wall_s, 3)}
     extra.update(lns_stopped=st.stopped, lns_steps=st.iterations, lns_improvements=st.moves_kept,
                  stage="lns" if st.makespan < best[0] else "start")
-    res = make_result(inst, "portfolio", pl, od, status="feasible", options=options, extra=extra)
+    # the LNS's own simulated schedule of (pl, od): no second simulation
+    res = Result(instance=inst, method="portfolio", status="feasible", placement=list(pl), order=[list(x) for x in od],
+                 schedule=st.schedule, options=dict(options or {}), extra=extra)
     return claims.settle(res, [claims.Bound(lb, src)])

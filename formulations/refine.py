@@ -43,8 +43,11 @@ from dplace.registry import method_info, methods, register
 from dplace.result import Result, make_result
 
 from .cpsat import (
-    _SKIP_HINT, Ticks, best_heuristic, finish, hinted_model, memory_fits, reachability, solve_model, tick_schedule,
+    Ticks, best_heuristic, finish, hint_heuristics, hinted_model, memory_fits, reachability, solve_model,
+    tick_schedule,
 )
+from .lns import sim_cost_s
+from .cpsat import run_heuristics as _run_heuristics
 
 __all__ = ["PortfolioOptions", "RefineOptions", "critical_ops", "list_order", "portfolio", "refine"]
 
@@ -126,44 +129,17 @@ _OVERRUN_PER_BUILD = 1.5
 
 def heuristic_names() -> list[str]:
     """The registered heuristics and baselines that start refine/portfolio (those that hint CP-SAT)."""
-    return [nm for nm in methods() if method_info(nm).kind in ("heuristic", "baseline") and nm not in _SKIP_HINT]
+    return hint_heuristics()
 
 
 def run_heuristics(inst: Instance, names: Sequence[str], clock: Budget, budget_s: float, seed: int,
                    keep: dict[str, Result] | None = None) -> tuple[dict[str, Any], tuple[str, Result] | None]:
-    """Run ``names`` in turn within ``budget_s`` seconds (each gets at most a tenth of the whole limit),
-    keep the best placement on ``inst`` by (memory kept, simulated makespan). A heuristic is skipped once
-    the budget is spent or Ctrl-C came, unless nothing gave a placement yet. ``keep``: filled with every
-    heuristic's Result."""
-    scores: dict[str, Any] = {}
-    best: tuple[tuple[bool, float], str, Result] | None = None
-    t_start = clock.elapsed()
-    for i, nm in enumerate(names):
-        spent = clock.elapsed() - t_start
-        if best is not None and (spent >= budget_s or interrupt.requested()):
-            scores[nm] = {"skipped": "interrupted" if interrupt.requested()
-                          else f"the heuristics' budget ({budget_s:.2f} s) was spent"}
-            continue
-        progress.phase(f"heuristic {i + 1}/{len(names)}: {nm}")
-        ts = time.perf_counter()
-        try:
-            res = method_info(nm).func(inst, time_limit_s=max(0.05, min(0.1 * clock.limit, budget_s - spent)),
-                                       seed=seed)
-        except Exception as exc:  # noqa: BLE001 — a failing heuristic is reported, not fatal
-            scores[nm] = {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
-            continue
-        if res.transform is not None or res.placement is None:
-            scores[nm] = {"skipped": "transformed graph or no placement"}
-            continue
-        scores[nm] = {"makespan": res.makespan, "memory_ok": res.memory_ok,
-                      "time_s": round(time.perf_counter() - ts, 4)}
-        if keep is not None:
-            keep[nm] = res
-        key = (not res.memory_ok, res.makespan)
-        if best is None or key < best[0]:
-            best = (key, nm, res)
-            progress.update(incumbent=res.makespan)
-    return scores, (None if best is None else (best[1], best[2]))
+    """:func:`.cpsat.run_heuristics` within ``budget_s`` seconds from now (each heuristic gets at most a
+    tenth of the whole limit): a heuristic is skipped once it would end past that, or on Ctrl-C, unless
+    nothing gave a placement yet; the best by (memory kept, simulated makespan). ``keep``: filled with
+    every heuristic's Result."""
+    return _run_heuristics(inst, names, deadline=time.perf_counter() + max(0.0, min(budget_s, clock.left())),
+                           seed=seed, time_limit_s=max(0.05, min(0.1 * clock.limit, budget_s)), keep=keep)
 
 
 def _coarse_step(inst: Instance, start: Result, K: int, share: float, clock: Budget, sim_s: float, workers: int,
@@ -253,9 +229,7 @@ def _lns(inst: Instance, best: Result, opts: RefineOptions, clock: Budget, sim_s
     window of the current critical path. A step starts only if its measured (first: estimated) model
     building, CP-SAT overrun and simulation fit in the time left."""
     rng = random.Random(seed)
-    reach = reachability(inst) if inst.comm == "sequential" else []
-    T = Ticks(inst, None, best.makespan)
-    lb_ticks = int(math.ceil(lb / T.tick - 1e-9))
+    T = None  # tick data and reachability: built for the first step only (seconds on a 36k-op graph)
     build_s = _BUILD_S_PER_ELEMENT * (inst.n + len(inst.edges))  # replaced by the measured cost
     # CP-SAT's overrun of its limit: loading a model into its full-problem worker does not look at the
     # clock (3.8 s past a 2.5 s limit on BERT-12's 2k-op neighbourhood model on a loaded machine, whose
@@ -271,6 +245,12 @@ def _lns(inst: Instance, best: Result, opts: RefineOptions, clock: Budget, sim_s
             if iters == 0:
                 stop = f"time limit (one step needs about {build_s + over_s + sim_s:.1f} s, {max(0.0, clock.left()):.1f} s left)"
             break
+        if T is None:
+            progress.phase("LNS: tick data")
+            reach = reachability(inst) if inst.comm == "sequential" else []
+            T = Ticks(inst, None, best.makespan)
+            lb_ticks = int(math.ceil(lb / T.tick - 1e-9))
+            continue  # the clock is checked again
         iters += 1
         progress.phase(f"LNS step {iters}: model")
         path = critical_ops(inst, best)
@@ -329,12 +309,10 @@ def _refine_from(inst: Instance, start_name: str, start: Result, opts: RefineOpt
         res = finish(inst, method, V, out, [base], start if start.memory_ok else None, CpsatOptions(workers=opts.workers),
                      dict(extra, tick_us=T.tick, stage="cpsat"))
         return replace(res, options=asdict(opts), interrupted=interrupt.requested())
-    # one simulation of the start, timed: the final result reuses it when nothing improves on it, and its
-    # cost prices the simulations of later steps
-    progress.phase("simulate the start")
-    ts = time.perf_counter()
-    best = make_result(inst, method, start.placement, _order_of(start), status="feasible")
-    sim_s = time.perf_counter() - ts
+    # the start's own simulated schedule is the answer when nothing improves on it; a simulation's cost
+    # (for later steps) is estimated from the graph's size until one is timed
+    best = replace(start, method=method, status="feasible", order=_order_of(start))
+    sim_s = sim_cost_s(inst)
     stage = "start"
     if opts.coarse_share > 0 and clock.left() > 0.5 and not interrupt.requested():
         try:
@@ -386,13 +364,8 @@ def _portfolio_large(inst: Instance, best: Result, ran: dict[str, Result], score
     from .lns import portfolio_large
 
     if opts.coarse_share > 0 and best.memory_ok and clock.left() > 1.0:
-        from dplace.simulate import simulate
-
-        t = time.perf_counter()
-        simulate(inst, best.placement)  # one simulation: what mapping the coarse answer back costs
-        simulate_s = time.perf_counter() - t
         try:
-            ran["coarse"], _ = _coarse_step(inst, best, opts.K, opts.coarse_share, clock, simulate_s,
+            ran["coarse"], _ = _coarse_step(inst, best, opts.K, opts.coarse_share, clock, sim_cost_s(inst),
                                             opts.workers or os.cpu_count() or 1, seed, opts.progress)
         except (InfeasibleError, ValueError):
             pass

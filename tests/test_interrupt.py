@@ -109,7 +109,7 @@ def mid(tmp_path_factory):
 def test_solve_cpsat_ctrl_c_returns_incumbent(mid, tmp_path):
     out = tmp_path / "r.json"
     rc, stdout, stderr, took = _interrupt(_cli("solve", mid, "--method", "cpsat", "--time-limit", 60, "--json",
-                                               "--out", out), "incumbent")
+                                               "--out", out), "cpsat: solution")
     assert rc == 130, stderr[-2000:]
     data = json.loads(out.read_text())
     assert data["interrupted"] is True and data["makespan"] is not None and data["status"] == "feasible"
@@ -157,7 +157,7 @@ def test_ctrl_c_outside_polling_code_raises_keyboard_interrupt():
 def test_compare_ctrl_c_keeps_finished_rows(mid, tmp_path):
     out = tmp_path / "c.json"
     rc, stdout, stderr, took = _interrupt(
-        _cli("compare", mid, "--methods", "heft,cpsat,m_etf", "--time-limit", 60, "--out", out), "incumbent")
+        _cli("compare", mid, "--methods", "heft,cpsat,m_etf", "--time-limit", 60, "--out", out), "cpsat: solution")
     assert rc == 130, stderr[-2000:]
     data = json.loads(out.read_text())
     assert data["interrupted"] is True

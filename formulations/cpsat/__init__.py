@@ -6,11 +6,12 @@ Modules: :mod:`.ticks` (integer time), :mod:`.model` (the constraint model, one 
 from __future__ import annotations
 
 from .hint import (
-    _SKIP_HINT, Interrupted, _add_hint, best_heuristic, complete_hint, hinted_model, memory_fits, relabel_symmetric,
+    _SKIP_HINT, HEURISTIC_US, Interrupted, _add_hint, best_heuristic, complete_hint, heuristic_cost_s, hint_heuristics,
+    hinted_model, memory_fits, relabel_symmetric, run_heuristics, slowdown_guess,
 )
 from .model import (
-    CpModelVars, OutOfTime, _check_time, build_model, energetic_bound, reachability, run_search, time_windows,
-    will_break_symmetry,
+    CpModelVars, OutOfTime, _check_time, build_model, energetic_bound, model_cost_s, reachability, run_search,
+    time_windows, will_break_symmetry,
 )
 from .solve import (
     CpsatOptions, SolveOutcome, _asdict, _cleanup_s, confirm_bound, cpsat, fallback, finish, run_guarded, solve_model,
@@ -21,7 +22,8 @@ __all__ = [
     "CpModelVars", "CpsatOptions", "Interrupted", "OutOfTime", "SolveOutcome", "Ticks", "best_heuristic",
     "build_model", "complete_hint", "confirm_bound", "cpsat", "energetic_bound", "fallback", "finish",
     "hinted_model", "horizon_ticks", "memory_fits", "reachability", "relabel_symmetric", "run_guarded",
-    "run_search", "solve_model", "tick_schedule", "time_windows", "will_break_symmetry",
+    "run_search", "HEURISTIC_US", "heuristic_cost_s", "hint_heuristics", "model_cost_s", "run_heuristics",
+    "slowdown_guess", "solve_model", "tick_schedule", "time_windows", "will_break_symmetry",
     "MAX_HORIZON_TICKS", "MAX_SERIAL_TICKS", "MIN_TICK_EXP", "_SKIP_HINT", "_add_hint", "_asdict", "_check_time",
     "_cleanup_s", "_homogeneous",
 ]

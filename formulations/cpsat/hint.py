@@ -7,8 +7,9 @@ it). If CP-SAT finds nothing better the heuristic answer is kept.
 """
 from __future__ import annotations
 
+import math
 import time
-from typing import Sequence
+from typing import Any, Sequence
 
 from ortools.sat.python import cp_model as cp
 
@@ -19,7 +20,8 @@ from dplace.result import Result
 from .model import CpModelVars, _check_time, build_model, run_search, time_windows, will_break_symmetry
 from .ticks import Ticks, horizon_ticks, tick_schedule
 
-__all__ = ["Interrupted", "best_heuristic", "complete_hint", "hinted_model", "memory_fits", "relabel_symmetric"]
+__all__ = ["HEURISTIC_US", "Interrupted", "best_heuristic", "heuristic_cost_s", "hint_heuristics", "run_heuristics",
+           "slowdown_guess", "complete_hint", "hinted_model", "memory_fits", "relabel_symmetric"]
 
 _SKIP_HINT = frozenset({"cpsat", "milp", "refine", "portfolio", "brute"})
 
@@ -111,38 +113,115 @@ class Interrupted(KeyboardInterrupt):
         self.best = best
 
 
-def best_heuristic(inst: Instance, which: str = "best", *, time_limit_s: float | None = None, seed: int = 0,
-                   exclude: Sequence[str] = (), deadline: float | None = None) -> tuple[str, Result] | None:
-    """Run ``heft`` (which="heft") or every registered heuristic and return the best by simulated
-    makespan among those that keep memory on the same Instance (else the best of all).
+# CPU µs per (op x device) of each heuristic, measured one after the other in one process on a 36k-op,
+# 4-device transformer (/tmp/heur.py in the limits note); the first heuristic run on an instance also
+# pays for its lazy indexes (_FIRST_US). Used only to decide what fits in a budget.
+HEURISTIC_US = {"standard_evaluation": 3.4, "metis": 3.1, "m_topo": 7.8, "celeritas": 8.2, "heft": 10.0,
+                "dpos": 10.3, "order_place": 12.0, "m_etf": 14.6, "os_dpos": 15.5, "m_sct": 22.0}
+_OTHER_US = 25.0
+_FIRST_US = 3.5
 
-    ``deadline`` (a ``time.perf_counter()`` value): no heuristic is started after it (the first always
-    runs). Ctrl-C raises :class:`Interrupted` carrying the best answer so far."""
-    from dplace.registry import method_info, methods
 
-    names = ["heft"] if which == "heft" else [
-        nm for nm in methods() if method_info(nm).kind in ("heuristic", "baseline") and nm not in _SKIP_HINT
-        and nm not in exclude]
-    if "heft" in names:  # the fast all-rounder first: the answer kept when the budget ends early
-        names.remove("heft")
-        names.insert(0, "heft")
-    best = None
+def heuristic_cost_s(inst: Instance, name: str, first: bool = False) -> float:
+    """Estimated CPU seconds of heuristic ``name`` on ``inst`` (on a quiet machine)."""
+    us = HEURISTIC_US.get(name, _OTHER_US) + (_FIRST_US if first else 0.0)
+    return 1e-6 * us * inst.n * inst.m
+
+
+def slowdown_guess() -> float:
+    """Wall seconds per CPU second to expect before any was measured: the load per core, in [1, 3]."""
+    import os
+
     try:
-        for nm in names:
-            if best is not None and deadline is not None and time.perf_counter() > deadline:
-                break
+        load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    except OSError:  # pragma: no cover - no load average on this platform
+        load = 1.0
+    return min(3.0, max(1.0, load))
+
+
+def run_heuristics(inst: Instance, names: Sequence[str], *, deadline: float, seed: int = 0,
+                   time_limit_s: float | None = None, keep: dict[str, Result] | None = None,
+                   ) -> tuple[dict[str, Any], tuple[str, Result] | None]:
+    """Run the heuristics ``names`` until ``deadline`` (a ``time.perf_counter()`` value) and return
+    (scores, the best (name, Result) by memory kept then simulated makespan, or None).
+
+    Budget: a heuristic is skipped once its estimated cost (:func:`heuristic_cost_s`, times the wall/CPU
+    ratio measured so far) would end past ``deadline``, or on Ctrl-C -- unless nothing gave a placement
+    yet: the answer is never empty while a heuristic can give one. Order: HEFT first when it fits the
+    budget (the all-rounder), else the cheapest one first (on a 36k-op graph HEFT alone takes seconds),
+    then the others in the order given. ``time_limit_s`` is passed to each heuristic. ``keep``: filled with
+    every heuristic's Result. Ctrl-C outside a :func:`dplace.interrupt.polling` block raises
+    :class:`Interrupted` carrying the best so far."""
+    from dplace import interrupt, progress
+    from dplace.registry import method_info
+
+    names = list(dict.fromkeys(names))
+    slow = slowdown_guess()
+    if names:
+        budget = deadline - time.perf_counter()
+        first = "heft" if "heft" in names and heuristic_cost_s(inst, "heft", True) * slow <= budget else min(
+            names, key=lambda nm: HEURISTIC_US.get(nm, _OTHER_US))
+        names.remove(first)
+        names.insert(0, first)
+    scores: dict[str, Any] = {}
+    best: tuple[tuple[bool, float], str, Result] | None = None
+    wall = cpu = 0.0
+    try:
+        for i, nm in enumerate(names):
+            if best is not None:
+                if interrupt.requested():
+                    scores[nm] = {"skipped": "interrupted"}
+                    continue
+                left = deadline - time.perf_counter()
+                need = heuristic_cost_s(inst, nm) * slow
+                if need > left:
+                    scores[nm] = {"skipped": f"would not end within the heuristics' budget ({max(0.0, left):.2f} s "
+                                  f"left, about {need:.2f} s needed)"}
+                    continue
+            progress.phase(f"heuristic {i + 1}/{len(names)}: {nm}")
+            t0, c0 = time.perf_counter(), time.process_time()
             try:
                 res = method_info(nm).func(inst, time_limit_s=time_limit_s, seed=seed)
-            except Exception:  # noqa: BLE001 — a failing heuristic only loses its vote as a hint
+            except Exception as exc:  # noqa: BLE001 — a failing heuristic is reported, not fatal
+                scores[nm] = {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
                 continue
+            finally:
+                wall += time.perf_counter() - t0
+                cpu += time.process_time() - c0
+                if cpu > 0.05:
+                    slow = max(1.0, wall / cpu)
             if res.transform is not None or res.placement is None or res.makespan is None:
+                scores[nm] = {"skipped": "transformed graph or no placement"}
                 continue
+            scores[nm] = {"makespan": res.makespan, "memory_ok": res.memory_ok, "time_s": round(time.perf_counter() - t0, 4)}
+            if keep is not None:
+                keep[nm] = res
             key = (not res.memory_ok, res.makespan)
             if best is None or key < best[0]:
                 best = (key, nm, res)
+                progress.update(incumbent=res.makespan)
     except KeyboardInterrupt:
         raise Interrupted(None if best is None else (best[1], best[2])) from None
-    return None if best is None else (best[1], best[2])
+    return scores, (None if best is None else (best[1], best[2]))
+
+
+def hint_heuristics(which: str = "best", exclude: Sequence[str] = ()) -> list[str]:
+    """The heuristics that hint the exact methods: ``heft`` only (which="heft"), or every registered
+    heuristic and baseline that is not itself an exact method."""
+    from dplace.registry import method_info, methods
+
+    if which == "heft":
+        return ["heft"]
+    return [nm for nm in methods() if method_info(nm).kind in ("heuristic", "baseline") and nm not in _SKIP_HINT
+            and nm not in exclude]
+
+
+def best_heuristic(inst: Instance, which: str = "best", *, time_limit_s: float | None = None, seed: int = 0,
+                   exclude: Sequence[str] = (), deadline: float | None = None) -> tuple[str, Result] | None:
+    """The best of :func:`hint_heuristics` by simulated makespan among those that keep memory on the
+    same Instance (else the best of all), run by :func:`run_heuristics` until ``deadline`` (none: all)."""
+    return run_heuristics(inst, hint_heuristics(which, exclude), deadline=math.inf if deadline is None else deadline,
+                          seed=seed, time_limit_s=time_limit_s)[1]
 
 
 def hinted_model(inst: Instance, T: Ticks, start: tuple[Sequence[int], Sequence[Sequence[int]]] | None, *,

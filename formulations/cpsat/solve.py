@@ -25,7 +25,7 @@ from dplace.registry import register
 from dplace.result import Result, make_result, no_solution
 
 from .hint import Interrupted, best_heuristic, hinted_model, memory_fits
-from .model import CpModelVars, OutOfTime, _check_time, energetic_bound, run_search
+from .model import CpModelVars, OutOfTime, _check_time, energetic_bound, model_cost_s, run_search
 from .ticks import Ticks, tick_schedule
 
 __all__ = ["CpsatOptions", "SolveOutcome", "confirm_bound", "cpsat", "fallback", "finish", "run_guarded",
@@ -151,20 +151,39 @@ def cpsat(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, *
     before the search, or on Ctrl-C, the best answer so far is returned (``interrupted`` on Ctrl-C)."""
     opts = CpsatOptions(**options)
     return run_guarded(inst, "cpsat", opts, time_limit_s, seed,
-                       lambda base, hint, t0, deadline: _cpsat_search(inst, opts, seed, base, hint, t0, deadline))
+                       lambda base, hint, t0, deadline: _cpsat_search(inst, opts, seed, base, hint, t0, deadline),
+                       model_cost_s=model_cost_s(inst))
 
 
-def run_guarded(inst: Instance, method: str, opts: Any, time_limit_s: float | None, seed: int, search: Any) -> Result:
+def run_guarded(inst: Instance, method: str, opts: Any, time_limit_s: float | None, seed: int, search: Any,
+                model_cost_s: float | None = None) -> Result:
     """The frame of an exact method: dplace's own bound, the best heuristic (as hint and fallback,
-    within a fifth of the limit), then ``search(base, hint, t_start, deadline)``. When the budget runs
-    out before the solver starts (:class:`OutOfTime`), or on Ctrl-C, the best answer so far comes back
-    labelled (:func:`fallback`; ``interrupted`` on Ctrl-C)."""
+    within a fifth of the limit), then ``search(base, hint, t_start, deadline)``.
+
+    The model is not built at all when it cannot pay off: above ``opts.max_ops`` ops (when the options
+    have one), or when its estimated CPU cost ``model_cost_s`` exceeds 60 % of the limit; then the
+    heuristics get the whole budget and the best one's answer comes back labelled (:func:`fallback`,
+    ``extra["skipped"]`` says why). When the budget runs out before the solver starts
+    (:class:`OutOfTime`), or on Ctrl-C, the best answer so far comes back labelled (``interrupted`` on
+    Ctrl-C). The answer is never empty while a heuristic gives one."""
     t_start = time.perf_counter()
     limit = opts.default_time_limit_s if time_limit_s is None else float(time_limit_s)
     deadline = t_start + limit
     base = claims.base_bound(inst)
+    max_ops = getattr(opts, "max_ops", None)
+    skip = None
+    if max_ops is not None and inst.n > max_ops:  # e.g. the MILP's O(n^2) ordering binaries
+        skip = (f"{method}: {inst.n} ops > max_ops {max_ops}; the model was not built (use cpsat or refine for "
+                "large graphs)")
+    elif model_cost_s is not None and model_cost_s > 0.6 * limit:
+        skip = (f"the time limit leaves {limit:.2f} s, too short for the model of {inst.n} ops x {inst.m} devices "
+                f"(about {model_cost_s:.1f} s CPU to build); it was not built")
     hint: tuple[str, Result] | None = None
     try:
+        if skip is not None:  # the heuristics are the answer: they get the budget, less the clean-up
+            hint = best_heuristic(inst, "best" if opts.hint == "none" else opts.hint, seed=seed,
+                                  time_limit_s=max(0.2, 0.1 * limit), deadline=deadline - _cleanup_s(inst))
+            return fallback(inst, method, hint, base, opts, why=skip, skipped=True)
         if opts.hint != "none":
             hint = best_heuristic(inst, opts.hint, time_limit_s=max(0.2, 0.05 * limit), seed=seed,
                                   deadline=t_start + 0.2 * limit)
@@ -179,19 +198,22 @@ def run_guarded(inst: Instance, method: str, opts: Any, time_limit_s: float | No
 
 
 def fallback(inst: Instance, method: str, hint: tuple[str, Result] | None, base: claims.Bound, opts: Any, *,
-             why: str, interrupted: bool = False) -> Result:
-    """The heuristic answer, labelled (status ``heuristic``, ``extra["returned"] = "hint"``), when the
-    exact search did not run; re-raises KeyboardInterrupt when there is nothing to return."""
+             why: str, interrupted: bool = False, skipped: bool = False) -> Result:
+    """The heuristic answer, labelled (status ``heuristic``, ``extra["returned"] = "hint"``, ``stopped``:
+    why; ``skipped`` too when the model was not built on purpose), when the exact search did not run;
+    re-raises KeyboardInterrupt when there is nothing to return. The heuristic's simulated schedule is
+    reused (no second simulation)."""
     if hint is None:
         if interrupted:
             raise KeyboardInterrupt
         res = no_solution(inst, method, "no_solution", f"{method}: {why}; no heuristic answer", options=_asdict(opts))
         return claims.settle(res, [base])
     nm, h = hint
-    order = h.order if h.order is not None else h.schedule.order
-    res = make_result(inst, method, h.placement, order, status="heuristic", options=_asdict(opts),
-                      extra={"returned": "hint", "hint_method": nm, "stopped": why})
-    res = replace(res, message=f"{method}: {why}; returned heuristic {nm!r}'s answer", interrupted=interrupted)
+    order = h.order if h.order is not None else [list(x) for x in h.schedule.order]
+    extra = {"returned": "hint", "hint_method": nm, "stopped": why, **({"skipped": why} if skipped else {})}
+    res = replace(h, method=method, status="heuristic", order=order, options=_asdict(opts), extra=extra,
+                  claimed_makespan=None, lower_bound=None, bound_source=None,
+                  message=f"{method}: {why}; returned heuristic {nm!r}'s answer", interrupted=interrupted)
     return claims.settle(res, [base])
 
 
