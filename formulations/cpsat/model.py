@@ -23,9 +23,10 @@ generalisation (Moirai) for the placement part.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from ortools.sat.python import cp_model as cp
 
@@ -36,6 +37,7 @@ from dplace.model import Instance
 from .ticks import Ticks, _homogeneous
 
 __all__ = ["CpModelVars", "OutOfTime", "build_model", "energetic_bound", "model_cost_s", "reachability", "run_search",
+           "stop_building_on_interrupt",
            "time_windows", "will_break_symmetry"]
 
 
@@ -43,7 +45,26 @@ class OutOfTime(SolverError):
     """The time budget ran out before the search could start (raised while building a model)."""
 
 
+_stop_on_interrupt = False
+
+
+@contextlib.contextmanager
+def stop_building_on_interrupt() -> Iterator[None]:
+    """Inside: model building raises KeyboardInterrupt at its next check after a Ctrl-C (for code whose
+    caller turns that into its best answer so far, e.g. :func:`.solve.run_guarded`)."""
+    global _stop_on_interrupt
+    old, _stop_on_interrupt = _stop_on_interrupt, True
+    try:
+        yield
+    finally:
+        _stop_on_interrupt = old
+
+
 def _check_time(deadline: float | None) -> None:
+    """Raise :class:`OutOfTime` past ``deadline``; KeyboardInterrupt after a Ctrl-C inside
+    :func:`stop_building_on_interrupt`."""
+    if _stop_on_interrupt and interrupt.requested():
+        raise KeyboardInterrupt
     if deadline is not None and time.perf_counter() > deadline:
         raise OutOfTime("the time limit was reached while building the model")
 

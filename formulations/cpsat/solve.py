@@ -24,8 +24,10 @@ from dplace.model import Instance
 from dplace.registry import register
 from dplace.result import Result, make_result, no_solution
 
-from .hint import Interrupted, best_heuristic, hinted_model, memory_fits
-from .model import CpModelVars, OutOfTime, _check_time, energetic_bound, model_cost_s, run_search
+from .hint import Interrupted, best_heuristic, hinted_model, memory_fits, slowdown_guess
+from .model import (
+    CpModelVars, OutOfTime, _check_time, energetic_bound, model_cost_s, run_search, stop_building_on_interrupt,
+)
 from .ticks import Ticks, tick_schedule
 
 __all__ = ["CpsatOptions", "SolveOutcome", "confirm_bound", "cpsat", "fallback", "finish", "run_guarded",
@@ -187,7 +189,8 @@ def run_guarded(inst: Instance, method: str, opts: Any, time_limit_s: float | No
         if opts.hint != "none":
             hint = best_heuristic(inst, opts.hint, time_limit_s=max(0.2, 0.05 * limit), seed=seed,
                                   deadline=t_start + 0.2 * limit)
-        return search(base, hint, t_start, deadline)
+        with interrupt.polling():  # Ctrl-C from here: model building stops at its next check, a search
+            return search(base, hint, t_start, deadline)  # with its incumbent, clean-up is not cut off
     except Interrupted as exc:
         return fallback(inst, method, exc.best or hint, base, opts, interrupted=True,
                         why="interrupted (Ctrl-C) before the search")
@@ -220,6 +223,8 @@ def fallback(inst: Instance, method: str, hint: tuple[str, Result] | None, base:
 def _cpsat_search(inst: Instance, opts: CpsatOptions, seed: int, base: claims.Bound,
                   hint: tuple[str, Result] | None, t_start: float, deadline: float) -> Result:
     limit = deadline - t_start
+    if model_cost_s(inst) * slowdown_guess() > 0.9 * (deadline - time.perf_counter()):  # the machine's load
+        raise OutOfTime("no time left to build the model")
     horizon_us = hint[1].makespan if hint else None
     T = Ticks(inst, opts.tick, horizon_us)
     lb_ticks = int(math.ceil(base.value / T.tick - 1e-9))
@@ -237,10 +242,11 @@ def _cpsat_search(inst: Instance, opts: CpsatOptions, seed: int, base: claims.Bo
             if eb > lb_ticks:
                 lb_ticks = eb
                 own.append(claims.Bound(T.real_bound(eb), "energetic"))
-    _check_time(deadline)
-    V, hint_vals = hinted_model(inst, T, start, lb_ticks=lb_ticks, symmetry=opts.symmetry,
-                                hint_time_s=max(0.05, min(0.1 * limit, deadline - time.perf_counter())),
-                                deadline=deadline)
+    with stop_building_on_interrupt():
+        _check_time(deadline)
+        V, hint_vals = hinted_model(inst, T, start, lb_ticks=lb_ticks, symmetry=opts.symmetry,
+                                    hint_time_s=max(0.05, min(0.1 * limit, deadline - time.perf_counter())),
+                                    deadline=deadline)
     if hint is not None:
         extra.update(hint_method=hint[0], hint_makespan=hint[1].makespan, hint_used=hint_vals is not None)
     left = deadline - time.perf_counter()
