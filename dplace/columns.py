@@ -140,13 +140,21 @@ def bulk_numbers(vals: Any, hi: float) -> np.ndarray | None:
     return a
 
 
-def csr_lists(keys: np.ndarray, n: int, values: np.ndarray | None = None) -> list[list[int]]:
-    """Per key 0..n-1, the positions where it occurs in ``keys`` (or ``values`` at those positions), in
-    increasing order of position."""
+def csr_arrays(keys: np.ndarray, n: int, values: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(ptr, flat) for keys 0..n-1: key k's positions in ``keys`` (or ``values`` at those positions), in
+    increasing order of position, are ``flat[ptr[k]:ptr[k + 1]]`` (int64 arrays)."""
     order = np.argsort(keys, kind="stable")
-    order = (order if values is None else values[order]).tolist()
-    bounds = np.concatenate(([0], np.cumsum(np.bincount(keys, minlength=n)))).tolist()
-    return [order[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    flat = order if values is None else np.asarray(values)[order]
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys, minlength=n), out=ptr[1:])
+    return ptr, flat.astype(np.int64, copy=False)
+
+
+def csr_lists(ptr: np.ndarray, flat: np.ndarray) -> list[list[int]]:
+    """The lists ``flat[ptr[k]:ptr[k + 1]]`` for every k, as Python lists."""
+    items = flat.tolist()
+    bounds = ptr.tolist()
+    return [items[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def ordered_forward(src: np.ndarray, dst: np.ndarray) -> bool:

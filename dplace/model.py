@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from .columns import FREEZE_FROM, Columns, bulk_numbers, csr_lists, gc_paused, ordered_forward
+from .columns import FREEZE_FROM, Columns, bulk_numbers, csr_arrays, csr_lists, gc_paused, ordered_forward
 from .errors import InvalidInstanceError, show_value
 from .graph import digraph, edge_on_cycle, ready_order
 
@@ -113,6 +113,15 @@ def check_number(value: Any, where: str, *, positive: bool = False, lo: float | 
     return v
 
 
+def _listed(array_attr: str) -> cached_property:
+    """A per-op or per-edge list built on first use from the array the instance keeps."""
+    def get(self):
+        return getattr(self, array_attr).tolist()
+
+    get.__doc__ = f"``{array_attr[1:-2]}`` as a list (built on first use from the array ``{array_attr}``)."
+    return cached_property(get)
+
+
 class Instance:
     """A validated, read-only placement problem.
 
@@ -186,9 +195,47 @@ class Instance:
         """The ops' and edges' raw fields by column (as given: names, times, memory, pins, colocation)."""
         return self._cols
 
+    @cached_property
+    def op_index(self) -> dict[str, int]:
+        """op id -> op index."""
+        return dict(zip(self._cols.ids, range(self.n)))
+
     @property
     def n_edges(self) -> int:
-        return len(self.esrc)
+        return len(self._esrc_a)
+
+    # Per-op and per-edge lists for pure-Python loops, built from the arrays on first use (a run that
+    # reads only the arrays, :func:`dplace.kernels.inst_arrays`, never builds them).
+    dur = _listed("_dur_a")  # list[list[float]]
+    mem = _listed("_mem_a")  # list[int]
+    esrc = _listed("_esrc_a")  # list[int]
+    edst = _listed("_edst_a")  # list[int]
+    ebytes = _listed("_ebytes_a")  # list[float]
+    topo = _listed("_topo_a")  # list[int]
+    topo_pos = _listed("_topo_pos_a")  # list[int]
+    pinned = _listed("_pinned_a")  # list[int]
+    group_of = _listed("_group_of_a")  # list[int]
+
+    @cached_property
+    def succ(self) -> list[list[int]]:
+        return csr_lists(*self._succ_csr)
+
+    @cached_property
+    def pred(self) -> list[list[int]]:
+        return csr_lists(*self._pred_csr)
+
+    @cached_property
+    def groups(self) -> list[list[int]]:
+        return csr_lists(self._group_ptr, self._group_members)
+
+    @cached_property
+    def _succ_csr(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ptr, edges): op o's outgoing edges are ``edges[ptr[o]:ptr[o + 1]]``, in edge order."""
+        return csr_arrays(self._esrc_a, self.n)
+
+    @cached_property
+    def _pred_csr(self) -> tuple[np.ndarray, np.ndarray]:
+        return csr_arrays(self._edst_a, self.n)
 
     # ------------------------------------------------------------------ validation + indexes
     def _validate_and_index(self) -> None:
@@ -228,47 +275,47 @@ class Instance:
         if not self._index_edges_bulk(cols):
             self._check_edges_one_by_one()
             raise AssertionError("bulk edge checks failed, per-edge checks passed")  # pragma: no cover
-        self.topo = list(range(self.n)) if ordered_forward(self._src, self._dst) else self._topological_order()
-        self.topo_pos = [0] * self.n
-        for i, o in enumerate(self.topo):
-            self.topo_pos[o] = i
-        del self._src, self._dst
+        if ordered_forward(self._esrc_a, self._edst_a):
+            self._topo_a = np.arange(self.n, dtype=np.int64)
+        else:
+            self._topo_a = np.array(self._topological_order(), dtype=np.int64)
+        self._topo_pos_a = np.empty(self.n, dtype=np.int64)
+        self._topo_pos_a[self._topo_a] = np.arange(self.n, dtype=np.int64)
 
         # pinning and colocation
         self._index_pins_and_groups(cols)
-        max_dev_mem = max(dev.memory for dev in self.devices)
+        caps = np.array([dev.memory for dev in self.devices], dtype=np.int64)
+        max_dev_mem = int(caps.max())
+        mem, pinned = self._mem_a, self._pinned_a
+        gptr, gmem = self._group_ptr, self._group_members
         for g in self._groups_to_check(max_dev_mem):
-            members = self.groups[g]
-            pins = {self.pinned[o] for o in members if self.pinned[o] >= 0}
+            members = gmem[gptr[g]:gptr[g + 1]]
+            pins = set(pinned[members][pinned[members] >= 0].tolist())
             if len(pins) > 1:
                 names_ = sorted(self.devices[d].name for d in pins)
                 raise InvalidInstanceError(f"colocation {self.group_names[g]!r}: members pinned to different devices {names_}")
             if pins:
-                d = pins.pop()
-                for o in members:
-                    self.pinned[o] = d
-            total = sum(self.mem[o] for o in members)
+                pinned[members] = pins.pop()
+            total = sum(mem[members].tolist())
             if total > max_dev_mem:
                 raise InvalidInstanceError(
                     f"colocation {self.group_names[g]!r}: memory {total} is larger than every device "
                     f"(largest {max_dev_mem})"
                 )
-        mem = np.array(self.mem, dtype=np.int64)
-        pinned = np.array(self.pinned, dtype=np.int64)
-        cap_of = np.array([dev.memory for dev in self.devices] + [max_dev_mem], dtype=np.int64)[pinned]
+        cap_of = np.append(caps, max_dev_mem)[pinned]
         bad = np.flatnonzero((mem > max_dev_mem) | ((pinned >= 0) & (mem > cap_of)))
         if bad.size:
             o = int(bad[0])
-            if self.mem[o] > max_dev_mem:
-                raise InvalidInstanceError(f"op {cols.ids[o]!r}: memory {self.mem[o]} is larger than every device (largest {max_dev_mem})")
+            if mem[o] > max_dev_mem:
+                raise InvalidInstanceError(f"op {cols.ids[o]!r}: memory {int(mem[o])} is larger than every device (largest {max_dev_mem})")
             raise InvalidInstanceError(
-                f"op {cols.ids[o]!r}: memory {self.mem[o]} exceeds its pinned device "
-                f"{self.devices[self.pinned[o]].name!r} ({self.devices[self.pinned[o]].memory})"
+                f"op {cols.ids[o]!r}: memory {int(mem[o])} exceeds its pinned device "
+                f"{self.devices[pinned[o]].name!r} ({self.devices[pinned[o]].memory})"
             )
         self.capacity = [int(dev.memory) for dev in self.devices]
         pinned_mem = [0] * self.m
         for o in np.flatnonzero(pinned >= 0).tolist():
-            pinned_mem[self.pinned[o]] += self.mem[o]
+            pinned_mem[int(pinned[o])] += int(mem[o])
         for d, need in enumerate(pinned_mem):
             if need > self.capacity[d]:
                 raise InvalidInstanceError(f"device {self.devices[d].name!r}: the ops pinned to it need {need} bytes of memory, "
@@ -279,9 +326,13 @@ class Instance:
         """``op_index``, ``dur`` and ``mem`` from the columns checked in bulk; False when a value needs the
         per-op checks (which name it)."""
         n, devs = self.n, self.devices
-        index = dict(zip(cols.ids, range(n)))
-        if len(index) != n:
-            return False
+        if isinstance(cols.src, np.ndarray):  # edges by index: the id -> index map is built on first use
+            if len(set(cols.ids)) != n:
+                return False
+        else:
+            self.op_index = dict(zip(cols.ids, range(n)))
+            if len(self.op_index) != n:
+                return False
         tmap = dict(cols.time_map)
         times = cols.time
         if not isinstance(times, np.ndarray):
@@ -297,15 +348,13 @@ class Instance:
             return False
         speed = np.array([float(dev.speed) for dev in devs])
         dur = t[:, None] / speed[None, :]
-        self._dmax = dur.max(axis=1) if n else dur[:, 0]
-        self.dur: list[list[float]] = dur.tolist()
         for o, tm in tmap.items():
             if not isinstance(tm, Mapping):
                 return False
-            self.dur[o] = self._time_row(cols.ids[o], tm)
-            self._dmax[o] = max(self.dur[o])
-        self.op_index: dict[str, int] = index
-        self.mem: list[int] = mem.astype(np.int64).tolist()
+            dur[o] = self._time_row(cols.ids[o], tm)
+        self._dmax = dur.max(axis=1) if n else dur[:, 0]
+        self._dur_a = dur
+        self._mem_a = mem.astype(np.int64)
         return True
 
     def _time_row(self, oid: str, time: Mapping[str, Any]) -> list[float]:
@@ -352,12 +401,7 @@ class Instance:
         nbytes = bulk_numbers(cols.nbytes, MAX_BYTES)
         if nbytes is None or len(src) != len(dst) or len(src) != len(nbytes) or (src == dst).any():
             return False
-        self._src, self._dst, self._ebytes = src, dst, nbytes
-        self.esrc: list[int] = src.tolist()
-        self.edst: list[int] = dst.tolist()
-        self.ebytes: list[float] = nbytes.tolist()
-        self.succ: list[list[int]] = csr_lists(src, n)
-        self.pred: list[list[int]] = csr_lists(dst, n)
+        self._esrc_a, self._edst_a, self._ebytes_a = src, dst, nbytes
         return True
 
     def _check_edges_one_by_one(self) -> None:
@@ -373,13 +417,13 @@ class Instance:
     def _groups_to_check(self, max_dev_mem: int) -> list[int]:
         """The colocation groups that have a pinned member or may hold more memory than the largest
         device (in group order; the others need no check), found in bulk."""
-        if not self.groups:
+        if not self.group_names:
             return []
-        g = np.array(self.group_of, dtype=np.int64)
+        g = self._group_of_a
         inside = g >= 0
-        pinned = np.array(self.pinned, dtype=np.int64)
-        mem = np.array(self.mem, dtype=np.float64)
-        k = len(self.groups)
+        pinned = self._pinned_a
+        mem = self._mem_a.astype(np.float64)
+        k = len(self.group_names)
         has_pin = np.bincount(g[inside & (pinned >= 0)], minlength=k) > 0
         heavy = np.bincount(g[inside], weights=mem[inside], minlength=k) > max_dev_mem * (1 - 1e-9)
         return np.flatnonzero(has_pin | heavy).tolist()
@@ -389,12 +433,13 @@ class Instance:
         (groups numbered in order of their first op)."""
         n = self.n
         if cols.pin_names is None:
-            self.pinned = [-1] * n
+            pinned = [-1] * n
             for o, dn in enumerate(cols.pin):
                 if dn is not None:
                     if dn not in self.device_index:
                         raise InvalidInstanceError(f"op {cols.ids[o]!r}: device {dn!r} does not exist")
-                    self.pinned[o] = self.device_index[dn]
+                    pinned[o] = self.device_index[dn]
+            self._pinned_a = np.array(pinned, dtype=np.int64)
         else:
             codes = np.asarray(cols.pin, dtype=np.int64)
             to_dev = []
@@ -405,22 +450,20 @@ class Instance:
                 to_dev.append(self.device_index[dn])
             if n and (codes.min() < -1 or codes.max() >= len(to_dev)):
                 raise InvalidInstanceError(f"ops: device code out of range ({int(codes.min())}..{int(codes.max())})")
-            self.pinned = np.array(to_dev + [-1], dtype=np.int64)[codes].tolist()
+            self._pinned_a = np.array(to_dev + [-1], dtype=np.int64)[codes]
         if cols.coloc_names is None:
             names: dict[str, int] = {}
-            self.group_of = [-1] * n
-            self.groups: list[list[int]] = []
+            group_of = [-1] * n
             self.group_names: list[str] = []
             for o, c in enumerate(cols.coloc):
                 if c is None:
                     continue
                 g = names.get(c)
                 if g is None:
-                    g = names[c] = len(self.groups)
-                    self.groups.append([])
+                    g = names[c] = len(self.group_names)
                     self.group_names.append(str(c))
-                self.groups[g].append(o)
-                self.group_of[o] = g
+                group_of[o] = g
+            self._set_groups(np.array(group_of, dtype=np.int64))
             return
         codes = np.asarray(cols.coloc, dtype=np.int64)
         if n and (codes.min() < -1 or codes.max() >= len(cols.coloc_names)):
@@ -430,10 +473,15 @@ class Instance:
         by_first = used[np.argsort(first, kind="stable")]  # codes in order of their first op
         renum = np.full(len(cols.coloc_names) + 1, -1, dtype=np.int64)
         renum[by_first] = np.arange(len(by_first))
-        group_of = renum[codes]
-        self.group_of = group_of.tolist()
         self.group_names = [str(cols.coloc_names[c]) for c in by_first.tolist()]
-        self.groups = csr_lists(group_of[members], len(by_first), members)
+        self._set_groups(renum[codes])
+
+    def _set_groups(self, group_of: np.ndarray) -> None:
+        """``group_of`` (array) and the groups' members as CSR (``_group_ptr``, ``_group_members``: op
+        indices in increasing order within each group)."""
+        self._group_of_a = group_of
+        members = np.flatnonzero(group_of >= 0)
+        self._group_ptr, self._group_members = csr_arrays(group_of[members], len(self.group_names), members)
 
     def _check_serial_time(self) -> None:
         """Every op on its slowest device and every transfer at its slowest, one after another, must stay
@@ -442,8 +490,8 @@ class Instance:
         bw = min(min(row) for row in self.bw)
         total = sum(self._dmax.tolist())  # each op on its slowest device
         if self.m > 1:
-            total += sum((lat + self._ebytes / bw).tolist())
-        del self._dmax, self._ebytes
+            total += sum((lat + self._ebytes_a / bw).tolist())
+        del self._dmax
         if total > MAX_SERIAL_US:
             raise InvalidInstanceError(f"instance: ops and transfers one after another take {total:.3g} µs, more than the "
                        f"limit {MAX_SERIAL_US:g} µs (see the README's value limits)")
@@ -486,11 +534,11 @@ class Instance:
         """True when devices are interchangeable (same memory, speed, op times and links)."""
         if any(dev.memory != self.devices[0].memory for dev in self.devices):
             return False
-        if any(len(set(row)) > 1 for row in self.dur):
+        if (self._dur_a != self._dur_a[:, :1]).any():
             return False
         if self.pairs and len({(lk.latency, lk.bandwidth) for lk in self.pairs.values()} | {(self.link.latency, self.link.bandwidth)}) > 1:
             return False
-        return not any(p >= 0 for p in self.pinned)
+        return not (self._pinned_a >= 0).any()
 
     def __repr__(self) -> str:
         return f"Instance({self.name!r}, ops={self.n}, edges={len(self.edges)}, devices={self.m}, comm={self.comm!r})"

@@ -37,39 +37,30 @@ class InstArrays:
     sequential: bool  # comm mode "sequential"
 
 
-def _csr(lists) -> tuple[np.ndarray, np.ndarray]:
-    sizes = np.fromiter((len(x) for x in lists), dtype=np.int64, count=len(lists))
-    ptr = np.zeros(len(lists) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=ptr[1:])
-    flat = np.fromiter((v for x in lists for v in x), dtype=np.int64, count=int(ptr[-1]))
-    return ptr, flat
-
-
 def inst_arrays(inst) -> InstArrays:
-    """Build (once, cached on the instance) the arrays of ``inst``."""
+    """Build (once, cached on the instance) the arrays of ``inst``, from the arrays it holds (no per-op
+    Python lists are built or read)."""
     got = inst.__dict__.get("_kernel_arrays")
     if got is not None:
         return got
-    pred_ptr, pred_edge = _csr(inst.pred)
-    succ_ptr, succ_edge = _csr(inst.succ)
-    group_ptr, group_members = _csr(inst.groups)
+    pred_ptr, pred_edge = inst._pred_csr
+    succ_ptr, succ_edge = inst._succ_csr
     a = InstArrays(
         n=inst.n, m=inst.m,
-        dur=np.ascontiguousarray(np.asarray(inst.dur, dtype=np.float64).reshape(inst.n, inst.m)),
-        mem=np.asarray(inst.mem, dtype=np.int64),
+        dur=np.ascontiguousarray(inst._dur_a, dtype=np.float64),
+        mem=inst._mem_a,
         capacity=np.asarray(inst.capacity, dtype=np.int64),
-        esrc=np.asarray(inst.esrc, dtype=np.int64),
-        edst=np.asarray(inst.edst, dtype=np.int64),
-        ebytes=np.asarray(inst.ebytes, dtype=np.float64),
+        esrc=inst._esrc_a, edst=inst._edst_a, ebytes=np.asarray(inst._ebytes_a, dtype=np.float64),
         pred_ptr=pred_ptr, pred_edge=pred_edge, succ_ptr=succ_ptr, succ_edge=succ_edge,
         lat=np.asarray(inst.lat, dtype=np.float64).reshape(inst.m, inst.m),
         bw=np.asarray(inst.bw, dtype=np.float64).reshape(inst.m, inst.m),
-        pinned=np.asarray(inst.pinned, dtype=np.int64),
-        group_of=np.asarray(inst.group_of, dtype=np.int64),
-        group_ptr=group_ptr, group_members=group_members,
-        topo=np.asarray(inst.topo, dtype=np.int64),
-        topo_pos=np.asarray(inst.topo_pos, dtype=np.int64),
+        pinned=inst._pinned_a, group_of=inst._group_of_a,
+        group_ptr=inst._group_ptr, group_members=inst._group_members,
+        topo=inst._topo_a, topo_pos=inst._topo_pos_a,
         sequential=inst.comm == "sequential",
     )
+    for name in ("dur", "mem", "esrc", "edst", "ebytes", "pred_ptr", "pred_edge", "succ_ptr", "succ_edge",
+                 "pinned", "group_of", "group_ptr", "group_members", "topo", "topo_pos"):
+        getattr(a, name).flags.writeable = False  # shared with the instance: read-only
     inst.__dict__["_kernel_arrays"] = a
     return a
