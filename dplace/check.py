@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .check_bulk import TOL, valid_in_bulk
+from .check_bulk import TOL, valid_in_bulk, valid_result_in_bulk
 from .model import Instance
 
 BULK_FROM = 1000  # ops: from this size a valid schedule is recognised in bulk (numpy) first
@@ -101,6 +101,10 @@ def _shape_errors(data: Any, rows_too: bool = True) -> list[str]:
 def check(inst: Instance, result: Any) -> CheckReport:
     """Validate ``result`` (a Result or its ``to_dict()``) against ``inst``; never raises on bad data
     (data of the wrong JSON types is reported as errors)."""
+    if hasattr(result, "to_dict") and inst.n >= BULK_FROM and result.placement is not None:
+        memory_ok = valid_result_in_bulk(inst, result)  # from its arrays, without building its JSON form
+        if memory_ok is not None:
+            return CheckReport(memory_ok=memory_ok)
     data = result.to_dict() if hasattr(result, "to_dict") else result
     rep = CheckReport()
     err = rep.errors.append

@@ -57,6 +57,42 @@ def valid_in_bulk(inst: Instance, data: Any) -> bool | None:
         return None
     start, end = np.empty(n), np.empty(n)
     start[idx], end[idx] = r_s, r_e
+    order = None
+    if data.get("order_given") and data.get("order"):
+        od = data["order"]
+        if not isinstance(od, dict) or not all(isinstance(lst, list) for lst in od.values()):
+            return None
+        try:
+            order = [np.array([inst.op_index[x] for x in lst], dtype=np.int64) for lst in od.values()]
+        except (KeyError, TypeError):
+            return None
+    return valid_arrays(inst, pdev, start, end, data.get("makespan"), data.get("memory_ok"), order)
+
+
+def valid_result_in_bulk(inst: Instance, result: Any) -> bool | None:
+    """:func:`valid_in_bulk` of a Result object, read from its arrays (the numbers its JSON form would
+    carry: placement, the schedule's start and end, makespan, memory_ok, the order if given) without
+    building that form."""
+    if inst.comm != "parallel" or result.instance is not inst or result.schedule is None or result.placement is None:
+        return None
+    s = result.schedule
+    _, start, end = s.arrays()
+    pdev = np.asarray(result.placement, dtype=np.int64)
+    if pdev.shape != (inst.n,) or start.shape != (inst.n,) or end.shape != (inst.n,):
+        return None
+    order = None if result.order is None else [np.asarray(x, dtype=np.int64) for x in result.order]
+    return valid_arrays(inst, pdev, start, end, s.makespan, s.memory_ok, order)
+
+
+def valid_arrays(inst: Instance, pdev: np.ndarray, start: np.ndarray, end: np.ndarray, makespan: Any,
+                 memory_ok: Any, order: list[np.ndarray] | None) -> bool | None:
+    """The rules on arrays: ``pdev[o]`` the device of op o, its ``start``/``end``, the claimed ``makespan``
+    and ``memory_ok`` (None: not claimed), ``order`` (None: none given) per device the op indices in the
+    order given. ``memory_ok`` when every rule holds, else None."""
+    n, m = inst.n, inst.m
+    cols = inst.columns
+    names = [d.name for d in inst.devices]
+    dindex = {x: d for d, x in enumerate(names)}
 
     # durations and start >= 0
     speed = np.array([float(d.speed) for d in inst.devices])
@@ -74,15 +110,15 @@ def valid_in_bulk(inst: Instance, data: Any) -> bool | None:
         return None
 
     # no overlap per device
-    order = np.lexsort((end, start, pdev))
-    s1, f1, d1 = start[order], end[order], pdev[order]
+    by_dev = np.lexsort((end, start, pdev))
+    s1, f1, d1 = start[by_dev], end[by_dev], pdev[by_dev]
     same = d1[1:] == d1[:-1]
     bad = ~_close_ge(s1[1:], f1[:-1]) & (f1[1:] > s1[1:]) & (f1[:-1] > s1[:-1])
     if (same & bad).any():
         return None
 
     # precedence with transfer delays
-    src, dst = np.asarray(inst.esrc, dtype=np.int64), np.asarray(inst.edst, dtype=np.int64)
+    src, dst = inst._esrc_a, inst._edst_a
     nbytes = np.asarray(cols.nbytes, dtype=np.float64)
     lat = np.full((m, m), float(inst.link.latency))
     bw = np.full((m, m), float(inst.link.bandwidth))
@@ -94,10 +130,13 @@ def valid_in_bulk(inst: Instance, data: Any) -> bool | None:
         return None
 
     # pins and colocation
-    pins = np.asarray(cols.pin_codes(names), dtype=np.int64)
+    if cols.pin_names is not None:
+        pins = np.array([dindex.get(x, -2) for x in cols.pin_names] + [-1], dtype=np.int64)[np.asarray(cols.pin, dtype=np.int64)]
+    else:
+        pins = np.asarray(cols.pin_codes(names), dtype=np.int64)
     if ((pins >= 0) & (pins != pdev)).any():
         return None
-    g = np.asarray(inst.group_of, dtype=np.int64)
+    g = inst._group_of_a
     ing = g >= 0
     if ing.any():
         k = int(g.max()) + 1
@@ -109,31 +148,25 @@ def valid_in_bulk(inst: Instance, data: Any) -> bool | None:
             return None
 
     # memory
-    mem = cols.mem.tolist() if isinstance(cols.mem, np.ndarray) else cols.mem
-    used = [0] * m
-    for x, d in zip(mem, pdev.tolist()):
-        used[d] += int(x)
-    memory_ok = all(used[d] <= inst.devices[d].memory for d in range(m))
-    claimed = data.get("memory_ok")
-    if claimed is not None and bool(claimed) != memory_ok:
+    mem = np.asarray(cols.mem)
+    if mem.dtype.kind in "iu" and (not n or int(mem.max()) * n < 2**62):
+        used_a = np.zeros(m, dtype=np.int64)
+        np.add.at(used_a, pdev, mem.astype(np.int64))
+        used = used_a.tolist()
+    else:
+        used = [0] * m
+        for x, d in zip(mem.tolist(), pdev.tolist()):
+            used[d] += int(x)
+    ok = all(used[d] <= inst.devices[d].memory for d in range(m))
+    if memory_ok is not None and bool(memory_ok) != ok:
         return None
 
     # makespan and order
     last = float(end.max()) if n else 0.0
-    mk = data.get("makespan")
-    if mk is not None and (type(mk) not in (int, float) or not _close(float(mk), last)):
+    if makespan is not None and (type(makespan) not in (int, float) or not _close(float(makespan), last)):
         return None
-    if data.get("order_given") and data.get("order"):
-        od = data["order"]
-        if not isinstance(od, dict):
+    for lst in order or ():
+        s = start[lst]
+        if len(s) > 1 and not _close_ge(s[1:], s[:-1]).all():
             return None
-        for lst in od.values():
-            if not isinstance(lst, list):
-                return None
-            try:
-                s = start[[inst.op_index[x] for x in lst]]
-            except (KeyError, TypeError):
-                return None
-            if len(s) > 1 and not _close_ge(s[1:], s[:-1]).all():
-                return None
-    return memory_ok
+    return ok

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidInstanceError
 from .model import Instance
-from .simulate import Schedule, as_order, as_placement, simulate
+from .simulate import (Schedule, as_order, as_placement, order_arrays, placement_array, simulate,
+                       simulate_arrays, use_kernel)
 
 if TYPE_CHECKING:
     from .transform import Transform
@@ -152,9 +153,14 @@ def make_result(
     """Simulate ``placement``/``order`` and wrap everything in a :class:`Result`."""
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
-    pl = as_placement(inst, placement)
-    od = as_order(inst, pl, order) if order is not None else None
-    sched = simulate(inst, pl, od)
+    if use_kernel(inst):  # checked and simulated on arrays (placement and order may be int arrays)
+        pa = placement_array(inst, placement)
+        sched = simulate_arrays(inst, pa, order_arrays(inst, pa, order) if order is not None else None)
+        pl, od = sched.placement, (sched.order if order is not None else None)
+    else:
+        pl = as_placement(inst, placement)
+        od = as_order(inst, pl, order) if order is not None else None
+        sched = simulate(inst, pl, od)
     return Result(
         instance=inst, method=method, status=status, placement=pl, order=od, schedule=sched,
         lower_bound=lower_bound, claimed_makespan=claimed_makespan, options=dict(options or {}),

@@ -26,7 +26,10 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Mapping, Sequence
+
+import numpy as np
 
 from .errors import InvalidInstanceError
 from .events import run_events
@@ -57,6 +60,39 @@ class Schedule:
     def peak_memory(self) -> int:
         return max(self.memory) if self.memory else 0
 
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(placement, start, end) as numpy arrays (int64, float64, float64), for bulk readers."""
+        return (np.asarray(self.placement, dtype=np.int64), np.asarray(self.start, dtype=np.float64),
+                np.asarray(self.end, dtype=np.float64))
+
+
+def _listed(key: str, how=lambda a: a.tolist()) -> cached_property:
+    def get(self):
+        return how(self._arrays[key])
+
+    return cached_property(get)
+
+
+class ArraySchedule(Schedule):
+    """A :class:`Schedule` computed on arrays (the compiled simulator): the same fields, each list built
+    from its array on first use; :meth:`arrays` hands the arrays over without building them."""
+
+    def __init__(self, placement: np.ndarray, start: np.ndarray, end: np.ndarray, transfers: tuple,
+                 makespan: float, memory: list[int], memory_ok: bool, order: tuple[np.ndarray, np.ndarray]) -> None:
+        self._arrays = {"placement": placement, "start": start, "end": end, "transfers": transfers,
+                        "order": order}
+        self.makespan, self.memory, self.memory_ok = makespan, memory, memory_ok
+
+    placement = _listed("placement")
+    start = _listed("start")
+    end = _listed("end")
+    transfers = _listed("transfers", lambda tr: list(zip(*(x.tolist() for x in tr))))
+    order = _listed("order", lambda po: [po[1][a:b].tolist() for a, b in zip(po[0][:-1].tolist(), po[0][1:].tolist())])
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        a = self._arrays
+        return a["placement"], a["start"], a["end"]
+
 
 def as_placement(inst: Instance, placement: Any) -> list[int]:
     """Normalise a placement given as a list of device indices or a mapping op id -> device name."""
@@ -84,7 +120,8 @@ def as_placement(inst: Instance, placement: Any) -> list[int]:
 
 
 def as_order(inst: Instance, placement: list[int], order: Any) -> list[list[int]]:
-    """Normalise an order (per-device lists, by index or name) and check it lists every op once."""
+    """Normalise an order (per-device lists or int arrays, by index or name) and check it lists every op
+    once."""
     if isinstance(order, Mapping):
         lists: list[list[int]] = [[] for _ in range(inst.m)]
         for dname, ops in order.items():
@@ -95,9 +132,9 @@ def as_order(inst: Instance, placement: list[int], order: Any) -> list[list[int]
                 raise InvalidInstanceError(f"order: device {dname!r} must map to a list of ops, got {ops!r}")
             lists[d] = [inst.op_index[x] if isinstance(x, str) and x in inst.op_index else x for x in ops]
     else:
-        if not isinstance(order, (list, tuple)) or not all(isinstance(x, (list, tuple)) for x in order):
+        if not isinstance(order, (list, tuple)) or not all(isinstance(x, (list, tuple, np.ndarray)) for x in order):
             raise InvalidInstanceError(f"order: expected one list of ops per device, got {order!r:.60}")
-        lists = [list(x) for x in order]
+        lists = [x.tolist() if isinstance(x, np.ndarray) else list(x) for x in order]
         if len(lists) != inst.m:
             raise InvalidInstanceError(f"order: expected {inst.m} device lists, got {len(lists)}")
     seen = [False] * inst.n
@@ -127,8 +164,94 @@ def memory_use(inst: Instance, placement: Sequence[int]) -> list[int]:
     return used
 
 
+KERNEL_FROM = 2000  # ops: from this size (parallel comm) the compiled event loop runs, when enabled
+
+
+def use_kernel(inst: Instance) -> bool:
+    """Whether :func:`simulate` runs the compiled event loop (:mod:`dplace.kernels.sim`) on ``inst``."""
+    from . import kernels
+
+    return inst.comm == "parallel" and inst.n >= KERNEL_FROM and kernels.enabled()
+
+
+def placement_array(inst: Instance, placement: Any) -> np.ndarray:
+    """:func:`as_placement` as an int64 array, checked in bulk (a bad placement is worded by
+    :func:`as_placement`)."""
+    if not isinstance(placement, Mapping):
+        a = np.asarray(placement)
+        if a.ndim == 1 and a.dtype.kind in "iu" and len(a) == inst.n and (not len(a) or (a.min() >= 0 and a.max() < inst.m)):
+            return a.astype(np.int64, copy=False)
+    return np.array(as_placement(inst, placement), dtype=np.int64)
+
+
+def order_arrays(inst: Instance, pl: np.ndarray, order: Any) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`as_order` as (ptr, ops) int64 arrays, device d's list ``ops[ptr[d]:ptr[d + 1]]``, checked
+    in bulk; each device's list may be a list or an int array (a bad order is worded by :func:`as_order`)."""
+    n, m = inst.n, inst.m
+    if isinstance(order, (list, tuple)) and len(order) == m and all(isinstance(x, (list, tuple, np.ndarray)) for x in order):
+        parts = [np.asarray(x) for x in order]
+        if all(p.ndim == 1 and (p.dtype.kind in "iu" or not len(p)) for p in parts):
+            sizes = np.array([len(p) for p in parts], dtype=np.int64)
+            ptr = np.zeros(m + 1, dtype=np.int64)
+            np.cumsum(sizes, out=ptr[1:])
+            ops = np.concatenate(parts).astype(np.int64) if m else np.zeros(0, np.int64)
+            if len(ops) == n and (not n or (ops.min() >= 0 and ops.max() < n and (np.bincount(ops, minlength=n) == 1).all()
+                                            and (pl[ops] == np.repeat(np.arange(m), sizes)).all())):
+                return ptr, ops
+    lists = as_order(inst, pl.tolist(), order)
+    ptr = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in lists], out=ptr[1:])
+    return ptr, np.array([o for x in lists for o in x], dtype=np.int64)
+
+
+def memory_array(inst: Instance, pl: np.ndarray) -> list[int]:
+    """:func:`memory_use` in bulk (exact: int64 sums when they cannot overflow)."""
+    mem = inst._mem_a
+    if not len(mem) or int(mem.max()) * len(mem) < 2**62:
+        used = np.zeros(inst.m, dtype=np.int64)
+        np.add.at(used, pl, mem)
+        return used.tolist()
+    return memory_use(inst, pl.tolist())
+
+
+def simulate_arrays(inst: Instance, pl: np.ndarray, order: tuple[np.ndarray, np.ndarray] | None) -> ArraySchedule:
+    """:func:`simulate` with the compiled event loop (parallel comm) on a checked placement array and
+    order arrays (:func:`placement_array`, :func:`order_arrays`)."""
+    from .kernels import inst_arrays
+    from .kernels.sim import run_events_parallel
+
+    n, m = inst.n, inst.m
+    start, end, tr, done, nxt = run_events_parallel(inst_arrays(inst), pl, order)
+    if done < n:
+        assert order is not None
+        ptr, ops = order
+        for d in range(m):
+            if ptr[d] + nxt[d] < ptr[d + 1]:
+                _deadlock(inst, d, int(ops[ptr[d] + nxt[d]]))
+        raise InvalidInstanceError("order: deadlock")  # pragma: no cover
+    used = memory_array(inst, pl)
+    if order is None:
+        by_time = np.lexsort((inst._topo_pos_a, end, start))
+        ops = by_time[np.argsort(pl[by_time], kind="stable")]
+        ptr = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(np.bincount(pl, minlength=m), out=ptr[1:])
+        order = (ptr, ops)
+    return ArraySchedule(pl, start, end, tr, float(end.max()) if n else 0.0, used,
+                         all(used[d] <= inst.capacity[d] for d in range(m)), order)
+
+
+def _deadlock(inst: Instance, d: int, o: int) -> None:
+    raise InvalidInstanceError(
+        f"order: device {inst.devices[d].name!r} waits for op {inst.ops[o].id!r} whose inputs "
+        f"never arrive (the order contradicts the graph's precedence)"
+    )
+
+
 def simulate(inst: Instance, placement: Any, order: Any = None) -> Schedule:
     """Simulate one training step of ``placement`` (and optional per-device ``order``)."""
+    if use_kernel(inst):
+        pa = placement_array(inst, placement)
+        return simulate_arrays(inst, pa, order_arrays(inst, pa, order) if order is not None else None)
     pl = as_placement(inst, placement)
     lists = as_order(inst, pl, order) if order is not None else None
     n, m = inst.n, inst.m
@@ -137,11 +260,7 @@ def simulate(inst: Instance, placement: Any, order: Any = None) -> Schedule:
         assert lists is not None
         for d in range(m):
             if nxt[d] < len(lists[d]):
-                o = lists[d][nxt[d]]
-                raise InvalidInstanceError(
-                    f"order: device {inst.devices[d].name!r} waits for op {inst.ops[o].id!r} whose inputs "
-                    f"never arrive (the order contradicts the graph's precedence)"
-                )
+                _deadlock(inst, d, lists[d][nxt[d]])
         raise InvalidInstanceError("order: deadlock")  # pragma: no cover
     used = memory_use(inst, pl)
     if lists is not None:

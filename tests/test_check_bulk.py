@@ -69,3 +69,46 @@ def test_large_schedule_goes_through_bulk_and_stays_valid():
     data["schedule"][5]["start"] += 1e3
     rep = check_mod.check(inst, data)  # the reference words what bulk would not accept
     assert not rep.ok and data["schedule"][5]["op"] in rep.summary()
+
+
+def _spoil_result(res, rng: random.Random):
+    """A Result object with one number changed (start, end, device, makespan, memory verdict, order)."""
+    from dataclasses import replace
+
+    from dplace.simulate import Schedule
+
+    s = res.schedule
+    f = dict(placement=list(res.placement), start=list(s.start), end=list(s.end), transfers=list(s.transfers),
+             makespan=s.makespan, memory=list(s.memory), memory_ok=s.memory_ok, order=[list(x) for x in s.order])
+    o = rng.randrange(res.instance.n)
+    kind = rng.randrange(6)
+    order = res.order
+    if kind == 0:
+        f["start"][o] -= rng.choice([0.5, 3.0])
+    elif kind == 1:
+        f["end"][o] += 0.25
+    elif kind == 2:
+        f["placement"][o] = rng.randrange(res.instance.m)
+    elif kind == 3:
+        f["makespan"] += 1.0
+    elif kind == 4:
+        f["memory_ok"] = not f["memory_ok"]
+    else:
+        order = [list(reversed(x)) for x in s.order]
+    return replace(res, placement=f["placement"], schedule=Schedule(**f), order=order)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_bulk_on_result_objects_agrees_with_the_rules_one_by_one(seed, monkeypatch):
+    from dplace.check_bulk import valid_result_in_bulk
+
+    rng = random.Random(100 + seed)
+    inst = random_instance(rng, n_ops=rng.randint(2, 30), comm="parallel", memory_slack=3.0)
+    res = dplace.solve(inst, rng.choice(["heft", "m_etf", "single", "dpos"]))
+    assert valid_result_in_bulk(inst, res) == _reference(inst, res.to_dict(), monkeypatch).memory_ok
+    for _ in range(6):
+        bad = _spoil_result(res, rng)
+        verdict = valid_result_in_bulk(inst, bad)
+        ref = _reference(inst, bad.to_dict(), monkeypatch)
+        if verdict is not None:
+            assert ref.ok and ref.memory_ok == verdict, ref.errors

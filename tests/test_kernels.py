@@ -61,3 +61,79 @@ def test_arrays_of_a_loaded_npz_build_no_per_op_lists(tmp_path):
     assert not [k for k in lists if k in loaded.__dict__]
     _check(loaded)
     assert a.dur.tolist() == [list(r) for r in inst.dur] and a.pinned.tolist() == list(inst.pinned)
+
+
+# ---------------------------------------------------------------------- the compiled simulator
+def _same_schedule(inst, placement, order=None):
+    """The compiled event loop and the reference (``DPLACE_KERNEL=python``) time it identically."""
+    import os
+
+    import importlib
+
+    sim_mod = importlib.import_module("dplace.simulate")
+
+    def run(kernel):
+        old, sim_mod.KERNEL_FROM = sim_mod.KERNEL_FROM, 0
+        os.environ["DPLACE_KERNEL"] = "numba" if kernel else "python"
+        try:
+            return sim_mod.simulate(inst, placement, order)
+        except Exception as exc:  # noqa: BLE001 - the same error, worded the same
+            return f"{type(exc).__name__}: {exc}"
+        finally:
+            sim_mod.KERNEL_FROM = old
+            os.environ.pop("DPLACE_KERNEL")
+
+    ref, got = run(False), run(True)
+    if isinstance(ref, str):
+        assert got == ref
+        return None
+    assert isinstance(got, sim_mod.ArraySchedule)
+    assert got.start == ref.start and got.end == ref.end and got.makespan == ref.makespan
+    assert got.transfers == ref.transfers and got.order == ref.order and got.placement == ref.placement
+    assert got.memory == ref.memory and got.memory_ok == ref.memory_ok
+    return ref
+
+
+def _random_linear_order(inst, pl, rng):
+    """Per device, its ops in one random topological order of the graph (a valid order)."""
+    indeg = [len(p) for p in inst.pred]
+    ready = [o for o in range(inst.n) if not indeg[o]]
+    lists = [[] for _ in range(inst.m)]
+    while ready:
+        o = ready.pop(rng.randrange(len(ready)))
+        lists[pl[o]].append(o)
+        for e in inst.succ[o]:
+            v = inst.edst[e]
+            indeg[v] -= 1
+            if not indeg[v]:
+                ready.append(v)
+    return lists
+
+
+def test_compiled_simulator_equals_the_reference():
+    from dplace.io import load_instance
+    from pathlib import Path
+
+    rng = random.Random(11)
+    insts = [i for i in contract_instances() if i.comm == "parallel"]
+    insts += [load_instance(p) for p in sorted(Path(__file__).parents[1].glob("instances/*.json"))]
+    insts = [i for i in insts if i.comm == "parallel" and i.n <= 3000]
+    insts += [random_instance(rng, comm="parallel", n_ops=rng.randint(1, 40), integer=rng.random() < 0.7,
+                              edge_prob=rng.choice([0.1, 0.3]), n_devices=rng.randint(1, 4)) for _ in range(60)]
+    for inst in insts:
+        for _ in range(2):
+            pl = [rng.randrange(inst.m) for _ in range(inst.n)]
+            ref = _same_schedule(inst, pl)
+            _same_schedule(inst, np.array(pl), [np.array(x) for x in ref.order])
+            lists = _random_linear_order(inst, pl, rng)
+            _same_schedule(inst, pl, lists)
+            if inst.n >= 2 and inst.succ[inst.topo[0]]:  # a consumer listed before its producer: deadlock
+                u = inst.topo[0]
+                v = inst.edst[inst.succ[u][0]]
+                pl2 = list(pl)
+                pl2[v] = pl[u]
+                bad = [[o for o in x if o != v] for x in _random_linear_order(inst, pl2, rng)]
+                bad[pl[u]].insert(bad[pl[u]].index(u), v)
+                _same_schedule(inst, pl2, bad)
+        _same_schedule(inst, [inst.m] * inst.n)  # unknown device: the same message
+        _same_schedule(inst, [0] * inst.n, [[]] * inst.m)  # ops missing from the order
