@@ -24,12 +24,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InfeasibleError
+from .kernels import bounds as kb
 from .graph import longest_from, longest_path, longest_to
 from .model import Instance
 
 
 def critical_path_length(inst: Instance) -> float:
     """Longest path with every op on its fastest device and no transfers (µs)."""
+    if kb.use_arrays(inst):
+        return kb.critical_path(inst)[0]
     return longest_path(inst, inst.topo, [min(row) for row in inst.dur])[0]
 
 
@@ -60,6 +63,8 @@ def _heads_tails(inst: Instance):
     after o (o excluded), both with smallest times and no transfers."""
     import numpy as np
 
+    if kb.use_arrays(inst):
+        return kb.heads_tails(inst)
     pl = [min(row) for row in inst.dur]
     head = longest_to(inst, inst.topo, pl)[0]
     tail = longest_from(inst, inst.topo, pl, own=False)
@@ -299,6 +304,8 @@ def lower_bound_parts(inst: Instance) -> dict[str, float]:
     """The cheap bounds, by name (all proven; :func:`lower_bound` is their max). Computed once per
     Instance (an Instance is read-only once built) and kept on it."""
     cached = inst.__dict__.get("_lower_bound_parts")
+    if cached is None and kb.use_arrays(inst, kb.SCALE_FROM):
+        cached = inst.__dict__["_lower_bound_parts"] = kb.scale_parts(inst)
     if cached is None:
         cached = {
             "critical_path": critical_path_length(inst),
@@ -380,6 +387,8 @@ def strong_bound(inst: Instance, *, time_limit_s: float, should_stop=None) -> Bo
 
 def check_memory_feasible(inst: Instance) -> None:
     """Fail early when no placement can respect memory (necessary conditions only)."""
+    if kb.use_arrays(inst):
+        return kb.check_memory_feasible(inst)
     largest = max(inst.capacity)
     for o in range(inst.n):
         if inst.mem[o] > largest:

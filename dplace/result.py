@@ -81,16 +81,16 @@ class Result:
         if self.placement is not None and self.schedule is not None:
             s = self.schedule
             dn = [d.name for d in inst.devices]
-            out["placement"] = {inst.ops[o].id: dn[d] for o, d in enumerate(self.placement)}
+            ids = inst.columns.ids  # op ids by index (no Op objects needed)
+            pl_names = [dn[d] for d in self.placement]
+            out["placement"] = dict(zip(ids, pl_names))
             order = self.order if self.order is not None else s.order
-            out["order"] = {dn[d]: [inst.ops[o].id for o in ops] for d, ops in enumerate(order)}
+            out["order"] = {dn[d]: [ids[o] for o in ops] for d, ops in enumerate(order)}
             out["order_given"] = self.order is not None
-            out["schedule"] = [
-                {"op": inst.ops[o].id, "device": dn[self.placement[o]], "start": s.start[o], "end": s.end[o]}
-                for o in range(inst.n)
-            ]
+            out["schedule"] = [{"op": o, "device": d, "start": st, "end": en}
+                               for o, d, st, en in zip(ids, pl_names, s.start, s.end)]
             out["transfers"] = [
-                {"op": inst.ops[p].id, "src": dn[a], "dst": dn[b], "start": st, "end": en, "bytes": nb}
+                {"op": ids[p], "src": dn[a], "dst": dn[b], "start": st, "end": en, "bytes": nb}
                 for (p, a, b, st, en, nb) in s.transfers
             ]
             out["memory"] = {dn[d]: s.memory[d] for d in range(inst.m)}

@@ -1,0 +1,178 @@
+"""The cheap lower bounds of :mod:`dplace.bounds` on arrays, for large graphs: longest paths compiled
+(numba; the same recurrences, visiting order and float operations as :func:`dplace.graph.longest_to` /
+:func:`~dplace.graph.longest_from`, so the values are equal to the last bit), the other parts with numpy,
+sums taken in the reference's order. No per-op Python lists are built.
+
+:func:`scale_parts` is what :func:`dplace.bounds.lower_bound_parts` returns from ``SCALE_FROM`` ops on:
+``critical_path``, ``work``, ``longest_op``, ``pinned``, ``memory_path`` and ``energetic`` (each the same
+value as the reference's); the parts whose reference walks every op in Python (``anchored_work``, and any
+part not listed here) are left out there, so the bound is the max of fewer proven bounds: still a bound.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InfeasibleError
+from . import enabled, njit
+
+SCALE_FROM = 100_000  # ops: from here lower_bound_parts returns scale_parts (when the kernels are enabled)
+ARRAYS_FROM = 2_000  # ops: from here longest paths for the bounds run compiled (identical values)
+
+
+def use_arrays(inst, at_least: int = ARRAYS_FROM) -> bool:
+    return inst.n >= at_least and enabled()
+
+
+@njit
+def _longest_to(n, topo, succ_ptr, succ_edge, edst, w):
+    to = np.zeros(n)
+    via = np.full(n, -1, np.int64)
+    for u in topo:
+        f = to[u] + w[u]
+        for i in range(succ_ptr[u], succ_ptr[u + 1]):
+            v = edst[succ_edge[i]]
+            if f > to[v]:
+                to[v] = f
+                via[v] = u
+    return to, via
+
+
+@njit
+def _tails(n, topo, succ_ptr, succ_edge, edst, w):
+    frm = np.zeros(n)
+    after = np.zeros(n)
+    for j in range(n - 1, -1, -1):
+        u = topo[j]
+        best = 0.0
+        for i in range(succ_ptr[u], succ_ptr[u + 1]):
+            x = frm[edst[succ_edge[i]]]
+            if x > best:
+                best = x
+        frm[u] = w[u] + best
+        after[u] = best
+    return after
+
+
+def _min_dur(inst) -> np.ndarray:
+    return inst._dur_a.min(axis=1)
+
+
+def heads_tails(inst) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`dplace.bounds._heads_tails`: (smallest time, longest path to o, longest path after o)."""
+    p = _min_dur(inst)
+    ptr, edges = inst._succ_csr
+    head, _ = _longest_to(inst.n, inst._topo_a, ptr, edges, inst._edst_a, p)
+    return p, head, _tails(inst.n, inst._topo_a, ptr, edges, inst._edst_a, p)
+
+
+def critical_path(inst) -> tuple[float, list[int]]:
+    """:func:`dplace.graph.longest_path` with smallest times, no transfers: (length, ops first to last)."""
+    if not inst.n:
+        return 0.0, []
+    p = _min_dur(inst)
+    ptr, edges = inst._succ_csr
+    to, via = _longest_to(inst.n, inst._topo_a, ptr, edges, inst._edst_a, p)
+    total = to + p
+    topo = inst._topo_a
+    end = int(topo[int(np.argmax(total[topo]))])  # the first of equals in topological order
+    path = [end]
+    while via[path[-1]] >= 0:
+        path.append(int(via[path[-1]]))
+    path.reverse()
+    return float(total[end]), path
+
+
+def work_bound(inst) -> float:
+    """:func:`dplace.bounds.work_bound` from the columns."""
+    cols = inst.columns
+    scalar = not cols.time_map if isinstance(cols.time, np.ndarray) else not any(isinstance(t, dict) for t in cols.time)
+    if scalar:
+        t = np.asarray(cols.time, dtype=np.float64)
+        return sum(t.tolist()) / sum(dev.speed for dev in inst.devices)
+    return sum(_min_dur(inst).tolist()) / inst.m
+
+
+def pinned_bound(inst) -> float:
+    """:func:`dplace.bounds.pinned_bound`: per device the times of its pinned ops added in op order."""
+    pinned = inst._pinned_a
+    load = [sum(inst._dur_a[np.flatnonzero(pinned == d), d].tolist()) + 0.0 for d in range(inst.m)]
+    return max(load) if load else 0.0
+
+
+def memory_path_bound(inst) -> float:
+    """:func:`dplace.bounds.memory_path_bound` on arrays."""
+    from ..bounds import devices_needed
+
+    length, path = critical_path(inst)
+    if len(path) < 2 or inst.m < 2:
+        return length
+    dmin = _min_dur(inst)
+    g, mem, pinned = inst._group_of_a, inst._mem_a, inst._pinned_a
+    gptr, gmem = inst._group_ptr, inst._group_members
+    base = sum(dmin[path].tolist())
+    groups = {int(g[o]) for o in path if g[o] >= 0}
+    items = [int(mem[o]) for o in path if g[o] < 0]
+    items += [sum(mem[gmem[gptr[x]:gptr[x + 1]]].tolist()) for x in groups]
+    k = devices_needed(items, inst.capacity)
+    if k <= 1:
+        return base
+    sptr, sedge = inst._succ_csr
+    edst, ebytes, lat, bw = inst._edst_a, inst._ebytes_a, inst.lat, inst.bw
+    every = list(range(inst.m))
+    costs = []
+    for u, v in zip(path, path[1:]):
+        if g[u] >= 0 and g[u] == g[v]:
+            continue
+        if pinned[u] >= 0 and pinned[u] == pinned[v]:
+            continue
+        out = sedge[sptr[u]:sptr[u + 1]]
+        e = int(out[np.flatnonzero(edst[out] == v)[0]])
+        au = [int(pinned[u])] if pinned[u] >= 0 else every
+        av = [int(pinned[v])] if pinned[v] >= 0 else every
+        b = float(ebytes[e])
+        c = min((lat[x][y] + b / bw[x][y] for x in au for y in av if x != y), default=None)
+        if c is not None:
+            costs.append(c)
+    costs.sort()
+    return base + sum(costs[: k - 1])
+
+
+def check_memory_feasible(inst) -> None:
+    """:func:`dplace.bounds.check_memory_feasible` on arrays (the same checks, in the same order, the
+    same messages)."""
+    mem, cap = inst._mem_a, inst.capacity
+    largest = max(cap)
+    over = np.flatnonzero(mem > largest)
+    if over.size:
+        o = int(over[0])
+        raise InfeasibleError(f"op {inst.columns.ids[o]!r}: memory {int(mem[o])} exceeds the largest device ({largest})")
+    gptr, gmem = inst._group_ptr, inst._group_members
+    if len(gmem):
+        sums = np.add.reduceat(mem[gmem].astype(np.float64), gptr[:-1]) if len(gptr) > 1 else np.zeros(0)
+        for x in np.flatnonzero(sums > largest * (1 - 1e-9)).tolist():  # exact totals for the candidates
+            total = sum(mem[gmem[gptr[x]:gptr[x + 1]]].tolist())
+            if total > largest:
+                raise InfeasibleError(
+                    f"colocation {inst.group_names[x]!r}: memory {total} exceeds the largest device ({largest})")
+    total = sum(mem.tolist())
+    if total > sum(cap):
+        raise InfeasibleError(f"ops need {total} bytes in all, devices hold {sum(cap)}")
+    pinned = inst._pinned_a
+    for d in range(inst.m):
+        need = sum(mem[pinned == d].tolist())
+        if need > cap[d]:
+            raise InfeasibleError(f"device {inst.devices[d].name!r}: pinned ops need {need} bytes, it holds {cap[d]}")
+
+
+def scale_parts(inst) -> dict[str, float]:
+    """The cheap bounds that stay linear-time on arrays (see the module's docstring), by name."""
+    from ..bounds import energetic_bound
+
+    return {
+        "critical_path": critical_path(inst)[0],
+        "work": work_bound(inst),
+        "longest_op": float(_min_dur(inst).max()) if inst.n else 0.0,
+        "pinned": pinned_bound(inst),
+        "memory_path": memory_path_bound(inst),
+        "energetic": energetic_bound(inst),
+    }
