@@ -164,14 +164,19 @@ def memory_use(inst: Instance, placement: Sequence[int]) -> list[int]:
     return used
 
 
-KERNEL_FROM = 2000  # ops: from this size (parallel comm) the compiled event loop runs, when enabled
+KERNEL_FROM: int | None = None  # ops from which the compiled loop runs (None: when kernels.pays(n))
 
 
 def use_kernel(inst: Instance) -> bool:
-    """Whether :func:`simulate` runs the compiled event loop (:mod:`dplace.kernels.sim`) on ``inst``."""
+    """Whether :func:`simulate` runs the compiled event loop (:mod:`dplace.kernels.sim`) on ``inst``
+    (parallel comm; :func:`dplace.kernels.pays`)."""
     from . import kernels
 
-    return inst.comm == "parallel" and inst.n >= KERNEL_FROM and kernels.enabled()
+    if inst.comm != "parallel":
+        return False
+    if KERNEL_FROM is None:
+        return kernels.pays(inst.n)
+    return inst.n >= KERNEL_FROM and kernels.enabled()
 
 
 def placement_array(inst: Instance, placement: Any) -> np.ndarray:

@@ -15,21 +15,31 @@ from functools import lru_cache
 
 from .arrays import InstArrays, inst_arrays
 
-__all__ = ["enabled", "njit", "inst_arrays", "InstArrays"]
+__all__ = ["enabled", "pays", "njit", "inst_arrays", "InstArrays"]
 
 
 @lru_cache(maxsize=1)
 def _numba_ok() -> bool:
-    try:
-        import numba  # noqa: F401
-    except Exception:  # pragma: no cover - numba is a pinned dependency
-        return False
-    return True
+    from importlib.util import find_spec  # not importing numba itself: that costs ~0.5 s and ~100 MB
+
+    return find_spec("numba") is not None
 
 
 def enabled() -> bool:
     """True when the compiled kernels are to be used (read at call time, so tests can switch)."""
     return os.environ.get("DPLACE_KERNEL", "numba").lower() != "python" and _numba_ok()
+
+
+SMALL, LARGE = 2_000, 100_000  # ops
+
+
+def pays(n: int) -> bool:
+    """Whether a compiled kernel is worth using on ``n`` ops: enabled, and ``n`` >= ``LARGE``, or ``n`` >=
+    ``SMALL`` with numba already imported in this process (then only the cached kernel is loaded, not
+    numba itself: below ``LARGE`` importing numba would cost more than the kernel saves)."""
+    import sys
+
+    return n >= SMALL and enabled() and (n >= LARGE or "numba" in sys.modules)
 
 
 def njit(*args, **kwargs):

@@ -13,44 +13,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InfeasibleError
-from . import enabled, njit
+from . import pays
 
 SCALE_FROM = 100_000  # ops: from here lower_bound_parts returns scale_parts (when the kernels are enabled)
-ARRAYS_FROM = 2_000  # ops: from here longest paths for the bounds run compiled (identical values)
 
 
-def use_arrays(inst, at_least: int = ARRAYS_FROM) -> bool:
-    return inst.n >= at_least and enabled()
-
-
-@njit
-def _longest_to(n, topo, succ_ptr, succ_edge, edst, w):
-    to = np.zeros(n)
-    via = np.full(n, -1, np.int64)
-    for u in topo:
-        f = to[u] + w[u]
-        for i in range(succ_ptr[u], succ_ptr[u + 1]):
-            v = edst[succ_edge[i]]
-            if f > to[v]:
-                to[v] = f
-                via[v] = u
-    return to, via
-
-
-@njit
-def _tails(n, topo, succ_ptr, succ_edge, edst, w):
-    frm = np.zeros(n)
-    after = np.zeros(n)
-    for j in range(n - 1, -1, -1):
-        u = topo[j]
-        best = 0.0
-        for i in range(succ_ptr[u], succ_ptr[u + 1]):
-            x = frm[edst[succ_edge[i]]]
-            if x > best:
-                best = x
-        frm[u] = w[u] + best
-        after[u] = best
-    return after
+def use_arrays(inst, at_least: int = 0) -> bool:
+    """Whether the bounds of ``inst`` are computed here (:func:`dplace.kernels.pays`, and ``at_least`` ops)."""
+    return inst.n >= at_least and pays(inst.n)
 
 
 def _min_dur(inst) -> np.ndarray:
@@ -59,19 +29,23 @@ def _min_dur(inst) -> np.ndarray:
 
 def heads_tails(inst) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`dplace.bounds._heads_tails`: (smallest time, longest path to o, longest path after o)."""
+    from .paths import longest_to, tails
+
     p = _min_dur(inst)
     ptr, edges = inst._succ_csr
-    head, _ = _longest_to(inst.n, inst._topo_a, ptr, edges, inst._edst_a, p)
-    return p, head, _tails(inst.n, inst._topo_a, ptr, edges, inst._edst_a, p)
+    head, _ = longest_to(inst.n, inst._topo_a, ptr, edges, inst._edst_a, p)
+    return p, head, tails(inst.n, inst._topo_a, ptr, edges, inst._edst_a, p)
 
 
 def critical_path(inst) -> tuple[float, list[int]]:
     """:func:`dplace.graph.longest_path` with smallest times, no transfers: (length, ops first to last)."""
     if not inst.n:
         return 0.0, []
+    from .paths import longest_to
+
     p = _min_dur(inst)
     ptr, edges = inst._succ_csr
-    to, via = _longest_to(inst.n, inst._topo_a, ptr, edges, inst._edst_a, p)
+    to, via = longest_to(inst.n, inst._topo_a, ptr, edges, inst._edst_a, p)
     total = to + p
     topo = inst._topo_a
     end = int(topo[int(np.argmax(total[topo]))])  # the first of equals in topological order
