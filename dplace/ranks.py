@@ -1,6 +1,8 @@
 """Upward ranks (HEFT's rank_u, FastT's rank) shared by the list schedulers. O(V + E)."""
 from __future__ import annotations
 
+import numpy as np
+
 from .graph import longest_from, ready_order
 from .model import Instance
 
@@ -20,19 +22,55 @@ def edge_costs(inst: Instance, how: str = "mean") -> list[float]:
     """Per-edge transfer cost over ordered pairs of distinct devices: mean, max or zero."""
     if how == "zero" or inst.m < 2:
         return [0.0] * len(inst.esrc)
-    pairs = [(a, b) for a in range(inst.m) for b in range(inst.m) if a != b]
+    pairs = _pairs(inst)
     if how == "mean":
-        lat = sum(inst.lat[a][b] for a, b in pairs) / len(pairs)
-        inv = sum(1.0 / inst.bw[a][b] for a, b in pairs) / len(pairs)
+        lat, inv = _pair_means(inst, pairs)
         return [lat + nb * inv for nb in inst.ebytes]
     if how == "max":
         return [max(inst.lat[a][b] + nb / inst.bw[a][b] for a, b in pairs) for nb in inst.ebytes]
     raise ValueError(f"how must be mean, max or zero, got {how!r}")
 
 
+def _pairs(inst: Instance) -> list[tuple[int, int]]:
+    return [(a, b) for a in range(inst.m) for b in range(inst.m) if a != b]
+
+
+def _pair_means(inst: Instance, pairs: list[tuple[int, int]]) -> tuple[float, float]:
+    """Mean latency and mean 1 / bandwidth over ordered pairs of distinct devices."""
+    lat = sum(inst.lat[a][b] for a, b in pairs) / len(pairs)
+    inv = sum(1.0 / inst.bw[a][b] for a, b in pairs) / len(pairs)
+    return lat, inv
+
+
+def edge_cost_array(inst: Instance, how: str = "mean") -> np.ndarray:
+    """:func:`edge_costs` as a numpy array, the same floats (each edge's the same operations)."""
+    eb = np.asarray(inst.ebytes, dtype=np.float64)
+    if how == "zero" or inst.m < 2:
+        return np.zeros(len(eb))
+    pairs = _pairs(inst)
+    if how == "mean":
+        lat, inv = _pair_means(inst, pairs)
+        return lat + eb * inv
+    if how == "max":
+        out = np.full(len(eb), -np.inf)
+        for a, b in pairs:
+            np.maximum(out, inst.lat[a][b] + eb / inst.bw[a][b], out=out)
+        return out
+    raise ValueError(f"how must be mean, max or zero, got {how!r}")
+
+
 def upward_rank(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean") -> list[float]:
     """rank_u(o) = w_o + max over successors j of (c_oj + rank_u(j)) (Topcuoglu et al. 2002, eq. 7)."""
     return longest_from(inst, inst.topo, op_costs(inst, op_cost), edge_costs(inst, comm_cost))
+
+
+def upward_rank_array(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean") -> np.ndarray:
+    """:func:`upward_rank` on arrays, compiled (:mod:`dplace.kernels.lists`): the same floats."""
+    from .kernels import inst_arrays
+    from .kernels.lists import longest_from as longest_from_arrays, op_costs as op_cost_array
+
+    a = inst_arrays(inst)
+    return longest_from_arrays(a, op_cost_array(a.dur, op_cost), edge_cost_array(inst, comm_cost))
 
 
 def priority_order(inst: Instance, key) -> list[int]:

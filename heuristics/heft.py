@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dplace import kernels
 from dplace.model import Instance
 from dplace.ranks import priority_order, upward_rank
 from dplace.registry import register
@@ -21,6 +22,18 @@ def heft(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **
     """HEFT (Topcuoglu et al., IEEE TPDS 2002, §4.1): ops by decreasing upward rank, each on the device
     of earliest finish time with insertion; devices without room (memory, colocation) are skipped."""
     opts = HeftOptions(**options)
+    state = heft_schedule(inst, opts.insertion)
+    return make_result(inst, "heft", state.placement, state.order(), options=options,
+                       claimed_makespan=state.makespan)
+
+
+def heft_schedule(inst: Instance, insertion: bool = True):
+    """HEFT's schedule state (``placement``, ``order()``, ``makespan``); compiled for parallel comm
+    when :func:`dplace.kernels.enabled` (the same schedule: tests compare)."""
+    if inst.comm == "parallel" and kernels.enabled():
+        from dplace.kernels.lists import run_heft
+
+        return run_heft(inst, insertion)
     rank = upward_rank(inst, "mean", "mean")
     tp = inst.topo_pos
     # decreasing rank, a valid topological order even when zero costs tie ranks (topo position breaks ties)
@@ -29,10 +42,9 @@ def heft(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **
     for o in priority_order(inst, lambda o: (-rank[o], tp[o])):
         best_d, best_f = -1, float("inf")
         for d in rules.choose_or_fallback(o):
-            f = state.eft(o, d, opts.insertion)
+            f = state.eft(o, d, insertion)
             if f < best_f:
                 best_d, best_f = d, f
-        state.commit(o, best_d, insertion=opts.insertion)
+        state.commit(o, best_d, insertion=insertion)
         rules.assign(o, best_d)
-    return make_result(inst, "heft", state.placement, state.order(), options=options,
-                       claimed_makespan=state.makespan)
+    return state

@@ -1,0 +1,295 @@
+"""Compiled list schedulers for parallel comm: HEFT's and DPOS's whole loop (priority order, placement
+rules, est/commit of :mod:`dplace.kernels.state`), the upward rank and the priority order. Each gives
+what the pure-Python reference (heuristics/heft.py, heuristics/fastt.py, dplace/ranks.py) gives, float
+for float: same summation order, same tie-breaking (tests compare them)."""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from . import njit
+from .state import commit, est, rules_assign, rules_candidates, rules_fits, rules_forced
+
+# Python's sum() of floats is compensated (Neumaier) from 3.12 on, plain left to right before
+_NEUMAIER = sys.version_info >= (3, 12)
+
+
+@njit
+def _row_sums(dur, neumaier):
+    n, m = dur.shape
+    out = np.empty(n)
+    for o in range(n):
+        if m == 0:
+            out[o] = 0.0
+            continue
+        s = dur[o, 0]  # sum() starts from the int 0: 0 + x is x
+        if neumaier:
+            c = 0.0
+            for j in range(1, m):
+                x = dur[o, j]
+                t = s + x
+                if abs(s) >= abs(x):
+                    c += (s - t) + x
+                else:
+                    c += (x - t) + s
+                s = t
+            if c != 0.0 and np.isfinite(c):
+                s += c
+        else:
+            for j in range(1, m):
+                s += dur[o, j]
+        out[o] = s
+    return out
+
+
+def op_costs(dur: np.ndarray, how: str) -> np.ndarray:
+    """:func:`dplace.ranks.op_costs` on the (n, m) time array."""
+    n, m = dur.shape
+    if how == "mean":
+        return _row_sums(dur, _NEUMAIER) / m
+    if how == "max":
+        return dur.max(axis=1) if m else np.zeros(n)
+    if how == "min":
+        return dur.min(axis=1) if m else np.zeros(n)
+    raise ValueError(f"how must be mean, max or min, got {how!r}")
+
+
+@njit
+def _longest_from(topo, w, c, succ_ptr, succ_edge, edst):
+    n = len(w)
+    frm = np.zeros(n)
+    for i in range(len(topo) - 1, -1, -1):
+        u = topo[i]
+        best = 0.0
+        for k in range(succ_ptr[u], succ_ptr[u + 1]):
+            e = succ_edge[k]
+            x = c[e] + frm[edst[e]]
+            if x > best:
+                best = x
+        frm[u] = w[u] + best
+    return frm
+
+
+def longest_from(a, w: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """:func:`dplace.graph.longest_from` (own=True) on the instance's arrays."""
+    return _longest_from(a.topo, w, c, a.succ_ptr, a.succ_edge, a.edst)
+
+
+@njit
+def _before(rank, tp, a, b):
+    ra, rb = rank[a], rank[b]
+    return ra > rb or (ra == rb and tp[a] < tp[b])
+
+
+@njit
+def _kahn_push(heap, size, o, rank, tp):
+    i = size
+    while i > 0:
+        p = (i - 1) >> 1
+        if not _before(rank, tp, o, heap[p]):
+            break
+        heap[i] = heap[p]
+        i = p
+    heap[i] = o
+    return size + 1
+
+
+@njit
+def priority_order(rank, tp, pred_ptr, succ_ptr, succ_edge, edst):
+    """Kahn's algorithm always taking the ready op of largest rank, ties to the smaller topological
+    position (``priority_order(inst, lambda o: (-rank[o], tp[o]))``)."""
+    n = len(rank)
+    indeg = np.empty(n, dtype=np.int64)
+    heap = np.empty(n, dtype=np.int64)
+    size = 0
+    for o in range(n):
+        indeg[o] = pred_ptr[o + 1] - pred_ptr[o]
+    out = np.empty(n, dtype=np.int64)
+    cnt = 0
+    for o in range(n):
+        if indeg[o] == 0:
+            size = _kahn_push(heap, size, o, rank, tp)
+    while size > 0:
+        u = heap[0]
+        size -= 1
+        x = heap[size]
+        i = 0
+        while True:
+            c = 2 * i + 1
+            if c >= size:
+                break
+            if c + 1 < size and _before(rank, tp, heap[c + 1], heap[c]):
+                c += 1
+            if not _before(rank, tp, heap[c], x):
+                break
+            heap[i] = heap[c]
+            i = c
+        if size > 0:
+            heap[i] = x
+        out[cnt] = u
+        cnt += 1
+        for k in range(succ_ptr[u], succ_ptr[u + 1]):
+            v = edst[succ_edge[k]]
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                size = _kahn_push(heap, size, v, rank, tp)
+    return out[:cnt]
+
+
+@njit
+def heft_loop(I, S, R, order, insertion):
+    """HEFT's loop (heuristics/heft.py): each op on the candidate device of smallest EFT (first one on
+    ties), then committed there."""
+    cand = np.empty(len(I.capacity), dtype=np.int64)
+    for o in order:
+        nc = rules_candidates(I, R, o, cand)
+        best_d, best_f = -1, np.inf
+        for i in range(nc):
+            d = cand[i]
+            f = est(I, S, o, d, insertion) + I.dur[o, d]
+            if f < best_f:
+                best_d, best_f = d, f
+        commit(I, S, o, best_d, 0.0, False, insertion)
+        rules_assign(I, R, o, best_d)
+
+
+@njit
+def critical_path(rank, tp, pred_ptr, succ_ptr, succ_edge, edst):
+    """heuristics.fastt.critical_path: the entry op of largest rank, then the successor of largest rank
+    (ties: topological position)."""
+    n = len(rank)
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    o = -1
+    for x in range(n):
+        if pred_ptr[x + 1] == pred_ptr[x] and (o < 0 or _before(rank, tp, x, o)):
+            o = x
+    path = [o]
+    while succ_ptr[o + 1] > succ_ptr[o]:
+        b = -1
+        for k in range(succ_ptr[o], succ_ptr[o + 1]):
+            x = edst[succ_edge[k]]
+            if b < 0 or _before(rank, tp, x, b):
+                b = x
+        o = b
+        path.append(o)
+    return np.array(path, dtype=np.int64)
+
+
+@njit
+def _choose_cp_device(I, R, path, i, mark, stamp):
+    """heuristics.fastt._choose_cp_device; ``mark``/``stamp`` replace its per-device set of groups."""
+    best_avg, best_cnt, best_d = np.inf, 0, -1
+    m = len(I.capacity)
+    for d in range(m):
+        if not rules_fits(I, R, path[i], d):
+            continue
+        stamp += 1
+        used = R.used[d]
+        cap = I.capacity[d]
+        total, count = 0.0, 0
+        for j in range(i, len(path)):
+            p = path[j]
+            if R.placed[p]:
+                continue
+            f = rules_forced(I, R, p)
+            if f >= 0 and f != d:
+                continue
+            g = I.group_of[p]
+            if g >= 0:
+                need = 0 if (R.group_dev[g] >= 0 or mark[g] == stamp) else R.group_mem[g]
+            else:
+                need = I.mem[p]
+            if used + need > cap:
+                break
+            used += need
+            if g >= 0:
+                mark[g] = stamp
+            total += I.dur[p, d]
+            count += 1
+        if count == 0:
+            continue
+        avg = total / count
+        # key (avg, -count, d): d increases, so only a smaller avg or a larger count wins
+        if best_d < 0 or avg < best_avg or (avg == best_avg and count > best_cnt):
+            best_avg, best_cnt, best_d = avg, count, d
+    return best_d, stamp
+
+
+@njit
+def dpos_loop(I, S, R, order, path, insertion, use_cp, cp_one_device):
+    """DPOS's loop (heuristics.fastt._dpos_schedule, parallel comm); returns the critical-path devices
+    used, in order."""
+    n = len(order)
+    cp_pos = np.full(n, -1, dtype=np.int64)
+    if use_cp:
+        for i in range(len(path)):
+            cp_pos[path[i]] = i
+    mark = np.zeros(len(R.group_dev), dtype=np.int64)
+    stamp = 0
+    cand = np.empty(len(I.capacity), dtype=np.int64)
+    cp_dev = -1
+    cp_devs = [-1]
+    cp_devs.pop()
+    for o in order:
+        d = -1
+        if cp_pos[o] >= 0:
+            f = rules_forced(I, R, o)
+            if f >= 0:
+                d = f
+            elif cp_dev >= 0 and (cp_one_device or rules_fits(I, R, o, cp_dev)):
+                d = cp_dev
+            else:
+                nd, stamp = _choose_cp_device(I, R, path, cp_pos[o], mark, stamp)
+                if nd >= 0:
+                    cp_dev = d = nd
+                    cp_devs.append(nd)
+        if d < 0:
+            best_f = np.inf
+            best_s = 0.0
+            nc = rules_candidates(I, R, o, cand)
+            for i in range(nc):
+                c = cand[i]
+                st = est(I, S, o, c, insertion)
+                ft = st + I.dur[o, c]
+                if ft < best_f:
+                    d, best_f, best_s = c, ft, st
+            commit(I, S, o, d, best_s, True, insertion)
+        else:
+            commit(I, S, o, d, 0.0, False, insertion)
+        rules_assign(I, R, o, d)
+    return np.array(cp_devs, dtype=np.int64)
+
+
+def _prepare(inst, op_cost: str, comm_cost: str):
+    from dplace.ranks import upward_rank_array
+
+    from . import inst_arrays
+    from .state import inst_tuple, new_rules, new_state
+
+    a = inst_arrays(inst)
+    rank = upward_rank_array(inst, op_cost, comm_cost)
+    order = priority_order(rank, a.topo_pos, a.pred_ptr, a.succ_ptr, a.succ_edge, a.edst)
+    I = inst_tuple(a)
+    return a, rank, order, I, new_state(a.n, a.m), new_rules(I, a.n, a.m)
+
+
+def run_heft(inst, insertion: bool = True):
+    """HEFT on ``inst`` (parallel comm): an :class:`~dplace.kernels.state.ArrayState`."""
+    from .state import ArrayState
+
+    _, _, order, I, S, R = _prepare(inst, "mean", "mean")
+    heft_loop(I, S, R, order, insertion)
+    return ArrayState(I, S)
+
+
+def run_dpos(inst, insertion: bool, use_cp: bool, cp_one_device: bool):
+    """DPOS on ``inst`` (parallel comm): (ArrayState, critical path, critical-path devices used)."""
+    from .state import ArrayState
+
+    a, rank, order, I, S, R = _prepare(inst, "max", "max")
+    path = (critical_path(rank, a.topo_pos, a.pred_ptr, a.succ_ptr, a.succ_edge, a.edst) if use_cp
+            else np.empty(0, dtype=np.int64))
+    cp_devs = dpos_loop(I, S, R, order, path, insertion, use_cp, cp_one_device)
+    return ArrayState(I, S), path.tolist(), cp_devs.tolist()

@@ -1,0 +1,615 @@
+""":class:`dplace.simulate.ScheduleState` for parallel comm on arrays, compiled: the list schedulers'
+est / eft / commit (with and without insertion into idle gaps), and the placement rules of
+:class:`dplace.rules.Rules` (pins, colocation groups reserving their whole memory at their first op,
+fallback to the device with most free memory).
+
+Results are those of the reference, float for float and in the same order: the same recurrences in
+the same operation order (``data_ready`` = max over inputs of ``end + lat + bytes / bw``; a device's
+idle gaps kept and queried with :class:`dplace.timeline.Timeline`'s rules, ``1e-9`` relative
+tolerances and zero-length tie rules included; a commit that delays ops already committed re-times
+them as ``ScheduleState._retime`` does and marks the gaps stale from the earliest moved op on, to be
+rebuilt at the next insertion query exactly as the reference rebuilds them).
+
+One difference that is not in the results: the reference keeps a device's gaps in chunks, this one in
+one sorted array with a maximum per block of ``_B`` gaps (the same first fitting gap is found).
+
+Layout (all numpy arrays, every function takes them as two namedtuples):
+``Inst`` (:func:`inst_tuple`): the instance's arrays; ``State`` (:func:`new_state`): the partial
+schedule. Functions (compiled, ``I`` an ``Inst``, ``S`` a ``State``, ``R`` a ``RulesState``)::
+
+    data_ready(I, S, o, d) -> float
+    est(I, S, o, d, insertion) -> float            # eft = est + I.dur[o, d]
+    commit(I, S, o, d, start, has_start, insertion) -> float   # the start the simulator's rules give
+    makespan(S) -> float
+    rules_forced(I, R, o) -> int; rules_need(I, R, o) -> int; rules_fits(I, R, o, d) -> bool
+    rules_candidates(I, R, o, out) -> int          # devices into out[:k]; the fallback when none fits
+    rules_assign(I, R, o, d)
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from . import njit
+
+_B = 64  # gaps per block of the per-block maximum gap length
+_INF = np.inf
+
+Inst = namedtuple("Inst", "dur mem capacity esrc edst ebytes pred_ptr pred_edge succ_ptr succ_edge lat bw "
+                          "pinned group_of group_ptr group_members")
+State = namedtuple("State", "placement start end ready dprev dnext seq seqn gs ge gmax gn free stale "
+                            "mem_used cnt moved pending heap_t heap_x")
+RulesState = namedtuple("RulesState", "used group_dev group_mem placed")
+
+# cnt: [ops committed, ops re-timed by later commits, replays, re-timing steps per committed op before a
+# replay (ScheduleState._cascade_budget)]
+N_PLACED, RETIMED, REPLAYS, BUDGET = 0, 1, 2, 3
+
+
+def inst_tuple(a) -> Inst:
+    """The fields of :class:`dplace.kernels.InstArrays` the state needs."""
+    return Inst(a.dur, a.mem, a.capacity, a.esrc, a.edst, a.ebytes, a.pred_ptr, a.pred_edge,
+                a.succ_ptr, a.succ_edge, a.lat, a.bw, a.pinned, a.group_of, a.group_ptr, a.group_members)
+
+
+def new_state(n: int, m: int, cascade_budget: int | None = None) -> State:
+    """An empty schedule. Per-device arrays are (m, n + 2) but ``np.empty``: only what a device uses
+    is ever touched (resident memory grows with the schedule, not with m * n)."""
+    cap = n + 2
+    if cascade_budget is None:
+        from dplace.simulate import ScheduleState
+
+        cascade_budget = ScheduleState._cascade_budget
+    cnt = np.zeros(4, dtype=np.int64)
+    cnt[BUDGET] = cascade_budget
+    return State(
+        placement=np.full(n, -1, dtype=np.int64),
+        start=np.zeros(n), end=np.zeros(n), ready=np.zeros(n),
+        dprev=np.full(n, -1, dtype=np.int64), dnext=np.full(n, -1, dtype=np.int64),
+        seq=np.empty((m, cap), dtype=np.int64), seqn=np.zeros(m, dtype=np.int64),
+        gs=np.empty((m, cap)), ge=np.empty((m, cap)), gmax=np.empty((m, cap // _B + 2)),
+        gn=np.zeros(m, dtype=np.int64), free=np.zeros(m), stale=np.full(m, _INF),
+        mem_used=np.zeros(m, dtype=np.int64), cnt=cnt,
+        moved=np.full(m, _INF), pending=np.zeros(n, dtype=np.bool_),
+        heap_t=np.empty(n + 1), heap_x=np.empty(n + 1, dtype=np.int64),
+    )
+
+
+def new_rules(I: Inst, n: int, m: int) -> RulesState:
+    gp, gm = I.group_ptr, I.group_members
+    ng = len(gp) - 1
+    gsum = np.zeros(ng, dtype=np.int64)
+    np.add.at(gsum, np.repeat(np.arange(ng), np.diff(gp)), I.mem[gm])
+    return RulesState(used=np.zeros(m, dtype=np.int64), group_dev=np.full(ng, -1, dtype=np.int64),
+                      group_mem=gsum, placed=np.zeros(n, dtype=np.bool_))
+
+
+def order_lists(S: State) -> list[list[int]]:
+    """Per-device lists of the committed ops in execution order (``ScheduleState.order()``)."""
+    return [S.seq[d, :S.seqn[d]].tolist() for d in range(len(S.seqn))]
+
+
+# ----------------------------------------------------------------------------------- device gaps
+
+
+@njit
+def _bisect_left(a, x, hi):
+    lo = 0
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit
+def _bisect_right(a, x, hi):
+    lo = 0
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if x < a[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@njit
+def _block_max(S, d, b):
+    lo = b * _B
+    hi = min(lo + _B, S.gn[d])
+    mx = -_INF
+    gs, ge = S.gs[d], S.ge[d]
+    for k in range(lo, hi):
+        v = ge[k] - gs[k]
+        if v > mx:
+            mx = v
+    S.gmax[d, b] = mx
+
+
+@njit
+def _blocks_from(S, d, k):
+    g = S.gn[d]
+    for b in range(k // _B, (g - 1) // _B + 1):
+        _block_max(S, d, b)
+
+
+@njit
+def earliest(S, d, ready, length):
+    """``Timeline.earliest(ready, length, True)`` on device d's gaps: the start in the first gap
+    (in time) that ends after ``ready`` and holds ``length`` from max(gap start, ready); else after
+    the device's busy time."""
+    g = S.gn[d]
+    if g > 0:
+        gs, ge, gmax = S.gs[d], S.ge[d], S.gmax[d]
+        k = _bisect_right(ge, ready, g)
+        while k < g:
+            if k % _B == 0:  # a whole block: skip it when no gap in it is long enough
+                b = k // _B
+                while k < g and gmax[b] < length:
+                    b += 1
+                    k = b * _B
+                if k >= g:
+                    break
+            t = gs[k] if gs[k] > ready else ready
+            if ge[k] - t >= length:
+                return t
+            k += 1
+    free = S.free[d]
+    return ready if ready > free else free
+
+
+@njit
+def _gap_add(S, d, s, f):
+    """``Timeline.add(s, f)``; False where the reference raises (the interval overlaps busy time)."""
+    free = S.free[d]
+    eps = 1e-9 * max(1.0, abs(s))
+    gs, ge = S.gs[d], S.ge[d]
+    if s >= free - eps:
+        if s > free:
+            g = S.gn[d]
+            gs[g] = free
+            ge[g] = s
+            S.gn[d] = g + 1
+            v = s - free
+            b = g // _B
+            if g % _B == 0 or v > S.gmax[d, b]:
+                S.gmax[d, b] = v
+        if f > free:
+            S.free[d] = f
+        return True
+    g = S.gn[d]
+    k = _bisect_left(ge, s - eps, g)
+    for _ in range(4):  # the containing gap is this one or a following one (zero-length ops)
+        if k >= g:
+            break
+        if gs[k] > s + eps:
+            break
+        if f > ge[k] + eps:
+            k += 1
+            continue
+        a, b = gs[k], ge[k]
+        right = b > f + eps
+        left = s > a + eps
+        if left and right:
+            for j in range(g, k + 1, -1):
+                gs[j] = gs[j - 1]
+                ge[j] = ge[j - 1]
+            gs[k], ge[k] = a, s
+            gs[k + 1], ge[k + 1] = f, b
+            S.gn[d] = g + 1
+            _blocks_from(S, d, k)
+        elif left or right:
+            if left:
+                ge[k] = s
+            else:
+                gs[k] = f
+            _block_max(S, d, k // _B)
+        else:
+            for j in range(k, g - 1):
+                gs[j] = gs[j + 1]
+                ge[j] = ge[j + 1]
+            S.gn[d] = g - 1
+            if g - 1 > k:
+                _blocks_from(S, d, k)
+            elif k % _B:
+                _block_max(S, d, k // _B)
+        return True
+    return False
+
+
+@njit
+def _refresh(S, d):
+    """Bring device d's gaps up to date from its stale time on (``ScheduleState._timeline``)."""
+    t0 = S.stale[d]
+    if t0 < _INF:
+        nd = S.seqn[d]
+        seq, st, en = S.seq[d], S.start, S.end
+        lo, hi = 0, nd
+        while lo < hi:  # first op starting at or after t0
+            mid = (lo + hi) >> 1
+            if st[seq[mid]] < t0:
+                lo = mid + 1
+            else:
+                hi = mid
+        k = lo
+        # truncate(t0, end of the op before): forget the gaps that end at or after t0
+        g = _bisect_left(S.ge[d], t0, S.gn[d])
+        S.gn[d] = g
+        if g % _B:
+            _block_max(S, d, g // _B)
+        S.free[d] = en[seq[k - 1]] if k else 0.0
+        for i in range(k, nd):
+            o = seq[i]
+            if not _gap_add(S, d, st[o], en[o]):
+                raise ValueError("ScheduleState: an interval overlaps work already committed")
+        S.stale[d] = _INF
+
+
+# ----------------------------------------------------------------------------------- queries
+
+
+@njit
+def data_ready(I, S, o, d):
+    """Time all inputs of o would be on d (parallel comm: every transfer on its own)."""
+    t = 0.0
+    pl, end = S.placement, S.end
+    for k in range(I.pred_ptr[o], I.pred_ptr[o + 1]):
+        e = I.pred_edge[k]
+        p = I.esrc[e]
+        dp = pl[p]
+        if dp < 0:
+            raise ValueError("ScheduleState: a predecessor is not committed")
+        if dp == d:
+            a = end[p]
+        else:
+            a = end[p] + I.lat[dp, d] + I.ebytes[e] / I.bw[dp, d]
+        if a > t:
+            t = a
+    return t
+
+
+@njit
+def device_free(S, d):
+    k = S.seqn[d]
+    return S.end[S.seq[d, k - 1]] if k else 0.0
+
+
+@njit
+def est(I, S, o, d, insertion):
+    ready = data_ready(I, S, o, d)
+    if not insertion:
+        free = device_free(S, d)
+        return ready if ready > free else free
+    _refresh(S, d)
+    return earliest(S, d, ready, I.dur[o, d])
+
+
+@njit
+def makespan(S):
+    mx = 0.0
+    for x in S.end:
+        if x > mx:
+            mx = x
+    return mx
+
+
+# ----------------------------------------------------------------------------------- commit
+
+
+@njit
+def _hpush(S, size, t, x):
+    ht, hx = S.heap_t, S.heap_x
+    i = size
+    while i > 0:
+        p = (i - 1) >> 1
+        if ht[p] < t or (ht[p] == t and hx[p] <= x):
+            break
+        ht[i], hx[i] = ht[p], hx[p]
+        i = p
+    ht[i], hx[i] = t, x
+    return size + 1
+
+
+@njit
+def _hpop(S, size):
+    ht, hx = S.heap_t, S.heap_x
+    size -= 1
+    t, x = ht[size], hx[size]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        if c + 1 < size and (ht[c + 1] < ht[c] or (ht[c + 1] == ht[c] and hx[c + 1] < hx[c])):
+            c += 1
+        if t < ht[c] or (t == ht[c] and x <= hx[c]):
+            break
+        ht[i], hx[i] = ht[c], hx[c]
+        i = c
+    ht[i], hx[i] = t, x
+    return size
+
+
+@njit
+def _push_op(S, size, v):
+    if not S.pending[v]:
+        pv = S.dprev[v]
+        r = S.ready[v]
+        c = S.end[pv] if pv >= 0 and S.end[pv] > r else r
+        if c > S.start[v]:
+            S.pending[v] = True
+            size = _hpush(S, size, c, -1 - v)
+    return size
+
+
+@njit
+def _arrival(I, pl, e, d, f):
+    """When edge e's tensor, produced on d at f, is on its consumer's device (committed)."""
+    dv = pl[I.edst[e]]
+    return f if dv == d else f + I.lat[d, dv] + I.ebytes[e] / I.bw[d, dv]
+
+
+@njit
+def _retime(I, S, first, fresh):
+    """``ScheduleState._retime`` for parallel comm from op ``first`` (delayed by ``fresh``): settle
+    ops in time order until nothing moves; S.moved[d] gets the earliest start an op other than
+    ``fresh`` had on d before it moved. Past the reference's budget the reference replays everything
+    (same times) and marks every device's gaps stale: so does this (returns True)."""
+    pl, st, en, rd, dprev = S.placement, S.start, S.end, S.ready, S.dprev
+    budget = S.cnt[BUDGET] * (S.cnt[N_PLACED] + 250)
+    pv = dprev[first]
+    r = rd[first]
+    S.pending[first] = True
+    # heap items (time, -1 - op): the reference's, so ties pop in its order and the step count is its
+    size = _hpush(S, 0, en[pv] if pv >= 0 and en[pv] > r else r, -1 - first)
+    while size > 0:
+        budget -= 1
+        if budget < 0:  # a long cascade: the reference replays everything committed instead
+            for i in range(size):
+                S.pending[-1 - S.heap_x[i]] = False
+            S.moved[:] = _INF
+            _replay(I, S)
+            return True
+        t, x = S.heap_t[0], S.heap_x[0]
+        o = -1 - x
+        size = _hpop(S, size)
+        pv = dprev[o]
+        s = en[pv] if pv >= 0 and en[pv] > rd[o] else rd[o]
+        if s > t:
+            size = _hpush(S, size, s, x)
+            continue
+        S.pending[o] = False
+        d = pl[o]
+        f = s + I.dur[o, d]
+        if s == st[o] and f == en[o]:
+            continue
+        if o != fresh:
+            if st[o] < S.moved[d]:
+                S.moved[d] = st[o]
+            S.cnt[RETIMED] += 1
+        st[o] = s
+        if f == en[o]:
+            continue
+        en[o] = f
+        nx = S.dnext[o]
+        if nx >= 0:
+            size = _push_op(S, size, nx)
+        for k in range(I.succ_ptr[o], I.succ_ptr[o + 1]):
+            e = I.succ_edge[k]
+            v = I.edst[e]
+            if pl[v] >= 0 and _arrival(I, pl, e, d, f) > rd[v]:
+                rd[v] = _arrival(I, pl, e, d, f)
+                size = _push_op(S, size, v)
+    return False
+
+
+@njit
+def _replay(I, S):
+    """``ScheduleState._replay`` for parallel comm: every committed op timed again from scratch (start
+    = max(previous op on its device ended, inputs arrived)), every device's gaps stale."""
+    pl, st, en, rd = S.placement, S.start, S.end, S.ready
+    n = len(pl)
+    left = np.zeros(n, dtype=np.int64)
+    queue = np.empty(n, dtype=np.int64)
+    qn = 0
+    for o in range(n):
+        if pl[o] < 0:
+            continue
+        # every predecessor of a committed op is committed
+        c = (1 if S.dprev[o] >= 0 else 0) + I.pred_ptr[o + 1] - I.pred_ptr[o]
+        left[o] = c
+        rd[o] = 0.0
+        if c == 0:
+            queue[qn] = o
+            qn += 1
+    qi = 0
+    while qi < qn:
+        o = queue[qi]
+        qi += 1
+        d = pl[o]
+        pv = S.dprev[o]
+        s = en[pv] if pv >= 0 and en[pv] > rd[o] else rd[o]
+        f = s + I.dur[o, d]
+        st[o], en[o] = s, f
+        nx = S.dnext[o]
+        if nx >= 0:
+            left[nx] -= 1
+            if left[nx] == 0:
+                queue[qn] = nx
+                qn += 1
+        for k in range(I.succ_ptr[o], I.succ_ptr[o + 1]):
+            e = I.succ_edge[k]
+            v = I.edst[e]
+            if pl[v] < 0:
+                continue
+            a = _arrival(I, pl, e, d, f)
+            if a > rd[v]:
+                rd[v] = a
+            left[v] -= 1
+            if left[v] == 0:
+                queue[qn] = v
+                qn += 1
+    if qn < S.cnt[N_PLACED]:
+        raise ValueError("ScheduleState: the device orders and the graph form a cycle")
+    S.cnt[REPLAYS] += 1
+    S.stale[:] = -_INF
+
+
+@njit
+def commit(I, S, o, d, start, has_start, insertion):
+    """``ScheduleState.commit(o, d, start if has_start else None, insertion)``: returns o's start."""
+    if S.placement[o] >= 0:
+        raise ValueError("ScheduleState: op committed twice")
+    ready = data_ready(I, S, o, d)
+    if has_start:
+        t = start
+    elif insertion:
+        _refresh(S, d)
+        t = earliest(S, d, ready, I.dur[o, d])
+    else:
+        t = device_free(S, d)
+        t = ready if ready > t else t
+    st, en = S.start, S.end
+    nd = S.seqn[d]
+    seq = S.seq[d]
+    k = nd
+    if insertion and nd > 0 and t < en[seq[nd - 1]]:
+        lo, hi = 0, nd
+        while lo < hi:  # bisect_right on the starts
+            mid = (lo + hi) >> 1
+            if t < st[seq[mid]]:
+                hi = mid
+            else:
+                lo = mid + 1
+        k = lo
+        while k > 0 and st[seq[k - 1]] == t and en[seq[k - 1]] > t:  # a zero-time op goes first
+            k -= 1
+    for j in range(nd, k, -1):
+        seq[j] = seq[j - 1]
+    seq[k] = o
+    S.seqn[d] = nd + 1
+    pv = seq[k - 1] if k else -1
+    nx = seq[k + 1] if k + 1 < nd + 1 else -1
+    S.dprev[o], S.dnext[o] = pv, nx
+    if pv >= 0:
+        S.dnext[pv] = o
+    if nx >= 0:
+        S.dprev[nx] = o
+    S.placement[o] = d
+    S.mem_used[d] += I.mem[o]
+    S.cnt[N_PLACED] += 1
+    S.ready[o] = ready
+    s = en[pv] if pv >= 0 and en[pv] > ready else ready
+    st[o] = s
+    en[o] = s + I.dur[o, d]
+    stale = S.stale
+    if nx >= 0 and en[o] > st[nx]:
+        if not _retime(I, S, nx, o):
+            for dd in range(len(stale)):
+                if S.moved[dd] < stale[dd]:
+                    stale[dd] = S.moved[dd]
+                S.moved[dd] = _INF
+    if stale[d] == _INF and insertion:
+        if not _gap_add(S, d, st[o], en[o]):
+            stale[d] = -_INF
+    elif st[o] < stale[d]:
+        stale[d] = st[o]
+    return st[o]
+
+
+# ----------------------------------------------------------------------------------- rules
+
+
+@njit
+def rules_need(I, R, o):
+    """Bytes that placing o now adds (its whole group's if it is the group's first op)."""
+    g = I.group_of[o]
+    if g >= 0:
+        return 0 if R.group_dev[g] >= 0 else R.group_mem[g]
+    return I.mem[o]
+
+
+@njit
+def rules_forced(I, R, o):
+    if I.pinned[o] >= 0:
+        return I.pinned[o]
+    g = I.group_of[o]
+    if g >= 0 and R.group_dev[g] >= 0:
+        return R.group_dev[g]
+    return -1
+
+
+@njit
+def rules_fits(I, R, o, d):
+    return R.used[d] + rules_need(I, R, o) <= I.capacity[d]
+
+
+@njit
+def rules_candidates(I, R, o, out):
+    """``Rules.choose_or_fallback(o)`` into ``out[:k]``; returns k."""
+    f = rules_forced(I, R, o)
+    if f >= 0:  # a forced device is the fallback too
+        out[0] = f
+        return 1
+    need = rules_need(I, R, o)
+    k = 0
+    m = len(I.capacity)
+    for d in range(m):
+        if R.used[d] + need <= I.capacity[d]:
+            out[k] = d
+            k += 1
+    if k == 0:  # most free memory, ties to the lowest device
+        best = 0
+        for d in range(1, m):
+            if I.capacity[d] - R.used[d] > I.capacity[best] - R.used[best]:
+                best = d
+        out[0] = best
+        k = 1
+    return k
+
+
+@njit
+def rules_assign(I, R, o, d):
+    R.used[d] += rules_need(I, R, o)
+    g = I.group_of[o]
+    if g >= 0 and R.group_dev[g] < 0:
+        R.group_dev[g] = d
+    R.placed[o] = True
+
+
+class ArrayState:
+    """A finished (or partial) compiled schedule with the reference's read side: ``placement``,
+    ``order()``, ``makespan``, ``start``/``end`` (lists, built on first use)."""
+
+    def __init__(self, I: Inst, S: State) -> None:
+        self.I, self.S = I, S
+
+    @property
+    def placement(self) -> list[int]:
+        got = self.__dict__.get("_pl")
+        if got is None:
+            got = self.__dict__["_pl"] = self.S.placement.tolist()
+        return got
+
+    @property
+    def start(self) -> list[float]:
+        return self.S.start.tolist()
+
+    @property
+    def end(self) -> list[float]:
+        return self.S.end.tolist()
+
+    @property
+    def makespan(self) -> float:
+        return float(makespan(self.S)) if len(self.S.end) else 0.0
+
+    @property
+    def retimed(self) -> int:
+        return int(self.S.cnt[RETIMED])
+
+    def order(self) -> list[list[int]]:
+        return order_lists(self.S)
