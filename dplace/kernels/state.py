@@ -93,7 +93,7 @@ def order_lists(S: State) -> list[list[int]]:
 # ----------------------------------------------------------------------------------- device gaps
 
 
-@njit
+@njit(inline="always")
 def _bisect_left(a, x, hi):
     lo = 0
     while lo < hi:
@@ -105,7 +105,7 @@ def _bisect_left(a, x, hi):
     return lo
 
 
-@njit
+@njit(inline="always")
 def _bisect_right(a, x, hi):
     lo = 0
     while lo < hi:
@@ -137,7 +137,7 @@ def _blocks_from(S, d, k):
         _block_max(S, d, b)
 
 
-@njit
+@njit(inline="always")
 def earliest(S, d, ready, length):
     """``Timeline.earliest(ready, length, True)`` on device d's gaps: the start in the first gap
     (in time) that ends after ``ready`` and holds ``length`` from max(gap start, ready); else after
@@ -221,9 +221,15 @@ def _gap_add(S, d, s, f):
     return False
 
 
-@njit
+@njit(inline="always")
 def _refresh(S, d):
     """Bring device d's gaps up to date from its stale time on (``ScheduleState._timeline``)."""
+    if S.stale[d] < _INF:
+        _rebuild(S, d)
+
+
+@njit
+def _rebuild(S, d):
     t0 = S.stale[d]
     if t0 < _INF:
         nd = S.seqn[d]
@@ -252,7 +258,7 @@ def _refresh(S, d):
 # ----------------------------------------------------------------------------------- queries
 
 
-@njit
+@njit(inline="always")
 def data_ready(I, S, o, d):
     """Time all inputs of o would be on d (parallel comm: every transfer on its own)."""
     t = 0.0
@@ -272,13 +278,13 @@ def data_ready(I, S, o, d):
     return t
 
 
-@njit
+@njit(inline="always")
 def device_free(S, d):
     k = S.seqn[d]
     return S.end[S.seq[d, k - 1]] if k else 0.0
 
 
-@njit
+@njit(inline="always")
 def est(I, S, o, d, insertion):
     ready = data_ready(I, S, o, d)
     if not insertion:
@@ -524,7 +530,7 @@ def commit(I, S, o, d, start, has_start, insertion):
 # ----------------------------------------------------------------------------------- rules
 
 
-@njit
+@njit(inline="always")
 def rules_need(I, R, o):
     """Bytes that placing o now adds (its whole group's if it is the group's first op)."""
     g = I.group_of[o]
@@ -533,7 +539,7 @@ def rules_need(I, R, o):
     return I.mem[o]
 
 
-@njit
+@njit(inline="always")
 def rules_forced(I, R, o):
     if I.pinned[o] >= 0:
         return I.pinned[o]
@@ -543,7 +549,7 @@ def rules_forced(I, R, o):
     return -1
 
 
-@njit
+@njit(inline="always")
 def rules_fits(I, R, o, d):
     return R.used[d] + rules_need(I, R, o) <= I.capacity[d]
 
