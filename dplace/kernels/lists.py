@@ -9,7 +9,7 @@ import sys
 import numpy as np
 
 from . import njit
-from .state import commit, est, rules_assign, rules_candidates, rules_fits, rules_forced
+from .state import _INF, _rebuild, commit, est_fresh, rules_assign, rules_candidates, rules_fits, rules_forced
 
 # Python's sum() of floats is compensated (Neumaier) from 3.12 on, plain left to right before
 _NEUMAIER = sys.version_info >= (3, 12)
@@ -147,7 +147,9 @@ def heft_loop(I, S, R, order, insertion):
         best_d, best_f = -1, np.inf
         for i in range(nc):
             d = cand[i]
-            f = est(I, S, o, d, insertion) + I.dur[o, d]
+            if insertion and S.stale[d] < _INF:
+                _rebuild(S, d)
+            f = est_fresh(I, S, o, d, insertion) + I.dur[o, d]
             if f < best_f:
                 best_d, best_f = d, f
         commit(I, S, o, best_d, 0.0, False, insertion)
@@ -251,7 +253,9 @@ def dpos_loop(I, S, R, order, path, insertion, use_cp, cp_one_device):
             nc = rules_candidates(I, R, o, cand)
             for i in range(nc):
                 c = cand[i]
-                st = est(I, S, o, c, insertion)
+                if insertion and S.stale[c] < _INF:
+                    _rebuild(S, c)
+                st = est_fresh(I, S, o, c, insertion)
                 ft = st + I.dur[o, c]
                 if ft < best_f:
                     d, best_f, best_s = c, ft, st

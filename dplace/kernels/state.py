@@ -19,6 +19,7 @@ schedule. Functions (compiled, ``I`` an ``Inst``, ``S`` a ``State``, ``R`` a ``R
 
     data_ready(I, S, o, d) -> float
     est(I, S, o, d, insertion) -> float            # eft = est + I.dur[o, d]
+    est_fresh(I, S, o, d, insertion) -> float      # est when d's gaps are up to date (hot loops)
     commit(I, S, o, d, start, has_start, insertion) -> float   # the start the simulator's rules give
     makespan(S) -> float
     rules_forced(I, R, o) -> int; rules_need(I, R, o) -> int; rules_fits(I, R, o, d) -> bool
@@ -94,11 +95,12 @@ def order_lists(S: State) -> list[list[int]]:
 
 
 @njit(inline="always")
-def _bisect_left(a, x, hi):
+def _bisect_left(a, d, x, hi):
+    """bisect_left on row d of a (rows indexed in place: a row view costs more than the search)."""
     lo = 0
     while lo < hi:
         mid = (lo + hi) >> 1
-        if a[mid] < x:
+        if a[d, mid] < x:
             lo = mid + 1
         else:
             hi = mid
@@ -106,11 +108,11 @@ def _bisect_left(a, x, hi):
 
 
 @njit(inline="always")
-def _bisect_right(a, x, hi):
+def _bisect_right(a, d, x, hi):
     lo = 0
     while lo < hi:
         mid = (lo + hi) >> 1
-        if x < a[mid]:
+        if x < a[d, mid]:
             hi = mid
         else:
             lo = mid + 1
@@ -122,9 +124,8 @@ def _block_max(S, d, b):
     lo = b * _B
     hi = min(lo + _B, S.gn[d])
     mx = -_INF
-    gs, ge = S.gs[d], S.ge[d]
     for k in range(lo, hi):
-        v = ge[k] - gs[k]
+        v = S.ge[d, k] - S.gs[d, k]
         if v > mx:
             mx = v
     S.gmax[d, b] = mx
@@ -144,18 +145,17 @@ def earliest(S, d, ready, length):
     the device's busy time."""
     g = S.gn[d]
     if g > 0:
-        gs, ge, gmax = S.gs[d], S.ge[d], S.gmax[d]
-        k = _bisect_right(ge, ready, g)
+        k = _bisect_right(S.ge, d, ready, g)
         while k < g:
             if k % _B == 0:  # a whole block: skip it when no gap in it is long enough
                 b = k // _B
-                while k < g and gmax[b] < length:
+                while k < g and S.gmax[d, b] < length:
                     b += 1
                     k = b * _B
                 if k >= g:
                     break
-            t = gs[k] if gs[k] > ready else ready
-            if ge[k] - t >= length:
+            t = S.gs[d, k] if S.gs[d, k] > ready else ready
+            if S.ge[d, k] - t >= length:
                 return t
             k += 1
     free = S.free[d]
@@ -167,12 +167,11 @@ def _gap_add(S, d, s, f):
     """``Timeline.add(s, f)``; False where the reference raises (the interval overlaps busy time)."""
     free = S.free[d]
     eps = 1e-9 * max(1.0, abs(s))
-    gs, ge = S.gs[d], S.ge[d]
     if s >= free - eps:
         if s > free:
             g = S.gn[d]
-            gs[g] = free
-            ge[g] = s
+            S.gs[d, g] = free
+            S.ge[d, g] = s
             S.gn[d] = g + 1
             v = s - free
             b = g // _B
@@ -182,36 +181,36 @@ def _gap_add(S, d, s, f):
             S.free[d] = f
         return True
     g = S.gn[d]
-    k = _bisect_left(ge, s - eps, g)
+    k = _bisect_left(S.ge, d, s - eps, g)
     for _ in range(4):  # the containing gap is this one or a following one (zero-length ops)
         if k >= g:
             break
-        if gs[k] > s + eps:
+        if S.gs[d, k] > s + eps:
             break
-        if f > ge[k] + eps:
+        if f > S.ge[d, k] + eps:
             k += 1
             continue
-        a, b = gs[k], ge[k]
+        a, b = S.gs[d, k], S.ge[d, k]
         right = b > f + eps
         left = s > a + eps
         if left and right:
             for j in range(g, k + 1, -1):
-                gs[j] = gs[j - 1]
-                ge[j] = ge[j - 1]
-            gs[k], ge[k] = a, s
-            gs[k + 1], ge[k + 1] = f, b
+                S.gs[d, j] = S.gs[d, j - 1]
+                S.ge[d, j] = S.ge[d, j - 1]
+            S.gs[d, k], S.ge[d, k] = a, s
+            S.gs[d, k + 1], S.ge[d, k + 1] = f, b
             S.gn[d] = g + 1
             _blocks_from(S, d, k)
         elif left or right:
             if left:
-                ge[k] = s
+                S.ge[d, k] = s
             else:
-                gs[k] = f
+                S.gs[d, k] = f
             _block_max(S, d, k // _B)
         else:
             for j in range(k, g - 1):
-                gs[j] = gs[j + 1]
-                ge[j] = ge[j + 1]
+                S.gs[d, j] = S.gs[d, j + 1]
+                S.ge[d, j] = S.ge[d, j + 1]
             S.gn[d] = g - 1
             if g - 1 > k:
                 _blocks_from(S, d, k)
@@ -221,35 +220,30 @@ def _gap_add(S, d, s, f):
     return False
 
 
-@njit(inline="always")
-def _refresh(S, d):
-    """Bring device d's gaps up to date from its stale time on (``ScheduleState._timeline``)."""
-    if S.stale[d] < _INF:
-        _rebuild(S, d)
-
-
 @njit
 def _rebuild(S, d):
+    """Bring device d's gaps up to date from its stale time on (``ScheduleState._timeline``); callers
+    test ``S.stale[d] < inf`` first (the test inline, the call rare: cheaper than an inlined wrapper)."""
     t0 = S.stale[d]
     if t0 < _INF:
         nd = S.seqn[d]
-        seq, st, en = S.seq[d], S.start, S.end
+        st, en = S.start, S.end
         lo, hi = 0, nd
         while lo < hi:  # first op starting at or after t0
             mid = (lo + hi) >> 1
-            if st[seq[mid]] < t0:
+            if st[S.seq[d, mid]] < t0:
                 lo = mid + 1
             else:
                 hi = mid
         k = lo
         # truncate(t0, end of the op before): forget the gaps that end at or after t0
-        g = _bisect_left(S.ge[d], t0, S.gn[d])
+        g = _bisect_left(S.ge, d, t0, S.gn[d])
         S.gn[d] = g
         if g % _B:
             _block_max(S, d, g // _B)
-        S.free[d] = en[seq[k - 1]] if k else 0.0
+        S.free[d] = en[S.seq[d, k - 1]] if k else 0.0
         for i in range(k, nd):
-            o = seq[i]
+            o = S.seq[d, i]
             if not _gap_add(S, d, st[o], en[o]):
                 raise ValueError("ScheduleState: an interval overlaps work already committed")
         S.stale[d] = _INF
@@ -285,13 +279,22 @@ def device_free(S, d):
 
 
 @njit(inline="always")
-def est(I, S, o, d, insertion):
+def est_fresh(I, S, o, d, insertion):
+    """``est`` when device d's gaps are up to date (``S.stale[d] == inf``). Loops call it after testing
+    ``if S.stale[d] < inf: _rebuild(S, d)`` themselves: an inlined function that makes a call with
+    ``S`` costs ~0.1 µs per call (numba's reference counts), more than the query."""
     ready = data_ready(I, S, o, d)
     if not insertion:
         free = device_free(S, d)
         return ready if ready > free else free
-    _refresh(S, d)
     return earliest(S, d, ready, I.dur[o, d])
+
+
+@njit
+def est(I, S, o, d, insertion):
+    if insertion and S.stale[d] < _INF:
+        _rebuild(S, d)
+    return est_fresh(I, S, o, d, insertion)
 
 
 @njit
@@ -474,32 +477,32 @@ def commit(I, S, o, d, start, has_start, insertion):
     if has_start:
         t = start
     elif insertion:
-        _refresh(S, d)
+        if S.stale[d] < _INF:
+            _rebuild(S, d)
         t = earliest(S, d, ready, I.dur[o, d])
     else:
         t = device_free(S, d)
         t = ready if ready > t else t
     st, en = S.start, S.end
     nd = S.seqn[d]
-    seq = S.seq[d]
     k = nd
-    if insertion and nd > 0 and t < en[seq[nd - 1]]:
+    if insertion and nd > 0 and t < en[S.seq[d, nd - 1]]:
         lo, hi = 0, nd
         while lo < hi:  # bisect_right on the starts
             mid = (lo + hi) >> 1
-            if t < st[seq[mid]]:
+            if t < st[S.seq[d, mid]]:
                 hi = mid
             else:
                 lo = mid + 1
         k = lo
-        while k > 0 and st[seq[k - 1]] == t and en[seq[k - 1]] > t:  # a zero-time op goes first
+        while k > 0 and st[S.seq[d, k - 1]] == t and en[S.seq[d, k - 1]] > t:  # a zero-time op goes first
             k -= 1
     for j in range(nd, k, -1):
-        seq[j] = seq[j - 1]
-    seq[k] = o
+        S.seq[d, j] = S.seq[d, j - 1]
+    S.seq[d, k] = o
     S.seqn[d] = nd + 1
-    pv = seq[k - 1] if k else -1
-    nx = seq[k + 1] if k + 1 < nd + 1 else -1
+    pv = S.seq[d, k - 1] if k else -1
+    nx = S.seq[d, k + 1] if k + 1 < nd + 1 else -1
     S.dprev[o], S.dnext[o] = pv, nx
     if pv >= 0:
         S.dnext[pv] = o
