@@ -7,12 +7,14 @@ the makespan of every schedule that keeps pins, colocation and memory:
 * ``work``: total work over total capacity; ``longest_op``; ``pinned``: the load pinned to one device;
 * ``energetic``: energetic reasoning over intervals (:func:`energetic_bound`), vectorised, any size;
 * ``memory_path``: the critical path plus the transfers that memory and colocation force on it
-  (:func:`memory_path_bound`);
+  (:func:`memory_path_bound`); ``memory_cuts``: the same, the path cut into runs that each fit on a
+  device, cheapest cuts found by a dynamic programme (:func:`dplace.bounds_memory.memory_cuts_bound`);
 * ``anchored_work``: work that cannot run early (late) away from the one source's (sink's) device, what
   spreading work costs in transfers (:func:`anchored_work_bound`; it bites on the segments below, each
   of which has one first and one last op);
 * ``segments``: segments of the critical path, each bounded by CP-SAT and the cheap bounds above
-  (:mod:`dplace.bounds_segments`, behind an option: it runs CP-SAT).
+  (:mod:`dplace.bounds_segments`, behind an option: it runs CP-SAT); ``segments_memory``: that plus the
+  transfers memory forces on one-op segments (:mod:`dplace.bounds_memory`).
 
 :func:`lower_bound` is the max of the cheap ones (printed by default); :func:`bound_portfolio` runs all of
 them, with the time each took, for ``dplace info --bounds``.
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InfeasibleError
+from .bounds_memory import memory_cuts_bound
 from .kernels import bounds as kb
 from .graph import longest_from, longest_path, longest_to
 from .model import Instance
@@ -313,6 +316,7 @@ def lower_bound_parts(inst: Instance) -> dict[str, float]:
             "longest_op": max((min(row) for row in inst.dur), default=0.0),
             "pinned": pinned_bound(inst),
             "memory_path": memory_path_bound(inst),
+            "memory_cuts": memory_cuts_bound(inst),
             "energetic": energetic_bound(inst),
             "anchored_work": anchored_work_bound(inst),
         }
@@ -355,7 +359,8 @@ def bound_portfolio(inst: Instance, *, segments: bool = True, time_limit_s: floa
     out = []
     for name, fn in (("critical_path", critical_path_length), ("work", work_bound),
                      ("longest_op", lambda i: max((min(r) for r in i.dur), default=0.0)), ("pinned", pinned_bound),
-                     ("memory_path", memory_path_bound), ("energetic", lambda i: energetic_bound(i, grid=48)),
+                     ("memory_path", memory_path_bound), ("memory_cuts", memory_cuts_bound),
+                     ("energetic", lambda i: energetic_bound(i, grid=48)),
                      ("anchored_work", anchored_work_bound)):
         t0 = time.perf_counter()
         v = fn(inst)
@@ -364,9 +369,11 @@ def bound_portfolio(inst: Instance, *, segments: bool = True, time_limit_s: floa
         from .bounds_segments import segment_bound
 
         sb = segment_bound(inst, time_limit_s=time_limit_s, workers=workers)
-        out.append(BoundPart("segments", sb.value, sb.time_s, {
-            "segments": sb.n_segments, "proven_optimal": sb.proven_optimal, "largest": sb.largest_segment,
-            "kept_ops": sb.kept_ops}))
+        detail = {"segments": sb.n_segments, "proven_optimal": sb.proven_optimal, "largest": sb.largest_segment,
+                  "kept_ops": sb.kept_ops}
+        out.append(BoundPart("segments", sb.value, sb.time_s, detail))
+        if sb.memory_cuts > 0:
+            out.append(BoundPart("segments_memory", sb.best[0], sb.time_s, {**detail, "memory_cuts": sb.memory_cuts}))
     return out
 
 
@@ -380,8 +387,8 @@ def strong_bound(inst: Instance, *, time_limit_s: float, should_stop=None) -> Bo
     value, name = lower_bound_with_source(inst)
     if inst.n > 2:
         sb = segment_bound(inst, time_limit_s=max(0.0, time_limit_s), should_stop=should_stop)
-        if sb.value > value:
-            value, name = sb.value, "segments"
+        if sb.best[0] > value:
+            value, name = sb.best
     return BoundPart(name, value, time.perf_counter() - t0)
 
 

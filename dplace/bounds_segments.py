@@ -26,7 +26,10 @@ The relaxation, step by step (every step only removes constraints, so the bound 
    that starts it, and one last op, the cut that ends it, so spreading its work over the devices costs
    the transfers :func:`dplace.bounds.anchored_work_bound` counts), whichever is larger.
 
-The sum of the segments' bounds is a lower bound on every schedule of the instance. Edges between kept
+The sum of the segments' bounds is a lower bound on every schedule of the instance. When memory forces
+the path to change device (its ops with their colocation groups do not fit on one device), the changes
+that must fall on edges of one-op segments add their cheapest transfers (:mod:`dplace.bounds_memory`;
+``SegmentBound.best``, source ``segments_memory``). Edges between kept
 ops that ran through dropped ops are lost (a further relaxation); with identical links between every
 device pair they are put back as zero-byte edges (any path from u to v through dropped ops pays at least
 one latency when u and v are on different devices, which is what a zero-byte edge costs there).
@@ -214,6 +217,15 @@ class SegmentBound:
     proven_optimal: int  # segments whose bound equals their optimum (CP-SAT proved it)
     time_s: float
     pieces: list[dict[str, Any]] = field(default_factory=list)
+    memory_cuts: float = 0.0  # µs the device changes memory forces on the path add (bounds_memory)
+
+    @property
+    def best(self) -> tuple[float, str]:
+        """(value, source): the segment bound, plus the forced cuts' cost when memory forces any
+        (source ``segments_memory``, :func:`dplace.bounds_memory.segment_cut_costs`)."""
+        if self.memory_cuts > 0:
+            return self.value + self.memory_cuts, "segments_memory"
+        return self.value, "segments"
 
 
 def _one_device(sub: Instance) -> Any:
@@ -324,5 +336,11 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
         return total
 
     value = span(0, -1, len(path))
+    from .bounds_memory import segment_cut_costs
+
+    # trivial segments of the widest level (one path op and the cut after it): never refined, each
+    # bounded by at most its op's smallest time, so a device change on its edge adds the transfer
+    trivial = [s.a for s in levels[0][1] if not s.ops and s.first is not None and s.last is not None and s.b == s.a + 1]
+    extra = segment_cut_costs(inst, path, trivial)
     return SegmentBound(value, windows[0], tick, stats["n"], stats["kept"], stats["largest"], stats["opt"],
-                        time.perf_counter() - t0, pieces)
+                        time.perf_counter() - t0, pieces, memory_cuts=extra)

@@ -1,0 +1,144 @@
+"""Device changes that memory forces on the critical path, and what they cost.
+
+Walk along a path P = (c_0, ..., c_{K-1}) of the instance (consecutive ops joined by an edge) in a
+schedule and cut it into *runs*: maximal stretches of consecutive path ops on one device. A run's device
+holds every op of the run and every op colocated with one of them (a colocation group is placed whole),
+so the run's *units* (each op's colocation group, or the op alone) must fit together in one device's
+memory, on a device every pinned op of them allows. Between two runs the path changes device, on the
+edge (c_j, c_{j+1}), and that edge's transfer takes at least its cheapest time between two devices.
+
+:func:`forced_cut_cost` is the least total cost of the run boundaries over all ways of cutting P into
+runs that fit (a dynamic programme over the path; a boundary inside a colocation group, or between two
+ops pinned to one device, is impossible). Every schedule cuts P into runs that fit, so its boundaries
+cost at least that much. Two bounds use it:
+
+* :func:`memory_cuts_bound` (``memory_cuts``): every schedule runs P's ops one after another, each for at
+  least its smallest time, and pays every transfer on P's edges between devices, so its makespan is at
+  least sum_j p_min(c_j) + :func:`forced_cut_cost` (P: the critical path, cost: each edge's cheapest
+  transfer). It refines ``memory_path`` (which counts only how many devices P needs in all).
+* the segment bound plus forced cuts (``segments_memory``, :func:`segment_cut_costs`): the segment
+  decomposition (:mod:`dplace.bounds_segments`) cuts P into segments whose spans add up to at most the
+  makespan, each span at least the segment's proven bound lb_k. A segment that holds only c_j and the
+  cut c_{j+1} after it (a *trivial* segment) has lb_k <= p_min(c_j) (its sub-instance's critical
+  path, in ticks rounded down) and, when c_j and c_{j+1} are on different devices, span_k =
+  start(c_{j+1}) - start(c_j) >= p_min(c_j) + cheapest transfer of (c_j, c_{j+1}) >= lb_k + that
+  transfer. With cost = that transfer on the edges of trivial segments and 0 on every other edge of P,
+  the schedule's run boundaries add at least :func:`forced_cut_cost` on top of the sum of the lb_k:
+  makespan >= segment bound + forced_cut_cost.
+
+Memory is the only reason a run must end here, so on instances whose whole path (with its groups) fits
+on one device both add nothing.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from .model import Instance
+
+__all__ = ["forced_cut_cost", "memory_cuts_bound", "path_edge_costs", "segment_cut_costs"]
+
+
+def _unit(inst: Instance, o: int) -> tuple[int, ...]:
+    g = inst.group_of[o]
+    return tuple(inst.groups[g]) if g >= 0 else (o,)
+
+
+def path_edge_costs(inst: Instance, path: Sequence[int]) -> list[float]:
+    """Per edge (c_j, c_{j+1}) of the path: the cheapest transfer between two distinct devices of the
+    devices the two ops may use (the largest over parallel edges: each is paid); 0 with one device."""
+    out = []
+    for u, v in zip(path, path[1:]):
+        au, av = inst.allowed_devices(u), inst.allowed_devices(v)
+        best = 0.0
+        for e in inst.succ[u]:
+            if inst.edst[e] == v:
+                c = min((inst.transfer_time(e, a, b) for a in au for b in av if a != b), default=0.0)
+                best = max(best, c)
+        out.append(best)
+    return out
+
+
+def forced_cut_cost(inst: Instance, path: Sequence[int], cost: Sequence[float]) -> float:
+    """Least total ``cost[j]`` over the boundaries j (between path[j] and path[j+1]) of a cut of
+    ``path`` into runs that each fit on one device (module docstring); ``inf`` if no cut fits.
+
+    Dynamic programme: f[0] = 0, f[j'] = min over runs path[i..j'-1] that fit of f[i] + cost[i-1]
+    (nothing for i = 0); a run that fits stays fitting when shortened, so from each i the runs grow
+    until one no longer fits (two pointers, O(K · run length))."""
+    K = len(path)
+    if K == 0 or inst.m < 2:
+        return 0.0
+    units = [_unit(inst, o) for o in path]
+    caps = inst.capacity
+    big = max(caps)
+
+    def fits(pins: set[int], mem: int) -> bool:
+        if len(pins) > 1:
+            return False
+        return mem <= (caps[next(iter(pins))] if pins else big)
+
+    f = [math.inf] * (K + 1)
+    f[0] = 0.0
+    for i in range(K):
+        if f[i] == math.inf:
+            continue
+        step = f[i] + (cost[i - 1] if i > 0 else 0.0)
+        if step == math.inf:
+            continue
+        seen: set[int] = set()
+        pins: set[int] = set()
+        mem = 0
+        for j in range(i, K):
+            for x in units[j]:
+                if x not in seen:
+                    seen.add(x)
+                    mem += inst.mem[x]
+                    if inst.pinned[x] >= 0:
+                        pins.add(inst.pinned[x])
+            if not fits(pins, mem):
+                break
+            if step < f[j + 1]:
+                f[j + 1] = step
+        if i == 0 and f[K] == 0.0:  # the whole path fits on one device: memory forces nothing
+            return 0.0
+    return f[K]
+
+
+def _impossible(inst: Instance, u: int, v: int) -> bool:
+    """True when u and v always share a device (one colocation group, or pinned to one device)."""
+    gu = inst.group_of[u]
+    if gu >= 0 and gu == inst.group_of[v]:
+        return True
+    return inst.pinned[u] >= 0 and inst.pinned[u] == inst.pinned[v]
+
+
+def _guard(inst: Instance, path: Sequence[int], cost: list[float]) -> list[float]:
+    """A boundary between two ops that always share a device cannot be a run boundary."""
+    return [math.inf if _impossible(inst, u, v) else c for (u, v), c in zip(zip(path, path[1:]), cost)]
+
+
+def memory_cuts_bound(inst: Instance) -> float:
+    """The critical path's smallest times plus the transfers memory forces on it (module docstring)."""
+    from .bounds_segments import critical_path_ops
+
+    path = critical_path_ops(inst)
+    base = sum(min(inst.dur[o]) for o in path)
+    if len(path) < 2 or inst.m < 2:
+        return base
+    extra = forced_cut_cost(inst, path, _guard(inst, path, path_edge_costs(inst, path)))
+    return base + (extra if extra < math.inf else 0.0)
+
+
+def segment_cut_costs(inst: Instance, path: Sequence[int], trivial: Sequence[int]) -> float:
+    """What memory adds to the segment bound: :func:`forced_cut_cost` with each trivial segment's edge
+    (path indices j in ``trivial``: the segment is path[j] and the cut path[j+1], nothing between) at its
+    cheapest transfer and every other edge of the path at 0 (module docstring)."""
+    if len(path) < 2 or inst.m < 2 or not trivial:
+        return 0.0
+    edge = path_edge_costs(inst, path)
+    cost = [0.0] * (len(path) - 1)
+    for j in trivial:
+        cost[j] = edge[j]
+    extra = forced_cut_cost(inst, path, _guard(inst, path, cost))
+    return extra if extra < math.inf else 0.0

@@ -1,0 +1,103 @@
+"""The forced-cut bounds (dplace.bounds_memory) against optima worked out independently: brute force on
+tiny memory-tight instances, and a 40-op series composition whose memory-bound head is enumerated."""
+import itertools
+import random
+
+import pytest
+
+from dplace.bounds import bound_portfolio, critical_path_length, memory_cuts_bound, memory_path_bound
+from dplace.bounds_memory import forced_cut_cost
+from dplace.bounds_segments import critical_path_ops, segment_bound
+from dplace.errors import InfeasibleError
+from dplace.model import Device, Edge, Instance, Link, Op
+from dplace.testing import random_instance
+from formulations._brute import brute_force
+
+from test_bounds import _block, _block_instance
+
+pytestmark = pytest.mark.solver  # the segment bound runs CP-SAT
+
+TOL = 1e-6
+
+
+def test_forced_cuts_at_most_brute_force_on_memory_tight_instances():
+    rng = random.Random(31)
+    checked = bites = 0
+    for _ in range(60):
+        inst = random_instance(rng, n_ops=rng.randint(3, 6), n_devices=rng.choice([2, 3]), edge_prob=0.6,
+                               integer=rng.random() < 0.5, memory_slack=rng.choice([1.0, 1.2, 1.5]))
+        try:
+            opt = brute_force(inst)[0]
+        except InfeasibleError:
+            continue
+        v = memory_cuts_bound(inst)
+        assert v <= opt + TOL * max(1.0, opt), inst.to_json()
+        sb = segment_bound(inst, time_limit_s=2.0)
+        assert sb.best[0] <= opt + TOL * max(1.0, opt), inst.to_json()
+        bites += v > critical_path_length(inst) + 1e-9
+        checked += 1
+    assert checked >= 30
+    assert bites >= 3  # memory forced a cut on the path in some of them
+
+
+def _chain_optimum(times, mems, nbytes, cap, lat, m=2):
+    """A chain runs one op after another: makespan = sum of times + the transfer (lat + bytes, bandwidth
+    1) of every edge whose ends are on different devices. Minimum over every placement that fits."""
+    best = None
+    for pl in itertools.product(range(m), repeat=len(times)):
+        if pl[0] != 0:  # identical devices: the first op on device 0
+            continue
+        if any(sum(x for x, d in zip(mems, pl) if d == dev) > cap for dev in range(m)):
+            continue
+        v = sum(times) + sum(lat + b for b, u, w in zip(nbytes, pl, pl[1:]) if u != w)
+        best = v if best is None else min(best, v)
+    return best
+
+
+def test_forced_cuts_reach_the_optimum_of_a_memory_bound_series_composition():
+    """A 10-op chain whose ops do not fit on one device (memory 15 each, devices of 100), then six
+    memory-free blocks in series (as in test_bounds._series: the optimum is the sum of the parts' optima
+    minus the shared ops' times; the chain's by enumeration, the blocks' by brute force). The devices are
+    renamed per block only, which memory-free blocks allow."""
+    rng = random.Random(7)
+    k, cap, lat = 10, 100, 2.0
+    times = [rng.randint(1, 9) for _ in range(k)]
+    mems = [15] * k
+    nbytes = [float(rng.randint(1, 12)) for _ in range(k - 1)]
+    names = [f"h{i}" for i in range(k)]
+    ops = [Op(nm, t, mm) for nm, t, mm in zip(names, times, mems)]
+    edges = [Edge(names[i], names[i + 1], nbytes[i]) for i in range(k - 1)]
+    opt = _chain_optimum(times, mems, nbytes, cap, lat)
+    prev = (names[-1], times[-1])
+    for i in range(6):
+        bn, bt, bb = _block(rng, 4, f"B{i}")
+        bn[0], bt[0] = prev
+        opt += brute_force(_block_instance(bn, bt, bb, 2, lat))[0] - prev[1]
+        ops.extend(Op(nm, t, 0) for nm, t in zip(bn[1:], bt[1:]))
+        edges.extend(Edge(bn[a], bn[b], float(nb)) for (a, b), nb in bb.items())
+        prev = (bn[-1], bt[-1])
+    inst = Instance("heavy-series", [Device(f"d{d}", cap) for d in range(2)], ops, edges, link=Link(lat, 1.0))
+    assert 30 <= inst.n <= 60
+    assert critical_path_ops(inst)[:k] == list(range(k))  # the chain heads the critical path
+    parts = {b.name: b.value for b in bound_portfolio(inst, segments=True, time_limit_s=20.0)}
+    for name, v in parts.items():
+        assert v <= opt + TOL * opt, (name, v, opt)
+    # every block is a segment solved exactly and the one cut memory forces in the chain is counted
+    assert parts["segments_memory"] == pytest.approx(opt, rel=1e-9)
+    assert parts["segments_memory"] > parts["segments"]
+    assert parts["memory_cuts"] > max(parts["memory_path"], parts["critical_path"])
+
+
+def test_forced_cut_cost_respects_colocation_and_pins():
+    # four ops of 60 on devices of 100: every op its own run, three cuts
+    ops = [Op(f"c{i}", 5, 60) for i in range(4)]
+    edges = [Edge(f"c{i}", f"c{i + 1}", 4.0) for i in range(3)]
+    inst = Instance("forced", [Device(f"d{d}", 100) for d in range(4)], ops, edges, link=Link(1.0, 2.0))
+    path = critical_path_ops(inst)
+    assert forced_cut_cost(inst, path, [1.0, 10.0, 100.0]) == 111.0
+    assert memory_cuts_bound(inst) == pytest.approx(20 + 3 * 3) == pytest.approx(memory_path_bound(inst))
+    small = [Op("a", 5, 30, device="d0"), Op("b", 5, 30, device="d1"), Op("c", 5, 30)]
+    inst = Instance("pins", [Device(f"d{d}", 100) for d in range(2)], small,
+                    [Edge("a", "b", 4.0), Edge("b", "c", 4.0)], link=Link(1.0, 2.0))
+    # memory fits everywhere, but a and b are pinned apart: their edge is a forced cut, b-c is not
+    assert forced_cut_cost(inst, critical_path_ops(inst), [7.0, 9.0]) == 7.0
