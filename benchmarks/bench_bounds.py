@@ -7,7 +7,7 @@
   large      ``portfolio`` vs ``heft`` on a generated Transformer (default 36,000 ops, 4 devices):
              improvement over heft (goal >= 3 %), proven gap
 
-Usage: .venv/bin/python benchmarks/bench_bounds.py [bounds] [gaps] [large] [--budget S] [--ops N]
+Usage: .venv/bin/python benchmarks/bench_bounds.py [bounds] [gaps] [large] [--budget S] [--ops N] [--only NAME]
 Times are wall-clock on a machine that may be shared by other work: say so when quoting them.
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ def part_bounds(budget: float) -> None:
 
 def part_gaps(budget: float) -> None:
     print(f"\n## portfolio, {budget:g} s, on the bundled real graphs")
-    print(f"{'instance':28s} {'best heuristic':>16s} {'portfolio µs':>14s} {'bound µs':>14s} {'source':>10s} "
+    print(f"{'instance':28s} {'best heuristic':>16s} {'portfolio µs':>14s} {'bound µs':>14s} {'source':>16s} "
           f"{'gap':>7s} {'goal':>6s} {'met':>4s} {'wall s':>7s}")
     for name, goal in REAL:
         inst = dplace.load_instance(ROOT / "instances" / f"{name}.json")
@@ -44,7 +44,7 @@ def part_gaps(budget: float) -> None:
         wall = time.perf_counter() - t
         heur = min(v["makespan"] for v in res.extra.get("heuristics", {}).values() if v.get("memory_ok"))
         assert dplace.check(inst, res).ok
-        print(f"{name:28s} {heur:16,.1f} {res.makespan:14,.1f} {res.lower_bound:14,.1f} {res.bound_source or '-':>10s} "
+        print(f"{name:28s} {heur:16,.1f} {res.makespan:14,.1f} {res.lower_bound:14,.1f} {res.bound_source or '-':>16s} "
               f"{100 * res.gap:6.1f}% {100 * goal:5.0f}% {'yes' if res.gap <= goal else 'no':>4s} {wall:7.1f}",
               flush=True)
 
@@ -74,10 +74,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=float, default=60.0, help="seconds for portfolio (default 60)")
     ap.add_argument("--bounds-budget", type=float, default=30.0, help="seconds for the segment bound (default 30)")
     ap.add_argument("--ops", type=int, default=36000, help="ops of the generated Transformer (default 36000)")
+    ap.add_argument("--only", default=None, help="one bundled instance for bounds/gaps (e.g. inceptionv3_training_4dev)")
     args = ap.parse_args(argv)
     for p in args.parts:
         if p not in ("bounds", "gaps", "large"):
             ap.error(f"unknown part {p!r}; valid: bounds, gaps, large")
+    if args.only:
+        names = [n for n, _ in REAL]
+        if args.only not in names:
+            ap.error(f"--only {args.only!r}: valid: {', '.join(names)}")
+        REAL[:] = [r for r in REAL if r[0] == args.only]
     if "bounds" in args.parts:
         part_bounds(args.bounds_budget)
     if "gaps" in args.parts:
