@@ -103,8 +103,10 @@ def test_bounds_against_exact_optimum_of_series_compositions(seed, blocks):
     for name, v in parts.items():
         assert v <= opt + TOL * opt, (name, v, opt)
     # every shared op is a cut, each block is solved exactly: the segment bound reaches the optimum
-    assert parts["segments"] == pytest.approx(opt, rel=1e-9)
-    assert parts["segments"] > parts["critical_path"]
+    # (CP-SAT's time per segment raised so that a loaded machine still proves each block)
+    sb = segment_bound(inst, time_limit_s=120.0, segment_time_s=20.0)
+    assert sb.value == pytest.approx(opt, rel=1e-9)
+    assert sb.value > parts["critical_path"]
 
 
 def test_segments_cut_only_where_every_kept_op_is_comparable():
