@@ -20,7 +20,7 @@ cost at least that much. Two bounds use it:
   decomposition (:mod:`dplace.bounds_segments`) cuts P into segments whose spans add up to at most the
   makespan, each span at least the segment's proven bound lb_k. A segment that holds only c_j and the
   cut c_{j+1} after it (a *trivial* segment) has lb_k <= p_min(c_j) (its sub-instance's critical
-  path, in ticks rounded down) and, when c_j and c_{j+1} are on different devices, span_k =
+  path in ticks rounded down, or c_j's smallest time when the bound's time ran out) and, when c_j and c_{j+1} are on different devices, span_k =
   start(c_{j+1}) - start(c_j) >= p_min(c_j) + cheapest transfer of (c_j, c_{j+1}) >= lb_k + that
   transfer. With cost = that transfer on the edges of trivial segments and 0 on every other edge of P,
   the schedule's run boundaries add at least :func:`forced_cut_cost` on top of the sum of the lb_k:
@@ -63,45 +63,56 @@ def forced_cut_cost(inst: Instance, path: Sequence[int], cost: Sequence[float]) 
     """Least total ``cost[j]`` over the boundaries j (between path[j] and path[j+1]) of a cut of
     ``path`` into runs that each fit on one device (module docstring); ``inf`` if no cut fits.
 
-    Dynamic programme: f[0] = 0, f[j'] = min over runs path[i..j'-1] that fit of f[i] + cost[i-1]
-    (nothing for i = 0); a run that fits stays fitting when shortened, so from each i the runs grow
-    until one no longer fits (two pointers, O(K · run length))."""
+    Dynamic programme: f[0] = 0, f[j + 1] = min over runs path[i..j] that fit of f[i] + cost[i - 1]
+    (nothing for i = 0). A run that fits stays fitting when shortened, so the runs ending at j start at
+    i in [lo_j, j] with lo_j nondecreasing: one sliding window (units counted once however many of its
+    path ops share them, pins counted per device) and a sliding-window minimum, O(K · unit size)."""
+    from collections import Counter, deque
+
     K = len(path)
     if K == 0 or inst.m < 2:
         return 0.0
     units = [_unit(inst, o) for o in path]
     caps = inst.capacity
     big = max(caps)
+    count: Counter[int] = Counter()  # op -> how many units of the window hold it
+    pins: Counter[int] = Counter()  # device -> pinned ops of the window on it
+    mem = 0
 
-    def fits(pins: set[int], mem: int) -> bool:
+    def add(j: int, sign: int) -> None:
+        nonlocal mem
+        for x in units[j]:
+            before = count[x]
+            count[x] += sign
+            if (before == 0) != (count[x] == 0):  # x enters or leaves the window
+                mem += sign * inst.mem[x]
+                if inst.pinned[x] >= 0:
+                    pins[inst.pinned[x]] += sign
+                    if not pins[inst.pinned[x]]:
+                        del pins[inst.pinned[x]]
+
+    def fits() -> bool:
         if len(pins) > 1:
             return False
         return mem <= (caps[next(iter(pins))] if pins else big)
 
     f = [math.inf] * (K + 1)
     f[0] = 0.0
-    for i in range(K):
-        if f[i] == math.inf:
-            continue
-        step = f[i] + (cost[i - 1] if i > 0 else 0.0)
-        if step == math.inf:
-            continue
-        seen: set[int] = set()
-        pins: set[int] = set()
-        mem = 0
-        for j in range(i, K):
-            for x in units[j]:
-                if x not in seen:
-                    seen.add(x)
-                    mem += inst.mem[x]
-                    if inst.pinned[x] >= 0:
-                        pins.add(inst.pinned[x])
-            if not fits(pins, mem):
-                break
-            if step < f[j + 1]:
-                f[j + 1] = step
-        if i == 0 and f[K] == 0.0:  # the whole path fits on one device: memory forces nothing
-            return 0.0
+    win: deque[tuple[int, float]] = deque()  # (i, f[i] + cost[i - 1]), values increasing
+    lo = 0
+    for j in range(K):
+        val = f[j] + (cost[j - 1] if j > 0 else 0.0)  # a run may start at j
+        while win and win[-1][1] >= val:
+            win.pop()
+        win.append((j, val))
+        add(j, 1)
+        while lo <= j and not fits():
+            add(lo, -1)
+            lo += 1
+        while win and win[0][0] < lo:
+            win.popleft()
+        if win:
+            f[j + 1] = win[0][1]
     return f[K]
 
 

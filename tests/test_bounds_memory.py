@@ -8,7 +8,7 @@ import pytest
 from dplace.bounds import bound_portfolio, critical_path_length, memory_cuts_bound, memory_path_bound
 from dplace.bounds_memory import forced_cut_cost
 from dplace.bounds_segments import critical_path_ops, segment_bound
-from dplace.errors import InfeasibleError
+from dplace.errors import InfeasibleError, InvalidInstanceError
 from dplace.model import Device, Edge, Instance, Link, Op
 from dplace.testing import random_instance
 from formulations._brute import brute_force
@@ -88,6 +88,48 @@ def test_forced_cuts_reach_the_optimum_of_a_memory_bound_series_composition():
     assert sb.best == (pytest.approx(opt, rel=1e-9), "segments_memory")
     assert sb.memory_cuts > 0 and "segments_memory" in parts
     assert parts["memory_cuts"] > max(parts["memory_path"], parts["critical_path"])
+
+
+def _cuts_by_enumeration(inst, path, cost):
+    """forced_cut_cost from its definition: every set of boundaries, each run's units (groups counted
+    once) within the largest device, pins of a run all equal."""
+    best = float("inf")
+    K = len(path)
+    for mask in range(1 << (K - 1)):
+        bounds = [j for j in range(K - 1) if mask >> j & 1]
+        ok = True
+        for a, b in zip([0] + [j + 1 for j in bounds], [j + 1 for j in bounds] + [K]):
+            ops = set()
+            for o in path[a:b]:
+                g = inst.group_of[o]
+                ops |= set(inst.groups[g]) if g >= 0 else {o}
+            pins = {inst.pinned[o] for o in ops if inst.pinned[o] >= 0}
+            cap = inst.capacity[pins.pop()] if len(pins) == 1 else max(inst.capacity)
+            ok &= len(pins) == 0 and sum(inst.mem[o] for o in ops) <= cap
+        if ok:
+            best = min(best, sum(cost[j] for j in bounds))
+    return best
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_forced_cut_cost_is_the_cheapest_cut_whose_runs_fit(seed):
+    rng = random.Random(seed)
+    for trial in range(40):
+        K = rng.randint(2, 9)
+        groups = rng.random() < 0.5
+        ops = [Op(f"c{i}", 1, rng.randint(0, 40), colocation=(f"g{rng.randrange(3)}" if groups and rng.random() < 0.4
+                                                              else None)) for i in range(K)]
+        if not groups and rng.random() < 0.3:
+            k = rng.randrange(K)
+            ops[k] = Op(ops[k].id, 1, ops[k].memory, device=f"d{rng.randrange(2)}")
+        edges = [Edge(f"c{i}", f"c{i + 1}", 1.0) for i in range(K - 1)]
+        try:
+            inst = Instance("cuts", [Device(f"d{d}", 60) for d in range(2)], ops, edges, link=Link(1.0, 1.0))
+        except InvalidInstanceError:  # a group larger than a device
+            continue
+        path = list(range(K))
+        cost = [float(rng.randint(0, 9)) for _ in range(K - 1)]
+        assert forced_cut_cost(inst, path, cost) == _cuts_by_enumeration(inst, path, cost), (trial, inst.to_json(), cost)
 
 
 def test_forced_cut_cost_respects_colocation_and_pins():
