@@ -203,11 +203,11 @@ def write_atomic(path: str | os.PathLike, text: str | bytes) -> None:
     write_atomic_many([(path, text)])
 
 
-def write_atomic_many(files: Sequence[tuple[str | os.PathLike, str | bytes]]) -> None:
+def write_atomic_many(files: Sequence[tuple[str | os.PathLike, Any]]) -> None:
     """Write several files through temporary files, renamed only once every one is written, so a
     command that fails on one output (a directory, no permission, a full disk) leaves none behind.
     Errors are one line naming the file."""
-    todo = [(Path(p), t.encode() if isinstance(t, str) else t) for p, t in files]
+    todo = [(Path(p), t.encode() if isinstance(t, str) else t) for p, t in files]  # t: text, bytes or text pieces
     for p, _ in todo:
         if p.is_dir():
             raise InvalidInstanceError(f"output {str(p)!r}: is a directory")
@@ -221,7 +221,11 @@ def write_atomic_many(files: Sequence[tuple[str | os.PathLike, str | bytes]]) ->
             fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(p.parent))
             tmps.append(tmp)
             with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
+                if isinstance(data, bytes):
+                    fh.write(data)
+                else:  # an iterable of text pieces (a large file written as it is produced)
+                    for piece in data:
+                        fh.write(piece.encode())
             os.chmod(tmp, 0o666 & ~umask)
         for (p, _), tmp in zip(todo, tmps):
             os.replace(tmp, p)

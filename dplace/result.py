@@ -9,8 +9,11 @@ returns a new one with :func:`dataclasses.replace`. Its ``extra`` and ``options`
 """
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from itertools import islice
+from typing import TYPE_CHECKING, Any, Iterator
 
 from .errors import InvalidInstanceError
 from .model import Instance
@@ -70,7 +73,9 @@ class Result:
     def gap(self) -> float | None:
         return compute_gap(self.makespan, self.lower_bound)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, per_op: bool = True) -> dict[str, Any]:
+        """The ``dplace-result/1`` JSON object (with ``per_op=False`` the per-op entries ``placement``,
+        ``order``, ``schedule`` and ``transfers`` hold placeholders, for :meth:`json_chunks`)."""
         inst = self.instance
         out: dict[str, Any] = {
             "format": RESULT_FORMAT, "instance": inst.name, "method": self.method, "status": self.status,
@@ -81,18 +86,24 @@ class Result:
         if self.placement is not None and self.schedule is not None:
             s = self.schedule
             dn = [d.name for d in inst.devices]
-            ids = inst.columns.ids  # op ids by index (no Op objects needed)
-            pl_names = [dn[d] for d in self.placement]
-            out["placement"] = dict(zip(ids, pl_names))
-            order = self.order if self.order is not None else s.order
-            out["order"] = {dn[d]: [ids[o] for o in ops] for d, ops in enumerate(order)}
+            if per_op:
+                ids = inst.columns.ids  # op ids by index (no Op objects needed)
+                pl_names = [dn[d] for d in self.placement]
+                out["placement"] = dict(zip(ids, pl_names))
+                order = self.order if self.order is not None else s.order
+                out["order"] = {dn[d]: [ids[o] for o in ops] for d, ops in enumerate(order)}
+            else:
+                out["placement"], out["order"] = _PER_OP, _PER_OP
             out["order_given"] = self.order is not None
-            out["schedule"] = [{"op": o, "device": d, "start": st, "end": en}
-                               for o, d, st, en in zip(ids, pl_names, s.start, s.end)]
-            out["transfers"] = [
-                {"op": ids[p], "src": dn[a], "dst": dn[b], "start": st, "end": en, "bytes": nb}
-                for (p, a, b, st, en, nb) in s.transfers
-            ]
+            if per_op:
+                out["schedule"] = [{"op": o, "device": d, "start": st, "end": en}
+                                   for o, d, st, en in zip(ids, pl_names, s.start, s.end)]
+                out["transfers"] = [
+                    {"op": ids[p], "src": dn[a], "dst": dn[b], "start": st, "end": en, "bytes": nb}
+                    for (p, a, b, st, en, nb) in s.transfers
+                ]
+            else:
+                out["schedule"], out["transfers"] = _PER_OP, _PER_OP
             out["memory"] = {dn[d]: s.memory[d] for d in range(inst.m)}
             out["memory_ok"] = s.memory_ok
         else:
@@ -109,6 +120,73 @@ class Result:
             out["transform"] = _jsonable(self.transform.to_dict())
         out["interrupted"] = self.interrupted
         return out
+
+
+    def json_chunks(self, extra: dict[str, Any] | None = None) -> Iterator[str]:
+        """The text of ``json.dumps({**self.to_dict(), **extra}, indent=1) + "\\n"`` (the same bytes) in
+        pieces: the per-op entries are written row by row from the placement and schedule, without the
+        per-op dicts and with the C encoder, so a million-op result is written in seconds."""
+        data = self.to_dict(per_op=False)
+        data.update(extra or {})
+        sep = "{\n "
+        names: list[list[str]] = []
+        for k, v in data.items():
+            yield sep + json.dumps(k) + ": "
+            sep = ",\n "
+            if v is _PER_OP:
+                names = names or [_encoded(self.instance.columns.ids), _encoded([d.name for d in self.instance.devices])]
+                yield from self._per_op_chunks(k, *names)
+            else:
+                yield json.dumps(v, indent=1).replace("\n", "\n ")
+        yield "\n}\n"
+
+    def _per_op_chunks(self, key: str, ids: list[str], dn: list[str]) -> Iterator[str]:
+        s = self.schedule
+        if key == "placement":
+            yield from _bracketed("{", map("  {}: {}".format, ids, map(dn.__getitem__, self.placement)), "}")
+        elif key == "order":
+            order = self.order if self.order is not None else s.order
+            lists = ("  " + dn[d] + ": " + "".join(_bracketed("[", map("   {}".format, map(ids.__getitem__, ops)), "]", 2))
+                     for d, ops in enumerate(order))
+            yield from _bracketed("{", lists, "}")
+        elif key == "schedule":
+            row = '  {{\n   "op": {},\n   "device": {},\n   "start": {},\n   "end": {}\n  }}'.format
+            yield from _bracketed("[", map(row, ids, map(dn.__getitem__, self.placement), _nums(s.start), _nums(s.end)), "]")
+        else:
+            row = ('  {{\n   "op": {},\n   "src": {},\n   "dst": {},\n   "start": {},\n   "end": {},\n'
+                   '   "bytes": {}\n  }}').format
+            cols = list(zip(*s.transfers)) or [()] * 6
+            yield from _bracketed("[", map(row, map(ids.__getitem__, cols[0]), map(dn.__getitem__, cols[1]),
+                                           map(dn.__getitem__, cols[2]), *(_nums(c) for c in cols[3:])), "]")
+
+
+_PER_OP = object()  # to_dict(per_op=False): an entry json_chunks writes row by row
+
+
+def _encoded(names: list[str]) -> list[str]:
+    """Each string JSON-encoded as ``json.dumps`` does, in one call of the C encoder (inside an encoded
+    string a quote is always escaped, so ``", "`` only separates items)."""
+    if not names:
+        return []
+    return ['"' + x + '"' for x in json.dumps(list(names))[2:-2].split('", "')]
+
+
+def _nums(xs: Any) -> Iterator[str]:
+    """Each number as ``json.dumps`` writes it (finite floats: ``float.__repr__``)."""
+    if set(map(type, xs)) <= {float} and all(map(math.isfinite, xs)):
+        return map(float.__repr__, xs)
+    return map(json.dumps, xs)
+
+
+def _bracketed(open_: str, rows: Iterator[str], close: str, depth: int = 1, chunk: int = 20_000) -> Iterator[str]:
+    """``open_``, the rows one per line joined by commas, ``close`` at ``depth`` (``json.dumps(indent=1)``'s
+    layout; ``open_ + close`` when there are none), in pieces of ``chunk`` rows."""
+    sep = open_ + "\n"
+    any_rows = False
+    for part in iter(lambda: list(islice(rows, chunk)), []):
+        yield sep + ",\n".join(part)
+        sep, any_rows = ",\n", True
+    yield "\n" + " " * depth + close if any_rows else open_ + close
 
 
 def _jsonable(obj: Any) -> Any:

@@ -108,8 +108,8 @@ def load(path: str):
 def write_outputs(args: argparse.Namespace, res, data: dict | None = None) -> None:
     """Write --out (``data``), --gantt and --trace together: all of them or, on an error, none."""
     files: list[tuple[str, str | bytes]] = []
-    if data is not None and getattr(args, "out", None):
-        files.append((args.out, json.dumps(data, indent=1) + "\n"))
+    if data is not None and getattr(args, "out", None):  # a dict, or its JSON text in pieces
+        files.append((args.out, json.dumps(data, indent=1) + "\n" if isinstance(data, dict) else data))
     if getattr(args, "gantt", None):
         from ..viz import gantt_png
 

@@ -52,11 +52,11 @@ def cmd_solve(args: argparse.Namespace) -> int:
             progress.phase("check")
             rep = check(res.instance, res)
             res = replace(res, interrupted=res.interrupted or interrupt.requested())
-            data = res.to_dict()
-            data["check"] = rep.summary()
             progress.phase("write")
-            write_outputs(args, res, data)
+            write_outputs(args, res, res.json_chunks({"check": rep.summary()}))  # = to_dict() + check
     if args.json:
+        data = res.to_dict()
+        data["check"] = rep.summary()
         print(json.dumps(data))
     else:
         print_result(res, rep, console())

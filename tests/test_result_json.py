@@ -1,0 +1,34 @@
+"""A Result's JSON text written in pieces (``Result.json_chunks``, what ``dplace solve --out`` writes) is
+byte for byte ``json.dumps(to_dict(), indent=1)``."""
+import json
+import random
+
+import numpy as np
+
+import dplace
+from dplace.model import Device, Edge, Instance, Op
+from dplace.result import make_result
+from dplace.testing import random_instance
+
+
+def _same(res, extra=None):
+    want = json.dumps({**res.to_dict(), **(extra or {})}, indent=1) + "\n"
+    assert "".join(res.json_chunks(extra)) == want
+
+
+def test_pieces_equal_the_dump_on_random_results():
+    rng = random.Random(4)
+    for _ in range(25):
+        inst = random_instance(rng, n_ops=rng.randint(1, 12), comm=rng.choice(["parallel", "sequential"]))
+        res = dplace.solve(inst, rng.choice(["heft", "m_etf", "dpos", "single"]))
+        _same(res, {"check": "valid"})
+
+
+def test_odd_names_and_array_schedules():
+    ids = ['a", "b', "q\\", 'é"x', "plain", '\\", "', "tab\there"]
+    ops = [Op(x, float(i % 3)) for i, x in enumerate(ids)]
+    inst = Instance("w", [Device("d0", 100), Device('d"1', 100, 2.0)], ops,
+                    [Edge(ids[0], ids[1], 3.0), Edge(ids[1], ids[4], 1.5)])
+    _same(dplace.solve(inst, "heft"))
+    res = make_result(inst, "x", np.array([0, 1, 1, 0, 0, 1]), [np.array([0, 3, 4]), np.array([1, 2, 5])])
+    _same(res, {"check": "valid"})
