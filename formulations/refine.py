@@ -43,8 +43,8 @@ from dplace.registry import method_info, methods, register
 from dplace.result import Result, make_result
 
 from .cpsat import (
-    Ticks, best_heuristic, finish, hint_heuristics, hinted_model, memory_fits, reachability, solve_model,
-    tick_schedule,
+    Ticks, best_heuristic, finish, hint_heuristics, hinted_model, memory_fits, reachability, slowdown_guess,
+    solve_model, tick_schedule,
 )
 from .lns import sim_cost_s
 from .cpsat import run_heuristics as _run_heuristics
@@ -142,6 +142,9 @@ def run_heuristics(inst: Instance, names: Sequence[str], clock: Budget, budget_s
                            seed=seed, time_limit_s=max(0.05, min(0.1 * clock.limit, budget_s)), keep=keep)
 
 
+_COARSEN_S_PER_OP = 3e-5  # CPU s per op of coarsen(n/K): 1.06 s on the 36k-op graph, 0.05 s on BERT-12
+
+
 def _coarse_step(inst: Instance, start: Result, K: int, share: float, clock: Budget, sim_s: float, workers: int,
                  seed: int, progress_lines: bool) -> tuple[Result | None, dict[str, Any]]:
     """Coarsen to <= K nodes, solve with CP-SAT hinted by the start placement, map back; within ``share``
@@ -149,13 +152,17 @@ def _coarse_step(inst: Instance, start: Result, K: int, share: float, clock: Bud
     from dplace.heuristics.coarsen import coarsen
 
     info: dict[str, Any] = {}
+    post_s = 4 * sim_s + 0.05  # mapping back: up to three simulations and one list order
+    need = _COARSEN_S_PER_OP * inst.n * slowdown_guess() + post_s + 0.2
+    if clock.left() < need:
+        info["coarse_status"] = f"skipped: coarsening and mapping back need about {need:.1f} s"
+        return None, info
     progress.phase("coarsen (Celeritas fusion)")
     # exploration range n/K: clusters of at most n/K ops, so the DP leaves at least K and the merge pass
     # brings them down to K (with the default range the DP may stop at far fewer, coarser clusters)
     c = coarsen(inst, R=max(1, math.ceil(inst.n / K)), max_nodes=K)
     ci = c.coarse
     info["coarse_nodes"] = ci.n
-    post_s = 4 * sim_s + 0.05  # mapping back: up to three simulations and one list order
     if clock.left() < post_s + 0.2:
         info["coarse_status"] = "skipped: no time left after coarsening"
         return None, info
