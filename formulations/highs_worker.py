@@ -102,7 +102,8 @@ class _Child:
         return self.proc.poll() is None
 
     def read_line(self, until: float) -> str | None:
-        """The child's next line, or None when ``until`` (perf_counter) passes first or the child died."""
+        """The child's next line, None when ``until`` (perf_counter) passes first, an ``error`` line when
+        the child died."""
         fd = self.proc.stdout.fileno()
         with selectors.DefaultSelector() as sel:
             sel.register(fd, selectors.EVENT_READ)
@@ -111,17 +112,19 @@ class _Child:
                 if left <= 0 or not sel.select(timeout=left):
                     return None
                 chunk = os.read(fd, 65536)
-                if not chunk:  # the child died
-                    return None
+                if not chunk:  # the child closed its stdout: it died
+                    return "error the HiGHS child died: " + self.stderr_tail(wait=True)
                 self.buf += chunk.decode("utf-8", "replace")
         line, self.buf = self.buf.split("\n", 1)
         return line
 
-    def stderr_tail(self) -> str:
+    def stderr_tail(self, wait: bool = False) -> str:
         try:
+            if wait:
+                self.proc.wait(timeout=2)
             self.err.seek(0)
             return self.err.read()[-300:].strip()
-        except (OSError, ValueError):
+        except (OSError, ValueError, subprocess.TimeoutExpired):
             return ""
 
     def close(self) -> None:
@@ -233,8 +236,6 @@ def _request(child: _Child, req: str, args: dict[str, Any], limit_s: float, on_s
                 stop()
                 continue
             if line is None:
-                if not child.alive():
-                    return "error the HiGHS child died: " + child.stderr_tail(), interrupted
                 if not stopped:  # past the limit (on a loaded machine the start-up alone can take that long)
                     stop()
                     stopped = True

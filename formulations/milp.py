@@ -550,23 +550,25 @@ def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Boun
     notes: list[str] = []
     certified: claims.Bound | None = None
     own_best = max(b.value for b in own)
+    ex = None
+    if not interrupted:  # small graph: brute force first (cheap there, the last word; also where the solver
+        # proved nothing); the other checks only where it did not complete
+        left = deadline - time.perf_counter() - 0.02
+        ex = claims.exhaustive(inst, min(left, max(0.2, 0.5 * left)))
+        if ex is not None and ex.optimum is not None:
+            own.append(claims.Bound(ex.optimum, "brute force"))
+            cand.append(make_result(inst, "milp", ex.placement, ex.order, status="feasible", options=optd,
+                                    extra=dict(extra, returned="brute force")))
     if interrupted:
         notes.append("solver interrupted: its bound is not confirmed and not used")
     elif infeasible or (claim is not None and claim > own_best + claims.tol(own_best)):
-        left = deadline - time.perf_counter() - 0.02
         check = f"a re-solve without presolve (times in units of {unit:g} µs)"
         got: float | None = None
-        # small graph: brute force first (cheap there, and the last word); the other checks where it did not
-        # complete
-        ex = claims.exhaustive(inst, min(left, max(0.2, 0.5 * left)))
         if ex is not None:
-            if ex.optimum is None:
-                got = math.inf if infeasible else None
-            else:
+            if ex.optimum is not None:
                 check, got = "brute force", ex.optimum
-                own.append(claims.Bound(ex.optimum, "brute force"))
-                cand.append(make_result(inst, "milp", ex.placement, ex.order, status="feasible", options=optd,
-                                        extra=dict(extra, returned="brute force")))
+            elif infeasible:
+                got = math.inf
         left = deadline - time.perf_counter() - 0.02
         if ex is None and by_cpsat:
             check = "CP-SAT without presolve"

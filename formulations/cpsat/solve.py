@@ -309,9 +309,9 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
         certified = claims.Bound(T.real_bound(claim), method)  # no stronger than dplace's own bounds
     stopped = out.interrupted or interrupt.requested()
     ex = None
-    if not stopped and (claim == math.inf or (claim is not None and claim > own_ticks)):
-        # small graph: brute force first (cheap there, and the last word); the other formulation only where
-        # it did not complete
+    if not stopped and not (out.status == cp.OPTIMAL and claim is not None and claim <= own_ticks):
+        # small graph: brute force first (cheap there, and the last word; also where the search proved
+        # nothing); the other formulation only where it did not complete
         left = deadline - time.perf_counter() - _cleanup_s(inst)
         ex = claims.exhaustive(inst, min(left, max(0.2, 0.5 * left)) if cross else left)
     if ex is None and cross and not stopped and (
