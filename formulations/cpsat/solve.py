@@ -284,10 +284,11 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
         notes.append("search interrupted: its bound is not confirmed and not used")
     elif claim is not None and (claim == math.inf or claim > own_ticks):
         left = deadline - time.perf_counter() - _cleanup_s(inst)
-        if cross:  # keep time for the other formulation; its HiGHS child starts meanwhile (once per process)
-            from ..highs_worker import prestart
+        if cross:  # keep time for the other formulation
+            if inst.n > claims.EXHAUSTIVE_MAX_OPS:  # brute force will not settle it: HiGHS's child starts now
+                from ..highs_worker import prestart  # (once per process)
 
-            prestart()
+                prestart()
             left = min(left, max(0.2, 0.3 * left))
         t0 = time.perf_counter()
         got, better = (None, None) if left < 0.02 else confirm_bound(V, claim, time_limit_s=left, workers=workers,
