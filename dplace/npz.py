@@ -53,6 +53,10 @@ class _LazyJSON:
     def items(self):
         return ((int(k), v) for k, v in json.loads(self._text).items())
 
+    def may_contain(self, word: str) -> bool:
+        """False when no field can be named ``word`` (the text does not hold it): no parse needed."""
+        return word in self._text
+
 
 def instance_to_npz_bytes(inst: Instance) -> bytes:
     """The ``.npz`` form of ``inst``."""

@@ -23,6 +23,10 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
+import numpy as np
+
+from dplace import kernels
+from dplace.kernels import gate
 from dplace.errors import bad_option
 from dplace.graph import DisjointSets, components, queue_order
 from dplace.model import Instance
@@ -67,10 +71,16 @@ class SctOptions(BaechiOptions):
 
 # ----------------------------------------------------------------------------------------- units
 def _forward_pairs(inst: Instance) -> list[tuple[int, int]]:
-    """(forward op, backward op) index pairs from the optional op field ``forward_of``."""
+    """(forward op, backward op) index pairs from the optional op field ``forward_of``, in op order.
+
+    Read from the instance's columns (the ops' unknown fields), not from ``inst.ops``: a large instance
+    loaded from .npz then builds no Op objects, and its fields' JSON is parsed only if it names the field."""
+    extras = inst.columns.op_extra
+    if not getattr(extras, "may_contain", lambda word: True)("forward_of"):
+        return []
     pairs = []
-    for o, op in enumerate(inst.ops):
-        f = op.extra.get("forward_of") if op.extra else None
+    for o, ex in sorted(extras.items()):
+        f = ex.get("forward_of") if ex else None
         if f is None:
             continue
         fi = inst.op_index.get(str(f))
@@ -279,9 +289,70 @@ class _UnitRules:
 
 
 def _prepare(inst: Instance, opts: BaechiOptions) -> tuple[list[int], Clusters, _UnitRules]:
-    units = build_units(inst, opts)
-    cl = fuse(inst, units) if opts.fusion else _singletons(inst)
+    if gate.worth(inst.n, gate.LIST_FROM):  # the same units and clusters, compiled
+        ku, ca = _prepare_arrays(inst, opts)
+        units = ku.tolist()
+        cl = Clusters(*ca.lists())
+    else:
+        units = build_units(inst, opts)
+        cl = fuse(inst, units) if opts.fusion else _singletons(inst)
     return units, cl, _UnitRules(inst, units, cl, opts.colocation_coadjust)
+
+
+# ------------------------------------------------------------------------- compiled (dplace.kernels)
+def _prepare_arrays(inst: Instance, opts: BaechiOptions):
+    """``build_units`` and ``fuse`` / ``_singletons`` on arrays: (unit root per op, ClusterArrays)."""
+    from dplace.kernels import baechi as kb
+    from dplace.kernels.levels import op_cost_mean
+
+    a = kernels.inst_arrays(inst)
+    n, m = inst.n, inst.m
+    work = op_cost_mean(a)
+    total_mem, total_work = int(a.mem.sum()), sum(work.tolist())
+    mem_cap = min(min(inst.capacity), opts.unit_cap * total_mem / m)
+    work_cap = opts.unit_cap * total_work / m
+    fwd = _forward_pairs(inst) if opts.forward_placement else []
+    units = kb.units(a, work, np.array(fwd, dtype=np.int64).reshape(-1, 2), total_mem > max(inst.capacity),
+                     opts.coplacement, mem_cap, work_cap)
+    label = kb.fuse(a, units) if opts.fusion else np.arange(n)
+    return units, kb.cluster_arrays(a, label)
+
+
+def _schedule_arrays(inst: Instance, units: np.ndarray, ca, reserve_whole: bool,
+                     fav_child: np.ndarray | None) -> tuple[list[int], list[list[int]], float, int]:
+    """``_list_schedule`` compiled (parallel comm): placement, per-device order, makespan, fallbacks."""
+    from dplace.kernels import baechi as kb
+    from dplace.kernels.levels import upward_rank as kupward_rank
+
+    a = kernels.inst_arrays(inst)
+    nc, starts = ca.n, ca.ops_ptr[:-1]
+    root = np.zeros(inst.n, dtype=bool)  # unit ids numbered by increasing root, as _UnitRules does
+    root[units] = True
+    nu = int(root.sum())
+    uid = (np.cumsum(root) - 1)[units]
+    unit_mem = np.zeros(nu, dtype=np.int64)
+    np.add.at(unit_mem, uid, a.mem)
+    unit_pin = np.full(nu, -1, dtype=np.int64)
+    pinned = a.pinned >= 0
+    unit_pin[uid[pinned]] = a.pinned[pinned]
+    first = ca.ops[starts]
+    cmem = np.add.reduceat(a.mem[ca.ops], starts) if nc else np.zeros(0, dtype=np.int64)
+    prio = -np.maximum.reduceat(kupward_rank(a)[ca.ops], starts) if nc else np.zeros(0)
+    sct = fav_child is not None
+    fav = np.asarray(fav_child if sct else np.full(nc, -1), dtype=np.int64)
+    pl, _, end, seq, fallbacks = kb.etf(
+        inst.m, ca.ops_ptr, ca.ops, ca.succ_ptr, ca.succ, np.diff(ca.pred_ptr), prio, uid[first], unit_mem,
+        unit_pin, cmem, a.capacity, reserve_whole, fav, sct, a.pred_ptr, a.pred_edge, a.esrc, a.ebytes, a.lat,
+        a.bw, a.dur)
+    dev_of = pl[seq]
+    order = [seq[dev_of == d].tolist() for d in range(inst.m)]
+    return pl.tolist(), order, float(end.max()) if inst.n else 0.0, int(fallbacks)
+
+
+def _use_kernel(inst: Instance) -> bool:
+    """The compiled list scheduler: numba on and parallel comm (sequential comm stays on the reference,
+    whose sends re-time committed work)."""
+    return inst.comm == "parallel" and gate.worth(inst.n, gate.LIST_FROM)
 
 
 def _extra(inst: Instance, units: list[int], cl: Clusters) -> dict:
@@ -444,6 +515,12 @@ def m_etf(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, *
     """m-ETF (Baechi §2.3, ETF of Hwang et al. 1989 made memory-aware): a queue of (op, device) pairs
     by earliest schedulable time; a pair whose device cannot hold the op is dropped."""
     opts = BaechiOptions(**options)
+    if _use_kernel(inst):
+        units, ca = _prepare_arrays(inst, opts)
+        pl, order, makespan, fallbacks = _schedule_arrays(inst, units, ca, opts.colocation_coadjust, None)
+        extra = {"units": int(np.count_nonzero(units == np.arange(inst.n))), "clusters": ca.n, "ops": inst.n}
+        return make_result(inst, "m_etf", pl, order, options=options, claimed_makespan=makespan,
+                           extra={**extra, "fallbacks": fallbacks})
     units, cl, ur = _prepare(inst, opts)
     state, fallbacks = _list_schedule(inst, cl, ur, None)
     return make_result(inst, "m_etf", state.placement, state.order(), options=options,

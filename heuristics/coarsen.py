@@ -51,6 +51,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from dplace import kernels
+from dplace.kernels import gate
 from dplace.errors import InvalidInstanceError
 from dplace.formats.generate import ccr  # the one CCR definition: mean transfer time / mean op time
 from dplace.graph import NotADag, digraph, topological_order
@@ -95,6 +97,13 @@ class Coarsening:
     def expand(self, coarse_placement: Any) -> list[int]:
         """Placement of the original ops from a placement of the coarse ops (list or {id: name})."""
         pl = as_placement(self.coarse, coarse_placement)
+        if gate.worth(self.instance.n):  # the same with numpy
+            a = kernels.inst_arrays(self.instance)
+            out = np.asarray(pl, dtype=np.int64)[np.asarray(self.cluster_of, dtype=np.int64)]
+            if self.anchor:
+                gid = np.repeat(np.arange(len(self.anchor)), np.diff(a.group_ptr))
+                out[a.group_members] = np.asarray(pl, dtype=np.int64)[np.asarray(self.anchor, dtype=np.int64)][gid]
+            return out.tolist()
         out = [pl[k] for k in self.cluster_of]
         for g, members in enumerate(self.instance.groups):
             d = pl[self.anchor[g]]
@@ -176,6 +185,13 @@ def fusion_breakpoints(inst: Instance, order: Sequence[int], R: int, mem_limit: 
         raise InvalidInstanceError(f"coarsen: R must be >= 1, got {R!r}")
     if n == 0:
         return [0], 0.0
+    if gate.worth(inst.n):  # the same DP compiled
+        from dplace.kernels import celeritas as kc
+        from dplace.kernels.levels import edge_cost_mean, op_cost_mean
+
+        a = kernels.inst_arrays(inst)
+        return kc.fusion_breakpoints(a, order, edge_cost_mean(a), R, mem_limit, work_limit, pins_alone,
+                                     op_cost_mean(a))
     c = edge_costs(inst, "mean")
     pos = [0] * inst.n
     for i, o in enumerate(order):
@@ -262,27 +278,46 @@ def coarsen(inst: Instance, order: Sequence[int] | None = None, R: int = 200, M:
 
         order = cpd_topo_order(inst)
     order = list(order)
-    pos = [-1] * inst.n
     if len(order) != inst.n:
         raise InvalidInstanceError(f"coarsen: order must list all {inst.n} ops, got {len(order)}")
-    for i, o in enumerate(order):
-        if not (0 <= o < inst.n) or pos[o] >= 0:
-            raise InvalidInstanceError(f"coarsen: order lists op {o!r} twice or out of range")
-        pos[o] = i
-    for e in range(len(inst.esrc)):
-        if pos[inst.esrc[e]] >= pos[inst.edst[e]]:
-            raise InvalidInstanceError(
-                f"coarsen: order is not topological: edge {inst.ops[inst.esrc[e]].id!r}->{inst.ops[inst.edst[e]].id!r}")
+    if not _order_ok(inst, order):  # the reference's walk names the first offence
+        pos = [-1] * inst.n
+        for i, o in enumerate(order):
+            if not (0 <= o < inst.n) or pos[o] >= 0:
+                raise InvalidInstanceError(f"coarsen: order lists op {o!r} twice or out of range")
+            pos[o] = i
+        for e in range(len(inst.esrc)):
+            if pos[inst.esrc[e]] >= pos[inst.edst[e]]:
+                ids = inst.columns.ids
+                raise InvalidInstanceError(
+                    f"coarsen: order is not topological: edge {ids[inst.esrc[e]]!r}->{ids[inst.edst[e]]!r}")
     if max_nodes is not None and max_nodes < 1:
         raise InvalidInstanceError(f"coarsen: max_nodes must be >= 1, got {max_nodes!r}")
     lim = _resolve_limit(inst, M, mem_limit)
     if work_limit is not None and not work_limit > 0:
         raise InvalidInstanceError(f"coarsen: work_limit must be > 0 µs, got {work_limit!r}")
     bps, _ = fusion_breakpoints(inst, order, int(R), lim, work_limit=work_limit, pins_alone=pins_alone)
+    if gate.worth(inst.n):  # the same clusters and coarse instance, with numpy
+        bps = _split_heavy_arrays(inst, order, bps)
+        if max_nodes is not None and len(bps) - 1 > max_nodes:
+            bps = _merge_to(inst, order, bps, max_nodes)
+        return _build_arrays(inst, order, bps, int(R), lim)
     bps = _split_heavy(inst, order, bps)
     if max_nodes is not None and len(bps) - 1 > max_nodes:
         bps = _merge_to(inst, order, bps, max_nodes)
     return _build(inst, order, bps, int(R), lim)
+
+
+def _order_ok(inst: Instance, order: list[int]) -> bool:
+    """Every op once and every edge forward in ``order`` (numpy; the caller explains a False)."""
+    o = np.asarray(order)
+    if o.dtype.kind not in "iu" or (len(o) and (o.min() < 0 or o.max() >= inst.n)):
+        return False
+    pos = np.full(inst.n, -1, dtype=np.int64)
+    pos[o] = np.arange(len(o))
+    if (pos < 0).any():
+        return False
+    return bool((pos[np.asarray(inst.esrc, dtype=np.int64)] < pos[np.asarray(inst.edst, dtype=np.int64)]).all())
 
 
 def _merge_to(inst: Instance, order: Sequence[int], bps: list[int], K: int) -> list[int]:
@@ -403,7 +438,7 @@ def _build(inst: Instance, order: list[int], bps: list[int], R: int, lim: int) -
             oversize.append(k)
         ops.append(Op(
             f"c{k}", {dnames[d]: t[d] for d in range(m)}, cmem[k], device=dnames[p] if p >= 0 else None,
-            extra={"size": len(ms), "first": inst.ops[ms[0]].id},
+            extra={"size": len(ms), "first": inst.columns.ids[ms[0]]},
         ))
     moved = sum(1 for g, ms in enumerate(inst.groups) for o in ms if cluster_of[o] != anchor[g])
     nbytes: dict[tuple[int, int], float] = {}
@@ -422,6 +457,104 @@ def _build(inst: Instance, order: list[int], bps: list[int], R: int, lim: int) -
         extra={"coarsened_from": inst.name, "R": R, "mem_limit": lim},
     )
     return Coarsening(inst, coarse, cluster_of, members, order, R, lim, oversize, cut, anchor, moved)
+
+
+# ------------------------------------------------------------------- the same on arrays (kernels on)
+def _labels(n: int, order: np.ndarray, bps: Sequence[int]) -> np.ndarray:
+    cluster_of = np.empty(n, dtype=np.int64)
+    cluster_of[order] = np.repeat(np.arange(len(bps) - 1), np.diff(np.asarray(bps, dtype=np.int64)))
+    return cluster_of
+
+
+def _anchors_arrays(a, order: np.ndarray, cluster_of: np.ndarray) -> np.ndarray:
+    """:func:`_anchors` with numpy: per group the cluster of its largest member, earliest in ``order``."""
+    if len(a.group_ptr) <= 1:
+        return np.zeros(0, dtype=np.int64)
+    at = np.empty(a.n, dtype=np.int64)
+    at[order] = np.arange(len(order))
+    ms = a.group_members
+    gid = np.repeat(np.arange(len(a.group_ptr) - 1), np.diff(a.group_ptr))
+    best = ms[np.lexsort((at[ms], -a.mem[ms], gid))][a.group_ptr[:-1]]
+    return cluster_of[best]
+
+
+def _cluster_memory_arrays(a, nk: int, cluster_of: np.ndarray, anchor: np.ndarray) -> np.ndarray:
+    """:func:`_cluster_memory` with numpy (integer sums: the order does not matter)."""
+    mk = np.zeros(nk, dtype=np.int64)
+    free = a.group_of < 0
+    np.add.at(mk, cluster_of[free], a.mem[free])
+    if len(anchor):
+        np.add.at(mk, anchor, np.add.reduceat(a.mem[a.group_members], a.group_ptr[:-1]))
+    return mk
+
+
+def _split_heavy_arrays(inst: Instance, order: Sequence[int], bps: list[int]) -> list[int]:
+    """:func:`_split_heavy` with numpy."""
+    a = kernels.inst_arrays(inst)
+    order = np.asarray(order, dtype=np.int64)
+    small = min(inst.capacity)
+    while True:
+        b = np.asarray(bps, dtype=np.int64)
+        nk = len(b) - 1
+        cluster_of = _labels(inst.n, order, b)
+        cmem = _cluster_memory_arrays(a, nk, cluster_of, _anchors_arrays(a, order, cluster_of))
+        heavy = ((b[1:] - b[:-1]) > 1) & (cmem > small)
+        if not heavy.any():
+            return bps
+        new = [0]
+        for k in range(nk):
+            if heavy[k]:
+                new.extend(range(bps[k] + 1, bps[k + 1] + 1))
+            else:
+                new.append(bps[k + 1])
+        bps = new
+
+
+def _build_arrays(inst: Instance, order: list[int], bps: list[int], R: int, lim: int) -> Coarsening:
+    """:func:`_build` with numpy and the compiled cluster sums: the same coarse instance."""
+    from dplace.kernels import celeritas as kc
+    from dplace.kernels.levels import edge_cost_mean
+
+    a = kernels.inst_arrays(inst)
+    n, m = inst.n, inst.m
+    o_arr = np.asarray(order, dtype=np.int64)
+    b = np.asarray(bps, dtype=np.int64)
+    nk = len(b) - 1
+    cluster_of = _labels(n, o_arr, b)
+    members = [order[bps[k]:bps[k + 1]] for k in range(nk)]
+    anchor = _anchors_arrays(a, o_arr, cluster_of)
+    cmem = _cluster_memory_arrays(a, nk, cluster_of, anchor).tolist()
+    t = kc.cluster_time(a, o_arr, b).tolist()
+    last = np.full(nk, -1, dtype=np.int64)  # each cluster's last pinned member (its pin)
+    pinned_at = np.flatnonzero(a.pinned[o_arr] >= 0)
+    np.maximum.at(last, cluster_of[o_arr[pinned_at]], pinned_at)
+    pin = np.where(last >= 0, a.pinned[o_arr[np.maximum(last, 0)]], -1).tolist()
+    sizes = (b[1:] - b[:-1]).tolist()
+    firsts = o_arr[b[:-1]].tolist()
+    ids = inst.columns.ids
+    dnames = [dv.name for dv in inst.devices]
+    oversize = [k for k in range(nk) if sizes[k] == 1 and inst.mem[firsts[k]] > lim]
+    ops = [Op(f"c{k}", dict(zip(dnames, t[k])), cmem[k], device=dnames[pin[k]] if pin[k] >= 0 else None,
+              extra={"size": sizes[k], "first": ids[firsts[k]]}) for k in range(nk)]
+    if len(anchor):
+        gid = np.repeat(np.arange(len(anchor)), np.diff(a.group_ptr))
+        moved = int((cluster_of[a.group_members] != anchor[gid]).sum())
+    else:
+        moved = 0
+    ku, kv = cluster_of[a.esrc], cluster_of[a.edst]
+    cut_e = ku != kv
+    assert (ku[cut_e] < kv[cut_e]).all(), "coarse graph must be acyclic: clusters are contiguous runs of a topological order"
+    keys, inv = np.unique(ku[cut_e] * nk + kv[cut_e], return_inverse=True)
+    nbytes = np.zeros(len(keys))
+    np.add.at(nbytes, inv.reshape(-1), a.ebytes[cut_e])  # in edge order, as the reference's dict
+    cut = sum(edge_cost_mean(a)[cut_e].tolist())
+    edges = [Edge(f"c{x}", f"c{y}", nb) for x, y, nb in zip((keys // nk).tolist(), (keys % nk).tolist(), nbytes.tolist())]
+    coarse = Instance(
+        f"{inst.name}/coarse", [Device(dv.name, dv.memory, dv.speed) for dv in inst.devices], ops, edges,
+        link=inst.link, pairs=inst.pairs, comm=inst.comm,
+        extra={"coarsened_from": inst.name, "R": R, "mem_limit": lim},
+    )
+    return Coarsening(inst, coarse, cluster_of.tolist(), members, order, R, lim, oversize, cut, anchor.tolist(), moved)
 
 
 def coarsen_report(inst: Instance, R: int = 200, M: float = 0.25, pins_alone: bool = True) -> dict[str, Any]:

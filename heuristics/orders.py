@@ -13,7 +13,11 @@ O(V + E) and returns plain lists indexed by op.
 """
 from __future__ import annotations
 
-from dplace.graph import generation_order, longest_to, queue_order
+import numpy as np
+
+from dplace import kernels
+from dplace.kernels import gate
+from dplace.graph import NotADag, generation_order, longest_to, queue_order
 from dplace.model import Instance
 from dplace.ranks import edge_costs, op_costs, upward_rank
 
@@ -95,7 +99,23 @@ def dfs_topo_order(inst: Instance) -> list[int]:
     Among several children freed by the same op, the first in edge order comes out first.
     """
     # reverse scan: the first child in edge order ends at the head
+    if gate.worth(inst.n):
+        return _head_order_arrays(inst, None)
     return _queue_order(inst, to_head=True, scan=reversed)
+
+
+def _head_order_arrays(inst: Instance, cp) -> list[int]:
+    """DFS-TOPO (``cp`` None) or CPD-TOPO compiled (:mod:`dplace.kernels.celeritas`): the same order."""
+    from dplace.kernels import celeritas as kc
+
+    a = kernels.inst_arrays(inst)
+    src = a.topo[np.diff(a.pred_ptr)[a.topo] == 0]
+    if cp is not None:
+        src = src[np.lexsort((a.topo_pos[src], -cp[src]))]
+    out = kc.queue_order(a.n, a.succ_ptr, kc.scan_csr(a, cp), src, True)
+    if len(out) != a.n:
+        raise NotADag("graph has a cycle (or sources missed a node without predecessors)")
+    return out.tolist()
 
 
 def cpd_topo_order(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean") -> list[int]:
@@ -105,6 +125,10 @@ def cpd_topo_order(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean
     cpath and each freed one is pushed to the head, so the freed child of largest cpath (the one on
     the critical path) comes out next. Ties are broken by topological position (earlier first).
     """
+    if gate.worth(inst.n) and op_cost == comm_cost == "mean":
+        from dplace.kernels.levels import cpath as kcpath
+
+        return _head_order_arrays(inst, kcpath(kernels.inst_arrays(inst)))
     cp = cpath(inst, op_cost, comm_cost)
     tp = inst.topo_pos
     return _queue_order(inst, to_head=True, source_key=lambda o: (-cp[o], tp[o]),

@@ -1,0 +1,239 @@
+"""The compiled Baechi / Celeritas pieces (dplace.kernels) decide exactly as the pure-Python reference
+(``DPLACE_KERNEL=python``): same units, clusters, orders, placements, per-device orders and makespans on
+random instances with pins, colocation groups, forward/backward pairs, memory pressure, per-pair links,
+per-device times, zero times and ties (small integers). The compiled list scheduler runs for parallel
+comm only; sequential comm stays on the reference (checked: both switches give the reference's result).
+"""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import dplace
+from dplace import kernels
+from dplace.heuristics import baechi
+from dplace.model import Device, Edge, Instance, Link, Op
+
+pytestmark = pytest.mark.skipif(not kernels.enabled(), reason="numba not importable")
+
+
+@pytest.fixture(autouse=True)
+def _kernels_at_every_size(monkeypatch):
+    """The kernels run from 2,000 ops (dplace.kernels.gate); here on the small test graphs too."""
+    from dplace.kernels import gate
+
+    for mod, name in ((kernels, "SMALL"), (kernels, "LARGE"), (gate, "LIST_FROM")):
+        monkeypatch.setattr(mod, name, 0)
+
+
+def _instance(rng: random.Random, n: int, m: int, *, comm: str = "parallel", slack: float | None = None) -> Instance:
+    """Random DAG: chains (fusion, co-placement) and random forward edges, some ops with several
+    consumers; per-device or scalar times, many zeros and ties; colocation groups, pins,
+    forward_of pairs; per-pair links; memory from tight (fallbacks) to ample."""
+    names = [f"d{d}" for d in range(m)]
+    hetero = rng.random() < 0.4
+    ops = []
+    for i in range(n):
+        if hetero:
+            t = {x: float(rng.choice([0, 0, 1, 2, 3, 5, 8])) for x in names}
+        else:
+            t = float(rng.choice([0, 1, 1, 2, 3, 4]))
+        extra = {}
+        if i > 0 and rng.random() < 0.15:
+            extra["forward_of"] = f"o{rng.randrange(i)}"
+        ops.append(dict(id=f"o{i}", time=t, memory=rng.choice([0, 1, 2, 3, 5, 8]), extra=extra))
+    edges = set()
+    for j in range(1, n):
+        r = rng.random()
+        if r < 0.5:
+            edges.add((j - 1, j))  # chains
+        k = rng.choice([0, 1, 1, 2, 3])
+        for _ in range(k):
+            edges.add((rng.randrange(max(0, j - 12), j), j))
+    ng = rng.randint(0, max(0, n // 8))
+    for g in range(ng):
+        for o in rng.sample(range(n), min(n, rng.randint(2, 4))):
+            if "colocation" not in ops[o]:
+                ops[o]["colocation"] = f"g{g}"
+    pinned_groups = {}
+    for o in range(n):
+        if m > 1 and rng.random() < 0.06:
+            g = ops[o].get("colocation")
+            if g is None:
+                ops[o]["device"] = rng.choice(names)
+            else:
+                pinned_groups.setdefault(g, rng.choice(names))
+    for o in range(n):
+        g = ops[o].get("colocation")
+        if g in pinned_groups and rng.random() < 0.5:
+            ops[o]["device"] = pinned_groups[g]
+    groups: dict[str, int] = {}
+    for op in ops:
+        if op.get("colocation"):
+            groups[op["colocation"]] = groups.get(op["colocation"], 0) + op["memory"]
+    total = sum(op["memory"] for op in ops)
+    slack = slack if slack is not None else rng.choice([0.4, 0.7, 1.0, 1.5, 4.0])
+    cap = max([int(slack * total / m) + 1] + list(groups.values()) + [op["memory"] for op in ops])
+    devices = [Device(x, cap, rng.choice([1.0, 1.0, 2.0]) if not hetero else 1.0) for x in names]
+    link = Link(float(rng.choice([0, 1, 2])), float(rng.choice([1, 2, 4])))
+    pairs = {}
+    for a in names:
+        for b in names:
+            if a != b and rng.random() < 0.3:
+                pairs[(a, b)] = Link(float(rng.choice([0, 1, 3])), float(rng.choice([1, 2, 8])))
+    return Instance(f"k{n}x{m}", devices, [Op(**op) for op in ops],
+                    [Edge(f"o{a}", f"o{b}", float(rng.choice([0, 1, 2, 4]))) for a, b in sorted(edges)],
+                    link=link, pairs=pairs, comm=comm)
+
+
+def _cases(count: int, seed: int, comm: str = "parallel"):
+    rng = random.Random(seed)
+    for _ in range(count):
+        yield _instance(rng, rng.choice([1, 2, 5, 12, 30, 80, 200]), rng.choice([1, 2, 3, 4, 8]), comm=comm)
+
+
+def _both(monkeypatch, f):
+    """f() under the reference and under the kernels; an error counts as its message."""
+    out = []
+    for mode in ("python", "numba"):
+        monkeypatch.setenv("DPLACE_KERNEL", mode)
+        try:
+            out.append(f())
+        except dplace.InvalidInstanceError as exc:
+            out.append(("error", str(exc)))
+    return out
+
+
+def _untimed(extra: dict) -> dict:
+    return {k: v for k, v in extra.items() if not k.endswith("time_s")}
+
+
+def _partition(labels) -> list[list[int]]:
+    groups: dict[int, list[int]] = {}
+    for o, x in enumerate(labels):
+        groups.setdefault(int(x), []).append(o)
+    return sorted(groups.values())
+
+
+def test_units_and_fusion_match_the_reference():
+    from dplace.kernels import baechi as kb
+
+    for inst in _cases(60, 1):
+        for opts in (baechi.BaechiOptions(), baechi.BaechiOptions(unit_cap=0.3, forward_placement=False),
+                     baechi.BaechiOptions(coplacement=False)):
+            units = baechi.build_units(inst, opts)
+            ku, ca = baechi._prepare_arrays(inst, opts)
+            assert ku.tolist() == units  # the same roots, not only the same partition
+            ref = baechi.fuse(inst, units)
+            assert ca.lists() == (ref.of, ref.ops, ref.succ, ref.pred)
+            assert _partition(kb.fuse(kernels.inst_arrays(inst), None)) == _partition(
+                [ref_c for ref_c in baechi.fuse(inst, None).of])
+
+
+@pytest.mark.parametrize("method", ["m_etf", "m_sct", "m_topo"])
+def test_baechi_methods_match_the_reference(monkeypatch, method):
+    count = 40 if method == "m_etf" else 15
+    for inst in _cases(count, 2 + len(method)):
+        for options in ({}, {"colocation_coadjust": False, "fusion": False}):
+            ref, got = _both(monkeypatch, lambda: dplace.solve(inst, method, **options))
+            assert got.placement == ref.placement, inst.name
+            assert got.order == ref.order
+            assert got.makespan == ref.makespan and got.claimed_makespan == ref.claimed_makespan
+            assert _untimed(got.extra) == _untimed(ref.extra) and got.memory_ok == ref.memory_ok
+
+
+def test_sequential_comm_stays_on_the_reference(monkeypatch):
+    for inst in _cases(8, 7, comm="sequential"):
+        ref, got = _both(monkeypatch, lambda: dplace.solve(inst, "m_etf"))
+        assert (got.placement, got.order, got.makespan) == (ref.placement, ref.order, ref.makespan)
+
+
+def test_heap_pops_in_tuple_order():
+    from dplace.kernels.baechi import _hpop, _hpush
+
+    rng = random.Random(5)
+    keys = [(float(rng.randint(0, 3)), float(rng.randint(0, 2)), i) for i in range(300)]
+    rng.shuffle(keys)
+    H = np.empty((2, 4, 3))
+    size = np.zeros(2, dtype=np.int64)
+    for k in keys:
+        H = _hpush(H, size, 1, k[0], k[1], k[2])
+    out = []
+    while size[1]:
+        out.append((H[1, 0, 0], H[1, 0, 1], int(H[1, 0, 2])))
+        _hpop(H, size, 1)
+    assert out == sorted(keys) and size[0] == 0
+
+
+def test_hash_set_against_a_python_set():
+    from dplace.kernels.baechi import _hs_add, _hs_del, _hs_has, _hs_new
+
+    rng = random.Random(9)
+    keys, cnt = _hs_new(4)
+    ref: set[int] = set()
+    for _ in range(3000):  # many deletions: the table is rebuilt several times
+        k = rng.randrange(40)
+        if k in ref:
+            _hs_del(keys, cnt, k)
+            ref.discard(k)
+        else:
+            keys = _hs_add(keys, cnt, k)
+            ref.add(k)
+        assert cnt[0] == len(ref)
+    assert [k for k in range(50) if _hs_has(keys, cnt, k)] == sorted(ref)
+
+
+def test_orders_match_the_reference(monkeypatch):
+    from dplace.heuristics.orders import cpd_topo_order, dfs_topo_order
+
+    for inst in _cases(40, 11):
+        for f in (cpd_topo_order, dfs_topo_order):
+            ref, got = _both(monkeypatch, lambda: f(inst))
+            assert got == ref
+
+
+def _coarse_fields(cz):
+    c = cz.coarse
+    ops = [(op.id, dict(op.time) if isinstance(op.time, dict) else op.time, op.memory, op.device, op.extra)
+           for op in c.ops]
+    return (cz.cluster_of, cz.members, cz.oversize, cz.cut_cost, cz.anchor, cz.moved_ops, cz.mem_limit, ops,
+            list(c.esrc), list(c.edst), list(c.ebytes), [list(r) for r in c.dur], list(c.pinned))
+
+
+def test_fusion_and_coarse_graph_match_the_reference(monkeypatch):
+    from dplace.heuristics.coarsen import coarsen
+
+    rng = random.Random(12)
+    for inst in _cases(40, 12):
+        kw = dict(R=rng.choice([1, 2, 3, 7, 200]), M=rng.choice([0.05, 0.25, 1.0]),
+                  work_limit=rng.choice([None, 1.0, 4.0, 30.0]), pins_alone=rng.random() < 0.5)
+        if rng.random() < 0.3:
+            kw["max_nodes"] = rng.randint(1, 6)
+        ref, got = _both(monkeypatch, lambda: _coarse_fields(coarsen(inst, **kw)))
+        assert got == ref, kw
+
+
+@pytest.mark.parametrize("method", ["celeritas", "order_place", "standard_evaluation"])
+def test_celeritas_methods_match_the_reference(monkeypatch, method):
+    for inst in _cases(15, 13 + len(method)):
+        ref, got = _both(monkeypatch, lambda: dplace.solve(inst, method))
+        assert (got.placement, got.order, got.makespan, got.memory_ok) == (
+            ref.placement, ref.order, ref.makespan, ref.memory_ok)
+        assert _untimed(got.extra) == _untimed(ref.extra)
+
+
+def test_small_graphs_do_not_load_numba():
+    """Below the gate's sizes the reference runs and numba is not even imported (its import alone would
+    eat the exact methods' hint budget)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, dplace; from dplace.testing import contract_instances\n"
+            "for inst in contract_instances():\n"
+            "    for m in ('m_etf', 'm_sct', 'm_topo', 'celeritas', 'order_place', 'standard_evaluation'):\n"
+            "        dplace.solve(inst, m)\n"
+            "print('numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "False"
