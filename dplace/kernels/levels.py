@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import njit
+from .lists import _longest_from
 
 __all__ = ["op_cost_mean", "edge_cost_mean", "longest_from", "longest_to", "upward_rank", "cpath"]
 
@@ -44,22 +45,6 @@ def edge_cost_mean(a) -> np.ndarray:
 
 
 @njit
-def _longest_from(topo, succ_ptr, succ_edge, edst, w, c):
-    n = len(topo)
-    frm = np.zeros(n)
-    for i in range(n - 1, -1, -1):
-        u = topo[i]
-        best = 0.0
-        for k in range(succ_ptr[u], succ_ptr[u + 1]):
-            e = succ_edge[k]
-            x = c[e] + frm[edst[e]]
-            if x > best:
-                best = x
-        frm[u] = w[u] + best
-    return frm
-
-
-@njit
 def _longest_to(topo, succ_ptr, succ_edge, edst, w, c):
     n = len(topo)
     to = np.zeros(n)
@@ -77,8 +62,8 @@ def _longest_to(topo, succ_ptr, succ_edge, edst, w, c):
 
 def longest_from(a, w: np.ndarray, c: np.ndarray) -> np.ndarray:
     """``graph.longest_from(inst, inst.topo, w, c)`` (own weight included)."""
-    return _longest_from(a.topo, a.succ_ptr, a.succ_edge, a.edst, np.asarray(w, dtype=np.float64),
-                         np.asarray(c, dtype=np.float64))
+    return _longest_from(a.topo, np.asarray(w, dtype=np.float64), np.asarray(c, dtype=np.float64),
+                         a.succ_ptr, a.succ_edge, a.edst)
 
 
 def longest_to(a, w: np.ndarray, c: np.ndarray) -> np.ndarray:
