@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -108,6 +108,27 @@ class Columns:
         extra = dict(self.edge_extra.items())
         return tuple(_frozen(Edge, src=s, dst=d, bytes=b, extra=dict(extra.get(e, ())))
                      for e, (s, d, b) in enumerate(zip(src, dst, nb)))
+
+
+class RowTimes(Mapping):
+    """``time_map`` for a graph whose every op has per-device times held as one (n, m) array (a coarse
+    graph built by a method): op index -> ``{device name: µs}``, built on access;
+    :class:`dplace.model.Instance` checks and takes the array in bulk."""
+
+    def __init__(self, times: np.ndarray, devices: Sequence[str]) -> None:
+        self.times = np.asarray(times, dtype=np.float64)
+        self.devices = list(devices)
+
+    def __getitem__(self, o: int) -> dict[str, float]:
+        if not (isinstance(o, int) and 0 <= o < len(self.times)):
+            raise KeyError(o)
+        return dict(zip(self.devices, self.times[o].tolist()))
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(len(self.times)))
+
+    def __len__(self) -> int:
+        return len(self.times)
 
 
 def _frozen(cls: type, **fields: Any) -> Any:

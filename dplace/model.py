@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from .columns import FREEZE_FROM, Columns, bulk_numbers, csr_arrays, csr_lists, gc_paused, ordered_forward
+from .columns import FREEZE_FROM, Columns, RowTimes, bulk_numbers, csr_arrays, csr_lists, gc_paused, ordered_forward
 from .errors import InvalidInstanceError, show_value
 from .graph import digraph, edge_on_cycle, ready_order
 
@@ -333,6 +333,8 @@ class Instance:
             self.op_index = dict(zip(cols.ids, range(n)))
             if len(self.op_index) != n:
                 return False
+        if isinstance(cols.time_map, RowTimes):  # every op's per-device times as one array
+            return self._index_row_times(cols)
         tmap = dict(cols.time_map)
         times = cols.time
         if not isinstance(times, np.ndarray):
@@ -354,6 +356,19 @@ class Instance:
             dur[o] = self._time_row(cols.ids[o], tm)
         self._dmax = dur.max(axis=1) if n else dur[:, 0]
         self._dur_a = dur
+        self._mem_a = mem.astype(np.int64)
+        return True
+
+    def _index_row_times(self, cols: Columns) -> bool:
+        rt = cols.time_map
+        if rt.devices != [dev.name for dev in self.devices] or rt.times.shape != (self.n, self.m):
+            return False
+        t = bulk_numbers(rt.times.ravel(), MAX_TIME_US)
+        mem = bulk_numbers(cols.mem, MAX_MEMORY)
+        if t is None or mem is None or len(set(cols.ids)) != self.n:
+            return False
+        self._dur_a = t.reshape(self.n, self.m).copy()
+        self._dmax = self._dur_a.max(axis=1)
         self._mem_a = mem.astype(np.int64)
         return True
 

@@ -30,7 +30,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
+from dplace import kernels
 from dplace.errors import bad_option
+from dplace.kernels import gate
 from dplace.model import Instance
 from dplace.registry import register
 from dplace.result import Result, make_result
@@ -142,6 +146,10 @@ def adjusting_placement(inst: Instance, order: list[int] | None = None,
     """
     if order is None:
         order = cpd_topo_order(inst)
+    if trace is None and inst.comm == "parallel" and gate.worth(gate.size(inst)):  # the same, compiled
+        from dplace.kernels.adjust import adjusting_placement as compiled
+
+        return compiled(inst, order)
     state = ScheduleState(inst)
     rules = PinFirstRules(inst)
     m = inst.m
@@ -175,7 +183,29 @@ def adjusting_placement(inst: Instance, order: list[int] | None = None,
 
 def _work_limit(inst: Instance, split: int | None) -> float | None:
     """The cluster work limit of granularity ``split``: mean total op time / m / split (µs)."""
-    return None if split is None else max(sum(sum(r) for r in inst.dur) / inst.m / inst.m / split, 1e-9)
+    return None if split is None else max(_total_time(inst) / inst.m / inst.m / split, 1e-9)
+
+
+def _total_time(inst: Instance) -> float:
+    """Summed op times over all devices, op by op (compiled row sums on large graphs, same floats)."""
+    if gate.worth(inst.n):
+        from dplace.kernels.levels import row_sums
+
+        return sum(row_sums(kernels.inst_arrays(inst)).tolist())
+    return sum(sum(r) for r in inst.dur)
+
+
+def _widest(inst: Instance, cz: Coarsening) -> float:
+    """Most mean work in one cluster of several ops."""
+    if gate.worth(inst.n):
+        from dplace.kernels.levels import row_sums, segment_sums
+
+        sizes = [len(ms) for ms in cz.members]
+        ptr = np.zeros(len(sizes) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=ptr[1:])
+        w = segment_sums(row_sums(kernels.inst_arrays(inst)), np.asarray(cz.order, dtype=np.int64), ptr)
+        return max((x / inst.m for x, k in zip(w.tolist(), sizes) if k > 1), default=0.0)
+    return max((sum(sum(inst.dur[o]) for o in ms) / inst.m for ms in cz.members if len(ms) > 1), default=0.0)
 
 
 def _coarse(inst: Instance, opts: CeleritasOptions, split: int | None = None,
@@ -184,8 +214,8 @@ def _coarse(inst: Instance, opts: CeleritasOptions, split: int | None = None,
     return coarsen(inst, order, R=opts.R, M=opts.M, work_limit=_work_limit(inst, split), pins_alone=True)
 
 
-def _extra(inst: Instance, cz: Coarsening, **more) -> dict:
-    return {"coarse_nodes": cz.coarse.n, "coarse_edges": len(cz.coarse.esrc), "ccr_before": ccr(inst),
+def _extra(inst: Instance, cz: Coarsening, ccr_before: float, **more) -> dict:
+    return {"coarse_nodes": cz.coarse.n, "coarse_edges": len(cz.coarse.esrc), "ccr_before": ccr_before,
             "ccr_after": ccr(cz.coarse), "oversize_ops": len(cz.oversize), "cut_cost_us": cz.cut_cost, **more}
 
 
@@ -198,18 +228,18 @@ def _best_of(inst: Instance, method: str, opts: CeleritasOptions, options: dict,
     order = cpd_topo_order(inst)
     best = None
     widest = math.inf  # most work in one cluster of the memory-only fusion
+    ccr_before = ccr(inst)
     for split in settings:
         wl = _work_limit(inst, split)
         if wl is not None and wl >= widest:
             continue  # the limit binds no cluster: same fusion as without it
         cz = _coarse(inst, opts, split, order)
         if split is None:
-            widest = max((sum(sum(inst.dur[o]) for o in ms) / inst.m for ms in cz.members if len(ms) > 1),
-                         default=0.0)
+            widest = _widest(inst, cz)
         for balanced in (fills if opts.balance else (False,)):
             cpl, more = place(cz, balanced)
             res = make_result(inst, method, cz.expand(cpl), options=options,
-                              extra=_extra(inst, cz, work_split=split, balanced_fill=balanced, **more))
+                              extra=_extra(inst, cz, ccr_before, work_split=split, balanced_fill=balanced, **more))
             if best is None or (not res.memory_ok, res.makespan) < (not best.memory_ok, best.makespan):
                 best = res
     return best

@@ -56,6 +56,7 @@ from dplace.kernels import gate
 from dplace.errors import InvalidInstanceError
 from dplace.formats.generate import ccr  # the one CCR definition: mean transfer time / mean op time
 from dplace.graph import NotADag, digraph, topological_order
+from dplace.columns import Columns, RowTimes
 from dplace.model import Device, Edge, Instance, Op
 from dplace.ranks import edge_costs
 from dplace.simulate import as_order, as_placement
@@ -523,19 +524,17 @@ def _build_arrays(inst: Instance, order: list[int], bps: list[int], R: int, lim:
     cluster_of = _labels(n, o_arr, b)
     members = [order[bps[k]:bps[k + 1]] for k in range(nk)]
     anchor = _anchors_arrays(a, o_arr, cluster_of)
-    cmem = _cluster_memory_arrays(a, nk, cluster_of, anchor).tolist()
-    t = kc.cluster_time(a, o_arr, b).tolist()
+    cmem = _cluster_memory_arrays(a, nk, cluster_of, anchor)
+    t = kc.cluster_time(a, o_arr, b)
     last = np.full(nk, -1, dtype=np.int64)  # each cluster's last pinned member (its pin)
     pinned_at = np.flatnonzero(a.pinned[o_arr] >= 0)
     np.maximum.at(last, cluster_of[o_arr[pinned_at]], pinned_at)
-    pin = np.where(last >= 0, a.pinned[o_arr[np.maximum(last, 0)]], -1).tolist()
+    pin = np.where(last >= 0, a.pinned[o_arr[np.maximum(last, 0)]], -1)
     sizes = (b[1:] - b[:-1]).tolist()
     firsts = o_arr[b[:-1]].tolist()
     ids = inst.columns.ids
-    dnames = [dv.name for dv in inst.devices]
-    oversize = [k for k in range(nk) if sizes[k] == 1 and inst.mem[firsts[k]] > lim]
-    ops = [Op(f"c{k}", dict(zip(dnames, t[k])), cmem[k], device=dnames[pin[k]] if pin[k] >= 0 else None,
-              extra={"size": sizes[k], "first": ids[firsts[k]]}) for k in range(nk)]
+    mem = a.mem
+    oversize = np.flatnonzero((b[1:] - b[:-1] == 1) & (mem[o_arr[b[:-1]]] > lim)).tolist()
     if len(anchor):
         gid = np.repeat(np.arange(len(anchor)), np.diff(a.group_ptr))
         moved = int((cluster_of[a.group_members] != anchor[gid]).sum())
@@ -548,12 +547,22 @@ def _build_arrays(inst: Instance, order: list[int], bps: list[int], R: int, lim:
     nbytes = np.zeros(len(keys))
     np.add.at(nbytes, inv.reshape(-1), a.ebytes[cut_e])  # in edge order, as the reference's dict
     cut = sum(edge_cost_mean(a)[cut_e].tolist())
-    edges = [Edge(f"c{x}", f"c{y}", nb) for x, y, nb in zip((keys // nk).tolist(), (keys % nk).tolist(), nbytes.tolist())]
-    coarse = Instance(
-        f"{inst.name}/coarse", [Device(dv.name, dv.memory, dv.speed) for dv in inst.devices], ops, edges,
+    # the reference's Op/Edge objects as columns: per-device times, pins as device codes, no type or
+    # colocation, extra {size, first}
+    dnames = [dv.name for dv in inst.devices]
+    cols = Columns(
+        ids=[f"c{k}" for k in range(nk)], time=np.full(nk, np.nan), mem=cmem,
+        type=np.full(nk, -1, dtype=np.int32), pin=pin, coloc=np.full(nk, -1, dtype=np.int32),
+        src=keys // nk, dst=keys % nk, nbytes=nbytes, time_map=RowTimes(t, dnames), type_names=[],
+        pin_names=dnames, coloc_names=[],
+        op_extra={k: {"size": sizes[k], "first": ids[firsts[k]]} for k in range(nk)},
+    )
+    coarse = Instance.from_columns(
+        f"{inst.name}/coarse", [Device(dv.name, dv.memory, dv.speed) for dv in inst.devices], cols,
         link=inst.link, pairs=inst.pairs, comm=inst.comm,
         extra={"coarsened_from": inst.name, "R": R, "mem_limit": lim},
     )
+    coarse._from_ops = gate.size(inst)  # its orders and placement run compiled too (kernels.gate.size)
     return Coarsening(inst, coarse, cluster_of.tolist(), members, order, R, lim, oversize, cut, anchor.tolist(), moved)
 
 

@@ -17,6 +17,7 @@ import math
 import random
 from typing import Any
 
+from .. import kernels
 from ..errors import InvalidInstanceError
 from ..model import Device, Edge, Instance, Link, Op
 
@@ -53,11 +54,18 @@ def _devices(n_devices: int, memory: int, prefix: str = "gpu") -> list[Device]:
 
 def ccr(inst: Instance) -> float:
     """The instance's CCR (see the module docstring): mean transfer time over mean op time."""
-    if inst.n == 0 or not inst.edges:
+    if inst.n == 0 or not inst.n_edges:
         return 0.0
-    mean_t = sum(sum(row) / len(row) for row in inst.dur) / inst.n
     lk = inst.link
-    mean_c = sum(lk.latency + b / lk.bandwidth for b in inst.ebytes) / len(inst.ebytes)
+    if kernels.pays(inst.n):  # the same sums on arrays (no per-op lists)
+        from dplace.kernels.levels import op_cost_mean
+
+        a = kernels.inst_arrays(inst)
+        mean_t = sum(op_cost_mean(a).tolist()) / inst.n
+        mean_c = sum((lk.latency + a.ebytes / lk.bandwidth).tolist()) / inst.n_edges
+    else:
+        mean_t = sum(sum(row) / len(row) for row in inst.dur) / inst.n
+        mean_c = sum(lk.latency + b / lk.bandwidth for b in inst.ebytes) / len(inst.ebytes)
     return mean_c / mean_t if mean_t > 0 else math.inf
 
 

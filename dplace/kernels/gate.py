@@ -16,3 +16,10 @@ def worth(n: int, least: int | None = None) -> bool:
     from . import LARGE, SMALL
 
     return n >= max(SMALL, LARGE if least is None else least) and enabled()
+
+
+def size(inst) -> int:
+    """The op count that decides for ``inst``: a graph derived from a larger one (a coarse graph, marked
+    ``_from_ops`` by :func:`dplace.heuristics.coarsen.coarsen`) counts as that one, so a 13k-node coarse
+    graph of a 360k-op graph runs compiled where numba is already loaded."""
+    return max(inst.n, getattr(inst, "_from_ops", 0))

@@ -13,24 +13,41 @@ import numpy as np
 from . import njit
 from .lists import _longest_from
 
-__all__ = ["op_cost_mean", "edge_cost_mean", "longest_from", "longest_to", "upward_rank", "cpath"]
+__all__ = ["op_cost_mean", "edge_cost_mean", "longest_from", "longest_to", "row_sums", "segment_sums", "upward_rank", "cpath"]
 
 
 @njit
-def _row_means(dur: np.ndarray) -> np.ndarray:
+def _row_sums(dur: np.ndarray) -> np.ndarray:
     n, m = dur.shape
     out = np.empty(n)
     for o in range(n):
         s = 0.0
         for d in range(m):
             s += dur[o, d]
-        out[o] = s / m
+        out[o] = s
     return out
+
+
+def row_sums(a) -> np.ndarray:
+    """``sum(inst.dur[o])`` per op (left to right)."""
+    return _row_sums(a.dur)
 
 
 def op_cost_mean(a) -> np.ndarray:
     """``ranks.op_costs(inst, "mean")`` as an array."""
-    return _row_means(a.dur)
+    return _row_sums(a.dur) / a.m
+
+
+@njit
+def segment_sums(x, order, ptr):
+    """``sum(x[o] for o in order[ptr[k]:ptr[k + 1]])`` per k, left to right."""
+    out = np.zeros(len(ptr) - 1)
+    for k in range(len(ptr) - 1):
+        s = 0.0
+        for i in range(ptr[k], ptr[k + 1]):
+            s += x[order[i]]
+        out[k] = s
+    return out
 
 
 def edge_cost_mean(a) -> np.ndarray:

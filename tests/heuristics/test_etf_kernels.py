@@ -237,3 +237,15 @@ def test_small_graphs_do_not_load_numba():
             "print('numba' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "False"
+
+
+def test_adjusting_placement_matches_the_reference(monkeypatch):
+    """Alg. 2 on whole graphs (pins, groups, memory pressure), not only on coarse ones."""
+    from dplace.heuristics.celeritas import adjusting_placement
+
+    for inst in _cases(40, 21):
+        def run():
+            pl, st = adjusting_placement(inst)
+            return pl, st.order(), st.makespan
+        ref, got = _both(monkeypatch, run)
+        assert got == ref, inst.name
