@@ -249,3 +249,28 @@ def test_adjusting_placement_matches_the_reference(monkeypatch):
             return pl, st.order(), st.makespan
         ref, got = _both(monkeypatch, run)
         assert got == ref, inst.name
+
+
+def test_row_times_columns_equal_per_op_time_maps():
+    """Columns whose per-device times are one array (coarse graphs) give the instance that per-op
+    ``{device: µs}`` maps give; a bad value is named as the per-op checks name it."""
+    from dplace.columns import Columns, RowTimes
+    from dplace.errors import InvalidInstanceError
+
+    devs = [Device("a", 100), Device("b", 100, 2.0)]
+    t = np.array([[1.0, 2.5], [0.0, 3.0], [4.0, 4.0]])
+
+    def cols(times):
+        return Columns(ids=["x", "y", "z"], time=np.full(3, np.nan), mem=np.array([1, 2, 3]),
+                       type=np.full(3, -1), pin=np.array([-1, 1, -1]), coloc=np.full(3, -1),
+                       src=np.array([0, 1]), dst=np.array([1, 2]), nbytes=np.array([5.0, 0.0]),
+                       time_map=RowTimes(times, ["a", "b"]), type_names=[], pin_names=["a", "b"], coloc_names=[])
+
+    got = Instance.from_columns("g", devs, cols(t))
+    ref = Instance("g", devs, [Op("x", {"a": 1.0, "b": 2.5}, 1), Op("y", {"a": 0.0, "b": 3.0}, 2, device="b"),
+                               Op("z", {"a": 4.0, "b": 4.0}, 3)], [Edge("x", "y", 5.0), Edge("y", "z", 0.0)])
+    assert got.dur == ref.dur and got.pinned == ref.pinned and got.ops == ref.ops and got.mem == ref.mem
+    bad = t.copy()
+    bad[1, 1] = -1.0
+    with pytest.raises(InvalidInstanceError, match=r"op 'y': time\['b'\]"):
+        Instance.from_columns("g", devs, cols(bad))
