@@ -223,8 +223,7 @@ def _choose_cp_device(I, R, path, i, mark, stamp):
 def dpos_loop(I, S, R, order, path, insertion, use_cp, cp_one_device):
     """DPOS's loop (heuristics.fastt._dpos_schedule, parallel comm); returns the critical-path devices
     used, in order."""
-    n = len(order)
-    cp_pos = np.full(n, -1, dtype=np.int64)
+    cp_pos = np.full(I.dur.shape[0], -1, dtype=np.int64)
     if use_cp:
         for i in range(len(path)):
             cp_pos[path[i]] = i

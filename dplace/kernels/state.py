@@ -10,8 +10,11 @@ tolerances and zero-length tie rules included; a commit that delays ops already 
 them as ``ScheduleState._retime`` does and marks the gaps stale from the earliest moved op on, to be
 rebuilt at the next insertion query exactly as the reference rebuilds them).
 
-One difference that is not in the results: the reference keeps a device's gaps in chunks, this one in
-one sorted array with a maximum per block of ``_B`` gaps (the same first fitting gap is found).
+Differences that are not in the results: the reference keeps a device's gaps in chunks, this one in
+one sorted array with a maximum per block of ``_B`` gaps (the same first fitting gap is found); the
+reference keeps a device's order in one list (an insertion shifts everything after it), this one in
+blocks of at most ``_BL`` ops (an insertion shifts at most one block; a full block is split in two),
+linked op to op by ``dprev``/``dnext``, found by bisecting the blocks' first starts then a block.
 
 Layout (all numpy arrays, every function takes them as two namedtuples):
 ``Inst`` (:func:`inst_tuple`): the instance's arrays; ``State`` (:func:`new_state`): the partial
@@ -35,17 +38,21 @@ import numpy as np
 from . import njit
 
 _B = 64  # gaps per block of the per-block maximum gap length
+_BL = 256  # ops per block of a device order (read by new_state; kernels read S.blk.shape[1])
 _INF = np.inf
 
 Inst = namedtuple("Inst", "dur mem capacity esrc edst ebytes pred_ptr pred_edge succ_ptr succ_edge lat bw "
                           "pinned group_of group_ptr group_members")
-State = namedtuple("State", "placement start end ready dprev dnext seq seqn gs ge gmax gn free stale "
-                            "mem_used cnt moved pending heap_t heap_x")
+State = namedtuple("State", "placement start end ready dprev dnext blk bn dbl dnb where tail seqn gs ge gmax gn "
+                            "free stale mem_used cnt moved pending heap_t heap_x")
 RulesState = namedtuple("RulesState", "used group_dev group_mem placed")
 
 # cnt: [ops committed, ops re-timed by later commits, replays, re-timing steps per committed op before a
-# replay (ScheduleState._cascade_budget)]
-N_PLACED, RETIMED, REPLAYS, BUDGET = 0, 1, 2, 3
+# replay (ScheduleState._cascade_budget), blocks of device orders in use]
+N_PLACED, RETIMED, REPLAYS, BUDGET, N_BLOCKS = 0, 1, 2, 3, 4
+# Device orders: blk[b, :bn[b]] the ops of block b in order; dbl[d, :dnb[d]] device d's blocks in order;
+# where[o] the block holding o; tail[d] d's last op (-1: none); seqn[d] its number of ops. Every block
+# but a device's last holds at least half a block (blocks only grow or split in halves), hence the sizes.
 
 
 def inst_tuple(a) -> Inst:
@@ -62,13 +69,17 @@ def new_state(n: int, m: int, cascade_budget: int | None = None) -> State:
         from dplace.simulate import ScheduleState
 
         cascade_budget = ScheduleState._cascade_budget
-    cnt = np.zeros(4, dtype=np.int64)
+    cnt = np.zeros(5, dtype=np.int64)
     cnt[BUDGET] = cascade_budget
+    bl = max(2, _BL)
+    per_dev = n // (bl // 2) + 2
     return State(
         placement=np.full(n, -1, dtype=np.int64),
         start=np.zeros(n), end=np.zeros(n), ready=np.zeros(n),
         dprev=np.full(n, -1, dtype=np.int64), dnext=np.full(n, -1, dtype=np.int64),
-        seq=np.empty((m, cap), dtype=np.int64), seqn=np.zeros(m, dtype=np.int64),
+        blk=np.empty((per_dev + m, bl), dtype=np.int64), bn=np.zeros(per_dev + m, dtype=np.int64),
+        dbl=np.empty((m, per_dev), dtype=np.int64), dnb=np.zeros(m, dtype=np.int64),
+        where=np.empty(n, dtype=np.int64), tail=np.full(m, -1, dtype=np.int64), seqn=np.zeros(m, dtype=np.int64),
         gs=np.empty((m, cap)), ge=np.empty((m, cap)), gmax=np.empty((m, cap // _B + 2)),
         gn=np.zeros(m, dtype=np.int64), free=np.zeros(m), stale=np.full(m, _INF),
         mem_used=np.zeros(m, dtype=np.int64), cnt=cnt,
@@ -88,7 +99,117 @@ def new_rules(I: Inst, n: int, m: int) -> RulesState:
 
 def order_lists(S: State) -> list[list[int]]:
     """Per-device lists of the committed ops in execution order (``ScheduleState.order()``)."""
-    return [S.seq[d, :S.seqn[d]].tolist() for d in range(len(S.seqn))]
+    return [a.tolist() for a in order_arrays(S)]
+
+
+def order_arrays(S: State) -> list[np.ndarray]:
+    """Per-device int64 arrays of the committed ops in execution order."""
+    flat = _orders_flat(S)
+    cuts = np.cumsum(S.seqn)[:-1]
+    return np.split(flat, cuts)
+
+
+@njit
+def _orders_flat(S):
+    out = np.empty(S.seqn.sum(), dtype=np.int64)
+    i = 0
+    for d in range(len(S.seqn)):
+        for j in range(S.dnb[d]):
+            b = S.dbl[d, j]
+            for k in range(S.bn[b]):
+                out[i] = S.blk[b, k]
+                i += 1
+    return out
+
+
+# ----------------------------------------------------------------------------------- device orders
+
+
+@njit
+def _first_from(S, d, t, after):
+    """Device d's first op that starts after t (``after``) / at or after t; -1 if none. Starts grow
+    along a device order (re-timing keeps it): bisect the blocks' first ops, then the block."""
+    st, blk = S.start, S.blk
+    lo, hi = 0, S.dnb[d]
+    while lo < hi:  # the blocks whose first op comes before the answer
+        mid = (lo + hi) >> 1
+        x = st[blk[S.dbl[d, mid], 0]]
+        if x < t or (after and x == t):
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo == 0:
+        return blk[S.dbl[d, 0], 0] if S.dnb[d] else -1
+    b = S.dbl[d, lo - 1]
+    k, hi = 1, S.bn[b]
+    while k < hi:
+        mid = (k + hi) >> 1
+        x = st[blk[b, mid]]
+        if x < t or (after and x == t):
+            k = mid + 1
+        else:
+            hi = mid
+    if k < S.bn[b]:
+        return blk[b, k]
+    return blk[S.dbl[d, lo], 0] if lo < S.dnb[d] else -1
+
+
+@njit
+def _new_block(S):
+    b = S.cnt[N_BLOCKS]
+    S.cnt[N_BLOCKS] = b + 1
+    S.bn[b] = 0
+    return b
+
+
+@njit
+def _seq_insert(S, d, pv, o):
+    """Put o right after pv (-1: first) in device d's blocks (the links are the caller's)."""
+    blk, bn = S.blk, S.bn
+    bl = blk.shape[1]
+    j = -1  # the block's index in d's list, found only when needed
+    if S.dnb[d] == 0:
+        b = _new_block(S)
+        S.dbl[d, 0] = b
+        S.dnb[d] = 1
+        p = 0
+    elif pv < 0:
+        j, b, p = 0, S.dbl[d, 0], 0
+    else:
+        b = S.where[pv]
+        p = bn[b] - 1
+        while blk[b, p] != pv:
+            p -= 1
+        p += 1
+    if bn[b] == bl:
+        if j < 0:
+            j = S.dnb[d] - 1
+            while S.dbl[d, j] != b:
+                j -= 1
+        nb = _new_block(S)
+        nd = S.dnb[d]
+        for i in range(nd, j + 1, -1):
+            S.dbl[d, i] = S.dbl[d, i - 1]
+        S.dbl[d, j + 1] = nb
+        S.dnb[d] = nd + 1
+        if p == bl and j == nd - 1:  # appended: a new last block (the full one stays full)
+            b, p = nb, 0
+        else:  # split in halves
+            h = bl // 2
+            for i in range(h, bl):
+                x = blk[b, i]
+                blk[nb, i - h] = x
+                S.where[x] = nb
+            bn[nb] = bl - h
+            bn[b] = h
+            if p > h:
+                b, p = nb, p - h
+    for i in range(bn[b], p, -1):
+        blk[b, i] = blk[b, i - 1]
+    blk[b, p] = o
+    bn[b] += 1
+    S.where[o] = b
+    S.seqn[d] += 1
 
 
 # ----------------------------------------------------------------------------------- device gaps
@@ -226,26 +347,19 @@ def _rebuild(S, d):
     test ``S.stale[d] < inf`` first (the test inline, the call rare: cheaper than an inlined wrapper)."""
     t0 = S.stale[d]
     if t0 < _INF:
-        nd = S.seqn[d]
         st, en = S.start, S.end
-        lo, hi = 0, nd
-        while lo < hi:  # first op starting at or after t0
-            mid = (lo + hi) >> 1
-            if st[S.seq[d, mid]] < t0:
-                lo = mid + 1
-            else:
-                hi = mid
-        k = lo
+        o = _first_from(S, d, t0, False)
         # truncate(t0, end of the op before): forget the gaps that end at or after t0
         g = _bisect_left(S.ge, d, t0, S.gn[d])
         S.gn[d] = g
         if g % _B:
             _block_max(S, d, g // _B)
-        S.free[d] = en[S.seq[d, k - 1]] if k else 0.0
-        for i in range(k, nd):
-            o = S.seq[d, i]
+        pv = S.dprev[o] if o >= 0 else S.tail[d]
+        S.free[d] = en[pv] if pv >= 0 else 0.0
+        while o >= 0:
             if not _gap_add(S, d, st[o], en[o]):
                 raise ValueError("ScheduleState: an interval overlaps work already committed")
+            o = S.dnext[o]
         S.stale[d] = _INF
 
 
@@ -274,8 +388,8 @@ def data_ready(I, S, o, d):
 
 @njit(inline="always")
 def device_free(S, d):
-    k = S.seqn[d]
-    return S.end[S.seq[d, k - 1]] if k else 0.0
+    k = S.tail[d]
+    return S.end[k] if k >= 0 else 0.0
 
 
 @njit(inline="always")
@@ -484,25 +598,19 @@ def commit(I, S, o, d, start, has_start, insertion):
         t = device_free(S, d)
         t = ready if ready > t else t
     st, en = S.start, S.end
-    nd = S.seqn[d]
-    k = nd
-    if insertion and nd > 0 and t < en[S.seq[d, nd - 1]]:
-        lo, hi = 0, nd
-        while lo < hi:  # bisect_right on the starts
-            mid = (lo + hi) >> 1
-            if t < st[S.seq[d, mid]]:
-                hi = mid
-            else:
-                lo = mid + 1
-        k = lo
-        while k > 0 and st[S.seq[d, k - 1]] == t and en[S.seq[d, k - 1]] > t:  # a zero-time op goes first
-            k -= 1
-    for j in range(nd, k, -1):
-        S.seq[d, j] = S.seq[d, j - 1]
-    S.seq[d, k] = o
-    S.seqn[d] = nd + 1
-    pv = S.seq[d, k - 1] if k else -1
-    nx = S.seq[d, k + 1] if k + 1 < nd + 1 else -1
+    pv = S.tail[d]
+    if insertion and pv >= 0 and t < en[pv]:
+        nx = _first_from(S, d, t, True)  # bisect_right on the starts
+        pv = S.dprev[nx] if nx >= 0 else S.tail[d]
+        while pv >= 0 and st[pv] == t and en[pv] > t:  # a zero-time op goes first
+            pv = S.dprev[pv]
+    if pv >= 0:
+        nx = S.dnext[pv]
+    else:
+        nx = S.blk[S.dbl[d, 0], 0] if S.dnb[d] else -1
+    _seq_insert(S, d, pv, o)
+    if pv == S.tail[d]:
+        S.tail[d] = o
     S.dprev[o], S.dnext[o] = pv, nx
     if pv >= 0:
         S.dnext[pv] = o

@@ -9,6 +9,7 @@ import random
 import pytest
 
 from dplace import kernels
+from dplace.kernels import state as kstate
 from dplace.model import Device, Edge, Instance, Link, Op
 from dplace.ranks import upward_rank, upward_rank_array
 from dplace.heuristics.fastt import dpos
@@ -69,6 +70,8 @@ def _rand(seed: int) -> Instance:
 
 
 def _both(monkeypatch, inst: Instance, method: str, **options):
+    # small blocks of device order too: inserting into full blocks splits them
+    monkeypatch.setattr(kstate, "_BL", (2, 3, 4, 8, 256)[inst.n % 5])
     monkeypatch.setenv("DPLACE_KERNEL", "python")
     ref = METHODS[method](inst, **options)  # not solve(): it refuses instances short of memory
     monkeypatch.setenv("DPLACE_KERNEL", "numba")
@@ -116,11 +119,12 @@ def test_state_commits_like_the_reference(monkeypatch, seed):
     a rejected gap update), est queried on every device after each: the compiled state gives the
     reference's numbers throughout."""
     from dplace.kernels import inst_arrays
-    from dplace.kernels.state import REPLAYS, RETIMED, commit, est, inst_tuple, new_state
+    from dplace.kernels.state import REPLAYS, RETIMED, commit, est, inst_tuple, new_state, order_lists
     from dplace.simulate import ScheduleState
 
     inst = _rand(1000 + seed)
     rng = random.Random(seed)
+    monkeypatch.setattr(kstate, "_BL", rng.choice([2, 3, 5, 256]))
     if seed % 3 == 0:  # every cascade too long: replays
         monkeypatch.setattr(ScheduleState, "_cascade_budget", 0)
     ref = ScheduleState(inst)
@@ -138,4 +142,45 @@ def test_state_commits_like_the_reference(monkeypatch, seed):
         assert got == ref.commit(o, d, start=start, insertion=ins)
         assert S.start.tolist() == ref.start and S.end.tolist() == ref.end
     assert S.cnt[REPLAYS] == ref.replays and S.cnt[RETIMED] == ref.retimed
-    assert [S.seq[d, :S.seqn[d]].tolist() for d in range(inst.m)] == ref.order()
+    assert order_lists(S) == ref.order()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_state_many_early_insertions(monkeypatch, seed):
+    """Sparse ops first (explicit starts far apart: gaps everywhere), then the rest inserted into the
+    earliest gaps, now and then one at a start that pushes later ops (re-timing) or at another op's
+    start (the new op goes first, zero-time or not): device orders in
+    blocks of 2-5 ops split again and again, in the reference's order and times throughout."""
+    from dplace.kernels import inst_arrays
+    from dplace.kernels.state import commit, est, inst_tuple, new_state, order_lists
+    from dplace.simulate import ScheduleState
+
+    rng = random.Random(seed)
+    n, m = 400, rng.choice([1, 2, 3])
+    ops = [Op(f"o{i}", float(rng.choice([0, 1, 2, 5, 7])), 0) for i in range(n)]
+    edges = [Edge(f"o{i}", f"o{j}", 8.0) for j in range(60, n) for i in rng.sample(range(60), 1)
+             if rng.random() < 0.3]
+    inst = Instance(f"e{seed}", [Device(f"d{d}", 10**9) for d in range(m)], ops, edges,
+                    link=Link(1.0, 4.0), comm="parallel")
+    monkeypatch.setattr(kstate, "_BL", rng.choice([2, 3, 4, 5]))
+    ref = ScheduleState(inst)
+    I = inst_tuple(inst_arrays(inst))
+    S = new_state(inst.n, inst.m)
+    for o in range(n):
+        d = rng.randrange(m)
+        if o < 60:
+            start = 40.0 * o + rng.choice([0.0, 3.0])
+        elif rng.random() < 0.05:
+            start = ref.data_ready(o, d) + rng.uniform(0, 50)
+        elif rng.random() < 0.05 and ref.order()[d]:  # where an op starts: o goes before it
+            start = max(ref.data_ready(o, d), ref.start[rng.choice(ref.order()[d])])
+        else:
+            start = None
+        got = commit(I, S, o, d, 0.0 if start is None else start, start is not None, True)
+        assert got == ref.commit(o, d, start=start, insertion=True)
+        if o % 7 == 0 and o + 1 < n:
+            assert [est(I, S, o + 1, e, True) for e in range(m)] == [ref.est(o + 1, e, True) for e in range(m)]
+    assert S.start.tolist() == ref.start and S.end.tolist() == ref.end
+    assert order_lists(S) == ref.order()
+    assert S.cnt[kstate.RETIMED] == ref.retimed
+    assert max(len(x) for x in order_lists(S)) > 100 and S.cnt[kstate.N_BLOCKS] > 40
