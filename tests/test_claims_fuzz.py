@@ -145,3 +145,14 @@ def test_judge_sees_an_optimum_thrown_away():
     said = {"solver_status": "OPTIMAL", "ticks_exact": True, "bound_ticks": orc.optimum, "tick_us": 1.0}
     assert judge(replace(worse, extra=said), orc) == ["optimum_thrown_away"]
     assert judge(replace(worse, extra=dict(said, bound_ticks=2 * orc.optimum)), orc) == []  # a wrong claim
+
+
+def test_milp_keeps_its_own_order_on_ties():
+    """HiGHS proves the optimum of seed 13820 (8 ops, a zero-time op) with starts 1e-6 apart against its
+    own ordering binary: read back by start alone, the schedule was 12.20 and the proven 10.75 was
+    thrown away (found by the claims campaign). The order the binaries chose is read back as well."""
+    inst, orc = _oracle(13820)
+    assert any(min(r) == 0 for r in inst.dur)
+    res = dplace.solve(inst, "milp", solver="highs", time_limit_s=10, seed=13820)
+    assert judge(res, orc) == [], (res.status, res.makespan, orc.optimum)
+    assert res.status == "optimal" and abs(res.makespan - orc.optimum) <= 1e-6 * orc.optimum
