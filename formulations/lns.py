@@ -331,14 +331,15 @@ def improve(inst: Instance, placement: Sequence[int], order: Sequence[Sequence[i
 
 
 def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: float, t0: float, seed: int = 0,
-                    bound_share: float = 0.25, options: dict[str, Any] | None = None,
+                    bound_share: float = 0.25, twins_share: float = 0.4, options: dict[str, Any] | None = None,
                     extra: dict[str, Any] | None = None, should_stop=None):
     """The large-graph stage of ``portfolio``: a proven bound and the group-move LNS in the budget.
 
     ``starts``: heuristic name -> Result (already run). Within ``time_limit_s`` counted from ``t0``: the
     segment bound (:func:`dplace.bounds_segments.segment_bound`, at most ``bound_share`` of what is left),
-    the segments' schedules put together (:func:`.stitch.stitch`, start "stitch"), then each start re-ordered by :func:`placement_order` (kept when faster), then :func:`improve` from the
-    best until the deadline. Returns a Result named "portfolio" whose bound names its source;
+    the segments' schedules put together (:func:`.stitch.stitch`, start "stitch"), then each start re-ordered by :func:`placement_order` (kept when faster), on graphs of two parts tied by
+    colocation the best start's placement searched for ``twins_share`` of what is left by
+    :func:`.twins.search` (start "twins"), then :func:`improve` from the best until the deadline. Returns a Result named "portfolio" whose bound names its source;
     ``extra["starts"]`` holds every start's makespan and ``extra["winner"]`` the one the LNS began from."""
     from dplace.bounds import lower_bound_with_source
     from dplace.bounds_segments import segment_bound
@@ -392,6 +393,8 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
             best = (mk, name, list(res.placement), od, sch)
     if best is None:
         return None
+    if inst.n <= 20000 and left() > 2.0 and not (should_stop is not None and should_stop()):
+        best = _twins_start(inst, best, tried, left, twins_share, seed, should_stop)
     extra.update(winner=best[1], start_makespan=best[0], starts=tried)
     pl, od, st = improve(inst, best[2], best[3], time_limit_s=max(0.0, left() - 0.2), seed=seed,
                          should_stop=should_stop, target=lb, schedule=best[4])
@@ -403,3 +406,23 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
     res = Result(instance=inst, method="portfolio", status="feasible", placement=list(pl), order=[list(x) for x in od],
                  schedule=st.schedule, options=dict(options or {}), extra=extra)
     return claims.settle(res, [claims.Bound(lb, src)])
+
+
+def _twins_start(inst: Instance, best: tuple, tried: dict[str, float], left, share: float, seed: int,
+                 should_stop) -> tuple:
+    """On graphs of two parts tied by colocation (:func:`.twins.twin_sides`): the best start's placement
+    improved by :func:`.twins.search` for ``share`` of the time left and ordered by
+    :func:`.twins.schedule`; the new best start when it is faster (recorded as "twins" in ``tried``)."""
+    from .twins import schedule, search, twin_sides
+
+    sides = twin_sides(inst)
+    if sides is None or share <= 0:
+        return best
+    progress.phase("twins: placement search on the two parts' bound")
+    pl, _ = search(inst, best[2], time_limit_s=share * left(), seed=seed, should_stop=should_stop)
+    od, sch = schedule(inst, pl, sides)
+    if sch.memory_ok:
+        tried["twins"] = sch.makespan
+        if sch.makespan < best[0]:
+            return (sch.makespan, "twins", pl, [list(x) for x in od], sch)
+    return best

@@ -1,0 +1,234 @@
+"""Placements for graphs made of two copies tied by colocation ("twins").
+
+Some training graphs come as two parts that share no edge, each colocation group holding one op of each
+part: InceptionV3's converted layer graph is a forward DAG and a backward DAG with the same edges, tied
+op by op. One placement then serves both parts, and what keeps schedules long is not either part's own
+critical path but the two parts competing for the same devices at the same time (the part that runs
+second on the device of the shared first ops waits for the other). The list schedulers and the
+group-move LNS judge a placement by one simulated order, which ties the search to that order's quirks.
+
+Here a placement is judged by a *relaxation of its schedules* instead (:func:`placement_bound`): for a
+fixed placement every schedule is at least
+
+* the longest path, op times on their devices and transfer times on edges between devices (heads
+  ``H[o]``: the longest path ending at o's start; tails ``Q[o]``: the longest path from o's end);
+* for each device, the one-machine bound with release dates ``H``, processing times and delivery
+  times ``Q`` (Jackson's preemptive schedule, Carlier 1982): the device runs its ops one at a time, no
+  op starts before its head, and after op o ends at least ``Q[o]`` must still pass.
+
+Proof: in a schedule of the placement, op o starts at or after ``H[o]`` (induction along the path: an
+input from another device arrives at least a transfer time after its producer ends, in both comm
+modes, since link queues only delay) and the makespan is at least o's end + ``Q[o]`` (same induction
+backwards). The ops of one device form a single-machine schedule with those heads and tails; the
+preemptive Jackson schedule is optimal for the preemptive relaxation of that problem, so its value is
+at most the makespan.
+
+:func:`search` lowers this bound by moving whole units (colocation groups, single ops) between devices
+with memory kept (first improvement, random sweeps; ties broken by the sum of the three largest terms),
+then :func:`schedule` turns the placement into per-device orders by list scheduling with a few
+priorities (the tail; the tail plus a head start for the part with the longer critical path) and keeps
+the best by :func:`dplace.simulate`. ``portfolio`` runs it as one more start on twin-structured graphs.
+"""
+from __future__ import annotations
+
+import heapq
+import random
+import time
+from typing import Sequence
+
+from dplace.model import Instance
+from dplace.simulate import Schedule, simulate
+
+__all__ = ["heads_tails", "jackson_bound", "placement_bound", "schedule", "search", "twin_sides"]
+
+
+def twin_sides(inst: Instance) -> list[int] | None:
+    """Side 0 or 1 of every op when the graph is two parts tied by colocation: every colocation group
+    has exactly two ops, on different sides, and no edge joins the sides (ungrouped ops go with the ops
+    they are connected to). None when the graph is not so (or has no colocation)."""
+    n = inst.n
+    if not inst.groups or any(len(g) != 2 for g in inst.groups):
+        return None
+    parent = list(range(n))
+    parity = [0] * n  # side of o relative to parent[o]
+
+    def find(x: int) -> tuple[int, int]:
+        p = 0
+        while parent[x] != x:
+            p ^= parity[x]
+            x = parent[x]
+        return x, p
+
+    def join(a: int, b: int, differ: int) -> bool:
+        ra, pa = find(a)
+        rb, pb = find(b)
+        if ra == rb:
+            return (pa ^ pb) == differ
+        parent[ra] = rb
+        parity[ra] = pa ^ pb ^ differ
+        return True
+
+    for g in inst.groups:
+        if not join(g[0], g[1], 1):
+            return None
+    for k in range(len(inst.esrc)):
+        if not join(inst.esrc[k], inst.edst[k], 0):
+            return None
+    return [find(o)[1] for o in range(n)]
+
+
+def _edge_cost(inst: Instance):
+    """transfer time of edge k from device a to device b (0 on one device)."""
+    lat, bw, nb = inst.lat, inst.bw, inst.ebytes
+
+    def cost(k: int, a: int, b: int) -> float:
+        return 0.0 if a == b else lat[a][b] + nb[k] / bw[a][b]
+    return cost
+
+
+def heads_tails(inst: Instance, placement: Sequence[int]) -> tuple[list[float], list[float]]:
+    """(H, Q): for each op the longest path ending at its start and the longest path from its end, with
+    op times on their devices and transfer times on edges between devices."""
+    n = inst.n
+    pl = placement
+    dur = inst.dur
+    cost = _edge_cost(inst)
+    H = [0.0] * n
+    Q = [0.0] * n
+    for o in inst.topo:
+        d = pl[o]
+        b = 0.0
+        for k in inst.pred[o]:
+            p = inst.esrc[k]
+            v = H[p] + dur[p][pl[p]] + cost(k, pl[p], d)
+            if v > b:
+                b = v
+        H[o] = b
+    for o in reversed(inst.topo):
+        d = pl[o]
+        b = 0.0
+        for k in inst.succ[o]:
+            s = inst.edst[k]
+            v = Q[s] + dur[s][pl[s]] + cost(k, d, pl[s])
+            if v > b:
+                b = v
+        Q[o] = b
+    return H, Q
+
+
+def jackson_bound(items: Sequence[tuple[float, float, float]]) -> float:
+    """Preemptive one-machine bound: ``items`` = (release, processing, delivery) per job; the largest
+    completion + delivery of Jackson's preemptive schedule (at every moment the released job with the
+    largest delivery time runs), which is optimal for 1|r_j, pmtn|max(C_j + q_j)."""
+    jobs = sorted(items)
+    i, t, best, n = 0, 0.0, 0.0, len(jobs)
+    heap: list[list[float]] = []  # [-delivery, remaining processing]
+    while i < n or heap:
+        if not heap and t < jobs[i][0]:
+            t = jobs[i][0]
+        while i < n and jobs[i][0] <= t:
+            heapq.heappush(heap, [-jobs[i][2], jobs[i][1]])
+            i += 1
+        nq, p = heap[0]
+        nxt = jobs[i][0] if i < n else float("inf")
+        if t + p <= nxt:
+            heapq.heappop(heap)
+            t += p
+            if t - nq > best:
+                best = t - nq
+        else:
+            heap[0][1] = p - (nxt - t)
+            t = nxt
+    return best
+
+
+def placement_bound(inst: Instance, placement: Sequence[int]) -> tuple[float, float, list[float]]:
+    """(bound, longest path, one-machine bound per device) of every schedule of ``placement`` (module
+    docstring): the bound is the largest of the others."""
+    H, Q = heads_tails(inst, placement)
+    dur = inst.dur
+    per: list[list[tuple[float, float, float]]] = [[] for _ in range(inst.m)]
+    cp = 0.0
+    for o in range(inst.n):
+        p = dur[o][placement[o]]
+        per[placement[o]].append((H[o], p, Q[o]))
+        if H[o] + p + Q[o] > cp:
+            cp = H[o] + p + Q[o]
+    js = [jackson_bound(x) if x else 0.0 for x in per]
+    return max([cp] + js), cp, js
+
+
+def _score(inst: Instance, placement: Sequence[int]) -> tuple[float, float]:
+    v, cp, js = placement_bound(inst, placement)
+    return v, sum(sorted(js + [cp])[-3:])
+
+
+def search(inst: Instance, placement: Sequence[int], *, time_limit_s: float, seed: int = 0,
+           should_stop=None) -> tuple[list[int], float]:
+    """Unit moves (a colocation group or an ungrouped op to another allowed device with room) that lower
+    :func:`placement_bound` (ties: the sum of its three largest terms), first improvement over random
+    sweeps, until no move helps or the time is up. Returns (placement, its bound). Memory: a move is
+    only made when the unit fits; a start over memory stays over only where it was."""
+    from .lns import _Units
+
+    t_end = time.perf_counter() + max(0.0, time_limit_s)
+    rng = random.Random(seed)
+    U = _Units(inst)
+    pl = list(placement)
+    used = [0] * inst.m
+    for u, ms in enumerate(U.members):
+        used[pl[ms[0]]] += U.mem[u]
+    cur = _score(inst, pl)
+    units = list(range(len(U.members)))
+    improved = True
+    while improved:
+        improved = False
+        rng.shuffle(units)
+        for u in units:
+            if time.perf_counter() >= t_end or (should_stop is not None and should_stop()):
+                return pl, cur[0]
+            d0 = pl[U.members[u][0]]
+            for d in rng.sample(U.allowed[u], len(U.allowed[u])):
+                if d == d0 or used[d] + U.mem[u] > inst.capacity[d]:
+                    continue
+                for o in U.members[u]:
+                    pl[o] = d
+                s = _score(inst, pl)
+                if s < cur:
+                    cur = s
+                    used[d0] -= U.mem[u]
+                    used[d] += U.mem[u]
+                    d0 = d
+                    improved = True
+                else:
+                    for o in U.members[u]:
+                        pl[o] = d0
+    return pl, cur[0]
+
+
+def schedule(inst: Instance, placement: Sequence[int], sides: Sequence[int] | None = None
+             ) -> tuple[list[list[int]], Schedule]:
+    """Per-device orders for ``placement``: list scheduling (insertion) by the tail ``Q[o]`` + op time,
+    and, with ``sides``, the same with a head start of 5, 10 or 20 % of the longest path for the side
+    whose longest path is longer (it runs first where both want a device); the order with the shortest
+    simulated makespan (memory is the placement's) and its schedule."""
+    from .lns import list_schedule
+
+    H, Q = heads_tails(inst, placement)
+    rank = [Q[o] + inst.dur[o][placement[o]] for o in range(inst.n)]
+    ranks = [rank]
+    if sides is not None:
+        cp = [0.0, 0.0]
+        for o in range(inst.n):
+            cp[sides[o]] = max(cp[sides[o]], H[o] + rank[o])
+        lead = 0 if cp[0] >= cp[1] else 1
+        for f in (0.05, 0.1, 0.2):
+            bonus = f * max(cp)
+            ranks.append([r + (bonus if sides[o] == lead else 0.0) for o, r in enumerate(rank)])
+    best = None
+    for r in ranks:
+        od = list_schedule(inst, placement, r, True)
+        s = simulate(inst, placement, od)
+        if best is None or s.makespan < best[1].makespan:
+            best = (od, s)
+    return best
