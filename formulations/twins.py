@@ -26,8 +26,9 @@ at most the makespan.
 :func:`search` lowers this bound by moving whole units (colocation groups, single ops) between devices
 with memory kept (first improvement, random sweeps; ties broken by the sum of the three largest terms),
 then :func:`schedule` turns the placement into per-device orders by list scheduling with a few
-priorities (the tail; the tail plus a head start for the part with the longer critical path) and keeps
-the best by :func:`dplace.simulate`. ``portfolio`` runs it as one more start on twin-structured graphs.
+priorities (the tail; the tail plus a head start for the part with the longer critical path; then, in
+its time, random head starts and small random changes of the priorities) and keeps the best by
+:func:`dplace.simulate`. ``portfolio`` runs it as one more start on twin-structured graphs.
 """
 from __future__ import annotations
 
@@ -77,39 +78,51 @@ def twin_sides(inst: Instance) -> list[int] | None:
     return [find(o)[1] for o in range(n)]
 
 
-def _edge_cost(inst: Instance):
-    """transfer time of edge k from device a to device b (0 on one device)."""
-    lat, bw, nb = inst.lat, inst.bw, inst.ebytes
+class _Graph:
+    """Per-op (neighbour, edge) lists for the longest-path passes; with one link for every device pair,
+    each edge's transfer time once (``cost``), else None."""
 
-    def cost(k: int, a: int, b: int) -> float:
-        return 0.0 if a == b else lat[a][b] + nb[k] / bw[a][b]
-    return cost
+    def __init__(self, inst: Instance) -> None:
+        self.topo = list(inst.topo)
+        self.pred = [[(inst.esrc[k], k) for k in inst.pred[o]] for o in range(inst.n)]
+        self.succ = [[(inst.edst[k], k) for k in inst.succ[o]] for o in range(inst.n)]
+        links = {(inst.lat[a][b], inst.bw[a][b]) for a in range(inst.m) for b in range(inst.m) if a != b}
+        self.cost = None
+        if len(links) == 1:
+            lat, bw = links.pop()
+            self.cost = [lat + b / bw for b in inst.ebytes]
 
 
-def heads_tails(inst: Instance, placement: Sequence[int]) -> tuple[list[float], list[float]]:
+def heads_tails(inst: Instance, placement: Sequence[int], graph: _Graph | None = None
+                ) -> tuple[list[float], list[float]]:
     """(H, Q): for each op the longest path ending at its start and the longest path from its end, with
     op times on their devices and transfer times on edges between devices."""
+    G = graph or _Graph(inst)
     n = inst.n
     pl = placement
-    dur = inst.dur
-    cost = _edge_cost(inst)
+    p = [inst.dur[o][pl[o]] for o in range(n)]
+    lat, bw, nb, c = inst.lat, inst.bw, inst.ebytes, G.cost
     H = [0.0] * n
     Q = [0.0] * n
-    for o in inst.topo:
+    for o in G.topo:
         d = pl[o]
         b = 0.0
-        for k in inst.pred[o]:
-            p = inst.esrc[k]
-            v = H[p] + dur[p][pl[p]] + cost(k, pl[p], d)
+        for u, k in G.pred[o]:
+            du = pl[u]
+            v = H[u] + p[u]
+            if du != d:
+                v += c[k] if c is not None else lat[du][d] + nb[k] / bw[du][d]
             if v > b:
                 b = v
         H[o] = b
-    for o in reversed(inst.topo):
+    for o in reversed(G.topo):
         d = pl[o]
         b = 0.0
-        for k in inst.succ[o]:
-            s = inst.edst[k]
-            v = Q[s] + dur[s][pl[s]] + cost(k, d, pl[s])
+        for w, k in G.succ[o]:
+            dw = pl[w]
+            v = Q[w] + p[w]
+            if dw != d:
+                v += c[k] if c is not None else lat[d][dw] + nb[k] / bw[d][dw]
             if v > b:
                 b = v
         Q[o] = b
@@ -142,10 +155,11 @@ def jackson_bound(items: Sequence[tuple[float, float, float]]) -> float:
     return best
 
 
-def placement_bound(inst: Instance, placement: Sequence[int]) -> tuple[float, float, list[float]]:
+def placement_bound(inst: Instance, placement: Sequence[int], graph: _Graph | None = None
+                    ) -> tuple[float, float, list[float]]:
     """(bound, longest path, one-machine bound per device) of every schedule of ``placement`` (module
     docstring): the bound is the largest of the others."""
-    H, Q = heads_tails(inst, placement)
+    H, Q = heads_tails(inst, placement, graph)
     dur = inst.dur
     per: list[list[tuple[float, float, float]]] = [[] for _ in range(inst.m)]
     cp = 0.0
@@ -158,8 +172,8 @@ def placement_bound(inst: Instance, placement: Sequence[int]) -> tuple[float, fl
     return max([cp] + js), cp, js
 
 
-def _score(inst: Instance, placement: Sequence[int]) -> tuple[float, float]:
-    v, cp, js = placement_bound(inst, placement)
+def _score(inst: Instance, placement: Sequence[int], graph: _Graph) -> tuple[float, float]:
+    v, cp, js = placement_bound(inst, placement, graph)
     return v, sum(sorted(js + [cp])[-3:])
 
 
@@ -178,7 +192,8 @@ def search(inst: Instance, placement: Sequence[int], *, time_limit_s: float, see
     used = [0] * inst.m
     for u, ms in enumerate(U.members):
         used[pl[ms[0]]] += U.mem[u]
-    cur = _score(inst, pl)
+    G = _Graph(inst)
+    cur = _score(inst, pl, G)
     units = list(range(len(U.members)))
     improved = True
     while improved:
@@ -193,7 +208,7 @@ def search(inst: Instance, placement: Sequence[int], *, time_limit_s: float, see
                     continue
                 for o in U.members[u]:
                     pl[o] = d
-                s = _score(inst, pl)
+                s = _score(inst, pl, G)
                 if s < cur:
                     cur = s
                     used[d0] -= U.mem[u]
@@ -206,29 +221,46 @@ def search(inst: Instance, placement: Sequence[int], *, time_limit_s: float, see
     return pl, cur[0]
 
 
-def schedule(inst: Instance, placement: Sequence[int], sides: Sequence[int] | None = None
-             ) -> tuple[list[list[int]], Schedule]:
+def schedule(inst: Instance, placement: Sequence[int], sides: Sequence[int] | None = None, *,
+             time_limit_s: float = 0.0, seed: int = 0, should_stop=None) -> tuple[list[list[int]], Schedule]:
     """Per-device orders for ``placement``: list scheduling (insertion) by the tail ``Q[o]`` + op time,
     and, with ``sides``, the same with a head start of 5, 10 or 20 % of the longest path for the side
-    whose longest path is longer (it runs first where both want a device); the order with the shortest
-    simulated makespan (memory is the placement's) and its schedule."""
+    whose longest path is longer (it runs first where both want a device); then, for ``time_limit_s``,
+    the same with a random head start (0-30 %) and priorities scaled by random factors within 2-10 %.
+    Returns the order with the shortest simulated makespan (memory is the placement's) and its
+    schedule."""
     from .lns import list_schedule
 
+    t_end = time.perf_counter() + max(0.0, time_limit_s)
     H, Q = heads_tails(inst, placement)
     rank = [Q[o] + inst.dur[o][placement[o]] for o in range(inst.n)]
-    ranks = [rank]
+    cp = [0.0, 0.0]
+    lead = 0
     if sides is not None:
-        cp = [0.0, 0.0]
         for o in range(inst.n):
             cp[sides[o]] = max(cp[sides[o]], H[o] + rank[o])
         lead = 0 if cp[0] >= cp[1] else 1
-        for f in (0.05, 0.1, 0.2):
-            bonus = f * max(cp)
-            ranks.append([r + (bonus if sides[o] == lead else 0.0) for o, r in enumerate(rank)])
+
+    def ranks(f: float, noise: list[float] | None) -> list[float]:
+        bonus = f * max(cp)
+        return [(r + (bonus if sides is not None and sides[o] == lead else 0.0)) * (1.0 if noise is None else noise[o])
+                for o, r in enumerate(rank)]
+
     best = None
-    for r in ranks:
+
+    def attempt(r: list[float]) -> None:
+        nonlocal best
         od = list_schedule(inst, placement, r, True)
         s = simulate(inst, placement, od)
         if best is None or s.makespan < best[1].makespan:
             best = (od, s)
+
+    for f in ((0.0, 0.05, 0.1, 0.2) if sides is not None else (0.0,)):
+        attempt(ranks(f, None))
+    rng = random.Random(seed)
+    while time.perf_counter() < t_end and not (should_stop is not None and should_stop()):
+        eps = rng.choice((0.02, 0.05, 0.1))
+        attempt(ranks(rng.uniform(0.0, 0.3) if sides is not None else 0.0,
+                      [1.0 + rng.uniform(-eps, eps) for _ in range(inst.n)]))
     return best
+
