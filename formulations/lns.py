@@ -331,7 +331,7 @@ def improve(inst: Instance, placement: Sequence[int], order: Sequence[Sequence[i
 
 
 def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: float, t0: float, seed: int = 0,
-                    bound_share: float = 0.25, twins_share: float = 0.4, options: dict[str, Any] | None = None,
+                    bound_share: float = 0.25, twins_share: float = 0.6, options: dict[str, Any] | None = None,
                     extra: dict[str, Any] | None = None, should_stop=None):
     """The large-graph stage of ``portfolio``: a proven bound and the group-move LNS in the budget.
 
