@@ -58,6 +58,9 @@ class Columns:
     coloc_names: list[str] | None = None
     op_extra: dict[int, Mapping[str, Any]] = field(default_factory=dict)
     edge_extra: dict[int, Mapping[str, Any]] = field(default_factory=dict)
+    # per op the index of the op its ``forward_of`` field names (-1: none): read from a ``.npz`` that
+    # stores it beside op_extra; None: not stored (:func:`forward_of_index` reads op_extra)
+    forward_of: np.ndarray | None = None
 
     @classmethod
     def of_objects(cls, ops: Sequence[Any], edges: Sequence[Any]) -> "Columns":
@@ -108,6 +111,28 @@ class Columns:
         extra = dict(self.edge_extra.items())
         return tuple(_frozen(Edge, src=s, dst=d, bytes=b, extra=dict(extra.get(e, ())))
                      for e, (s, d, b) in enumerate(zip(src, dst, nb)))
+
+
+def forward_of_index(inst: Any) -> np.ndarray:
+    """Per op of ``inst`` the index of the other op its optional ``forward_of`` field names (-1: no
+    field, or naming no other op): the stored column when there is one, else from the ops' unknown
+    fields (JSON text of a ``.npz`` is parsed only if it holds the word)."""
+    cols = inst.columns
+    if cols.forward_of is not None:
+        return cols.forward_of
+    out = np.full(inst.n, -1, dtype=np.int64)
+    extras = cols.op_extra
+    if not getattr(extras, "may_contain", lambda word: True)("forward_of"):
+        return out
+    index = inst.op_index
+    for o, ex in extras.items():
+        f = ex.get("forward_of") if ex else None
+        if f is None:
+            continue
+        fi = index.get(str(f))
+        if fi is not None and fi != o:
+            out[o] = fi
+    return out
 
 
 class RowTimes(Mapping):

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .columns import Columns
+from .columns import Columns, forward_of_index
 from .errors import InvalidInstanceError
 from .model import Device, Instance, Link
 
@@ -91,6 +91,7 @@ def instance_to_npz_bytes(inst: Instance) -> bytes:
         "dst": np.asarray(inst.edst, dtype=np.int32 if inst.n < 2**31 else np.int64),
         "bytes": np.asarray(inst.ebytes, dtype=np.float64),
         "op_extra": _blob(json.dumps({str(o): x for o, x in c.op_extra.items()})),
+        "forward_of": forward_of_index(inst).astype(np.int32 if inst.n < 2**31 else np.int64),
         "edge_extra": _blob(json.dumps({str(e): x for e, x in c.edge_extra.items()})),
     }
     buf = _io.BytesIO()
@@ -149,6 +150,10 @@ def load_npz(path: str | os.PathLike) -> Instance:
         names = {k: list(meta[k]) for k in ("type_names", "pin_names", "coloc_names")}
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise InvalidInstanceError(f"{where}: meta is incomplete ({exc.__class__.__name__}: {exc})") from None
+    fwd = arrays.get("forward_of")  # absent from files written before it was stored
+    if fwd is not None and (fwd.ndim != 1 or len(fwd) != n or fwd.dtype.kind not in "iu"
+                            or (n and (fwd.min() < -1 or fwd.max() >= n))):
+        raise InvalidInstanceError(f"{where}: array 'forward_of' must hold one op index -1..{n - 1} per op")
     for k, col in (("type_names", "type"), ("pin_names", "pin"), ("coloc_names", "colocation")):
         codes = arrays[col]
         if codes.dtype.kind not in "iu" or (n and (codes.min() < -1 or codes.max() >= len(names[k]))):
@@ -160,6 +165,7 @@ def load_npz(path: str | os.PathLike) -> Instance:
         coloc_names=names["coloc_names"],
         op_extra=_LazyJSON(_text(arrays["op_extra"])) if "op_extra" in arrays else {},
         edge_extra=_LazyJSON(_text(arrays["edge_extra"])) if "edge_extra" in arrays else {},
+        forward_of=None if fwd is None else fwd.astype(np.int64),
     )
     return Instance.from_columns(meta.get("name", "instance"), devices, cols, link=link, pairs=pairs,
                                  comm=meta.get("comm", "parallel"), extra=meta.get("extra") or {})

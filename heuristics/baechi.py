@@ -27,6 +27,7 @@ import numpy as np
 
 from dplace import kernels
 from dplace.kernels import gate
+from dplace.columns import forward_of_index
 from dplace.errors import bad_option
 from dplace.graph import DisjointSets, components, queue_order
 from dplace.model import Instance
@@ -73,20 +74,11 @@ class SctOptions(BaechiOptions):
 def _forward_pairs(inst: Instance) -> list[tuple[int, int]]:
     """(forward op, backward op) index pairs from the optional op field ``forward_of``, in op order.
 
-    Read from the instance's columns (the ops' unknown fields), not from ``inst.ops``: a large instance
-    loaded from .npz then builds no Op objects, and its fields' JSON is parsed only if it names the field."""
-    extras = inst.columns.op_extra
-    if not getattr(extras, "may_contain", lambda word: True)("forward_of"):
-        return []
-    pairs = []
-    for o, ex in sorted(extras.items()):
-        f = ex.get("forward_of") if ex else None
-        if f is None:
-            continue
-        fi = inst.op_index.get(str(f))
-        if fi is not None and fi != o:
-            pairs.append((fi, o))
-    return pairs
+    Read from the instance's columns (:func:`dplace.columns.forward_of_index`), not from ``inst.ops``: a
+    large instance loaded from .npz then builds no Op objects and parses no JSON."""
+    fwd = forward_of_index(inst)
+    back = np.flatnonzero(fwd >= 0)
+    return list(zip(fwd[back].tolist(), back.tolist()))
 
 
 def build_units(inst: Instance, opts: BaechiOptions | None = None) -> list[int]:

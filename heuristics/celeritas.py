@@ -200,11 +200,9 @@ def _widest(inst: Instance, cz: Coarsening) -> float:
     if gate.worth(inst.n):
         from dplace.kernels.levels import row_sums, segment_sums
 
-        sizes = [len(ms) for ms in cz.members]
-        ptr = np.zeros(len(sizes) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=ptr[1:])
+        ptr = np.asarray(cz.breakpoints, dtype=np.int64)
         w = segment_sums(row_sums(kernels.inst_arrays(inst)), np.asarray(cz.order, dtype=np.int64), ptr)
-        return max((x / inst.m for x, k in zip(w.tolist(), sizes) if k > 1), default=0.0)
+        return max((x / inst.m for x, k in zip(w.tolist(), np.diff(ptr).tolist()) if k > 1), default=0.0)
     return max((sum(sum(inst.dur[o]) for o in ms) / inst.m for ms in cz.members if len(ms) > 1), default=0.0)
 
 

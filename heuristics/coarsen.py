@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -62,6 +62,32 @@ from dplace.ranks import edge_costs
 from dplace.simulate import as_order, as_placement
 
 __all__ = ["Coarsening", "ccr", "coarsen", "coarsen_report", "fusion_breakpoints"]
+
+
+class Runs(Sequence):
+    """``runs[k] == order[bps[k]:bps[k + 1]]``, each list built when asked for (a large graph's clusters
+    as lists cost more than finding them); equal to the list of those lists."""
+
+    def __init__(self, order: list[int], bps: list[int]) -> None:
+        self.order, self.bps = order, bps
+
+    def __len__(self) -> int:
+        return len(self.bps) - 1
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        if k < 0:
+            k += len(self)
+        if not 0 <= k < len(self):
+            raise IndexError(k)
+        return self.order[self.bps[k]:self.bps[k + 1]]
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    def __repr__(self) -> str:
+        return repr(list(self))
 
 
 @dataclass
@@ -82,7 +108,7 @@ class Coarsening:
     instance: Instance
     coarse: Instance
     cluster_of: list[int]
-    members: list[list[int]]
+    members: Sequence[list[int]]
     order: list[int]
     R: int
     mem_limit: int
@@ -94,6 +120,16 @@ class Coarsening:
     @property
     def n_clusters(self) -> int:
         return len(self.members)
+
+    @property
+    def breakpoints(self) -> list[int]:
+        """[0, b_1, ..., n]: cluster k is ``order[b_k:b_{k+1}]``."""
+        if isinstance(self.members, Runs):
+            return self.members.bps
+        out = [0]
+        for ms in self.members:
+            out.append(out[-1] + len(ms))
+        return out
 
     def expand(self, coarse_placement: Any) -> list[int]:
         """Placement of the original ops from a placement of the coarse ops (list or {id: name})."""
@@ -281,7 +317,9 @@ def coarsen(inst: Instance, order: Sequence[int] | None = None, R: int = 200, M:
     order = list(order)
     if len(order) != inst.n:
         raise InvalidInstanceError(f"coarsen: order must list all {inst.n} ops, got {len(order)}")
-    if not _order_ok(inst, order):  # the reference's walk names the first offence
+    big = gate.worth(inst.n)  # arrays and kernels: the order made an array once
+    seq = np.asarray(order) if big else order
+    if not _order_ok(inst, seq):  # the reference's walk names the first offence
         pos = [-1] * inst.n
         for i, o in enumerate(order):
             if not (0 <= o < inst.n) or pos[o] >= 0:
@@ -297,12 +335,14 @@ def coarsen(inst: Instance, order: Sequence[int] | None = None, R: int = 200, M:
     lim = _resolve_limit(inst, M, mem_limit)
     if work_limit is not None and not work_limit > 0:
         raise InvalidInstanceError(f"coarsen: work_limit must be > 0 µs, got {work_limit!r}")
-    bps, _ = fusion_breakpoints(inst, order, int(R), lim, work_limit=work_limit, pins_alone=pins_alone)
-    if gate.worth(inst.n):  # the same clusters and coarse instance, with numpy
-        bps = _split_heavy_arrays(inst, order, bps)
+    if big:  # the same clusters and coarse instance, with numpy
+        seq = seq.astype(np.int64, copy=False)
+        bps, _ = fusion_breakpoints(inst, seq, int(R), lim, work_limit=work_limit, pins_alone=pins_alone)
+        bps = _split_heavy_arrays(inst, seq, bps)
         if max_nodes is not None and len(bps) - 1 > max_nodes:
             bps = _merge_to(inst, order, bps, max_nodes)
-        return _build_arrays(inst, order, bps, int(R), lim)
+        return _build_arrays(inst, order, seq, bps, int(R), lim)
+    bps, _ = fusion_breakpoints(inst, order, int(R), lim, work_limit=work_limit, pins_alone=pins_alone)
     bps = _split_heavy(inst, order, bps)
     if max_nodes is not None and len(bps) - 1 > max_nodes:
         bps = _merge_to(inst, order, bps, max_nodes)
@@ -511,18 +551,38 @@ def _split_heavy_arrays(inst: Instance, order: Sequence[int], bps: list[int]) ->
         bps = new
 
 
-def _build_arrays(inst: Instance, order: list[int], bps: list[int], R: int, lim: int) -> Coarsening:
-    """:func:`_build` with numpy and the compiled cluster sums: the same coarse instance."""
+class _ClusterFields(Mapping):
+    """A coarse graph's op fields (cluster k -> ``{"size": ops in it, "first": id of its first op}``),
+    each dict built when asked for."""
+
+    def __init__(self, bps: np.ndarray, order: np.ndarray, ids: list[str]) -> None:
+        self.bps, self.order, self.ids = bps, order, ids
+
+    def __getitem__(self, k: int) -> dict[str, Any]:
+        if not (isinstance(k, int) and 0 <= k < len(self)):
+            raise KeyError(k)
+        return {"size": int(self.bps[k + 1] - self.bps[k]), "first": self.ids[int(self.order[self.bps[k]])]}
+
+    def __iter__(self):
+        return iter(range(len(self)))
+
+    def __len__(self) -> int:
+        return len(self.bps) - 1
+
+    def may_contain(self, word: str) -> bool:
+        return word in ("size", "first")
+
+
+def _build_arrays(inst: Instance, order: list[int], o_arr: np.ndarray, bps: list[int], R: int, lim: int) -> Coarsening:
+    """:func:`_build` with numpy and the compiled cluster sums: the same coarse instance (``o_arr``:
+    ``order`` as an int64 array)."""
     from dplace.kernels import celeritas as kc
     from dplace.kernels.levels import edge_cost_mean
 
     a = kernels.inst_arrays(inst)
-    n, m = inst.n, inst.m
-    o_arr = np.asarray(order, dtype=np.int64)
     b = np.asarray(bps, dtype=np.int64)
     nk = len(b) - 1
-    cluster_of = _labels(n, o_arr, b)
-    members = [order[bps[k]:bps[k + 1]] for k in range(nk)]
+    cluster_of = _labels(inst.n, o_arr, b)
     anchor = _anchors_arrays(a, o_arr, cluster_of)
     cmem = _cluster_memory_arrays(a, nk, cluster_of, anchor)
     t = kc.cluster_time(a, o_arr, b)
@@ -530,9 +590,6 @@ def _build_arrays(inst: Instance, order: list[int], bps: list[int], R: int, lim:
     pinned_at = np.flatnonzero(a.pinned[o_arr] >= 0)
     np.maximum.at(last, cluster_of[o_arr[pinned_at]], pinned_at)
     pin = np.where(last >= 0, a.pinned[o_arr[np.maximum(last, 0)]], -1)
-    sizes = (b[1:] - b[:-1]).tolist()
-    firsts = o_arr[b[:-1]].tolist()
-    ids = inst.columns.ids
     mem = a.mem
     oversize = np.flatnonzero((b[1:] - b[:-1] == 1) & (mem[o_arr[b[:-1]]] > lim)).tolist()
     if len(anchor):
@@ -555,7 +612,7 @@ def _build_arrays(inst: Instance, order: list[int], bps: list[int], R: int, lim:
         type=np.full(nk, -1, dtype=np.int32), pin=pin, coloc=np.full(nk, -1, dtype=np.int32),
         src=keys // nk, dst=keys % nk, nbytes=nbytes, time_map=RowTimes(t, dnames), type_names=[],
         pin_names=dnames, coloc_names=[],
-        op_extra={k: {"size": sizes[k], "first": ids[firsts[k]]} for k in range(nk)},
+        op_extra=_ClusterFields(b, o_arr, inst.columns.ids),
     )
     coarse = Instance.from_columns(
         f"{inst.name}/coarse", [Device(dv.name, dv.memory, dv.speed) for dv in inst.devices], cols,
@@ -563,7 +620,8 @@ def _build_arrays(inst: Instance, order: list[int], bps: list[int], R: int, lim:
         extra={"coarsened_from": inst.name, "R": R, "mem_limit": lim},
     )
     coarse._from_ops = gate.size(inst)  # its orders and placement run compiled too (kernels.gate.size)
-    return Coarsening(inst, coarse, cluster_of.tolist(), members, order, R, lim, oversize, cut, anchor.tolist(), moved)
+    return Coarsening(inst, coarse, cluster_of.tolist(), Runs(order, bps), order, R, lim, oversize, cut, anchor.tolist(),
+                      moved)
 
 
 def coarsen_report(inst: Instance, R: int = 200, M: float = 0.25, pins_alone: bool = True) -> dict[str, Any]:

@@ -274,3 +274,32 @@ def test_row_times_columns_equal_per_op_time_maps():
     bad[1, 1] = -1.0
     with pytest.raises(InvalidInstanceError, match=r"op 'y': time\['b'\]"):
         Instance.from_columns("g", devs, cols(bad))
+
+
+def test_forward_of_column_in_npz(tmp_path, monkeypatch):
+    """``.npz`` files store ``forward_of`` as op indices: Baechi's pairs come without parsing the ops'
+    JSON fields and equal the pairs read from the fields (self references, unknown ids and numbers
+    included); files without the column still load and give the same pairs; a bad column is an error."""
+    from dplace.errors import InvalidInstanceError
+    from dplace.npz import _LazyJSON, load_npz, save_npz
+
+    ops = [Op("a", 1.0), Op("b", 1.0, extra={"forward_of": "a"}), Op("c", 1.0, extra={"forward_of": "c"}),
+           Op("7", 1.0, extra={"forward_of": "zz", "x": 1}), Op("d", 1.0, extra={"forward_of": 7})]
+    cases = [Instance("f", [Device("g0", 10)], ops, [Edge("a", "b")])] + list(_cases(6, 31))
+    for k, inst in enumerate(cases):
+        ref = baechi._forward_pairs(inst)
+        path = tmp_path / f"i{k}.npz"
+        save_npz(inst, path)
+        with monkeypatch.context() as mp:
+            mp.setattr(_LazyJSON, "items", lambda self: pytest.fail("op fields parsed"))
+            assert baechi._forward_pairs(load_npz(path)) == ref
+        with np.load(path) as z:
+            old = {x: z[x] for x in z.files if x != "forward_of"}
+        np.savez(tmp_path / "old.npz", **old)
+        again = load_npz(tmp_path / "old.npz")
+        assert again.columns.forward_of is None and baechi._forward_pairs(again) == ref
+        assert [op.extra for op in again.ops] == [op.extra for op in inst.ops]
+    assert baechi._forward_pairs(cases[0]) == [(0, 1), (3, 4)]
+    np.savez(tmp_path / "bad.npz", **dict(old, forward_of=np.full(len(old["time"]), len(old["time"]))))
+    with pytest.raises(InvalidInstanceError, match="forward_of"):
+        load_npz(tmp_path / "bad.npz")
