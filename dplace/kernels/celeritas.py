@@ -59,10 +59,42 @@ def scan_csr(a, cp: np.ndarray | None) -> np.ndarray:
     """Children of each op in scan order, CSR with ``a.succ_ptr``: by (cp, -topo_pos) when ``cp`` is given
     (CPD-TOPO), else in reversed edge order (DFS-TOPO)."""
     v = a.edst[a.succ_edge]
-    u = np.repeat(np.arange(a.n), np.diff(a.succ_ptr))
     if cp is None:
-        return v[np.lexsort((-np.arange(len(v)), u))]
-    return v[np.lexsort((-a.topo_pos[v], cp[v], u))]
+        return _reverse_runs(v, a.succ_ptr)
+    return _sort_runs(v, a.succ_ptr, np.asarray(cp, dtype=np.float64), a.topo_pos)
+
+
+@njit
+def _reverse_runs(v, ptr):
+    out = np.empty_like(v)
+    for u in range(len(ptr) - 1):
+        lo, hi = ptr[u], ptr[u + 1]
+        for k in range(lo, hi):
+            out[k] = v[lo + hi - 1 - k]
+    return out
+
+
+@njit
+def _sort_runs(v, ptr, cp, tp):
+    """Each run ``v[ptr[u]:ptr[u + 1]]`` sorted by (cp, -tp): insertion sort on short runs, two stable
+    sorts on long ones (a node's keys differ unless it is the same node: any sort gives one result)."""
+    out = v.copy()
+    for u in range(len(ptr) - 1):
+        lo, hi = ptr[u], ptr[u + 1]
+        if hi - lo <= 32:
+            for i in range(lo + 1, hi):
+                x = out[i]
+                j = i - 1
+                while j >= lo and (cp[out[j]] > cp[x] or (cp[out[j]] == cp[x] and tp[out[j]] < tp[x])):
+                    out[j + 1] = out[j]
+                    j -= 1
+                out[j + 1] = x
+        else:
+            run = out[lo:hi].copy()
+            run = run[np.argsort(-tp[run], kind="mergesort")]
+            run = run[np.argsort(cp[run], kind="mergesort")]
+            out[lo:hi] = run
+    return out
 
 
 @njit

@@ -194,6 +194,21 @@ def test_orders_match_the_reference(monkeypatch):
             assert got == ref
 
 
+def test_orders_match_the_reference_on_wide_fans(monkeypatch):
+    """Ops with many children (the kernel sorts long runs another way), many equal critical paths."""
+    from dplace.heuristics.orders import cpd_topo_order, dfs_topo_order
+
+    rng = random.Random(5)
+    for width in (33, 40, 100):
+        ops = [Op(f"o{i}", float(rng.choice([1, 2]))) for i in range(2 * width + 1)]
+        edges = [Edge("o0", f"o{i}", float(rng.choice([0, 5]))) for i in rng.sample(range(1, width + 1), width)]
+        edges += [Edge(f"o{i}", f"o{width + i}") for i in range(1, width + 1) if rng.random() < 0.5]
+        inst = Instance(f"fan{width}", [Device("a", 10), Device("b", 10)], ops, edges)
+        for f in (cpd_topo_order, dfs_topo_order):
+            ref, got = _both(monkeypatch, lambda: f(inst))
+            assert got == ref
+
+
 def _coarse_fields(cz):
     c = cz.coarse
     ops = [(op.id, dict(op.time) if isinstance(op.time, dict) else op.time, op.memory, op.device, op.extra)
