@@ -181,9 +181,12 @@ def adjusting_placement(inst: Instance, order: list[int] | None = None,
     return state.placement, state
 
 
-def _work_limit(inst: Instance, split: int | None) -> float | None:
-    """The cluster work limit of granularity ``split``: mean total op time / m / split (µs)."""
-    return None if split is None else max(_total_time(inst) / inst.m / inst.m / split, 1e-9)
+def _work_limit(inst: Instance, split: int | None, total: float | None = None) -> float | None:
+    """The cluster work limit of granularity ``split``: mean total op time / m / split (µs); ``total``:
+    :func:`_total_time` when known."""
+    if split is None:
+        return None
+    return max((_total_time(inst) if total is None else total) / inst.m / inst.m / split, 1e-9)
 
 
 def _total_time(inst: Instance) -> float:
@@ -207,9 +210,9 @@ def _widest(inst: Instance, cz: Coarsening) -> float:
 
 
 def _coarse(inst: Instance, opts: CeleritasOptions, split: int | None = None,
-            order: list[int] | None = None) -> Coarsening:
+            order: list[int] | None = None, total: float | None = None) -> Coarsening:
     """Fusion with the options' R and M; ``split`` k also limits a cluster's work (:func:`_work_limit`)."""
-    return coarsen(inst, order, R=opts.R, M=opts.M, work_limit=_work_limit(inst, split), pins_alone=True)
+    return coarsen(inst, order, R=opts.R, M=opts.M, work_limit=_work_limit(inst, split, total), pins_alone=True)
 
 
 def _extra(inst: Instance, cz: Coarsening, ccr_before: float, **more) -> dict:
@@ -227,16 +230,17 @@ def _best_of(inst: Instance, method: str, opts: CeleritasOptions, options: dict,
     best = None
     widest = math.inf  # most work in one cluster of the memory-only fusion
     ccr_before = ccr(inst)
+    total = _total_time(inst)
     for split in settings:
-        wl = _work_limit(inst, split)
+        wl = _work_limit(inst, split, total)
         if wl is not None and wl >= widest:
             continue  # the limit binds no cluster: same fusion as without it
-        cz = _coarse(inst, opts, split, order)
+        cz = _coarse(inst, opts, split, order, total)
         if split is None:
             widest = _widest(inst, cz)
         for balanced in (fills if opts.balance else (False,)):
             cpl, more = place(cz, balanced)
-            res = make_result(inst, method, cz.expand(cpl), options=options,
+            res = make_result(inst, method, cz.expand(cpl, array=True), options=options,
                               extra=_extra(inst, cz, ccr_before, work_split=split, balanced_fill=balanced, **more))
             if best is None or (not res.memory_ok, res.makespan) < (not best.memory_ok, best.makespan):
                 best = res

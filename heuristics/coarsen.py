@@ -131,16 +131,18 @@ class Coarsening:
             out.append(out[-1] + len(ms))
         return out
 
-    def expand(self, coarse_placement: Any) -> list[int]:
-        """Placement of the original ops from a placement of the coarse ops (list or {id: name})."""
+    def expand(self, coarse_placement: Any, *, array: bool = False) -> list[int]:
+        """Placement of the original ops from a placement of the coarse ops (list or {id: name});
+        ``array``: as a numpy array on large graphs (what :func:`dplace.result.make_result` takes)."""
         pl = as_placement(self.coarse, coarse_placement)
         if gate.worth(self.instance.n):  # the same with numpy
             a = kernels.inst_arrays(self.instance)
-            out = np.asarray(pl, dtype=np.int64)[np.asarray(self.cluster_of, dtype=np.int64)]
+            cl = self.__dict__.get("_cluster_a")
+            out = np.asarray(pl, dtype=np.int64)[np.asarray(self.cluster_of, dtype=np.int64) if cl is None else cl]
             if self.anchor:
                 gid = np.repeat(np.arange(len(self.anchor)), np.diff(a.group_ptr))
                 out[a.group_members] = np.asarray(pl, dtype=np.int64)[np.asarray(self.anchor, dtype=np.int64)][gid]
-            return out.tolist()
+            return out if array else out.tolist()
         out = [pl[k] for k in self.cluster_of]
         for g, members in enumerate(self.instance.groups):
             d = pl[self.anchor[g]]
@@ -358,7 +360,7 @@ def _order_ok(inst: Instance, order: list[int]) -> bool:
     pos[o] = np.arange(len(o))
     if (pos < 0).any():
         return False
-    return bool((pos[np.asarray(inst.esrc, dtype=np.int64)] < pos[np.asarray(inst.edst, dtype=np.int64)]).all())
+    return bool((pos[inst._esrc_a] < pos[inst._edst_a]).all())
 
 
 def _merge_to(inst: Instance, order: Sequence[int], bps: list[int], K: int) -> list[int]:
@@ -620,8 +622,10 @@ def _build_arrays(inst: Instance, order: list[int], o_arr: np.ndarray, bps: list
         extra={"coarsened_from": inst.name, "R": R, "mem_limit": lim},
     )
     coarse._from_ops = gate.size(inst)  # its orders and placement run compiled too (kernels.gate.size)
-    return Coarsening(inst, coarse, cluster_of.tolist(), Runs(order, bps), order, R, lim, oversize, cut, anchor.tolist(),
-                      moved)
+    cz = Coarsening(inst, coarse, cluster_of.tolist(), Runs(order, bps), order, R, lim, oversize, cut, anchor.tolist(),
+                    moved)
+    cz._cluster_a = cluster_of  # expand's index array
+    return cz
 
 
 def coarsen_report(inst: Instance, R: int = 200, M: float = 0.25, pins_alone: bool = True) -> dict[str, Any]:
