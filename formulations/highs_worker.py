@@ -17,6 +17,7 @@ or a second thread while the first waits, gets a child of its own for that reque
 
     solve(args, limit_s, on_stop) -> (dict | None, interrupted)  # the answer; None: none within the limit
     prestart()                                     # start the shared child now (no-op if it runs)
+    limit_within(total_s)                          # the limit whose worst case (+ two graces) fits total_s
     shutdown()                                     # end the shared child (atexit does it too)
 """
 from __future__ import annotations
@@ -32,7 +33,7 @@ import threading
 import time
 from typing import Any, Callable
 
-__all__ = ["CHILD", "prestart", "shutdown", "solve"]
+__all__ = ["CHILD", "grace_s", "limit_within", "prestart", "shutdown", "solve"]
 
 CHILD = r"""
 import json, os, signal, sys, time
@@ -177,6 +178,17 @@ def shutdown() -> None:
 atexit.register(shutdown)
 
 
+def grace_s(limit_s: float) -> float:
+    """How long past its limit a request may still answer before it is asked to stop (and again before
+    the child is killed): a request of ``limit_s`` ends within ``limit_s + 2 * grace_s(limit_s)``."""
+    return max(0.25, 0.025 * limit_s)
+
+
+def limit_within(total_s: float) -> float:
+    """The largest limit whose worst case (the limit and two graces) ends within ``total_s`` (0 if none)."""
+    return max(0.0, min(total_s - 2 * 0.25, total_s / (1 + 2 * 0.025)))
+
+
 class SolverFailed(RuntimeError):
     """The child answered with an error or died (its stderr's tail is the message)."""
 
@@ -224,7 +236,7 @@ def _request(child: _Child, req: str, args: dict[str, Any], limit_s: float, on_s
     def stop() -> None:
         open(args["stop"], "w").close()
 
-    grace = max(0.25, 0.025 * limit_s)  # asked to stop at limit + grace, killed at limit + 2 grace
+    grace = grace_s(limit_s)  # asked to stop at limit + grace, killed at limit + 2 grace
     end = time.perf_counter() + limit_s + grace
     stopped = interrupted = False
     with on_stop(stop):

@@ -14,16 +14,17 @@ from .model import (
     stop_building_on_interrupt, time_windows, will_break_symmetry,
 )
 from .solve import (
-    CpsatOptions, SolveOutcome, _asdict, _cleanup_s, confirm_bound, cpsat, fallback, finish, run_guarded, solve_model,
+    CLAIM_STAGES, CpsatOptions, SolveOutcome, _asdict, _cleanup_s, confirm_bound, cpsat, fallback, finish, run_guarded,
+    solve_model, stage_limit,
 )
 from .ticks import MAX_HORIZON_TICKS, MAX_SERIAL_TICKS, MIN_TICK_EXP, Ticks, _homogeneous, horizon_ticks, tick_schedule
 
 __all__ = [
-    "CpModelVars", "CpsatOptions", "Interrupted", "OutOfTime", "SolveOutcome", "Ticks", "best_heuristic",
+    "CLAIM_STAGES", "CpModelVars", "CpsatOptions", "Interrupted", "OutOfTime", "SolveOutcome", "Ticks", "best_heuristic",
     "build_model", "complete_hint", "confirm_bound", "cpsat", "energetic_bound", "fallback", "finish",
     "hinted_model", "horizon_ticks", "memory_fits", "reachability", "relabel_symmetric", "run_guarded",
     "run_search", "HEURISTIC_US", "heuristic_cost_s", "hint_heuristics", "model_cost_s", "run_heuristics",
-    "slowdown_guess", "stop_building_on_interrupt", "solve_model", "tick_schedule", "time_windows", "will_break_symmetry",
+    "slowdown_guess", "stop_building_on_interrupt", "solve_model", "stage_limit", "tick_schedule", "time_windows", "will_break_symmetry",
     "MAX_HORIZON_TICKS", "MAX_SERIAL_TICKS", "MIN_TICK_EXP", "_SKIP_HINT", "_add_hint", "_asdict", "_check_time",
     "_cleanup_s", "_homogeneous",
 ]

@@ -30,8 +30,8 @@ from .model import (
 )
 from .ticks import Ticks, tick_schedule
 
-__all__ = ["CpsatOptions", "SolveOutcome", "confirm_bound", "cpsat", "fallback", "finish", "run_guarded",
-           "solve_model"]
+__all__ = ["CLAIM_STAGES", "CpsatOptions", "SolveOutcome", "confirm_bound", "cpsat", "fallback", "finish",
+           "run_guarded", "solve_model", "stage_limit"]
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,9 @@ def confirm_bound(V: CpModelVars, claim_ticks: float, *, time_limit_s: float, wo
     """Independent check of a CP-SAT bound (or infeasibility, ``claim_ticks = inf``): is there a solution
     of makespan below ``claim_ticks``? Asked of a search *without presolve* (CP-SAT's presolve is where
     its wrong OPTIMAL/INFEASIBLE answers came from). Returns (the bound this search proves, in ticks, or
-    None when it proves nothing; its outcome, whose solution — if any — beats the claim)."""
+    None when it proves nothing; its outcome, whose solution — if any — beats the claim). Copying the
+    model counts against ``time_limit_s``."""
+    t_in = time.perf_counter()
     md = V.model.clone()
     md.clear_hints()
     mk = md.get_int_var_from_proto_index(V.mk.index)
@@ -126,7 +128,7 @@ def confirm_bound(V: CpModelVars, claim_ticks: float, *, time_limit_s: float, wo
     W = CpModelVars(V.inst, V.T, md, V.allowed, x=V.x, s=V.s, e=V.e, mk=V.mk, order_lits=V.order_lits,
                     relaxed_fifo=V.relaxed_fifo, tr=V.tr, symmetric=V.symmetric)
     sv = cp.CpSolver()
-    _params(sv, time_limit_s, workers, seed)
+    _params(sv, time_limit_s - (time.perf_counter() - t_in), workers, seed)
     sv.parameters.cp_model_presolve = False
     t0 = time.perf_counter()
     st, stopped = run_search(sv, md)
@@ -242,11 +244,13 @@ def _cpsat_search(inst: Instance, opts: CpsatOptions, seed: int, base: claims.Bo
             if eb > lb_ticks:
                 lb_ticks = eb
                 own.append(claims.Bound(T.real_bound(eb), "energetic"))
+    t0 = time.perf_counter()
     with stop_building_on_interrupt():
         _check_time(deadline)
         V, hint_vals = hinted_model(inst, T, start, lb_ticks=lb_ticks, symmetry=opts.symmetry,
                                     hint_time_s=max(0.05, min(0.1 * limit, deadline - time.perf_counter())),
                                     deadline=deadline)
+    _record(extra, "model", deadline - t0, deadline - t0, t0)
     if hint is not None:
         extra.update(hint_method=hint[0], hint_makespan=hint[1].makespan, hint_used=hint_vals is not None)
     left = deadline - time.perf_counter()
@@ -254,8 +258,10 @@ def _cpsat_search(inst: Instance, opts: CpsatOptions, seed: int, base: claims.Bo
         raise OutOfTime("no time left for the search")
     workers = opts.workers or os.cpu_count() or 1
     # the search gets most of what is left; the rest confirms its bound (presolve off) and cleans up
+    t0 = time.perf_counter()
     out = solve_model(V, time_limit_s=max(0.01, 0.8 * left), workers=workers, seed=seed, progress=opts.progress,
                       log=opts.log)
+    _record(extra, "search", left, max(0.01, 0.8 * left), t0)
     return finish(inst, "cpsat", V, out, own, hint[1] if hint else None, opts, extra, deadline=deadline,
                   workers=workers, seed=seed)
 
@@ -283,17 +289,16 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
     if out.interrupted:
         notes.append("search interrupted: its bound is not confirmed and not used")
     elif claim is not None and (claim == math.inf or claim > own_ticks):
-        left = deadline - time.perf_counter() - _cleanup_s(inst)
-        if cross:  # keep time for the other formulation
-            if inst.n > claims.EXHAUSTIVE_MAX_OPS:  # brute force will not settle it: HiGHS's child starts now
-                from ..highs_worker import prestart  # (once per process)
+        if cross and inst.n > claims.EXHAUSTIVE_MAX_OPS:  # brute force will not settle it: HiGHS's child
+            from ..highs_worker import prestart  # starts now (once per process)
 
-                prestart()
-            left = min(left, max(0.2, 0.3 * left))
+            prestart()
+        left = deadline - time.perf_counter() - _cleanup_s(inst)
+        lim = stage_limit("confirm", left, cross)  # with cross: time kept for the other formulation
         t0 = time.perf_counter()
-        got, better = (None, None) if left < 0.02 else confirm_bound(V, claim, time_limit_s=left, workers=workers,
-                                                                      seed=seed)
-        extra["confirm_wall_s"] = round(time.perf_counter() - t0, 4)
+        got, better = (None, None) if lim < 0.02 else confirm_bound(V, claim, time_limit_s=lim, workers=workers,
+                                                                     seed=seed)
+        extra["confirm_wall_s"] = _record(extra, "confirm", left, lim, t0)
         if better is not None:
             outs.append(better)
             notes.append(f"a search without presolve found makespan {T.to_us(better.objective_ticks):.9g} below "
@@ -314,7 +319,11 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
         # small graph: brute force first (cheap there, and the last word; also where the search proved
         # nothing); the other formulation only where it did not complete
         left = deadline - time.perf_counter() - _cleanup_s(inst)
-        ex = claims.exhaustive(inst, min(left, max(0.2, 0.5 * left)) if cross else left)
+        lim = stage_limit("brute force", left, cross)
+        t0 = time.perf_counter()
+        ex = claims.exhaustive(inst, lim)
+        if inst.n <= claims.EXHAUSTIVE_MAX_OPS:
+            _record(extra, "brute force", left, lim, t0)
     if ex is None and cross and not stopped and (
             (certified is not None and certified.value > max(b.value for b in own)) or claim == math.inf):
         certified, infeasible_confirmed = _cross_check(inst, T, outs, hint_res, own, certified, claim == math.inf,
@@ -376,10 +385,11 @@ def _cross_check(inst: Instance, T: Ticks, outs: list[SolveOutcome], hint_res: R
     if hint_res is not None and hint_res.memory_ok and (inc is None or hint_res.makespan < inc.makespan):
         inc = hint_res
     name = "the MILP (HiGHS, presolve off)"
+    left = deadline - time.perf_counter()
+    lim = stage_limit("cross check", left, True)
     t0 = time.perf_counter()
-    got, res = cross_check(inst, None if says_infeasible else inc, max(b.value for b in own),
-                           deadline - time.perf_counter(), seed)
-    extra["cross_check_wall_s"] = round(time.perf_counter() - t0, 4)
+    got, res = cross_check(inst, None if says_infeasible else inc, max(b.value for b in own), lim, seed)
+    extra["cross_check_wall_s"] = _record(extra, "cross check", left, lim, t0)
     if res is not None and res.placement is not None:
         outs.append(SolveOutcome(cp.FEASIBLE, "milp check", res.placement, res.order, res.makespan / T.tick, None,
                                  0.0, False, False))
@@ -390,6 +400,41 @@ def _cross_check(inst: Instance, T: Ticks, outs: list[SolveOutcome], hint_res: R
     kept, cn = claims.confirm(certified, [(name, got)])
     notes += cn
     return kept, infeasible_confirmed
+
+
+CLAIM_STAGES = ("confirm", "brute force", "cross check")
+
+
+def stage_limit(stage: str, left: float, cross: bool) -> float:
+    """The limit of claim check ``stage`` (one of :data:`CLAIM_STAGES`, run in that order after the search)
+    when ``left`` seconds remain before the deadline, the read-back kept aside. With ``cross`` (a small
+    graph: the other formulation checks too) the CP-SAT re-solve without presolve takes at most 30 % and
+    brute force 50 % of what is left when each starts, so the later checks keep their share; the MILP
+    with HiGHS runs in a child that may answer up to two graces past its limit (asked to stop, then
+    killed: :func:`~dplace.formulations.highs_worker.limit_within`), and a tenth of ``left`` is kept
+    for what surrounds the child (writing the model, ending the child, reading back: each step waits
+    for the CPU on a loaded machine). A stage's limit plus what it may run past it never exceeds
+    ``left``: the last check ends by the deadline too."""
+    if left <= 0:
+        return 0.0
+    if stage == "confirm":
+        return min(left, max(0.2, 0.3 * left)) if cross else left
+    if stage == "brute force":
+        return min(left, max(0.2, 0.5 * left)) if cross else left
+    if stage == "cross check":  # a tenth kept for writing the model, ending the child, reading back
+        from ..highs_worker import limit_within
+
+        return limit_within(0.9 * left)
+    raise ValueError(f"unknown stage {stage!r}")
+
+
+def _record(extra: dict[str, Any], stage: str, left: float, limit: float, t0: float) -> float:
+    """Add a stage to ``extra["stages"]`` (seconds left when it started, its limit, its wall time) and
+    return its wall time: where a run's time went."""
+    wall = round(time.perf_counter() - t0, 4)
+    extra.setdefault("stages", []).append({"stage": stage, "left_s": round(left, 6), "limit_s": round(limit, 6),
+                                           "wall_s": wall})
+    return wall
 
 
 def _cleanup_s(inst: Instance) -> float:

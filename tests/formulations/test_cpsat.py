@@ -120,6 +120,48 @@ def test_time_limit_respected_and_gap_reported():
     assert res.makespan <= heft.makespan + 1e-9  # never worse than its hint
 
 
+@pytest.mark.parametrize("cross", [True, False])
+def test_each_claim_check_fits_in_the_time_left(cross):
+    """Stage budget after the search: a check's limit plus what it may run past it (HiGHS's child: asked
+    to stop a grace after its limit, killed a grace later) never exceeds the time left, so the last
+    check ends by the deadline (seed 10787 of fuzz_claims ran 1.6 s past a 10-s limit there)."""
+    from dplace.formulations.highs_worker import grace_s, limit_within
+
+    for left in (-1.0, 0.0, 0.01, 0.2, 0.3, 0.5, 0.6, 1.0, 2.0, 5.0, 9.7, 30.0, 600.0):
+        for stage in C.CLAIM_STAGES:
+            lim = C.stage_limit(stage, left, cross)
+            worst = lim + (2 * grace_s(lim) if stage == "cross check" and lim > 0 else 0.0)
+            assert 0.0 <= lim and worst <= max(0.0, left) + 1e-12, (stage, left, lim)
+        assert limit_within(left) + 2 * grace_s(limit_within(left)) <= max(left, 0.5) + 1e-12
+    assert C.stage_limit("confirm", 10.0, True) == pytest.approx(3.0)  # its share: later checks keep theirs
+    assert C.stage_limit("confirm", 10.0, False) == 10.0
+
+
+def test_a_cross_check_that_never_answers_ends_within_its_share(monkeypatch):
+    """The instance of fuzz seed 10787 (9 ops, sequential comm) with brute force off and the HiGHS child
+    hung: the MILP check runs to its worst case (its limit, then two graces, then killed). It was given
+    the time left less its graces, so it ends by the deadline; the claim it did not confirm is not used."""
+    from dplace import claims
+    from dplace.formulations import highs_worker
+    from dplace.oracle import fuzz_instance
+
+    hung = 'print("ready", flush=True)\nimport sys, time\nfor line in sys.stdin:\n    time.sleep(3600)\n'
+    monkeypatch.setattr(claims, "EXHAUSTIVE_MAX_OPS", 0)
+    monkeypatch.setattr(highs_worker, "CHILD", hung)
+    highs_worker.shutdown()
+    try:
+        inst = fuzz_instance(10787)
+        res = dplace.solve(inst, "cpsat", time_limit_s=3.0, progress=False, seed=10787)
+    finally:
+        highs_worker.shutdown()
+    stages = {s["stage"]: s for s in res.extra["stages"]}
+    assert list(stages)[:2] == ["model", "search"] and "cross check" in stages
+    cc = stages["cross check"]
+    assert cc["limit_s"] + 2 * highs_worker.grace_s(cc["limit_s"]) <= cc["left_s"] + 1e-5
+    assert res.status == "feasible" and dplace.check(inst, res).ok
+    assert any("not confirmed by the MILP" in n for n in res.extra["claim_notes"])
+
+
 def test_progress_line_on_stderr(capsys):
     inst = task_graph(8, 2, 1.0, seed=1)
     dplace.solve(inst, "cpsat", time_limit_s=5, hint="none", workers=1)
