@@ -17,13 +17,16 @@ the makespan of every schedule that keeps pins, colocation and memory:
   transfers memory forces on one-op segments (:mod:`dplace.bounds_memory`).
 
 :func:`lower_bound` is the max of the cheap ones (printed by default); :func:`bound_portfolio` runs all of
-them, with the time each took, for ``dplace info --bounds``.
+them, with the time each took, for ``dplace info --bounds``. Within :func:`quick_bounds` (a time limit too
+short for them all) it is the max of the ``QUICK_PARTS`` only: a weaker bound, still proven.
 """
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from .errors import InfeasibleError
 from .bounds_memory import memory_cuts_bound
@@ -303,10 +306,40 @@ def devices_needed(items: list[int], capacity: list[int]) -> int:
     return k
 
 
+QUICK_PARTS = ("critical_path", "work", "longest_op", "pinned")  # one pass over ops and edges each
+BOUND_US = 7.0  # CPU µs per op + edge of the parts beyond QUICK_PARTS (36k-op transformer: ~0.5 s CPU)
+_QUICK: ContextVar[bool] = ContextVar("dplace_quick_bounds", default=False)
+
+
+def bound_cost_s(inst: Instance) -> float:
+    """Estimated CPU seconds of the parts of :func:`lower_bound_parts` beyond ``QUICK_PARTS`` (0 once
+    computed for ``inst``)."""
+    return 0.0 if "_lower_bound_parts" in inst.__dict__ else 1e-6 * BOUND_US * (inst.n + len(inst.esrc))
+
+
+@contextmanager
+def quick_bounds(on: bool = True) -> Iterator[None]:
+    """Within: :func:`lower_bound_parts` of an Instance whose full set is not computed yet gives only the
+    ``QUICK_PARTS`` (for a time limit too short for the rest; ``dplace.solve`` decides)."""
+    token = _QUICK.set(on)
+    try:
+        yield
+    finally:
+        _QUICK.reset(token)
+
+
 def lower_bound_parts(inst: Instance) -> dict[str, float]:
     """The cheap bounds, by name (all proven; :func:`lower_bound` is their max). Computed once per
-    Instance (an Instance is read-only once built) and kept on it."""
+    Instance (an Instance is read-only once built) and kept on it; within :func:`quick_bounds` only the
+    ``QUICK_PARTS``, unless all are known already."""
     cached = inst.__dict__.get("_lower_bound_parts")
+    if cached is None and _QUICK.get():
+        quick = inst.__dict__.get("_quick_bound_parts")
+        if quick is None:
+            quick = inst.__dict__["_quick_bound_parts"] = {
+                "critical_path": critical_path_length(inst), "work": work_bound(inst),
+                "longest_op": max((min(row) for row in inst.dur), default=0.0), "pinned": pinned_bound(inst)}
+        return dict(quick)
     if cached is None and kb.use_arrays(inst, kb.SCALE_FROM):
         cached = inst.__dict__["_lower_bound_parts"] = kb.scale_parts(inst)
     if cached is None:
@@ -393,7 +426,16 @@ def strong_bound(inst: Instance, *, time_limit_s: float, should_stop=None) -> Bo
 
 
 def check_memory_feasible(inst: Instance) -> None:
-    """Fail early when no placement can respect memory (necessary conditions only)."""
+    """Fail early when no placement can respect memory (necessary conditions only). Checked once per
+    Instance (read-only once built): a pass is kept on it."""
+    if "_memory_checked" in inst.__dict__:
+        return None
+    _check_memory_feasible(inst)
+    inst.__dict__["_memory_checked"] = True
+    return None
+
+
+def _check_memory_feasible(inst: Instance) -> None:
     if kb.use_arrays(inst):
         return kb.check_memory_feasible(inst)
     largest = max(inst.capacity)

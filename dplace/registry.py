@@ -19,7 +19,7 @@ import typing
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from .bounds import lower_bound_with_source
+from .bounds import bound_cost_s, lower_bound_with_source, quick_bounds
 from .errors import InfeasibleError, InvalidInstanceError, OptionError, SolverError, bad_option, show_value
 from .model import Instance
 from .result import Result, no_solution
@@ -172,6 +172,14 @@ def solve(inst: Instance, method: str, *, time_limit_s: float | None = None, see
     info = method_info(method)
     opts = validate_options(method, options)
     check_time_limit(time_limit_s)
+    # a limit too short for every cheap bound: the quickest ones only (weaker, still proven), here and
+    # in the method
+    with quick_bounds(time_limit_s is not None and bound_cost_s(inst) > 0.1 * time_limit_s):
+        return _solve(inst, method, info, opts, time_limit_s, seed)
+
+
+def _solve(inst: Instance, method: str, info: MethodInfo, opts: dict[str, Any], time_limit_s: float | None,
+           seed: int) -> Result:
     t0 = time.perf_counter()
     try:
         lb, src = lower_bound_with_source(inst)

@@ -113,19 +113,44 @@ class Interrupted(KeyboardInterrupt):
         self.best = best
 
 
-# CPU µs per (op x device) of each heuristic, measured one after the other in one process on a 36k-op,
-# 4-device transformer (/tmp/heur.py in the limits note); the first heuristic run on an instance also
-# pays for its lazy indexes (_FIRST_US). Used only to decide what fits in a budget.
-HEURISTIC_US = {"standard_evaluation": 3.4, "metis": 3.1, "m_topo": 7.8, "celeritas": 8.2, "heft": 10.0,
-                "dpos": 10.3, "order_place": 12.0, "m_etf": 14.6, "os_dpos": 15.5, "m_sct": 22.0}
+# CPU µs per (op x device) of each heuristic, run a second time in one process on the 36k-op, 4-device
+# transformer (parallel comm; /work/wt/notes/base/t36k.json): `benchmarks/bench_heuristic_costs.py`.
+# The first heuristic run on an instance also builds its lazy indexes (_FIRST_US); the compiled list
+# schedulers (dplace.kernels: HEFT, DPOS from 5,000 ops, m-ETF from 10,000, parallel comm) cost
+# _COMPILED_US, plus importing numba and loading their kernels once per process (_NUMBA_S), and otherwise
+# run the pure-Python reference (HEURISTIC_US). Used only to decide what fits in a budget.
+HEURISTIC_US = {"standard_evaluation": 2.2, "metis": 3.0, "m_topo": 4.4, "celeritas": 6.9, "heft": 10.0,
+                "dpos": 10.3, "order_place": 10.6, "m_sct": 11.4, "m_etf": 14.6, "os_dpos": 15.5}
+_COMPILED_US = {"heft": 1.0, "dpos": 1.6, "os_dpos": 1.6, "m_etf": 1.2}
 _OTHER_US = 25.0
-_FIRST_US = 3.5
+_FIRST_US = 3.0
+_NUMBA_S = 0.5
+
+
+def _compiled(inst: Instance, name: str) -> bool:
+    """Whether heuristic ``name`` runs a compiled kernel on ``inst`` (asked without importing numba)."""
+    if name not in _COMPILED_US:
+        return False
+    if name == "m_etf":
+        from dplace.heuristics.baechi import _use_kernel
+
+        return _use_kernel(inst)
+    from dplace.kernels.use import wanted
+
+    return wanted(inst)
 
 
 def heuristic_cost_s(inst: Instance, name: str, first: bool = False) -> float:
     """Estimated CPU seconds of heuristic ``name`` on ``inst`` (on a quiet machine)."""
-    us = HEURISTIC_US.get(name, _OTHER_US) + (_FIRST_US if first else 0.0)
-    return 1e-6 * us * inst.n * inst.m
+    import sys
+
+    load = 0.0
+    if _compiled(inst, name):
+        us = _COMPILED_US[name]
+        load = 0.0 if "numba" in sys.modules else _NUMBA_S
+    else:
+        us = HEURISTIC_US.get(name, _OTHER_US)
+    return 1e-6 * (us + (_FIRST_US if first else 0.0)) * inst.n * inst.m + load
 
 
 def slowdown_guess() -> float:
@@ -160,7 +185,7 @@ def run_heuristics(inst: Instance, names: Sequence[str], *, deadline: float, see
     if names:
         budget = deadline - time.perf_counter()
         first = "heft" if "heft" in names and heuristic_cost_s(inst, "heft", True) * slow <= budget else min(
-            names, key=lambda nm: HEURISTIC_US.get(nm, _OTHER_US))
+            names, key=lambda nm: heuristic_cost_s(inst, nm))
         names.remove(first)
         names.insert(0, first)
     scores: dict[str, Any] = {}

@@ -162,6 +162,25 @@ def test_a_cross_check_that_never_answers_ends_within_its_share(monkeypatch):
     assert any("not confirmed by the MILP" in n for n in res.extra["claim_notes"])
 
 
+def test_a_limit_too_short_for_every_bound_gives_the_quick_ones():
+    """dplace.solve under a limit shorter than ten times the cheap bounds' estimated cost: the bound (its
+    own and the method's) is the max of the quick parts only, weaker but proven; the full set is not
+    computed, and is used once it is known."""
+    from dplace import bounds
+    from dplace.formulations._brute import task_graph
+
+    inst = task_graph(400, 4, 1.0, seed=3, comm="sequential")
+    limit = 5 * bounds.bound_cost_s(inst)
+    res = dplace.solve(inst, "cpsat", time_limit_s=limit, progress=False)
+    assert "_lower_bound_parts" not in inst.__dict__ and res.bound_source in bounds.QUICK_PARTS
+    quick = max(bounds.critical_path_length(inst), bounds.work_bound(inst), bounds.pinned_bound(inst),
+                max(min(row) for row in inst.dur))
+    assert res.lower_bound == quick and res.status == "heuristic" and dplace.check(inst, res).ok
+    full = dplace.lower_bound(inst)
+    assert quick <= full and bounds.bound_cost_s(inst) == 0.0
+    assert dplace.solve(inst, "heft", time_limit_s=limit).lower_bound == full
+
+
 def test_progress_line_on_stderr(capsys):
     inst = task_graph(8, 2, 1.0, seed=1)
     dplace.solve(inst, "cpsat", time_limit_s=5, hint="none", workers=1)
