@@ -105,6 +105,36 @@ def mid(tmp_path_factory):
     return path
 
 
+_FIRST_HEURISTIC = """
+import dataclasses, math, os, signal
+from dplace import interrupt, registry
+from dplace.formulations._brute import task_graph
+from dplace.formulations.cpsat import run_heuristics
+inst = task_graph(30, 3, 1.0, seed=1)
+real, sent = registry.method_info, []
+def info(name):
+    mi = real(name)
+    def func(inst, **kw):
+        if not sent:  # one Ctrl-C, while the first heuristic runs (a second would exit at once)
+            sent.append(name)
+            os.kill(os.getpid(), signal.SIGINT)
+        return mi.func(inst, **kw)
+    return dataclasses.replace(mi, func=func)
+registry.method_info = info
+with interrupt.handling(cpsat=False):
+    scores, best = run_heuristics(inst, ["heft", "m_etf", "dpos"], deadline=math.inf)
+print("answer", sent[0], best[0], "makespan" in scores["heft"])
+"""
+
+
+def test_ctrl_c_during_the_first_heuristic_lets_it_answer():
+    """Ctrl-C before any heuristic answered: the one running finishes (the flag is set, nothing raised),
+    so there is an answer to return (exit 130 with the file), not nothing."""
+    p = subprocess.run([sys.executable, "-c", _FIRST_HEURISTIC], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "answer heft heft True" in p.stdout, p.stderr[-2000:]
+    assert "best answer so far" in p.stderr
+
+
 @pytest.mark.solver
 def test_solve_cpsat_ctrl_c_returns_incumbent(mid, tmp_path):
     out = tmp_path / "r.json"

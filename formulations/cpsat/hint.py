@@ -7,6 +7,7 @@ it). If CP-SAT finds nothing better the heuristic answer is kept.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from typing import Any, Sequence
@@ -172,7 +173,8 @@ def run_heuristics(inst: Instance, names: Sequence[str], *, deadline: float, see
 
     Budget: a heuristic is skipped once its estimated cost (:func:`heuristic_cost_s`, times the wall/CPU
     ratio measured so far) would end past ``deadline``, or on Ctrl-C -- unless nothing gave a placement
-    yet: the answer is never empty while a heuristic can give one. Order: HEFT first when it fits the
+    yet: the answer is never empty while a heuristic can give one (a Ctrl-C during the heuristics before
+    one answered lets that one finish). Order: HEFT first when it fits the
     budget (the all-rounder), else the cheapest one first (on a 36k-op graph HEFT alone takes seconds),
     then the others in the order given. ``time_limit_s`` is passed to each heuristic. ``keep``: filled with
     every heuristic's Result. Ctrl-C outside a :func:`dplace.interrupt.polling` block raises
@@ -205,8 +207,12 @@ def run_heuristics(inst: Instance, names: Sequence[str], *, deadline: float, see
                     continue
             progress.phase(f"heuristic {i + 1}/{len(names)}: {nm}")
             t0, c0 = time.perf_counter(), time.process_time()
+            # until one answered, Ctrl-C lets the heuristic finish (it only sets the flag): there is then
+            # an answer to return
+            answered = interrupt.polling() if best is None else contextlib.nullcontext()
             try:
-                res = method_info(nm).func(inst, time_limit_s=time_limit_s, seed=seed)
+                with answered:
+                    res = method_info(nm).func(inst, time_limit_s=time_limit_s, seed=seed)
             except Exception as exc:  # noqa: BLE001 — a failing heuristic is reported, not fatal
                 scores[nm] = {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
                 continue

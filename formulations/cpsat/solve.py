@@ -187,10 +187,14 @@ def run_guarded(inst: Instance, method: str, opts: Any, time_limit_s: float | No
         if skip is not None:  # the heuristics are the answer: they get the budget, less the clean-up
             hint = best_heuristic(inst, "best" if opts.hint == "none" else opts.hint, seed=seed,
                                   time_limit_s=max(0.2, 0.1 * limit), deadline=deadline - _cleanup_s(inst))
-            return fallback(inst, method, hint, base, opts, why=skip, skipped=True)
+            stop = interrupt.requested()
+            return fallback(inst, method, hint, base, opts, why=skip + ("; interrupted (Ctrl-C)" if stop else ""),
+                            skipped=True, interrupted=stop)
         if opts.hint != "none":
             hint = best_heuristic(inst, opts.hint, time_limit_s=max(0.2, 0.05 * limit), seed=seed,
                                   deadline=t_start + 0.2 * limit)
+        if interrupt.requested():  # Ctrl-C while the heuristics ran (the first one was let finish)
+            return fallback(inst, method, hint, base, opts, interrupted=True, why="interrupted (Ctrl-C) before the search")
         with interrupt.polling():  # Ctrl-C from here: model building stops at its next check, a search
             return search(base, hint, t_start, deadline)  # with its incumbent, clean-up is not cut off
     except Interrupted as exc:

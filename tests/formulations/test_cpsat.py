@@ -109,10 +109,15 @@ def test_times_no_power_of_ten_represents_are_proven_optimal(comm):
 
 
 def test_time_limit_respected_and_gap_reported():
+    """A 1-s limit: on a machine loaded by parallel test suites it may run out before the search; the
+    answer then says so (the heuristic's, labelled), else the search's with its gap."""
     inst = task_graph(30, 4, 10.0, seed=5)
     t0 = time.perf_counter()
     res = dplace.solve(inst, "cpsat", time_limit_s=1.0, progress=False, workers=2)
     assert time.perf_counter() - t0 < 6.0
+    if res.status == "heuristic":
+        assert res.extra["returned"] == "hint" and "before the search" in res.extra["stopped"]
+        return
     assert res.status in ("optimal", "feasible")
     assert res.lower_bound <= res.makespan + 1e-9
     assert dplace.check(inst, res).ok
