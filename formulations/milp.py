@@ -12,7 +12,8 @@ K-device generalisation (Moirai). Times are continuous µs (no rounding).
   sequential: transfer (p, d1, d2) with start ts >= e[p], end te >= ts + len_pv (x[p,d1] + x[v,d2] - 1),
             s[v] >= te - M (2 - x[p,d1] - x[v,d2]); transfers of one link in the order of their
             producers on d1 (y), the simulator's FIFO rule                         -> _add_transfers
-  sum_o mem[o] x[o, d] <= capacity[d];  mk >= e[o];  M = heuristic makespan;
+  sum_o mem[o] x[o, d] <= capacity[d];  mk >= e[o];  mk >= sum_o dur[o][d] x[o, d] (device load);
+  M = heuristic makespan, every duration and transfer coefficient capped at M;
   mk >= max(lower_bound, energetic-reasoning bound of cpsat.energetic_bound).
 
 Times are in units of a power of ten (:func:`time_unit`) that keeps the big-M at most 1e4: with times
@@ -95,12 +96,15 @@ class MilpModel:
         return self.x.get((o, d), 1)
 
     def p(self, o: int, d: int) -> float:
-        """Duration of o on d (model units)."""
-        return self.inst.dur[o][d] / self.unit
+        """Duration of o on d (model units), at most M (see :meth:`c`)."""
+        return min(self.inst.dur[o][d] / self.unit, self.M)
 
     def c(self, k: int, a: int, b: int) -> float:
-        """Transfer time of edge k from a to b (model units)."""
-        return self.inst.transfer_time(k, a, b) / self.unit
+        """Transfer time of edge k from a to b (model units), at most M: a longer one cannot occur in a
+        schedule below M either way, and coefficients of 1e10 beside a big-M of 30 left CBC's rows wrong by
+        1e-3 (it answered infeasible, and optima above the simulated optimum). Only lowers the model's
+        values: its bounds stay proven, its schedules are simulated."""
+        return min(self.inst.transfer_time(k, a, b) / self.unit, self.M)
 
     def dur(self, o: int) -> Any:
         return pulp.lpSum(self.p(o, d) * self.X(o, d) for d in self.allowed[o])
@@ -136,6 +140,16 @@ def _add_memory(P: MilpModel) -> None:
         terms = [(inst.mem[o], P.X(o, d)) for o in range(inst.n) if inst.mem[o] > 0 and d in P.allowed[o]]
         if sum(w for w, _ in terms) > inst.capacity[d]:
             P.prob += pulp.lpSum(w * x for w, x in terms) <= inst.capacity[d], f"mem_{d}"
+
+
+def _add_device_load(P: MilpModel) -> None:
+    """mk >= the work placed on each device (one op at a time there): the valid inequality that the big-M
+    disjunctions leave out of the LP (without it CBC could not close a 0.1 % gap on 6 independent ops)."""
+    inst = P.inst
+    for d in range(inst.m):
+        terms = [(P.p(o, d), P.X(o, d)) for o in range(inst.n) if d in P.allowed[o] and P.p(o, d) > 0]
+        if len(terms) > 1:
+            P.prob += P.mk >= pulp.lpSum(w * x for w, x in terms), f"load_{d}"
 
 
 def _same_device(P: MilpModel, a: int, b: int) -> Any:
@@ -268,6 +282,7 @@ def build_milp(inst: Instance, big_m: float, lb: float, unit: float = 1.0, deadl
     P.prob += P.mk
     _add_ops(P)
     _add_memory(P)
+    _add_device_load(P)
     _add_ordering(P, reach)
     _add_precedence(P)
     if inst.comm == "sequential":
@@ -361,40 +376,123 @@ def _solve_highs(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed
     return info
 
 
+def _printed_floor(text: str, digits: int | None = None) -> float:
+    """The least value a number CBC printed rounded may stand for: its lower bound comes with 3 decimals
+    (``4965.637``), its objective with 8, an LP's optimum with ``digits`` = 10 significant digits (``90``);
+    a bound read as printed could exceed the solver's own by half a unit in the last place."""
+    v = float(text)
+    if digits is not None:
+        return v - (0.5 * 10.0 ** (math.floor(math.log10(abs(v))) - digits + 1) if v else 0.0)
+    mant, _, exp = text.lower().partition("e")
+    decimals = len(mant.split(".")[1]) if "." in mant else 0
+    return v - 0.5 * 10.0 ** (int(exp or 0) - decimals)
+
+
+def _run_cbc(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, presolve: bool,
+             cbc_sec: float | None = None) -> tuple[str, bool]:
+    """CBC (PuLP's bundled binary, PuLP's own files and parsers) within ``limit`` seconds of wall clock:
+    CBC checks its own ``-sec`` limit only between nodes and cut passes (on a loaded machine it ran 1-5 s
+    over it), so it gets ``-sec`` = the limit less two graces (grace: 2.5 % of the limit, 0.1 s at least, a
+    quarter of it at most), SIGINT a grace later (CBC stops and writes its incumbent; it may not answer
+    in time inside its root cuts), and is killed at the limit (no answer: the caller keeps its warm
+    start). A user's Ctrl-C asks it to stop the same way. ``cbc_sec``: CBC's own limit instead (tests).
+    Sets the variables' values and the problem's status as ``prob.solve`` would; returns (CBC's log,
+    interrupted)."""
+    import signal
+    import subprocess
+    import threading
+
+    t_call = time.perf_counter()
+    prob = P.prob
+    grace = min(max(0.1, 0.025 * limit), 0.25 * limit)
+    sec = limit - 2 * grace if cbc_sec is None else cbc_sec
+    with warnings.catch_warnings():  # PuLP 3 marks its bundled CBC as deprecated (still shipped)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=sec, gapRel=0.0, gapAbs=1e-9, warmStart=warm,
+                                   threads=opts.threads, presolve=None if presolve else False,
+                                   options=[] if presolve else ["preprocess off"])
+    if not solver.available():
+        raise SolverError(f"milp: CBC is not available at {solver.path}")
+    with tempfile.TemporaryDirectory(prefix="dplace_cbc_") as tmp:
+        mps, mst, sol, logp = (os.path.join(tmp, f) for f in ("model.mps", "start.mst", "out.sol", "cbc.log"))
+        vs, vnames, cnames, _ = prob.writeMPS(mps, rename=1)
+        cmd = [solver.path, mps]
+        if warm:
+            solver.writesol(mst, prob, vs, vnames, cnames)
+            cmd += ["-mips", mst]
+        cmd += ["-sec", f"{sec:.6f}"]
+        if not presolve:
+            cmd += ["-presolve", "off"]
+        for option in solver.options + solver.getOptions():
+            cmd += ("-" + option).split()
+        cmd += ["-solve", "-printingOptions", "all", "-solution", sol]
+        interrupted = stopped = False
+        asked = threading.Event()  # a user's Ctrl-C (from the interrupt watcher thread)
+        with open(logp, "w") as log:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+            end = t_call + limit - grace
+            with interrupt.on_request(asked.set):
+                while True:
+                    try:
+                        proc.wait(timeout=max(0.0, min(0.05, end - time.perf_counter())))
+                        break
+                    except subprocess.TimeoutExpired:
+                        pass
+                    except KeyboardInterrupt:  # library use: Ctrl-C raises here; CBC got it too
+                        asked.set()
+                    if asked.is_set():
+                        interrupted = True
+                    if stopped and time.perf_counter() >= end:  # no answer a grace after SIGINT: killed
+                        proc.kill()
+                        proc.wait()
+                        break
+                    if not stopped and (asked.is_set() or time.perf_counter() >= end):
+                        proc.send_signal(signal.SIGINT)  # CBC stops at its next check and writes its answer
+                        stopped = True
+                        end = time.perf_counter() + grace
+        interrupted = interrupted or interrupt.requested()
+        with open(logp, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+        if proc.returncode == 0 and os.path.exists(sol):
+            status, values, _, _, _, sol_status = solver.readsol_MPS(sol, prob, vs, vnames, cnames)
+            prob.assignVarsVals(values)
+            prob.assignStatus(status, sol_status)
+        else:
+            for v in prob.variables():
+                v.varValue = None
+            prob.status, prob.sol_status = pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound
+            if not stopped and not interrupted:
+                raise SolverError(f"milp: CBC exited with code {proc.returncode}: {text[-300:].strip()}")
+            text += "\nResult - Stopped by dplace (no answer within the time limit and its grace)\n"
+    return text, interrupted
+
+
 def _solve(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed: int = 0,
            presolve: bool = True) -> dict[str, Any]:
     """Solve ``P`` with the chosen solver; the bound in ``info["bound"]`` is in model units."""
     prob = P.prob
     info: dict[str, Any] = {}
     if opts.solver == "cbc":
-        fd, logp = tempfile.mkstemp(suffix=".log", prefix="dplace_cbc_")
-        os.close(fd)
-        try:
-            with warnings.catch_warnings():  # PuLP 3 marks its bundled CBC as deprecated (still shipped)
-                warnings.simplefilter("ignore", DeprecationWarning)
-                solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=limit, gapRel=0.0, gapAbs=1e-9, warmStart=warm,
-                                           threads=opts.threads, logPath=logp, presolve=None if presolve else False,
-                                           options=[] if presolve else ["preprocess off"])
-            prob.solve(solver)
-            with open(logp, encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
-        finally:
-            os.unlink(logp)
+        text, interrupted = _run_cbc(P, opts, limit, warm, presolve)
         if opts.log:
             print(text)
+        info["interrupted"] = interrupted
         info["warm_start_used"] = "MIPStart provided solution" in text
         info["warm_start_feasible"] = info["warm_start_used"] if warm else None
         m = re.search(r"Result - (.*)", text)
-        info["solver_result"] = m.group(1).strip() if m else "?"
+        lp = None if m else re.search(r"^Optimal objective\s+([-+0-9.eE]+)", text, flags=re.M)
+        info["solver_result"] = m.group(1).strip() if m else "Optimal (an LP: no integer variable)" if lp else "?"
         bound = None
         if m and m.group(1).startswith("Optimal solution found"):
             mo = re.search(r"Objective value:\s*([-+0-9.eE]+)", text)
-            bound = float(mo.group(1)) if mo else None
-        else:
+            bound = _printed_floor(mo.group(1)) - 1e-9 if mo else None  # less the gapAbs CBC may leave open
+        elif m:
             mb = re.search(r"Lower bound:\s*([-+0-9.eE]+)", text)
-            bound = float(mb.group(1)) if mb else None
-        info["bound"] = bound
-        info["proven_optimal"] = bool(m and m.group(1).startswith("Optimal solution found"))
+            bound = _printed_floor(mb.group(1)) if mb else None
+        elif lp:  # every placement and order fixed: CBC solved the LP and prints no "Result" line
+            bound = _printed_floor(lp.group(1), digits=10)
+        info["bound"] = None if interrupted else bound
+        info["proven_optimal"] = bool(m and m.group(1).startswith("Optimal solution found")) or bool(lp)
     else:
         info = _solve_highs(P, opts, limit, warm, seed, presolve)
     info["pulp_status"] = pulp.LpStatus[prob.status]
@@ -528,6 +626,21 @@ def cross_check(inst: Instance, incumbent: Result | None, floor: float, time_lim
     return (None if b is None else b * P.unit), res
 
 
+def _model(inst: Instance, big_m: float, floor: float, start: Result | None, deadline: float
+           ) -> tuple[MilpModel, float, bool]:
+    """The MILP below ``big_m`` (µs) in its :func:`time_unit`, warm-started from ``start`` (a memory-feasible
+    Result) when given: (model, unit, warm)."""
+    unit = time_unit(big_m)
+    P = build_milp(inst, big_m, floor, unit, deadline=deadline)
+    if start is None:
+        return P, unit, False
+    vals = warm_values(P, start)
+    for v in P.prob.variables():
+        if v.name in vals:
+            v.setInitialValue(vals[v.name])
+    return P, unit, True
+
+
 def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Bound,
                  hint: tuple[str, Result] | None, deadline: float) -> Result:
     hres = hint[1] if hint and hint[1].memory_ok else None
@@ -552,15 +665,7 @@ def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Boun
     mk_floor = max(b.value for b in own)
     if hres is not None:  # float noise: a bound computed elsewhere may exceed an optimal hint by an ulp
         mk_floor = min(mk_floor, hres.makespan)
-    unit = time_unit(big_m)
-    P = build_milp(inst, big_m, mk_floor, unit, deadline=deadline)
-    warm = False
-    if hres is not None:
-        vals = warm_values(P, hres)
-        for v in P.prob.variables():
-            if v.name in vals:
-                v.setInitialValue(vals[v.name])
-        warm = True
+    P, unit, warm = _model(inst, big_m, mk_floor, hres, deadline)
     # the solver gets part of what is left; the rest re-solves without presolve to confirm its bound
     left = deadline - time.perf_counter()
     if left < 0.05:
@@ -569,17 +674,48 @@ def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Boun
     # formulation); else a re-solve without presolve does
     Tc = Ticks(inst, None, big_m)
     by_cpsat = Tc.exact or inst.n <= claims.CROSS_MAX_OPS
-    info = _solve(P, opts, max(0.05, (0.8 if by_cpsat else 0.55) * left), warm, seed)
-    extra: dict[str, Any] = {k: v for k, v in info.items() if k != "bound"}
-    extra.update(solver=opts.solver, big_m=big_m, time_unit_us=unit, hint_method=hint[0] if hint else None,
-                 hint_makespan=hres.makespan if hres else None, n_order_binaries=len(P.y))
+    solve_end = time.perf_counter() + max(0.05, (0.8 if by_cpsat else 0.55) * left)
+    info = _solve(P, opts, solve_end - time.perf_counter(), warm, seed)
     optd = asdict(opts)
-    interrupted = bool(info.get("interrupted"))
-    cand = [r for r in [_read_solution(P, info, optd, extra)] if r is not None]
-    claim = None if info.get("bound") is None else info["bound"] * unit
-    infeasible = P.prob.status == pulp.LpStatusInfeasible
-    extra["solver_bound"] = claim
+    extra: dict[str, Any] = {}
+    cand: list[Result] = []
+    claim: float | None = None
+    interrupted = False
     notes: list[str] = []
+    while True:  # again with a big-M from the solver's schedule while that is far below the last one
+        extra = {k: v for k, v in info.items() if k != "bound"}
+        extra.update(solver=opts.solver, big_m=big_m, time_unit_us=unit, hint_method=hint[0] if hint else None,
+                     hint_makespan=hres.makespan if hres else None, n_order_binaries=len(P.y))
+        interrupted = bool(info.get("interrupted"))
+        cand += [r for r in [_read_solution(P, info, optd, extra)] if r is not None]
+        infeasible = P.prob.status == pulp.LpStatusInfeasible
+        got = None if info.get("bound") is None else info["bound"] * unit
+        if infeasible and cand:
+            notes.append(f"{opts.solver} said infeasible below {big_m:.9g}, where a simulated schedule lies: "
+                         "not used")
+            infeasible, got = False, None
+        if got is not None:
+            claim = got if claim is None else max(claim, got)  # each a claim of the solver on one model
+        fits = [r for r in cand if r.memory_ok]
+        best = min(fits, key=lambda r: r.makespan) if fits else None
+        left = solve_end - time.perf_counter()
+        if (interrupted or best is None or best.makespan * 10 > big_m or left < 0.1 or interrupt.requested()
+                or claims.reaches(best.makespan, max(b.value for b in own))):
+            break
+        # the solver's schedule is far below big-M (a poor heuristic: M and the time unit were set by
+        # times this answer never pays): the numbers were badly scaled for it; once more with M from it
+        try:
+            big_m = best.makespan * (1 + 1e-6) + 1e-12
+            P, unit, warm = _model(inst, big_m, min(mk_floor, best.makespan), best, solve_end)
+        except OutOfTime:
+            break
+        notes.append(f"solved again with big-M {big_m:.9g} from the solver's schedule (was {extra['big_m']:.9g})")
+        info = _solve(P, opts, max(0.05, solve_end - time.perf_counter()), warm, seed)
+    fits = [r for r in cand if r.memory_ok]
+    if fits and not Tc.exact:  # ticks fitted to the best schedule, not to big-M: a coarse tick proves less
+        Tc = Ticks(inst, None, min(r.makespan for r in fits))
+        by_cpsat = Tc.exact or inst.n <= claims.CROSS_MAX_OPS
+    extra["solver_bound"] = claim
     certified: claims.Bound | None = None
     own_best = max(b.value for b in own)
     ex = None

@@ -59,6 +59,21 @@ def test_issue_examples_claim_no_more_than_brute_force(seed, method, opts):
     assert (res.status != "infeasible" and res.placement is not None) == feasible
 
 
+@pytest.mark.parametrize("seed", [
+    10725,  # 6 independent ops (a partition): CBC stuck at the work bound without the device-load row
+    10468,  # transfer coefficients of 5e10 beside a big-M of 30: CBC "infeasible", optima above the optimum
+    12275,  # the best heuristic 1e13 times the optimum: big-M and time unit from it hid the times
+    11234,  # ticks fitted to that big-M: CP-SAT could not confirm CBC's optimum
+    13298,  # every op placed and ordered: CBC solves an LP and prints no "Result" line
+])
+def test_cbc_proves_the_optimum_where_it_did_not(seed):
+    """Fuzz seeds where milp with CBC (the other formulation confirming, no brute force) answered only
+    "feasible"; its claims now reach the oracle's optimum."""
+    res, defects, feasible = _judged(seed, "milp", solver="cbc")
+    assert defects == [] and feasible, (defects, res.extra.get("claim_notes"))
+    assert res.status == "optimal", (res.extra.get("solver_result"), res.extra.get("claim_notes"))
+
+
 def test_time_limit_before_the_search_returns_the_labelled_heuristic():
     from dplace.formulations._brute import task_graph
 
