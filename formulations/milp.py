@@ -8,7 +8,8 @@ K-device generalisation (Moirai). Times are continuous µs (no rounding).
   q[a, b]   a and b on one device: q >= x[a, d] + x[b, d] - 1                    -> _add_same_device
   y[a, b]   a before b if on one device (only pairs with no path between them)   -> _add_ordering
             s[b] >= e[a] - M (1 - y) - M (1 - q),  s[a] >= e[b] - M y - M (1 - q)
-  parallel: z_uv >= x[u, d] - x[v, d],  s[v] >= e[u] + c_uv z_uv  (per device pair when links differ)
+  z_uv >= x[u, d] - x[v, d],  s[v] >= e[u] + c_uv z_uv  (per device pair when links differ): exact for
+            parallel comm; for sequential comm a valid row (a transfer takes at least c_uv), and
   sequential: transfer (p, d1, d2) with start ts >= e[p], end te >= ts + len_pv (x[p,d1] + x[v,d2] - 1),
             s[v] >= te - M (2 - x[p,d1] - x[v,d2]); transfers of one link in the order of their
             producers on d1 (y), the simulator's FIFO rule                         -> _add_transfers
@@ -87,6 +88,7 @@ class MilpModel:
         self.y: dict[tuple[int, int], Any] = {}
         self.z: dict[int, Any] = {}
         self.tr: dict[tuple[int, int, int], tuple[Any, Any]] = {}  # (p, d1, d2) -> (ts, te)
+        self.classes: list[list[int]] = []  # interchangeable devices (symmetry broken: hints relabelled)
         self.mk = self.prob.add_variable("makespan", lowBound=lb, upBound=big_m)
         self.deadline: float | None = None  # building raises OutOfTime after this time.perf_counter() value
 
@@ -152,6 +154,61 @@ def _add_device_load(P: MilpModel) -> None:
             P.prob += P.mk >= pulp.lpSum(w * x for w, x in terms), f"load_{d}"
 
 
+def device_classes(inst: Instance) -> list[list[int]]:
+    """Devices that any relabelling among them maps onto themselves (same memory, op times and links to
+    every other device, no op pinned there), in classes of increasing index; singletons left out."""
+    pinned = {d for d in inst.pinned if d >= 0}
+    cols = [tuple(inst.dur[o][d] for o in range(inst.n)) for d in range(inst.m)]
+
+    def swappable(a: int, b: int) -> bool:
+        if a in pinned or b in pinned or inst.capacity[a] != inst.capacity[b] or cols[a] != cols[b]:
+            return False
+        if (inst.lat[a][b], inst.bw[a][b]) != (inst.lat[b][a], inst.bw[b][a]):
+            return False
+        return all((inst.lat[a][k], inst.bw[a][k], inst.lat[k][a], inst.bw[k][a])
+                   == (inst.lat[b][k], inst.bw[b][k], inst.lat[k][b], inst.bw[k][b])
+                   for k in range(inst.m) if k not in (a, b))
+
+    classes: list[list[int]] = []
+    for d in range(inst.m):  # a swap is an automorphism and swaps compose: one member decides
+        for c in classes:
+            if swappable(c[0], d):
+                c.append(d)
+                break
+        else:
+            classes.append([d])
+    return [c for c in classes if len(c) > 1]
+
+
+def _add_symmetry(P: MilpModel) -> None:
+    """Interchangeable devices c[0] < c[1] < ... (:func:`device_classes`): c[j] holds an op only when
+    c[j - 1] holds an earlier one (op index order). Every schedule has a relabelling of this form with the
+    same makespan and memory, so an optimum is kept. ``u[i, d]`` <= x[0, d] + ... + x[i, d] (prefix)."""
+    inst = P.inst
+    P.classes = device_classes(inst)
+    for c in P.classes:
+        for j in range(1, len(c)):
+            a, b = c[j - 1], c[j]
+            prev: Any = 0
+            for o in range(inst.n):
+                if not (isinstance(P.X(o, b), int) and P.X(o, b) == 0):
+                    P.prob += P.X(o, b) <= prev, f"sym_{o}_{b}"
+                if o + 1 < inst.n:
+                    u = P.prob.add_variable(f"u{o}_{a}", lowBound=0, upBound=1)
+                    P.prob += u <= prev + P.X(o, a), f"pre_{o}_{a}"
+                    prev = u
+
+
+def _canonical_labels(P: MilpModel, placement: list[int]) -> list[int]:
+    """Device map putting ``placement`` in the form :func:`_add_symmetry` asks for (identity without it)."""
+    perm = list(range(P.inst.m))
+    for c in P.classes:
+        used = list(dict.fromkeys(d for d in placement if d in c))
+        for new, old in zip(c, used + [d for d in c if d not in used]):
+            perm[old] = new
+    return perm
+
+
 def _same_device(P: MilpModel, a: int, b: int) -> Any:
     """q[a, b] (a < b): 1 when both are on one device (forced up by x); may be the constant 0 or 1."""
     inst = P.inst
@@ -200,15 +257,12 @@ def _add_precedence(P: MilpModel) -> None:
     homog = _homogeneous(inst)
     for k in range(len(inst.esrc)):
         u, v = inst.esrc[k], inst.edst[k]
-        if inst.comm != "parallel":
-            prob += P.s[v] >= P.end(u), f"prec_{k}"
-            continue
         pairs = [(a, b) for a in P.allowed[u] for b in P.allowed[v] if a != b and inst.transfer_time(k, a, b) > 0]
         if not pairs:
             prob += P.s[v] >= P.end(u), f"prec_{k}"
         elif homog:
             c = P.c(k, *pairs[0])
-            z = P.prob.add_variable(f"z{k}", cat="Binary")
+            z = P.prob.add_variable(f"z{k}", lowBound=0, upBound=1)  # 0/1 wherever x is: no branching on it
             P.z[k] = z
             for d in P.allowed[u]:
                 prob += z >= P.X(u, d) - P.X(v, d), f"diff_{k}_{d}"
@@ -283,6 +337,7 @@ def build_milp(inst: Instance, big_m: float, lb: float, unit: float = 1.0, deadl
     _add_ops(P)
     _add_memory(P)
     _add_device_load(P)
+    _add_symmetry(P)
     _add_ordering(P, reach)
     _add_precedence(P)
     if inst.comm == "sequential":
@@ -293,13 +348,18 @@ def build_milp(inst: Instance, big_m: float, lb: float, unit: float = 1.0, deadl
 def warm_values(P: MilpModel, res: Result) -> dict[str, float]:
     """Initial value of every variable from a heuristic's simulated schedule."""
     inst, sch = P.inst, res.schedule
-    pl = res.placement
+    perm = _canonical_labels(P, res.placement)  # the same schedule on interchangeable devices relabelled
+    pl = [perm[d] for d in res.placement]
     order = res.order if res.order is not None else sch.order
     pos = {o: i for ops in order for i, o in enumerate(ops)}
     u = P.unit
     val: dict[str, float] = {P.mk.name: max(sch.makespan / u, P.mk.lowBound or 0.0)}
     for (o, d), x in P.x.items():
         val[x.name] = float(pl[o] == d)
+    for v in P.prob.variables():  # symmetry prefixes: the devices used up to each op
+        if v.name.startswith("u") and "_" in v.name:
+            o, d = map(int, v.name[1:].split("_"))
+            val[v.name] = float(any(pl[k] == d for k in range(o + 1)))
     for o in range(inst.n):
         val[P.s[o].name] = sch.start[o] / u
     for (a, b), qv in P.q.items():
@@ -311,7 +371,7 @@ def warm_values(P: MilpModel, res: Result) -> dict[str, float]:
             val[y.name] = float(sch.start[a] <= sch.start[b])
     for k, z in P.z.items():
         val[z.name] = float(pl[inst.esrc[k]] != pl[inst.edst[k]])
-    sent = {(p, a, b): (st, en) for (p, a, b, st, en, _) in sch.transfers}
+    sent = {(p, perm[a], perm[b]): (st, en) for (p, a, b, st, en, _) in sch.transfers}
     for (p, d1, d2), (ts, te, w) in P.tr.items():
         if (p, d1, d2) in sent and pl[p] == d1:
             st, en = sent[p, d1, d2]
@@ -389,15 +449,16 @@ def _printed_floor(text: str, digits: int | None = None) -> float:
 
 
 def _run_cbc(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, presolve: bool,
-             cbc_sec: float | None = None) -> tuple[str, bool]:
-    """CBC (PuLP's bundled binary, PuLP's own files and parsers) within ``limit`` seconds of wall clock:
-    CBC checks its own ``-sec`` limit only between nodes and cut passes (on a loaded machine it ran 1-5 s
-    over it), so it gets ``-sec`` = the limit less two graces (grace: 2.5 % of the limit, 0.1 s at least, a
-    quarter of it at most), SIGINT a grace later (CBC stops and writes its incumbent; it may not answer
-    in time inside its root cuts), and is killed at the limit (no answer: the caller keeps its warm
-    start). A user's Ctrl-C asks it to stop the same way. ``cbc_sec``: CBC's own limit instead (tests).
-    Sets the variables' values and the problem's status as ``prob.solve`` would; returns (CBC's log,
-    interrupted)."""
+             stop_by: float | None = None, cbc_sec: float | None = None) -> tuple[str, bool]:
+    """CBC (PuLP's bundled binary, PuLP's own files and parsers) with ``limit`` seconds and gone by
+    ``stop_by`` (a ``time.perf_counter()`` value; default: the limit). CBC checks its own ``-sec`` only
+    between nodes and cut passes (on a loaded machine it answered 1-5 s late, and a kill then loses its
+    answer: its log and solution are written at the end), so it gets ``-sec`` = the limit (less two graces
+    when ``stop_by`` leaves no room: grace = 2.5 % of the limit, 0.1 s at least, a quarter of it at most),
+    SIGINT a grace later (CBC stops at its next check and writes its incumbent), and is killed at
+    ``stop_by`` (no answer: the caller keeps its warm start). A user's Ctrl-C asks it to stop the same way.
+    ``cbc_sec``: CBC's own limit instead (tests). Sets the variables' values and the problem's status as
+    ``prob.solve`` would; returns (CBC's log, interrupted)."""
     import signal
     import subprocess
     import threading
@@ -405,7 +466,9 @@ def _run_cbc(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, presolve
     t_call = time.perf_counter()
     prob = P.prob
     grace = min(max(0.1, 0.025 * limit), 0.25 * limit)
-    sec = limit - 2 * grace if cbc_sec is None else cbc_sec
+    t_kill = t_call + limit if stop_by is None else max(stop_by, t_call + 2 * grace)
+    sec = max(0.01, min(limit, t_kill - t_call - 2 * grace)) if cbc_sec is None else cbc_sec
+    t_int = min(t_call + limit + grace, t_kill - grace)
     with warnings.catch_warnings():  # PuLP 3 marks its bundled CBC as deprecated (still shipped)
         warnings.simplefilter("ignore", DeprecationWarning)
         solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=sec, gapRel=0.0, gapAbs=1e-9, warmStart=warm,
@@ -430,7 +493,7 @@ def _run_cbc(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, presolve
         asked = threading.Event()  # a user's Ctrl-C (from the interrupt watcher thread)
         with open(logp, "w") as log:
             proc = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
-            end = t_call + limit - grace
+            end = t_int
             with interrupt.on_request(asked.set):
                 while True:
                     try:
@@ -442,14 +505,14 @@ def _run_cbc(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, presolve
                         asked.set()
                     if asked.is_set():
                         interrupted = True
-                    if stopped and time.perf_counter() >= end:  # no answer a grace after SIGINT: killed
+                    if stopped and time.perf_counter() >= end:  # no answer by stop_by: killed
                         proc.kill()
                         proc.wait()
                         break
                     if not stopped and (asked.is_set() or time.perf_counter() >= end):
                         proc.send_signal(signal.SIGINT)  # CBC stops at its next check and writes its answer
                         stopped = True
-                        end = time.perf_counter() + grace
+                        end = t_kill if not asked.is_set() else min(t_kill, time.perf_counter() + grace)
         interrupted = interrupted or interrupt.requested()
         with open(logp, encoding="utf-8", errors="replace") as fh:
             text = fh.read()
@@ -463,17 +526,18 @@ def _run_cbc(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, presolve
             prob.status, prob.sol_status = pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound
             if not stopped and not interrupted:
                 raise SolverError(f"milp: CBC exited with code {proc.returncode}: {text[-300:].strip()}")
-            text += "\nResult - Stopped by dplace (no answer within the time limit and its grace)\n"
+            text += "\nResult - Stopped by dplace (no answer by the end of its time)\n"
     return text, interrupted
 
 
 def _solve(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed: int = 0,
-           presolve: bool = True) -> dict[str, Any]:
-    """Solve ``P`` with the chosen solver; the bound in ``info["bound"]`` is in model units."""
+           presolve: bool = True, stop_by: float | None = None) -> dict[str, Any]:
+    """Solve ``P`` with the chosen solver; the bound in ``info["bound"]`` is in model units. ``stop_by``:
+    CBC may run past ``limit`` (it answers late on a loaded machine) until then (:func:`_run_cbc`)."""
     prob = P.prob
     info: dict[str, Any] = {}
     if opts.solver == "cbc":
-        text, interrupted = _run_cbc(P, opts, limit, warm, presolve)
+        text, interrupted = _run_cbc(P, opts, limit, warm, presolve, stop_by)
         if opts.log:
             print(text)
         info["interrupted"] = interrupted
@@ -675,7 +739,9 @@ def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Boun
     Tc = Ticks(inst, None, big_m)
     by_cpsat = Tc.exact or inst.n <= claims.CROSS_MAX_OPS
     solve_end = time.perf_counter() + max(0.05, (0.8 if by_cpsat else 0.55) * left)
-    info = _solve(P, opts, solve_end - time.perf_counter(), warm, seed)
+    # a solver answering late may use the time of the check, which has little to confirm then
+    stop_by = max(solve_end, deadline - max(0.3, 0.05 * left))
+    info = _solve(P, opts, solve_end - time.perf_counter(), warm, seed, stop_by=stop_by)
     optd = asdict(opts)
     extra: dict[str, Any] = {}
     cand: list[Result] = []
@@ -710,7 +776,7 @@ def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Boun
         except OutOfTime:
             break
         notes.append(f"solved again with big-M {big_m:.9g} from the solver's schedule (was {extra['big_m']:.9g})")
-        info = _solve(P, opts, max(0.05, solve_end - time.perf_counter()), warm, seed)
+        info = _solve(P, opts, max(0.05, solve_end - time.perf_counter()), warm, seed, stop_by=stop_by)
     fits = [r for r in cand if r.memory_ok]
     if fits and not Tc.exact:  # ticks fitted to the best schedule, not to big-M: a coarse tick proves less
         Tc = Ticks(inst, None, min(r.makespan for r in fits))

@@ -25,13 +25,17 @@ def test_warm_start_is_used(solver, comm):
     assert dplace.check(inst, res).ok
 
 
+@pytest.mark.parametrize("identical", [False, True])
 @pytest.mark.parametrize("comm", ["parallel", "sequential"])
-def test_warm_values_satisfy_every_row(comm):
+def test_warm_values_satisfy_every_row(comm, identical):
+    """Every row holds at the heuristic's schedule (relabelled where identical devices break symmetry)."""
     rng = random.Random(11)
-    inst = random_instance(rng, n_ops=7, n_devices=3, comm=comm, memory_slack=3.0)
+    inst = (task_graph(9, 3, 1.0, seed=2, comm=comm) if identical
+            else random_instance(rng, n_ops=7, n_devices=3, comm=comm, memory_slack=3.0))
     heft = dplace.solve(inst, "heft")
     P = M.build_milp(inst, heft.makespan * (1 + 1e-6) + 1e-6, dplace.lower_bound(inst))
     vals = M.warm_values(P, heft)
+    assert (P.classes == [[0, 1, 2]]) == identical
     names = {v.name for v in P.prob.variables()}
     assert names <= set(vals), f"variables without a start value: {sorted(names - set(vals))[:5]}"
     for v in P.prob.variables():
@@ -108,3 +112,25 @@ def test_cbc_is_stopped_at_its_wall_clock_limit():
 ])
 def test_a_printed_bound_is_read_down_to_the_least_value_it_may_stand_for(text, digits, low):
     assert M._printed_floor(text, digits) == pytest.approx(low, abs=1e-9)
+
+
+def test_device_classes_are_the_interchangeable_devices():
+    """Devices 0 and 2 are alike (memory, speed, links); 1 is slower; a pin on a device takes it out."""
+    from dplace.model import Device, Edge, Instance, Link, Op
+
+    devs = [Device("a", 100, 2.0), Device("b", 100, 0.5), Device("c", 100, 2.0), Device("d", 100, 2.0)]
+    ops = [Op("o0", 1.0, 1), Op("o1", 2.0, 1), Op("o2", 3.0, 1, device="d")]
+    inst = Instance("t", devs, ops, [Edge("o0", "o1", 10.0)], link=Link(1.0, 10.0))
+    assert M.device_classes(inst) == [[0, 2]]
+    asym = Instance("t", devs[:3], ops[:2], [Edge("o0", "o1", 10.0)], link=Link(1.0, 10.0),
+                    pairs={("a", "b"): Link(5.0, 10.0)})
+    assert M.device_classes(asym) == []  # a -> b and c -> b differ
+
+
+def test_symmetry_keeps_the_optimum():
+    """On identical devices the canonical labelling keeps an optimum: CBC's proven optimum is brute force's."""
+    from dplace.formulations._brute import brute_force
+
+    inst = task_graph(7, 3, 1.0, seed=5, comm="sequential")
+    res = dplace.solve(inst, "milp", time_limit_s=60, solver="cbc")
+    assert res.status == "optimal" and res.makespan == pytest.approx(brute_force(inst)[0], rel=1e-9)
