@@ -15,6 +15,7 @@ K-device generalisation (Moirai). Times are continuous µs (no rounding).
             producers on d1 (y), the simulator's FIFO rule                         -> _add_transfers
   sum_o mem[o] x[o, d] <= capacity[d];  mk >= e[o];  mk >= sum_o dur[o][d] x[o, d] (device load);
   M = heuristic makespan, every duration and transfer coefficient capped at M;
+  interchangeable devices (:func:`device_classes`) used in first-use order      -> _add_symmetry
   mk >= max(lower_bound, energetic-reasoning bound of cpsat.energetic_bound).
 
 Times are in units of a power of ten (:func:`time_unit`) that keeps the big-M at most 1e4: with times
