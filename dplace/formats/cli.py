@@ -86,7 +86,7 @@ def _cmd_convert(args: Any) -> int:
     inst = convert(args.format, args.input, **opts)
     write_instance(inst, args.out, compact=args.compact)
     total = sum(inst.mem)
-    print(f"wrote {args.out}: {inst.n} ops, {len(inst.edges)} edges, {inst.m} devices × "
+    print(f"wrote {args.out}: {inst.n} ops, {inst.n_edges} edges, {inst.m} devices × "
           f"{inst.capacity[0]:,} bytes (total op memory {total:,})")
     return 0
 
@@ -126,5 +126,5 @@ def _cmd_generate(args: Any) -> int:
         inst = transformer_training(args.ops, args.devices, seed=args.seed, layers=args.layers,
                                     memory_per_device=args.memory, comm=args.comm, name=args.name)
     write_instance(inst, args.out, compact=args.compact)
-    print(f"wrote {args.out}: {inst.n} ops, {len(inst.edges)} edges, {inst.m} devices, CCR {ccr(inst):.3g}")
+    print(f"wrote {args.out}: {inst.n} ops, {inst.n_edges} edges, {inst.m} devices, CCR {ccr(inst):.3g}")
     return 0

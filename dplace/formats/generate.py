@@ -17,7 +17,10 @@ import math
 import random
 from typing import Any
 
+import numpy as np
+
 from .. import kernels
+from ..columns import Columns
 from ..errors import InvalidInstanceError
 from ..model import Device, Edge, Instance, Link, Op
 
@@ -157,25 +160,48 @@ _BW_MEM_PER_US = 5.0e5  # 500 GB/s device memory bandwidth, for element-wise ops
 
 
 class _Builder:
-    """Collects ops and edges of the training graph with flat lists (fast for 36k ops)."""
+    """Collects the training graph's ops and edges as columns (op indices, no Op/Edge objects). Each op
+    takes one ``rng.uniform(0.9, 1.1)`` draw in creation order for its time jitter; :meth:`jitter` draws
+    them in bulk for the ops added since its last call (the same draws, the same times)."""
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
-        self.ops: list[Op] = []
-        self.edges: list[Edge] = []
-        self.out_bytes: dict[str, int] = {}
+        self.ids: list[str] = []
+        self.base: list[float] = []  # time before jitter
+        self.time: list[float] = []  # jittered, for ops up to the last jitter()
+        self.mem: list[int] = []
+        self.types: list[str] = []
+        self.coloc: list[str | None] = []
+        self.extra: dict[int, dict] = {}
+        self.out_bytes: list[int] = []
+        self.src: list[int] = []
+        self.dst: list[int] = []
+        self.nbytes: list[float] = []
 
-    def jitter(self, t: float) -> float:
-        return round(max(0.1, t * self.rng.uniform(0.9, 1.1)), 3)
+    def jitter(self) -> None:
+        """``round(max(0.1, t * rng.uniform(0.9, 1.1)), 3)`` for each op added since the last call."""
+        t = np.array(self.base[len(self.time):], dtype=np.float64)
+        r = np.array([self.rng.random() for _ in range(len(t))], dtype=np.float64)
+        u = 0.9 + (1.1 - 0.9) * r  # random.uniform's arithmetic
+        self.time.extend(round(x, 3) for x in np.maximum(0.1, t * u).tolist())
 
     def op(self, oid: str, t: float, mem: int, typ: str, out_bytes: int, *, colocation: str | None = None,
-           extra: dict | None = None) -> str:
-        self.ops.append(Op(oid, self.jitter(t), int(mem), typ, colocation, None, extra or {}))
-        self.out_bytes[oid] = int(out_bytes)
-        return oid
+           extra: dict | None = None) -> int:
+        o = len(self.ids)
+        self.ids.append(oid)
+        self.base.append(t)
+        self.mem.append(int(mem))
+        self.types.append(typ)
+        self.coloc.append(colocation)
+        if extra:
+            self.extra[o] = extra
+        self.out_bytes.append(int(out_bytes))
+        return o
 
-    def edge(self, u: str, v: str, nbytes: int | None = None) -> None:
-        self.edges.append(Edge(u, v, float(self.out_bytes[u] if nbytes is None else nbytes)))
+    def edge(self, u: int, v: int, nbytes: int | None = None) -> None:
+        self.src.append(u)
+        self.dst.append(v)
+        self.nbytes.append(float(self.out_bytes[u] if nbytes is None else nbytes))
 
 
 def _matmul_us(m: int, k: int, n: int) -> float:
@@ -236,29 +262,29 @@ def transformer_training(
     act = tok * D * _F32  # one [B, S, D] activation
     vocab = 30522
 
-    forward: list[str] = []  # compute ops in creation order (for mirroring)
-    fwd_edges: list[tuple[str, str]] = []  # compute -> compute edges
-    weight_users: dict[str, list[str]] = {}  # variable -> compute ops that read it
+    forward: list[int] = []  # compute ops in creation order (for mirroring)
+    fwd_edges: list[tuple[int, int]] = []  # compute -> compute edges
+    weight_users: dict[int, list[int]] = {}  # variable -> compute ops that read it
 
     def split(channel: int) -> dict:
         return {"split": {"dims": {"batch": B, "channel": int(channel)}}}
 
-    def var(vid: str, params: int) -> str:
-        b.op(vid, 1.0, 3 * params * _F32, "VariableV2", params * _F32, colocation=f"var:{vid}")
-        weight_users[vid] = []
-        return vid
+    def var(vid: str, params: int) -> int:
+        w = b.op(vid, 1.0, 3 * params * _F32, "VariableV2", params * _F32, colocation=f"var:{vid}")
+        weight_users[w] = []
+        return w
 
-    def compute(oid: str, t: float, typ: str, out_bytes: int, inputs: list[str], weights: list[str] = (),
-                extra: dict | None = None) -> str:
-        b.op(oid, t, out_bytes, typ, out_bytes, extra=extra)
-        forward.append(oid)
+    def compute(oid: str, t: float, typ: str, out_bytes: int, inputs: list[int], weights: list[int] = (),
+                extra: dict | None = None) -> int:
+        o = b.op(oid, t, out_bytes, typ, out_bytes, extra=extra)
+        forward.append(o)
         for u in inputs:
-            b.edge(u, oid)
-            fwd_edges.append((u, oid))
+            b.edge(u, o)
+            fwd_edges.append((u, o))
         for w in weights:
-            b.edge(w, oid)
-            weight_users[w].append(oid)
-        return oid
+            b.edge(w, o)
+            weight_users[w].append(o)
+        return o
 
     emb = var("embedding/table", vocab * D)
     x = compute("embedding/lookup", _elementwise_us(act), "GatherV2", act, [], [emb])
@@ -297,39 +323,45 @@ def transformer_training(
     logits = compute("final/logits", _matmul_us(tok, D, 1024), "MatMul", tok * 1024 * _F32, [lnf], [wl],
                      split(1024))
     compute("loss", _elementwise_us(tok * 1024 * _F32), "SoftmaxCrossEntropy", _F32, [logits])
+    b.jitter()  # the forward ops' times: their gradients' times derive from them
 
     # backward: mirror every compute op; reverse compute edges (gradient of u's output flows v' -> u')
-    grad = {f: f"grad/{f}" for f in forward}
-    by_id = {op.id: op for op in b.ops}
+    grad: dict[int, int] = {}
     for f in reversed(forward):
-        op = by_id[f]
-        extra = {"forward_of": f}
-        if "split" in op.extra:
-            extra["split"] = op.extra["split"]
+        extra = {"forward_of": b.ids[f]}
+        if "split" in b.extra.get(f, ()):
+            extra["split"] = b.extra[f]["split"]
         out = b.out_bytes[f]
-        b.op(grad[f], op.time * 2.0 if op.type in ("MatMul", "BatchMatMul") else op.time * 1.5, out,
-             f"{op.type}Grad", out, extra=extra)
+        t, typ = b.time[f], b.types[f]
+        grad[f] = b.op(f"grad/{b.ids[f]}", t * 2.0 if typ in ("MatMul", "BatchMatMul") else t * 1.5, out,
+                       f"{typ}Grad", out, extra=extra)
         b.edge(f, grad[f], out)  # stashed activation, needed by the gradient op
     for u, v in reversed(fwd_edges):
         b.edge(grad[v], grad[u], b.out_bytes[u])
     for w, users in weight_users.items():
         params = b.out_bytes[w]
-        upd = b.op(f"update/{w}", _elementwise_us(params) * 2, 0, "ApplyAdam", 0, colocation=f"var:{w}")
+        wid = b.ids[w]
+        upd = b.op(f"update/{wid}", _elementwise_us(params) * 2, 0, "ApplyAdam", 0, colocation=f"var:{wid}")
         b.edge(w, upd, 0)
         for f in users:
             b.edge(w, grad[f], params)
             b.edge(grad[f], upd, params)
+    b.jitter()
 
-    total = sum(op.memory for op in b.ops)
+    total = sum(b.mem)
     if memory_per_device is not None:
         cap = memory_per_device
     else:
         groups: dict[str, int] = {}
-        for op in b.ops:
-            if op.colocation is not None:
-                groups[op.colocation] = groups.get(op.colocation, 0) + op.memory
-        cap = max(default_memory(total, n_devices), max(op.memory for op in b.ops), max(groups.values()))
-    nm = name or f"transformer_{len(b.ops)}ops_{n_devices}dev_s{seed}"
-    return Instance(nm, _devices(n_devices, cap), b.ops, b.edges, link=DEFAULT_LINK, comm=comm,
-                    extra={"generator": {"kind": "transformer", "n_ops": n_ops, "n_devices": n_devices,
-                                         "layers": layers, "heads": heads, "seed": seed}})
+        for c, mm in zip(b.coloc, b.mem):
+            if c is not None:
+                groups[c] = groups.get(c, 0) + mm
+        cap = max(default_memory(total, n_devices), max(b.mem), max(groups.values()))
+    n = len(b.ids)
+    nm = name or f"transformer_{n}ops_{n_devices}dev_s{seed}"
+    cols = Columns(ids=b.ids, time=np.array(b.time), mem=np.array(b.mem, dtype=np.int64), type=b.types,
+                   pin=[None] * n, coloc=b.coloc, src=np.array(b.src, dtype=np.int64),
+                   dst=np.array(b.dst, dtype=np.int64), nbytes=np.array(b.nbytes), op_extra=b.extra)
+    return Instance.from_columns(nm, _devices(n_devices, cap), cols, link=DEFAULT_LINK, comm=comm,
+                                 extra={"generator": {"kind": "transformer", "n_ops": n_ops, "n_devices": n_devices,
+                                                      "layers": layers, "heads": heads, "seed": seed}})

@@ -115,6 +115,23 @@ def test_transformer_determinism_and_roundtrip():
     assert _same(a, instance_from_dict(json.loads(json.dumps(instance_to_dict(a)))))
 
 
+# sha256 of to_json() from the generator as it was before it built columns (Op/Edge objects, one
+# rng.uniform per op as it was created): the columns builder must give the same instances
+_TRANSFORMER_JSON_SHA256 = {
+    (60, 1, 0): "045f1d596c020a0848ad10d1c555bd607e3c69ccaafdfd1f89807566243be87a",
+    (500, 2, 3): "99c244ad2b8a07d7e8b57d7489ee4137bc053fa276a9357146032e8f21160109",
+    (5000, 4, 1): "d307c68a3f43935bf426bb5815f51b18adc267231010c824a5635f7fb7dd77a7",
+}
+
+
+@pytest.mark.parametrize("n,m,seed", sorted(_TRANSFORMER_JSON_SHA256))
+def test_transformer_output_unchanged_for_a_seed(n, m, seed):
+    import hashlib
+
+    inst = transformer_training(n, m, seed=seed)
+    assert hashlib.sha256(inst.to_json().encode()).hexdigest() == _TRANSFORMER_JSON_SHA256[n, m, seed]
+
+
 def test_transformer_smallest_and_options():
     inst = transformer_training(1, 2, memory_per_device=10**12, comm="sequential", name="t")
     assert inst.n == 60 and inst.name == "t" and inst.comm == "sequential" and inst.capacity == [10**12] * 2
