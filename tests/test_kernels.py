@@ -137,3 +137,25 @@ def test_compiled_simulator_equals_the_reference():
                 _same_schedule(inst, pl2, bad)
         _same_schedule(inst, [inst.m] * inst.n)  # unknown device: the same message
         _same_schedule(inst, [0] * inst.n, [[]] * inst.m)  # ops missing from the order
+
+
+def test_a_changed_kernel_source_clears_the_compiled_cache(tmp_path):
+    """numba checks only the cached function's own file; a change in any kernel source must drop every
+    cached kernel (a caller in one file inlines or calls code of another)."""
+    from dplace.kernels import clear_stale_cache
+
+    src = tmp_path / "state.py"
+    src.write_text("x = 1\n")
+    cache = tmp_path / "__pycache__"
+    cache.mkdir()
+    (cache / "lists.heft_loop-1.py311.nbi").write_text("old")
+    (cache / "lists.heft_loop-1.py311.1.nbc").write_text("old")
+    (cache / "other.pyc").write_text("keep")
+    assert clear_stale_cache(str(cache), [str(src)])  # no stamp yet: cleared
+    assert sorted(p.name for p in cache.iterdir()) == ["dplace-kernels.stamp", "other.pyc"]
+    (cache / "lists.heft_loop-1.py311.nbi").write_text("new")
+    assert not clear_stale_cache(str(cache), [str(src)])  # same sources: kept
+    assert (cache / "lists.heft_loop-1.py311.nbi").exists()
+    src.write_text("x = 2\n")
+    assert clear_stale_cache(str(cache), [str(src)])  # a source changed: cleared
+    assert not (cache / "lists.heft_loop-1.py311.nbi").exists() and (cache / "other.pyc").exists()

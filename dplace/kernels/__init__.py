@@ -42,10 +42,55 @@ def pays(n: int) -> bool:
     return n >= SMALL and enabled() and (n >= LARGE or "numba" in sys.modules)
 
 
+def clear_stale_cache(folder: str, sources: list[str]) -> bool:
+    """Remove numba's cached kernels (``*.nbi``, ``*.nbc``) in ``folder`` when the kernel sources changed
+    since they were written (a stamp file holds the sources' hash); True when it removed them.
+
+    numba checks only the source file of the cached function itself: a kernel in ``lists.py`` that calls
+    one in ``state.py`` keeps running its old compiled code after ``state.py`` changes (seen here after
+    an edit). Whole-package hashing costs ~1 ms once per process. Nothing happens where the folder is
+    not writable (an installed read-only copy does not change)."""
+    import hashlib
+
+    h = hashlib.sha1()
+    for src in sorted(sources):
+        with open(src, "rb") as f:
+            h.update(os.path.basename(src).encode() + b"\0" + f.read())
+    stamp = os.path.join(folder, "dplace-kernels.stamp")
+    try:
+        with open(stamp) as f:
+            if f.read().strip() == h.hexdigest():
+                return False
+    except OSError:
+        pass
+    try:
+        os.makedirs(folder, exist_ok=True)
+        for name in os.listdir(folder):
+            if name.endswith((".nbi", ".nbc")):
+                os.remove(os.path.join(folder, name))
+        tmp = f"{stamp}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            f.write(h.hexdigest())
+        os.replace(tmp, stamp)
+    except OSError:
+        return False
+    return True
+
+
+@lru_cache(maxsize=1)
+def _fresh_cache() -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    clear_stale_cache(os.path.join(here, "__pycache__"),
+                      [os.path.join(here, n) for n in os.listdir(here) if n.endswith(".py")])
+
+
 def njit(*args, **kwargs):
     """``numba.njit`` with the house defaults (cached on disk, no fastmath: results must equal the
-    reference's bit for bit)."""
+    reference's bit for bit). The disk cache is cleared once when any kernel source changed
+    (:func:`clear_stale_cache`)."""
     import numba
+
+    _fresh_cache()
 
     kwargs.setdefault("cache", True)
     kwargs.setdefault("nogil", True)
