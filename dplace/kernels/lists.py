@@ -9,7 +9,8 @@ import sys
 import numpy as np
 
 from . import njit
-from .state import _INF, _rebuild, commit, est_fresh, rules_assign, rules_candidates, rules_fits, rules_forced
+from .state import (_INF, _rebuild, commit, commit_at, device_free, earliest, ready_on, rules_assign,
+                    rules_candidates, rules_fits, rules_forced)
 
 # Python's sum() of floats is compensated (Neumaier) from 3.12 on, plain left to right before
 _NEUMAIER = sys.version_info >= (3, 12)
@@ -137,23 +138,36 @@ def priority_order(rank, tp, pred_ptr, succ_ptr, succ_edge, edst):
     return out[:cnt]
 
 
+@njit(inline="always")
+def _est_on(I, S, o, d, ready, insertion):
+    """``est`` of o on d with its inputs there at ``ready``."""
+    if not insertion:
+        free = device_free(S, d)
+        return ready if ready > free else free
+    if S.stale[d] < _INF:
+        _rebuild(S, d)
+    return earliest(S, d, ready, I.dur[o, d])
+
+
 @njit
 def heft_loop(I, S, R, order, insertion):
     """HEFT's loop (heuristics/heft.py): each op on the candidate device of smallest EFT (first one on
-    ties), then committed there."""
+    ties), then committed there at that est (what ``commit`` would compute again)."""
     cand = np.empty(len(I.capacity), dtype=np.int64)
+    ready = np.empty(len(I.capacity))
     for o in order:
         nc = rules_candidates(I, R, o, cand)
-        best_d, best_f = -1, np.inf
+        ready_on(I, S, o, cand, nc, ready)
+        best_i, best_f, best_s = -1, np.inf, 0.0
         for i in range(nc):
             d = cand[i]
-            if insertion and S.stale[d] < _INF:
-                _rebuild(S, d)
-            f = est_fresh(I, S, o, d, insertion) + I.dur[o, d]
+            s = _est_on(I, S, o, d, ready[i], insertion)
+            f = s + I.dur[o, d]
             if f < best_f:
-                best_d, best_f = d, f
-        commit(I, S, o, best_d, 0.0, False, insertion)
-        rules_assign(I, R, o, best_d)
+                best_i, best_f, best_s = i, f, s
+        d = cand[best_i]
+        commit_at(I, S, o, d, ready[best_i], best_s, insertion)
+        rules_assign(I, R, o, d)
 
 
 @njit
@@ -230,6 +244,7 @@ def dpos_loop(I, S, R, order, path, insertion, use_cp, cp_one_device):
     mark = np.zeros(len(R.group_dev), dtype=np.int64)
     stamp = 0
     cand = np.empty(len(I.capacity), dtype=np.int64)
+    ready = np.empty(len(I.capacity))
     cp_dev = -1
     cp_devs = [-1]
     cp_devs.pop()
@@ -247,22 +262,66 @@ def dpos_loop(I, S, R, order, path, insertion, use_cp, cp_one_device):
                     cp_dev = d = nd
                     cp_devs.append(nd)
         if d < 0:
-            best_f = np.inf
-            best_s = 0.0
+            best_i, best_f, best_s = -1, np.inf, 0.0
             nc = rules_candidates(I, R, o, cand)
+            ready_on(I, S, o, cand, nc, ready)
             for i in range(nc):
                 c = cand[i]
-                if insertion and S.stale[c] < _INF:
-                    _rebuild(S, c)
-                st = est_fresh(I, S, o, c, insertion)
+                st = _est_on(I, S, o, c, ready[i], insertion)
                 ft = st + I.dur[o, c]
                 if ft < best_f:
-                    d, best_f, best_s = c, ft, st
-            commit(I, S, o, d, best_s, True, insertion)
+                    best_i, best_f, best_s = i, ft, st
+            d = cand[best_i]
+            commit_at(I, S, o, d, ready[best_i], best_s, insertion)
         else:
             commit(I, S, o, d, 0.0, False, insertion)
         rules_assign(I, R, o, d)
     return np.array(cp_devs, dtype=np.int64)
+
+
+@njit
+def _ties_by_topo(order, rank, tp):
+    """Within each run of equal ranks in ``order``, the ops by topological position; then whether the
+    result is a topological order (every edge forward)."""
+    n = len(order)
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and rank[order[j]] == rank[order[i]]:
+            j += 1
+        if j - i > 1:
+            run = order[i:j].copy()
+            keys = np.empty(j - i, dtype=np.int64)
+            for k in range(j - i):
+                keys[k] = tp[run[k]]
+            srt = np.argsort(keys)
+            for k in range(j - i):
+                order[i + k] = run[srt[k]]
+        i = j
+
+
+@njit
+def _is_topological(order, esrc, edst):
+    pos = np.empty(len(order), dtype=np.int64)
+    for i in range(len(order)):
+        pos[order[i]] = i
+    for e in range(len(esrc)):
+        if pos[esrc[e]] >= pos[edst[e]]:
+            return False
+    return True
+
+
+def rank_order(rank, a):
+    """:func:`priority_order` by one sort: decreasing rank, ties by topological position. Both take the
+    same ops in the same order whenever that sorted order is topological (then the op it puts next
+    always is ready, and no ready op comes before it): checked, else Kahn's algorithm runs. An upward
+    rank with costs >= 0 never decreases along an edge, so the sort is the usual case."""
+    if len(rank) == len(a.topo_pos) and np.isfinite(rank).all():
+        order = np.argsort(-rank, kind="stable")
+        _ties_by_topo(order, rank, a.topo_pos)
+        if _is_topological(order, a.esrc, a.edst):
+            return order
+    return priority_order(rank, a.topo_pos, a.pred_ptr, a.succ_ptr, a.succ_edge, a.edst)
 
 
 def _prepare(inst, op_cost: str, comm_cost: str):
@@ -273,7 +332,7 @@ def _prepare(inst, op_cost: str, comm_cost: str):
 
     a = inst_arrays(inst)
     rank = upward_rank_array(inst, op_cost, comm_cost)
-    order = priority_order(rank, a.topo_pos, a.pred_ptr, a.succ_ptr, a.succ_edge, a.edst)
+    order = rank_order(rank, a)
     I = inst_tuple(a)
     return a, rank, order, I, new_state(a.n, a.m), new_rules(I, a.n, a.m)
 

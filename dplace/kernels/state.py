@@ -21,9 +21,11 @@ Layout (all numpy arrays, every function takes them as two namedtuples):
 schedule. Functions (compiled, ``I`` an ``Inst``, ``S`` a ``State``, ``R`` a ``RulesState``)::
 
     data_ready(I, S, o, d) -> float
+    ready_on(I, S, o, devs, k, out)                # out[i] = data_ready(I, S, o, devs[i]), i < k
     est(I, S, o, d, insertion) -> float            # eft = est + I.dur[o, d]
     est_fresh(I, S, o, d, insertion) -> float      # est when d's gaps are up to date (hot loops)
     commit(I, S, o, d, start, has_start, insertion) -> float   # the start the simulator's rules give
+    commit_at(I, S, o, d, ready, t, insertion) -> float        # commit, data_ready(o, d) and start t known
     makespan(S) -> float
     rules_forced(I, R, o) -> int; rules_need(I, R, o) -> int; rules_fits(I, R, o, d) -> bool
     rules_candidates(I, R, o, out) -> int          # devices into out[:k]; the fallback when none fits
@@ -387,6 +389,27 @@ def data_ready(I, S, o, d):
 
 
 @njit(inline="always")
+def ready_on(I, S, o, devs, k, out):
+    """``data_ready`` on devices devs[:k] into out[:k], each input read once (the same floats)."""
+    for i in range(k):
+        out[i] = 0.0
+    pl, end = S.placement, S.end
+    for j in range(I.pred_ptr[o], I.pred_ptr[o + 1]):
+        e = I.pred_edge[j]
+        p = I.esrc[e]
+        dp = pl[p]
+        if dp < 0:
+            raise ValueError("ScheduleState: a predecessor is not committed")
+        f = end[p]
+        nb = I.ebytes[e]
+        for i in range(k):
+            d = devs[i]
+            a = f if dp == d else f + I.lat[dp, d] + nb / I.bw[dp, d]
+            if a > out[i]:
+                out[i] = a
+
+
+@njit(inline="always")
 def device_free(S, d):
     k = S.tail[d]
     return S.end[k] if k >= 0 else 0.0
@@ -585,8 +608,6 @@ def _replay(I, S):
 @njit
 def commit(I, S, o, d, start, has_start, insertion):
     """``ScheduleState.commit(o, d, start if has_start else None, insertion)``: returns o's start."""
-    if S.placement[o] >= 0:
-        raise ValueError("ScheduleState: op committed twice")
     ready = data_ready(I, S, o, d)
     if has_start:
         t = start
@@ -597,6 +618,15 @@ def commit(I, S, o, d, start, has_start, insertion):
     else:
         t = device_free(S, d)
         t = ready if ready > t else t
+    return commit_at(I, S, o, d, ready, t, insertion)
+
+
+@njit
+def commit_at(I, S, o, d, ready, t, insertion):
+    """``commit`` with o's inputs on d at ``ready`` (``data_ready``) and its start asked for at ``t``
+    (given, or the est the caller just computed)."""
+    if S.placement[o] >= 0:
+        raise ValueError("ScheduleState: op committed twice")
     st, en = S.start, S.end
     pv = S.tail[d]
     if insertion and pv >= 0 and t < en[pv]:

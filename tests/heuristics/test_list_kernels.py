@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from dplace import kernels
@@ -184,3 +185,26 @@ def test_state_many_early_insertions(monkeypatch, seed):
     assert order_lists(S) == ref.order()
     assert S.cnt[kstate.RETIMED] == ref.retimed
     assert max(len(x) for x in order_lists(S)) > 100 and S.cnt[kstate.N_BLOCKS] > 40
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_rank_order_is_kahns(seed):
+    """The priority order by one sort (decreasing rank, ties by topological position) is Kahn's
+    heap order: on upward ranks (ties from zero costs), on ops listed out of topological order, and on
+    ranks that do not follow the edges (then Kahn's algorithm itself runs)."""
+    from dplace.kernels import inst_arrays
+    from dplace.kernels.lists import priority_order, rank_order
+
+    inst = _rand(seed)
+    rng = random.Random(seed)
+    if seed % 2:  # ops listed in a shuffled order: topological position is not the index
+        perm = list(range(inst.n))
+        rng.shuffle(perm)
+        inst = Instance(inst.name, inst.devices, [inst.ops[i] for i in perm], inst.edges, link=inst.link,
+                        pairs=inst.pairs, comm=inst.comm)
+    a = inst_arrays(inst)
+    ranks = [upward_rank_array(inst, "mean", "mean"), upward_rank_array(inst, "max", "zero"),
+             np.array([float(rng.choice([0, 1, 2])) for _ in range(inst.n)])]
+    for rank in ranks:
+        want = priority_order(rank, a.topo_pos, a.pred_ptr, a.succ_ptr, a.succ_edge, a.edst)
+        assert rank_order(rank, a).tolist() == want.tolist()
