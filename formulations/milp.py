@@ -14,7 +14,7 @@ K-device generalisation (Moirai). Times are continuous µs (no rounding).
             s[v] >= te - M (2 - x[p,d1] - x[v,d2]); transfers of one link in the order of their
             producers on d1 (y), the simulator's FIFO rule                         -> _add_transfers
   sum_o mem[o] x[o, d] <= capacity[d];  mk >= e[o];  mk >= sum_o dur[o][d] x[o, d] (device load);
-  M = heuristic makespan, every duration and transfer coefficient capped at M;
+  M = heuristic makespan, every duration and transfer coefficient capped at M, and left out below 1e-9 M;
   interchangeable devices (:func:`device_classes`) used in first-use order      -> _add_symmetry
   mk >= max(lower_bound, energetic-reasoning bound of cpsat.energetic_bound).
 
@@ -73,6 +73,9 @@ class MilpOptions:
             raise bad_option("hint", "best, heft or none", self.hint)
 
 
+RESOLUTION = 1e-9  # times below this fraction of big-M are left out of the model (MilpModel.coef)
+
+
 class MilpModel:
     """Variables of the MILP and how to read a solution back."""
 
@@ -98,16 +101,25 @@ class MilpModel:
             return 0
         return self.x.get((o, d), 1)
 
+    def coef(self, t: float) -> float:
+        """A time of ``t`` model units as a coefficient: at most M, and 0 below ``RESOLUTION`` x M.
+
+        Above M: a longer time cannot occur in a schedule below M either way, and coefficients of 1e10
+        beside a big-M of 30 left CBC's rows wrong by 1e-3 (it answered infeasible, and optima above the
+        simulated optimum). Below the resolution: op times of 5e-10 x M (10 µs beside transfers of 1e10 µs)
+        are far below what a big-M row resolves (integer tolerance x M), and CBC's preprocessing then lost
+        its own optimum (mapped back, its solution broke the original rows; it still said optimal and wrote
+        a vector of zeros). Both only lower the model's values: its bounds stay proven, its schedules are
+        simulated (the times left out cost at most n x RESOLUTION x M on them)."""
+        return 0.0 if t < RESOLUTION * self.M else min(t, self.M)
+
     def p(self, o: int, d: int) -> float:
-        """Duration of o on d (model units), at most M (see :meth:`c`)."""
-        return min(self.inst.dur[o][d] / self.unit, self.M)
+        """Duration of o on d (model units) as a coefficient (:meth:`coef`)."""
+        return self.coef(self.inst.dur[o][d] / self.unit)
 
     def c(self, k: int, a: int, b: int) -> float:
-        """Transfer time of edge k from a to b (model units), at most M: a longer one cannot occur in a
-        schedule below M either way, and coefficients of 1e10 beside a big-M of 30 left CBC's rows wrong by
-        1e-3 (it answered infeasible, and optima above the simulated optimum). Only lowers the model's
-        values: its bounds stay proven, its schedules are simulated."""
-        return min(self.inst.transfer_time(k, a, b) / self.unit, self.M)
+        """Transfer time of edge k from a to b (model units) as a coefficient (:meth:`coef`)."""
+        return self.coef(self.inst.transfer_time(k, a, b) / self.unit)
 
     def dur(self, o: int) -> Any:
         return pulp.lpSum(self.p(o, d) * self.X(o, d) for d in self.allowed[o])
@@ -449,8 +461,17 @@ def _printed_floor(text: str, digits: int | None = None) -> float:
     return v - 0.5 * 10.0 ** (int(exp or 0) - decimals)
 
 
+def cbc_increment(P: MilpModel) -> float:
+    """CBC's cutoff increment (model units): it looks only for solutions better than its incumbent by this
+    much, so its "optimal" objective may lie this much above the model's optimum (default 1e-5: with an
+    objective of 1-10 units up to 1e-5 relative, above the claims' tolerance). Set to 1e-8 x M (at most
+    the default) and read off every bound it gives (:func:`_solve`)."""
+    return min(1e-5, 1e-8 * P.M)
+
+
 def _run_cbc(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, presolve: bool,
-             stop_by: float | None = None, cbc_sec: float | None = None) -> tuple[str, bool]:
+             stop_by: float | None = None, cbc_sec: float | None = None, preprocess: bool = True,
+             ) -> tuple[str, bool]:
     """CBC (PuLP's bundled binary, PuLP's own files and parsers) with ``limit`` seconds and gone by
     ``stop_by`` (a ``time.perf_counter()`` value; default: the limit). CBC checks its own ``-sec`` only
     between nodes and cut passes (on a loaded machine it answered 1-5 s late, and a kill then loses its
@@ -458,7 +479,8 @@ def _run_cbc(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, presolve
     when ``stop_by`` leaves no room: grace = 2.5 % of the limit, 0.1 s at least, a quarter of it at most),
     SIGINT a grace later (CBC stops at its next check and writes its incumbent), and is killed at
     ``stop_by`` (no answer: the caller keeps its warm start). A user's Ctrl-C asks it to stop the same way.
-    ``cbc_sec``: CBC's own limit instead (tests). Sets the variables' values and the problem's status as
+    ``cbc_sec``: CBC's own limit instead (tests). ``presolve`` False: neither presolve nor preprocessing;
+    ``preprocess`` False: no preprocessing (Cgl). Sets the variables' values and the problem's status as
     ``prob.solve`` would; returns (CBC's log, interrupted)."""
     import signal
     import subprocess
@@ -474,7 +496,8 @@ def _run_cbc(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, presolve
         warnings.simplefilter("ignore", DeprecationWarning)
         solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=sec, gapRel=0.0, gapAbs=1e-9, warmStart=warm,
                                    threads=opts.threads, presolve=None if presolve else False,
-                                   options=[] if presolve else ["preprocess off"])
+                                   options=[f"increment {cbc_increment(P):.3g}"]
+                                   + ([] if presolve and preprocess else ["preprocess off"]))
     if not solver.available():
         raise SolverError(f"milp: CBC is not available at {solver.path}")
     with tempfile.TemporaryDirectory(prefix="dplace_cbc_") as tmp:
@@ -531,6 +554,36 @@ def _run_cbc(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, presolve
     return text, interrupted
 
 
+def _cbc_bound(text: str, increment: float) -> tuple[str, float | None, bool]:
+    """From CBC's log: (its result line, the bound it proves in model units or None, proven optimal).
+    Printed numbers are read down to the least value they may stand for (:func:`_printed_floor`), less
+    what CBC's search leaves open: its cutoff ``increment`` (:func:`cbc_increment`) and the absolute gap."""
+    m = re.search(r"Result - (.*)", text)
+    lp = None if m else re.search(r"^Optimal objective\s+([-+0-9.eE]+)", text, flags=re.M)
+    result = m.group(1).strip() if m else "Optimal (an LP: no integer variable)" if lp else "?"
+    bound = None
+    if m and m.group(1).startswith("Optimal solution found"):
+        mo = re.search(r"Objective value:\s*([-+0-9.eE]+)", text)
+        bound = _printed_floor(mo.group(1)) - max(increment, 1e-9) if mo else None
+    elif m:
+        mb = re.search(r"Lower bound:\s*([-+0-9.eE]+)", text)
+        bound = _printed_floor(mb.group(1)) - increment if mb else None
+    elif lp:  # every placement and order fixed: CBC solved the LP and prints no "Result" line
+        bound = _printed_floor(lp.group(1), digits=10)
+    proven = bool(m and m.group(1).startswith("Optimal solution found")) or bool(lp)
+    return result, bound, proven
+
+
+def _has_solution(P: MilpModel) -> bool:
+    return P.prob.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
+
+
+def _placed(P: MilpModel) -> bool:
+    """The solver's vector places every op (one placement binary at 1 for each op with a choice)."""
+    return all(max(P.x[o, d].varValue or 0.0 for d in P.allowed[o]) > 0.5
+               for o in range(P.inst.n) if len(P.allowed[o]) > 1)
+
+
 def _solve(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed: int = 0,
            presolve: bool = True, stop_by: float | None = None) -> dict[str, Any]:
     """Solve ``P`` with the chosen solver; the bound in ``info["bound"]`` is in model units. ``stop_by``:
@@ -538,26 +591,36 @@ def _solve(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed: int 
     prob = P.prob
     info: dict[str, Any] = {}
     if opts.solver == "cbc":
+        t0 = time.perf_counter()
+        start = {v.name: v.varValue for v in prob.variables()}  # the warm start (a run overwrites it)
         text, interrupted = _run_cbc(P, opts, limit, warm, presolve, stop_by)
+        inc = cbc_increment(P)
+        result, bound, proven = _cbc_bound(text, inc)
+        if (presolve and not interrupted and _has_solution(P) and not _placed(P)
+                and time.perf_counter() - t0 < limit - 0.05):
+            # CBC's preprocessing lost its answer ("Postprocessed model is infeasible": mapped back, its
+            # solution broke the original rows at tolerance): CBC still said optimal and wrote a vector that
+            # places no op. Its claim stands (confirmed like any); the schedule is asked for again
+            # without preprocessing, from the same warm start.
+            for v in prob.variables():
+                v.varValue = start[v.name]
+            text2, interrupted = _run_cbc(P, opts, limit - (time.perf_counter() - t0), warm, presolve, stop_by,
+                                          preprocess=False)
+            info["cbc_again"] = (f"CBC's answer ({result}) placed no op (its preprocessing lost it): solved again "
+                                 "without preprocessing")
+            result2, bound2, proven2 = _cbc_bound(text2, inc)
+            result = f"{result2} (again without preprocessing; first: {result})"
+            bound = max((b for b in (bound, bound2) if b is not None), default=None)  # claims on one model
+            proven = proven or proven2
+            text += "\n" + text2
         if opts.log:
             print(text)
         info["interrupted"] = interrupted
         info["warm_start_used"] = "MIPStart provided solution" in text
         info["warm_start_feasible"] = info["warm_start_used"] if warm else None
-        m = re.search(r"Result - (.*)", text)
-        lp = None if m else re.search(r"^Optimal objective\s+([-+0-9.eE]+)", text, flags=re.M)
-        info["solver_result"] = m.group(1).strip() if m else "Optimal (an LP: no integer variable)" if lp else "?"
-        bound = None
-        if m and m.group(1).startswith("Optimal solution found"):
-            mo = re.search(r"Objective value:\s*([-+0-9.eE]+)", text)
-            bound = _printed_floor(mo.group(1)) - 1e-9 if mo else None  # less the gapAbs CBC may leave open
-        elif m:
-            mb = re.search(r"Lower bound:\s*([-+0-9.eE]+)", text)
-            bound = _printed_floor(mb.group(1)) if mb else None
-        elif lp:  # every placement and order fixed: CBC solved the LP and prints no "Result" line
-            bound = _printed_floor(lp.group(1), digits=10)
+        info["solver_result"] = result
         info["bound"] = None if interrupted else bound
-        info["proven_optimal"] = bool(m and m.group(1).startswith("Optimal solution found")) or bool(lp)
+        info["proven_optimal"] = proven
     else:
         info = _solve_highs(P, opts, limit, warm, seed, presolve)
     info["pulp_status"] = pulp.LpStatus[prob.status]
@@ -579,7 +642,7 @@ def milp(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **
 def _read_solution(P: MilpModel, info: dict[str, Any], optd: dict[str, Any], extra: dict[str, Any]) -> Result | None:
     """The solver's placement and per-device order (by start, end, topological position), simulated."""
     inst = P.inst
-    if P.prob.sol_status not in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible):
+    if not _has_solution(P) or not _placed(P):  # a vector that places no op is not an answer (see _solve)
         return None
     pl = []
     for o in range(inst.n):

@@ -25,6 +25,8 @@ def test_confirm_weaker_claim_wins_and_unchecked_is_dropped():
     assert b == claims.Bound(8.0, "presolve off") and "weaker claim wins" in notes[0]
     b, _ = claims.confirm(claims.Bound(10.0, "cpsat"), [("presolve off", 12.0)])
     assert b.value == 10.0
+    b, notes = claims.confirm(claims.Bound(10.0, "cpsat"), [("presolve off", 10.0 - 1e-6)])  # within tol
+    assert b.value == 10.0 - 1e-6 and notes == []  # never above what the check proved
     assert claims.confirm(claims.Bound(10.0, "cpsat"), [("presolve off", None)])[0] is None
     assert claims.confirm(claims.Bound(10.0, "cpsat"), [])[0] is None
 

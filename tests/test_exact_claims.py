@@ -65,6 +65,7 @@ def test_issue_examples_claim_no_more_than_brute_force(seed, method, opts):
     12275,  # the best heuristic 1e13 times the optimum: big-M and time unit from it hid the times
     11234,  # ticks fitted to that big-M: CP-SAT could not confirm CBC's optimum
     13298,  # every op placed and ordered: CBC solves an LP and prints no "Result" line
+    44809,  # op times 5e-10 x big-M beside transfers of 1e10 µs: CBC's preprocessing lost its optimum
 ])
 def test_cbc_proves_the_optimum_where_it_did_not(seed):
     """Fuzz seeds where milp with CBC (the other formulation confirming, no brute force) answered only

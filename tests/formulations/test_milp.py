@@ -114,6 +114,34 @@ def test_a_printed_bound_is_read_down_to_the_least_value_it_may_stand_for(text, 
     assert M._printed_floor(text, digits) == pytest.approx(low, abs=1e-9)
 
 
+def test_cbc_bound_is_read_down_by_what_its_search_leaves_open():
+    """CBC looks only for solutions better than its incumbent by its cutoff increment: its "optimal"
+    objective may lie that far above the model's optimum (seed 44809: 9e-7 units above it)."""
+    text = "Result - Optimal solution found\n\nObjective value:                780.56557551\n"
+    result, bound, proven = M._cbc_bound(text, 1e-5)
+    assert proven and result == "Optimal solution found"
+    assert bound == pytest.approx(780.56557551 - 5e-9 - 1e-5, abs=1e-12)
+    stopped = "Result - Stopped on time\n\nObjective value: 12.5\nLower bound: 11.250\n"
+    assert M._cbc_bound(stopped, 1e-7)[1:] == (pytest.approx(11.25 - 5e-4 - 1e-7, abs=1e-12), False)
+
+
+def test_cbc_answer_lost_by_its_preprocessing_is_asked_for_again(monkeypatch):
+    """Seed 44809 in the model without the resolution cut (op times 5e-10 x big-M kept): CBC's
+    preprocessing loses its optimum, CBC says optimal and writes a vector placing no op. It is solved
+    again without preprocessing; the optimum (brute force's) comes back, proven."""
+    from dplace import claims
+    from dplace.oracle import brute_force, fuzz_instance, judge
+
+    inst = fuzz_instance(44809)
+    monkeypatch.setattr(M, "RESOLUTION", 0.0)
+    monkeypatch.setattr(claims, "EXHAUSTIVE_MAX_OPS", 0)
+    monkeypatch.setattr(claims, "CROSS_MAX_OPS", claims.CROSS_ON)
+    res = dplace.solve(inst, "milp", solver="cbc", time_limit_s=10, seed=44809)
+    orc = brute_force(inst)
+    assert "preprocessing" in res.extra.get("cbc_again", ""), res.extra.get("solver_result")
+    assert judge(res, orc) == [] and res.status == "optimal", (res.status, res.makespan, orc.optimum)
+
+
 def test_device_classes_are_the_interchangeable_devices():
     """Devices 0 and 2 are alike (memory, speed, links); 1 is slower; a pin on a device takes it out."""
     from dplace.model import Device, Edge, Instance, Link, Op
