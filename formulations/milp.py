@@ -439,6 +439,10 @@ def _solve_highs(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed
                             "warm_start_feasible": _assessed_feasible(text) if warm else None}
     b = out.get("bound")
     info["bound"] = float(b) if b is not None and math.isfinite(b) else None
+    if st == "Optimal" and not any(v.cat == pulp.LpInteger for v in prob.variables()):
+        # an LP (every placement and order fixed): HiGHS reports a MIP dual bound of 0; its optimum is the bound
+        obj = out.get("objective")
+        info["bound"] = float(obj) if obj is not None and math.isfinite(obj) else None
     if values is not None:
         prob.status = pulp.LpStatusOptimal if st == "Optimal" else pulp.LpStatusNotSolved
         prob.sol_status = pulp.LpSolutionOptimal if st == "Optimal" else pulp.LpSolutionIntegerFeasible

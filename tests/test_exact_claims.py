@@ -82,3 +82,15 @@ def test_time_limit_before_the_search_returns_the_labelled_heuristic():
     res = dplace.solve(inst, "cpsat", time_limit_s=0.05, progress=False)
     assert res.status == "heuristic" and res.extra["returned"] == "hint" and "time limit" in res.message
     assert dplace.check(inst, res).ok and not res.interrupted
+
+
+@pytest.mark.parametrize("seed,method,opts", [
+    (40330, "milp", {"solver": "highs"}),  # every op pinned or colocated: the MILP is an LP
+    (40330, "cpsat", {"progress": False}),  # CP-SAT's optimum is confirmed by that LP (HiGHS)
+])
+def test_an_lp_is_proven_by_highs(seed, method, opts):
+    """HiGHS reports a MIP dual bound of 0 for a model without integer columns: its LP optimum is the
+    bound (CP-SAT's claim, confirmed by it, was "feasible" too)."""
+    res, defects, feasible = _judged(seed, method, **opts)
+    assert defects == [] and feasible, (defects, res.extra.get("claim_notes"))
+    assert res.status == "optimal", (res.extra.get("solver_result"), res.extra.get("claim_notes"))
