@@ -14,7 +14,7 @@ K-device generalisation (Moirai). Times are continuous µs (no rounding).
             s[v] >= te - M (2 - x[p,d1] - x[v,d2]); transfers of one link in the order of their
             producers on d1 (y), the simulator's FIFO rule                         -> _add_transfers
   sum_o mem[o] x[o, d] <= capacity[d];  mk >= e[o];  mk >= sum_o dur[o][d] x[o, d] (device load);
-  M = heuristic makespan, every duration and transfer coefficient capped at M, and left out below 1e-9 M;
+  M = heuristic makespan, every duration and transfer coefficient capped at M, and left out below 1e-8 M;
   interchangeable devices (:func:`device_classes`) used in first-use order      -> _add_symmetry
   mk >= max(lower_bound, energetic-reasoning bound of cpsat.energetic_bound).
 
@@ -73,7 +73,7 @@ class MilpOptions:
             raise bad_option("hint", "best, heft or none", self.hint)
 
 
-RESOLUTION = 1e-9  # times below this fraction of big-M are left out of the model (MilpModel.coef)
+RESOLUTION = 1e-8  # times below this fraction of big-M are left out of the model (MilpModel.coef)
 
 
 class MilpModel:
@@ -106,11 +106,12 @@ class MilpModel:
 
         Above M: a longer time cannot occur in a schedule below M either way, and coefficients of 1e10
         beside a big-M of 30 left CBC's rows wrong by 1e-3 (it answered infeasible, and optima above the
-        simulated optimum). Below the resolution: op times of 5e-10 x M (10 µs beside transfers of 1e10 µs)
-        are far below what a big-M row resolves (integer tolerance x M), and CBC's preprocessing then lost
-        its own optimum (mapped back, its solution broke the original rows; it still said optimal and wrote
-        a vector of zeros). Both only lower the model's values: its bounds stay proven, its schedules are
-        simulated (the times left out cost at most n x RESOLUTION x M on them)."""
+        simulated optimum). Below the resolution: times under what a big-M row resolves (CBC's integer
+        tolerance 1e-7 x M) broke CBC: op times of 5e-10 x M (10 µs beside transfers of 1e10 µs) and its
+        preprocessing lost its own optimum (mapped back, its solution broke the original rows: it still said
+        optimal and wrote a vector of zeros); op times of 1e-9 x M and it called the hint optimal at the
+        root, 3e5 times the optimum. Both only lower the model's values: its bounds stay proven, its
+        schedules are simulated (the times left out cost at most n x RESOLUTION x M on them)."""
         return 0.0 if t < RESOLUTION * self.M else min(t, self.M)
 
     def p(self, o: int, d: int) -> float:

@@ -66,6 +66,7 @@ def test_issue_examples_claim_no_more_than_brute_force(seed, method, opts):
     11234,  # ticks fitted to that big-M: CP-SAT could not confirm CBC's optimum
     13298,  # every op placed and ordered: CBC solves an LP and prints no "Result" line
     44809,  # op times 5e-10 x big-M beside transfers of 1e10 µs: CBC's preprocessing lost its optimum
+    48525,  # op times 1e-9 x big-M: CBC called the hint (3e5 times the optimum) optimal at the root
 ])
 def test_cbc_proves_the_optimum_where_it_did_not(seed):
     """Fuzz seeds where milp with CBC (the other formulation confirming, no brute force) answered only
