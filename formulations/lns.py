@@ -331,7 +331,7 @@ def improve(inst: Instance, placement: Sequence[int], order: Sequence[Sequence[i
 
 
 def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: float, t0: float, seed: int = 0,
-                    bound_share: float = 0.25, twins_share: float = 0.6, options: dict[str, Any] | None = None,
+                    bound_share: float = 0.25, twins_share: float = 0.6, anneal_share: float = 0.8, options: dict[str, Any] | None = None,
                     extra: dict[str, Any] | None = None, should_stop=None):
     """The large-graph stage of ``portfolio``: a proven bound and the group-move LNS in the budget.
 
@@ -339,7 +339,8 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
     segment bound (:func:`dplace.bounds_segments.segment_bound`, at most ``bound_share`` of what is left),
     the segments' schedules put together (:func:`.stitch.stitch`, start "stitch"), then each start re-ordered by :func:`placement_order` (kept when faster), on graphs of two parts tied by
     colocation the best start's placement searched for ``twins_share`` of what is left by
-    :func:`.twins.search` (start "twins"), then :func:`improve` from the best until the deadline. Returns a Result named "portfolio" whose bound names its source;
+    :func:`.twins.search` (start "twins") — or, where :func:`.anneal.applies` (parallel comm, up to
+    :data:`.anneal.MAX_OPS` ops), annealed for ``anneal_share`` of what is left instead (start "anneal") —, then :func:`improve` from the best until the deadline. Returns a Result named "portfolio" whose bound names its source;
     ``extra["starts"]`` holds every start's makespan and ``extra["winner"]`` the one the LNS began from."""
     from dplace.bounds import lower_bound_with_source
     from dplace.bounds_segments import segment_bound
@@ -393,7 +394,13 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
             best = (mk, name, list(res.placement), od, sch)
     if best is None:
         return None
-    if inst.n <= 20000 and left() > 2.0 and not (should_stop is not None and should_stop()):
+    from . import anneal
+
+    if anneal.applies(inst) and anneal_share > 0:
+        if left() > 3.0 and not (should_stop is not None and should_stop()):
+            best = _anneal_start(inst, best, tried, left, anneal_share, seed, (options or {}).get("workers"),
+                                 should_stop, extra)
+    elif inst.n <= 20000 and left() > 2.0 and not (should_stop is not None and should_stop()):
         best = _twins_start(inst, best, tried, left, twins_share, seed, should_stop)
     extra.update(winner=best[1], start_makespan=best[0], starts=tried)
     pl, od, st = improve(inst, best[2], best[3], time_limit_s=max(0.0, left() - 0.2), seed=seed,
@@ -406,6 +413,31 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
     res = Result(instance=inst, method="portfolio", status="feasible", placement=list(pl), order=[list(x) for x in od],
                  schedule=st.schedule, options=dict(options or {}), extra=extra)
     return claims.settle(res, [claims.Bound(lb, src)])
+
+
+def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], left, share: float, seed: int,
+                  workers: int | None, should_stop, extra: dict[str, Any]) -> tuple:
+    """The best start's placement improved by :func:`.anneal.anneal_placement` for ``share`` of the time
+    left (chains: ``workers``, default the CPU count, at most 4), ordered by :func:`placement_order`;
+    the new best start when it is faster (recorded as "anneal" in ``tried``)."""
+    import os
+
+    from .anneal import anneal_placement
+
+    progress.phase("anneal: placements judged by their list schedules")
+    k = max(1, min(4, workers or os.cpu_count() or 1))
+    pl, st = anneal_placement(inst, best[2], time_limit_s=max(0.0, share * left() - 0.5), seed=seed, workers=k,
+                              should_stop=should_stop)
+    extra["anneal"] = {"start_makespan": st.start_makespan, "makespan": st.makespan, "steps": st.steps,
+                       "accepted": st.accepted, "chains": st.chains, "wall_s": round(st.wall_s, 3),
+                       "stopped": st.stopped}
+    od = placement_order(inst, pl)
+    sch = simulate(inst, pl, od)
+    if sch.memory_ok:
+        tried["anneal"] = sch.makespan
+        if sch.makespan < best[0]:
+            return (sch.makespan, "anneal", pl, od, sch)
+    return best
 
 
 def _twins_start(inst: Instance, best: tuple, tried: dict[str, float], left, share: float, seed: int,

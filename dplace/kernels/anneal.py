@@ -1,0 +1,223 @@
+"""Simulated annealing over placements, each judged by a list schedule of that placement (compiled).
+
+A placement is judged by the makespan of one list schedule of it (parallel comm): ops in decreasing
+order of the placement's own upward rank (each op's time on its device plus the longest path after it,
+edges between devices costing their transfer time; ties by topological position), each at its earliest
+start on its device (into an idle gap when one is long enough). That is
+``formulations.lns.placement_order`` followed by ``dplace.simulate``; :func:`list_makespan` returns the
+same number (a test compares them), written here as one loop over plain arrays so that a search can
+judge tens of thousands of placements a second on graphs of a few hundred ops.
+
+:func:`anneal` moves whole units (colocation groups, single ops) to other allowed devices with room, and
+swaps two units of different devices, accepting a worse placement with probability
+``exp(-increase / temperature)``. It never returns a placement that breaks memory, pins or colocation
+(moves keep them) and returns the best placement it judged.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import njit
+
+
+@njit
+def _rank(pl, dur, lat, bw, topo, esrc, edst, ebytes, succ_ptr, succ_edge, rank):
+    for i in range(len(topo) - 1, -1, -1):
+        u = topo[i]
+        d = pl[u]
+        best = 0.0
+        for k in range(succ_ptr[u], succ_ptr[u + 1]):
+            e = succ_edge[k]
+            v = edst[e]
+            x = rank[v]
+            dv = pl[v]
+            if dv != d:
+                x += lat[d, dv] + ebytes[e] / bw[d, dv]
+            if x > best:
+                best = x
+        rank[u] = dur[u, d] + best
+
+
+@njit
+def _schedule(pl, dur, lat, bw, topo, esrc, ebytes, pred_ptr, pred_edge, rank, m, start, end, bs, be, cnt):
+    """List schedule of ``pl`` by ``rank`` (ties: topological position); fills start/end, returns the
+    makespan. bs/be (m, n): each device's busy intervals sorted by start, cnt[d] of them."""
+    n = len(topo)
+    key = np.empty(n)
+    for i in range(n):
+        key[i] = -rank[topo[i]]
+    order = topo[np.argsort(key, kind="mergesort")]
+    for d in range(m):
+        cnt[d] = 0
+    mk = 0.0
+    for o in order:
+        d = pl[o]
+        r = 0.0
+        for j in range(pred_ptr[o], pred_ptr[o + 1]):
+            e = pred_edge[j]
+            p = esrc[e]
+            dp = pl[p]
+            a = end[p] if dp == d else end[p] + lat[dp, d] + ebytes[e] / bw[dp, d]
+            if a > r:
+                r = a
+        p_o = dur[o, d]
+        c = cnt[d]
+        # earliest t >= r with [t, t + p_o) free: intervals are sorted by start and do not overlap (a
+        # zero-time op's instant counts as busy for ops that would span it)
+        lo, hi = 0, c
+        while lo < hi:  # first interval ending after r
+            mid = (lo + hi) // 2
+            if be[d, mid] <= r:
+                lo = mid + 1
+            else:
+                hi = mid
+        t = r
+        k = lo
+        while k < c:
+            if bs[d, k] >= t + p_o:
+                break
+            if be[d, k] > t:
+                t = be[d, k]
+            k += 1
+        for j in range(c, k, -1):
+            bs[d, j] = bs[d, j - 1]
+            be[d, j] = be[d, j - 1]
+        bs[d, k] = t
+        be[d, k] = t + p_o
+        cnt[d] = c + 1
+        start[o] = t
+        end[o] = t + p_o
+        if end[o] > mk:
+            mk = end[o]
+    return mk
+
+
+@njit
+def _evaluate(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m,
+              rank, start, end, bs, be, cnt):
+    _rank(pl, dur, lat, bw, topo, esrc, edst, ebytes, succ_ptr, succ_edge, rank)
+    return _schedule(pl, dur, lat, bw, topo, esrc, ebytes, pred_ptr, pred_edge, rank, m, start, end, bs, be, cnt)
+
+
+@njit
+def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge,
+            unit_ptr, unit_members, unit_mem, allowed, capacity, used, iters, t_hi, t_lo, seed, cur):
+    """``iters`` steps from ``pl`` (changed in place: it ends as the last accepted placement) with the
+    temperature going geometrically from t_hi to t_lo; returns (best makespan, best placement, last
+    accepted makespan, moves accepted)."""
+    np.random.seed(seed)
+    n = len(pl)
+    m = len(capacity)
+    nu = len(unit_ptr) - 1
+    rank = np.empty(n)
+    start = np.empty(n)
+    end = np.empty(n)
+    bs = np.empty((m, n + 1))
+    be = np.empty((m, n + 1))
+    cnt = np.zeros(m, dtype=np.int64)
+    args = (dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, rank, start,
+            end, bs, be, cnt)
+    if cur < 0:
+        cur = _evaluate(pl, *args)
+    best = cur
+    best_pl = pl.copy()
+    ratio = (t_lo / t_hi) ** (1.0 / max(1, iters)) if t_hi > 0 and t_lo > 0 else 1.0
+    temp = t_hi
+    accepted = 0
+    for _ in range(iters):
+        temp *= ratio
+        u = np.random.randint(nu)
+        a = pl[unit_members[unit_ptr[u]]]
+        swap = np.random.random() < 0.3
+        if swap:
+            w = np.random.randint(nu)
+            b = pl[unit_members[unit_ptr[w]]]
+            if b == a or not allowed[u, b] or not allowed[w, a]:
+                continue
+            if used[b] - unit_mem[w] + unit_mem[u] > capacity[b] or used[a] - unit_mem[u] + unit_mem[w] > capacity[a]:
+                continue
+        else:
+            w = -1
+            b = np.random.randint(m - 1)
+            if b >= a:
+                b += 1
+            if not allowed[u, b] or used[b] + unit_mem[u] > capacity[b]:
+                continue
+        for k in range(unit_ptr[u], unit_ptr[u + 1]):
+            pl[unit_members[k]] = b
+        if w >= 0:
+            for k in range(unit_ptr[w], unit_ptr[w + 1]):
+                pl[unit_members[k]] = a
+        v = _evaluate(pl, *args)
+        if v <= cur or (temp > 0 and np.random.random() < np.exp((cur - v) / temp)):
+            cur = v
+            accepted += 1
+            used[a] -= unit_mem[u]
+            used[b] += unit_mem[u]
+            if w >= 0:
+                used[b] -= unit_mem[w]
+                used[a] += unit_mem[w]
+            if v < best:
+                best = v
+                best_pl[:] = pl
+        else:
+            for k in range(unit_ptr[u], unit_ptr[u + 1]):
+                pl[unit_members[k]] = a
+            if w >= 0:
+                for k in range(unit_ptr[w], unit_ptr[w + 1]):
+                    pl[unit_members[k]] = b
+    return best, best_pl, cur, accepted
+
+
+def _arrays(inst):
+    from . import inst_arrays
+
+    return inst_arrays(inst)
+
+
+def list_makespan(inst, placement) -> tuple[float, np.ndarray, np.ndarray]:
+    """(makespan, start, end) of the list schedule of ``placement`` that :func:`anneal` judges by."""
+    a = _arrays(inst)
+    pl = np.asarray(placement, dtype=np.int64)
+    n, m = a.n, a.m
+    rank, start, end = np.empty(n), np.empty(n), np.empty(n)
+    bs, be = np.empty((m, n + 1)), np.empty((m, n + 1))
+    mk = _evaluate(pl, a.dur, a.lat, a.bw, a.topo, a.esrc, a.edst, a.ebytes, a.pred_ptr, a.pred_edge, a.succ_ptr,
+                   a.succ_edge, m, rank, start, end, bs, be, np.zeros(m, dtype=np.int64))
+    return float(mk), start, end
+
+
+class Annealer:
+    """:func:`_anneal` on one instance, run in chunks (``step``) so that the caller can keep its clock."""
+
+    def __init__(self, inst, placement, units: list[list[int]], allowed: list[list[int]]) -> None:
+        a = self.a = _arrays(inst)
+        self.pl = np.asarray(placement, dtype=np.int64).copy()
+        sizes = [len(u) for u in units]
+        self.unit_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self.unit_members = np.asarray([o for u in units for o in u], dtype=np.int64)
+        self.unit_mem = np.asarray([int(sum(int(a.mem[o]) for o in u)) for u in units], dtype=np.int64)
+        self.allowed = np.zeros((len(units), a.m), dtype=np.bool_)
+        for i, al in enumerate(allowed):
+            self.allowed[i, al] = True
+        self.used = np.zeros(a.m, dtype=np.int64)
+        for i, u in enumerate(units):
+            self.used[self.pl[u[0]]] += self.unit_mem[i]
+        self.cur = -1.0
+        self.result = (float("inf"), self.pl.copy())  # (best makespan, its placement): one assignment
+        self.accepted = 0
+        self.steps = 0
+
+    def step(self, iters: int, t_hi: float, t_lo: float, seed: int) -> float:
+        a = self
+        A = self.a
+        best, best_pl, cur, acc = _anneal(self.pl, A.dur, A.lat, A.bw, A.topo, A.esrc, A.edst, A.ebytes, A.pred_ptr,
+                                          A.pred_edge, A.succ_ptr, A.succ_edge, a.unit_ptr, a.unit_members,
+                                          a.unit_mem, a.allowed, A.capacity, a.used, iters, t_hi, t_lo, seed,
+                                          self.cur)
+        self.cur = float(cur)
+        self.accepted += int(acc)
+        self.steps += iters
+        if best < self.result[0]:
+            self.result = (float(best), best_pl.copy())
+        return self.result[0]

@@ -1,0 +1,107 @@
+"""Simulated annealing over placements for graphs of a few thousand ops (parallel comm).
+
+``portfolio`` runs it on the best start's placement: whole units (colocation groups, single ops) move to
+other devices with room or swap devices, and each placement is judged by its own list schedule
+(:func:`dplace.kernels.anneal.list_makespan`: ``formulations.lns.placement_order`` timed by the
+simulator's rules, compiled, ~50 µs on 650 ops). Judging thousands of placements a second lets the
+search cross the plateaus a first-improvement search stops on: on InceptionV3 (two copies of one DAG
+tied op by op) the moves that help come in long runs that each look worse alone.
+
+The temperature falls geometrically with the time used, from ``t_hi`` to ``t_lo`` (fractions of the
+start's makespan); with ``workers`` > 1 as many chains run in threads (the kernel releases the GIL) from
+the same start with different seeds, and the best placement of all is returned. The compiled kernel
+loads from numba's disk cache; the first run after an install compiles it (~10 s): a chain whose first
+chunk is still compiling at the deadline is left to finish in the background and not waited for.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+from dplace.model import Instance
+
+__all__ = ["AnnealStats", "anneal_placement", "applies"]
+
+MAX_OPS = 5000  # one judgement costs ~O(n * ops per device): past this a second gives too few
+
+
+@dataclass
+class AnnealStats:
+    start_makespan: float  # the start's list-schedule makespan
+    makespan: float  # the best placement's list-schedule makespan
+    steps: int  # placements judged (all chains)
+    accepted: int
+    chains: int
+    wall_s: float
+    stopped: str  # "time limit", "interrupted", "compiling" (no chain finished a chunk in time)
+
+
+def applies(inst: Instance) -> bool:
+    """Whether :func:`anneal_placement` runs on ``inst``: parallel comm, 2 to :data:`MAX_OPS` ops, more
+    than one device, and the compiled kernels enabled (``DPLACE_KERNEL=python`` turns it off: there is
+    no pure-Python version of the loop)."""
+    from dplace import kernels
+
+    return inst.comm == "parallel" and 2 <= inst.n <= MAX_OPS and inst.m > 1 and kernels.enabled()
+
+
+def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: float, seed: int = 0,
+                     workers: int = 1, t_hi: float = 0.008, t_lo: float = 1e-4, should_stop=None
+                     ) -> tuple[list[int], AnnealStats]:
+    """The best placement the annealing judged within ``time_limit_s`` (module docstring) and its stats.
+    Memory, pins and colocation of ``placement`` are kept by every move (a start over memory stays over
+    only where it was); the result is never judged worse than the start."""
+    from dplace.kernels.anneal import Annealer, list_makespan
+
+    from .lns import _Units
+
+    t0 = time.perf_counter()
+    deadline = t0 + max(0.0, time_limit_s)
+    units = _Units(inst)
+    start = [int(d) for d in placement]
+    m0 = list_makespan(inst, start)[0]
+    hi, lo = t_hi * m0, max(t_lo * m0, 1e-12)
+    chains = [Annealer(inst, start, units.members, units.allowed) for _ in range(max(1, workers))]
+    done = [0] * len(chains)
+    stop = threading.Event()
+
+    def run(i: int) -> None:
+        a = chains[i]
+        iters, k = 50, 0
+        while not stop.is_set():
+            now = time.perf_counter()
+            if now >= deadline:
+                break
+            f0 = (now - t0) / max(1e-9, deadline - t0)
+            t = time.perf_counter()
+            a.step(iters, hi * (lo / hi) ** f0, hi * (lo / hi) ** min(1.0, f0 + 0.02), seed * 7919 + 104729 * i + k)
+            took = time.perf_counter() - t
+            done[i] += 1
+            k += 1
+            # chunks of ~0.05 s (the clock and Ctrl-C are looked at between chunks)
+            iters = max(10, min(200_000, int(iters * 0.05 / max(took, 1e-6))))
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(chains))]
+    for th in threads:
+        th.start()
+    stopped = "time limit"
+    while any(th.is_alive() for th in threads):
+        if should_stop is not None and should_stop():
+            stopped = "interrupted"
+            stop.set()
+            break
+        if time.perf_counter() >= deadline:
+            break
+        threads[0].join(0.05)
+    stop.set()
+    for th in threads:  # a chunk ends within ~0.05 s; a first chunk still compiling is not waited for
+        th.join(max(0.0, min(0.2, deadline + 0.2 - time.perf_counter())))
+    ran = [c for c, n in zip(chains, done) if n > 0]
+    if not ran:
+        return start, AnnealStats(m0, m0, 0, 0, len(chains), time.perf_counter() - t0, "compiling")
+    value, best_pl = min((c.result for c in ran), key=lambda r: r[0])
+    pl = best_pl.tolist() if value < m0 else start
+    return pl, AnnealStats(m0, min(m0, value), sum(c.steps for c in ran), sum(c.accepted for c in ran),
+                           len(chains), time.perf_counter() - t0, stopped)

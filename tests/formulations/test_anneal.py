@@ -1,0 +1,114 @@
+"""The annealing stage: its compiled list schedule against the oracle's timing and against
+``placement_order`` + ``simulate``; moves that keep memory, pins and colocation; the clock."""
+import random
+import time
+
+import pytest
+
+from dplace.check import check
+from dplace.formulations.anneal import anneal_placement, applies
+from dplace.formulations.lns import _Units, placement_order
+from dplace.kernels.anneal import list_makespan
+from dplace.model import Device, Edge, Instance, Op
+from dplace.oracle import fuzz_instance, time_schedule
+from dplace.result import make_result
+from dplace.simulate import simulate
+
+
+def _parallel(inst: Instance) -> Instance:
+    return inst if inst.comm == "parallel" else inst.replace(comm="parallel")
+
+
+def _order_of(inst: Instance, pl, start, end) -> list[list[int]]:
+    lists: list[list[int]] = [[] for _ in range(inst.m)]
+    for o in sorted(range(inst.n), key=lambda x: (start[x], end[x], inst.topo_pos[x])):
+        lists[pl[o]].append(o)
+    return lists
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_list_schedule_is_timed_as_the_oracle_times_its_order(seed):
+    """Every feature of the model (fuzz instances: per-device times, per-pair links, pins, colocation,
+    zero times, magnitudes 1e-3..1e10), parallel comm, random placements: each op starts at the earliest
+    time its device order allows (the oracle, written from the model's text, times the same order the
+    same way), and where no op takes zero time the makespan is placement_order's, simulated."""
+    inst = _parallel(fuzz_instance(7000 + seed, n_ops=(3, 14)))
+    rng = random.Random(seed)
+    for _ in range(5):
+        pl = [rng.choice(inst.allowed_devices(o)) for o in range(inst.n)]
+        mk, start, end = list_makespan(inst, pl)
+        orc = time_schedule(inst, pl, _order_of(inst, pl, start, end))
+        tol = 1e-9 * max(1.0, mk)
+        assert max(abs(a - b) for a, b in zip(orc.start, start)) <= tol
+        assert mk == pytest.approx(orc.makespan, rel=1e-12, abs=1e-12)
+        if all(inst.dur[o][pl[o]] > 0 for o in range(inst.n)):
+            assert mk == pytest.approx(simulate(inst, pl, placement_order(inst, pl)).makespan, rel=1e-12, abs=1e-12)
+
+
+def _wide(rng: random.Random, layers: int, width: int, m: int, memory: int) -> Instance:
+    """Layers of parallel ops, each op fed by two of the layer before; pairs of ops tied by colocation,
+    one op pinned; transfers comparable to op times."""
+    ops, edges = [], []
+    for i in range(layers):
+        for j in range(width):
+            ops.append(Op(f"o{i}_{j}", float(rng.randint(1, 9)), memory=rng.randint(1, 4),
+                          colocation=f"g{i}" if j < 2 else None, device="d0" if (i, j) == (0, 2) else None))
+            if i:
+                for k in rng.sample(range(width), 2):
+                    edges.append(Edge(f"o{i - 1}_{k}", f"o{i}_{j}", float(rng.randint(0, 6))))
+    return Instance("wide", [Device(f"d{x}", memory) for x in range(m)], ops, edges)
+
+
+def test_anneal_keeps_memory_pins_and_colocation_and_never_gets_worse():
+    rng = random.Random(3)
+    inst = _wide(rng, 12, 5, 3, memory=70)
+    units = _Units(inst)
+    pl0 = [0] * inst.n
+    used = [0] * inst.m
+    for ms, mem, al in zip(units.members, units.mem, units.allowed):  # a start that keeps memory
+        d = min(al, key=lambda x: used[x])
+        used[d] += mem
+        for o in ms:
+            pl0[o] = d
+    assert max(used) <= 70
+    m0 = list_makespan(inst, pl0)[0]
+    pl, st = anneal_placement(inst, pl0, time_limit_s=1.0, seed=1, workers=2)
+    assert st.start_makespan == m0 and st.steps > 0
+    assert st.makespan == list_makespan(inst, pl)[0] <= m0
+    assert st.makespan < m0  # a greedy balanced start is far from the best on this graph
+    res = make_result(inst, "anneal", pl, placement_order(inst, pl))
+    assert res.memory_ok and check(inst, res).ok
+    assert pl[inst.op_index["o0_2"]] == 0
+    for g in inst.groups:
+        assert len({pl[o] for o in g}) == 1
+
+
+def test_anneal_keeps_its_clock_and_stops_when_asked():
+    inst = _wide(random.Random(4), 30, 6, 4, memory=10**6)
+    pl0 = [0] * inst.n
+    anneal_placement(inst, pl0, time_limit_s=0.05)  # compiled (or loaded) before the clock is read
+    t = time.perf_counter()
+    anneal_placement(inst, pl0, time_limit_s=0.5, workers=2)
+    assert time.perf_counter() - t < 1.0
+    t = time.perf_counter()
+    _, st = anneal_placement(inst, pl0, time_limit_s=30.0, should_stop=lambda: time.perf_counter() - t > 0.3)
+    assert st.stopped == "interrupted" and time.perf_counter() - t < 1.0
+
+
+def test_applies_only_where_the_list_schedule_is_the_simulators(monkeypatch):
+    inst = _wide(random.Random(5), 3, 3, 2, memory=10**6)
+    assert applies(inst)
+    assert not applies(inst.replace(comm="sequential"))
+    monkeypatch.setenv("DPLACE_KERNEL", "python")
+    assert not applies(inst)
+
+
+def test_portfolio_anneals_and_its_answer_is_checked():
+    import dplace
+
+    inst = _wide(random.Random(6), 20, 5, 3, memory=10**6)  # 100 ops: above portfolio's K
+    res = dplace.solve(inst, "portfolio", time_limit_s=6.0)
+    assert check(inst, res).ok and res.memory_ok
+    an = res.extra["anneal"]
+    assert an["steps"] > 0 and an["makespan"] <= an["start_makespan"]
+    assert res.makespan <= res.extra["starts"]["anneal"] * (1 + 1e-12)
