@@ -14,7 +14,9 @@ the makespan of every schedule that keeps pins, colocation and memory:
   of which has one first and one last op);
 * ``segments``: segments of the critical path, each bounded by CP-SAT and the cheap bounds above
   (:mod:`dplace.bounds_segments`, behind an option: it runs CP-SAT); ``segments_memory``: that plus the
-  transfers memory forces on one-op segments (:mod:`dplace.bounds_memory`).
+  transfers memory forces on one-op segments (:mod:`dplace.bounds_memory`); ``twin_stems``: on graphs of
+  two parts tied op by op that begin with chains, the chains solved exactly together, each followed by a
+  proven bound of its part's rest (:mod:`dplace.bounds_twins`).
 
 :func:`lower_bound` is the max of the cheap ones (printed by default); :func:`bound_portfolio` runs all of
 them, with the time each took, for ``dplace info --bounds``. Within :func:`quick_bounds` (a time limit too
@@ -387,7 +389,8 @@ class BoundPart:
 def bound_portfolio(inst: Instance, *, segments: bool = True, time_limit_s: float = 30.0,
                     workers: int = 1) -> list[BoundPart]:
     """Every bound with its time: the cheap ones and (``segments=True``) the segment decomposition
-    within ``time_limit_s``. The best is ``max(parts, key=value)``."""
+    within ``time_limit_s``, then on graphs of two tied parts that begin with chains the twin-stem bound
+    within ``time_limit_s`` more. The best is ``max(parts, key=value)``."""
     check_memory_feasible(inst)
     out = []
     for name, fn in (("critical_path", critical_path_length), ("work", work_bound),
@@ -407,6 +410,12 @@ def bound_portfolio(inst: Instance, *, segments: bool = True, time_limit_s: floa
         out.append(BoundPart("segments", sb.value, sb.time_s, detail))
         if sb.memory_cuts > 0:
             out.append(BoundPart("segments_memory", sb.best[0], sb.time_s, {**detail, "memory_cuts": sb.memory_cuts}))
+        from .bounds_twins import twin_stem_bound
+
+        tb = twin_stem_bound(inst, time_limit_s=time_limit_s, workers=workers)
+        if tb is not None:
+            out.append(BoundPart("twin_stems", tb.value, tb.time_s,
+                                 {"stem": tb.stem, "rests": list(tb.rest_bounds), "stems_optimal": tb.optimal}))
     return out
 
 
@@ -415,13 +424,20 @@ def strong_bound(inst: Instance, *, time_limit_s: float, should_stop=None) -> Bo
     the segments' cheap bounds, anchored work among them, whatever the time): what ``compare`` sets
     beside the methods' own bounds. The part's name is the source of the larger."""
     from .bounds_segments import segment_bound
+    from .bounds_twins import twin_stem_bound, twin_stems
 
     t0 = time.perf_counter()
     value, name = lower_bound_with_source(inst)
     if inst.n > 2:
-        sb = segment_bound(inst, time_limit_s=max(0.0, time_limit_s), should_stop=should_stop)
+        twins = twin_stems(inst) is not None
+        sb = segment_bound(inst, time_limit_s=max(0.0, time_limit_s * (0.5 if twins else 1.0)), should_stop=should_stop)
         if sb.best[0] > value:
             value, name = sb.best
+        if twins:
+            tb = twin_stem_bound(inst, time_limit_s=max(0.0, time_limit_s - (time.perf_counter() - t0)),
+                                 should_stop=should_stop)
+            if tb is not None and tb.value > value:
+                value, name = tb.value, "twin_stems"
     return BoundPart(name, value, time.perf_counter() - t0)
 
 

@@ -360,6 +360,16 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
                                   "memory_cuts": sb.memory_cuts, "time_s": round(sb.time_s, 3)}
         if sb.best[0] > lb:
             lb, src = sb.best
+        from dplace.bounds_twins import twin_stem_bound, twin_stems
+
+        if twin_stems(inst) is not None and left() > 1.0:  # two tied parts that begin with chains
+            progress.phase("twin-stem bound")
+            tb = twin_stem_bound(inst, time_limit_s=max(0.0, bound_share * left()), should_stop=should_stop)
+            if tb is not None:
+                extra["twin_stem_bound"] = {"value": tb.value, "stem": tb.stem, "rests": list(tb.rest_bounds),
+                                            "stems_optimal": tb.optimal, "time_s": round(tb.time_s, 3)}
+                if tb.value > lb:
+                    lb, src = tb.value, "twin_stems"
         progress.update(bound=lb)
         if sols and left() > 1.0 and inst.n <= 20000:  # the segments' schedules put together: one more start
             # (on a 36k-op Transformer it was 1 % worse than heft and cost ~10 s of the budget)

@@ -1,0 +1,174 @@
+"""Twin-stem bound: two parts tied op by op that both begin with a chain.
+
+Some training graphs are two parts that share no edge, each colocation group holding one op of each
+(:func:`dplace.formulations.twins.twin_sides`; InceptionV3's converted graph). Where both parts begin with
+a chain of twins, the part that runs its chain second on a shared device starts everything after its
+chain late. The segment bound follows one critical path and cannot see that; this bound does.
+
+The relaxation, step by step (each step only removes constraints or rounds times down):
+
+1. Stems. Part A begins with a chain a_1 -> ... -> a_k: a_1 is A's only op without inputs, and for
+   i < k, a_i's only successor is a_{i+1}, whose only predecessor is a_i. Part B begins with the chain
+   of their twins b_1 -> ... -> b_k (b_i in a_i's colocation group), under the same conditions. Then
+   every other op of A descends from a_k (it descends from a_1, and no path leaves the chain before a_k),
+   and likewise in B.
+2. In any schedule, A's other ops (A's *rest*) start at or after E_A, the end of a_k. Shifted back by
+   E_A they form a schedule of the rest as an instance of its own (those ops, the edges among them, their
+   memory, pins; no colocation: their twins are dropped; parallel comm: sequential transfers only
+   delay), so A ends at or after E_A + L_A for every proven lower bound L_A of that instance (here its
+   segment bound, :mod:`dplace.bounds_segments`). Likewise B with E_B + L_B.
+3. The 2k stem ops, restricted from the same schedule, form a schedule of the *stem instance* (those ops,
+   the edges among them, memory, pins, colocation; parallel comm). Hence every schedule's makespan is at
+   least max(E_A + L_A, E_B + L_B) for the E_A, E_B of some stem schedule, so at least the least such value
+   over all stem schedules.
+4. That least value is the optimum of the stem instance with two more ops: t_A of time L_A after a_k and
+   t_B of time L_B after b_k, each pinned to a device of its own that no stem op can usefully use (a stem
+   op takes ``big`` there: more than a schedule of the stem on the real devices one op at a time, which
+   exists whenever the instance has a schedule), reached without transfer. Every time and transfer is
+   rounded down to whole ticks (a relaxation with integer data) and CP-SAT's proven bound of that
+   instance (confirmed as every CP-SAT bound is, :mod:`dplace.claims`) times the tick is the bound.
+
+Only for identical links between every device pair (the transfer of an edge is then one number).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from .model import Device, Edge, Instance, Link, Op
+
+__all__ = ["TwinStemBound", "twin_stem_bound", "twin_stems"]
+
+
+@dataclass
+class TwinStemBound:
+    value: float  # µs, proven lower bound on every schedule's makespan
+    stem: int  # ops in each part's chain
+    rest_bounds: tuple[float, float]  # L_A, L_B (µs)
+    optimal: bool  # CP-SAT proved the stem instance's optimum
+    time_s: float
+
+
+def _chain(inst: Instance, ops: list[int]) -> list[int]:
+    """The chain a part begins with (step 1 of the module docstring); [] when the part has several ops
+    without inputs."""
+    inside = set(ops)
+    sources = [o for o in ops if not any(inst.esrc[e] in inside for e in inst.pred[o])]
+    if len(sources) != 1:
+        return []
+    chain = [sources[0]]
+    while True:
+        out = {inst.edst[e] for e in inst.succ[chain[-1]]}
+        if len(out) != 1:
+            return chain
+        (w,) = out
+        if len({inst.esrc[e] for e in inst.pred[w]}) != 1:
+            return chain
+        chain.append(w)
+
+
+def twin_stems(inst: Instance) -> tuple[list[int], list[int]] | None:
+    """(a_1..a_k, b_1..b_k): the two parts' common chains of twins (k >= 1), or None when the graph is
+    not two tied parts, its links differ between device pairs, or the parts do not begin so."""
+    from .formulations.twins import twin_sides
+
+    if inst.m < 2 or len({(inst.lat[x][y], inst.bw[x][y]) for x in range(inst.m) for y in range(inst.m) if x != y}) != 1:
+        return None
+    sides = twin_sides(inst)
+    if sides is None:
+        return None
+    twin = {}
+    for g in inst.groups:
+        twin[g[0]], twin[g[1]] = g[1], g[0]
+    ca = _chain(inst, [o for o in range(inst.n) if sides[o] == 0])
+    cb = _chain(inst, [o for o in range(inst.n) if sides[o] == 1])
+    k = 0
+    while k < min(len(ca), len(cb)) and twin[ca[k]] == cb[k]:
+        k += 1
+    if k == 0:
+        return None
+    return ca[:k], cb[:k]
+
+
+def _rest(inst: Instance, ops: list[int], name: str) -> Instance:
+    """The ops as an instance of their own: edges among them, memory, pins, no colocation, parallel comm."""
+    keep = set(ops)
+    new_ops = [Op(inst.ops[o].id, {d.name: inst.dur[o][i] for i, d in enumerate(inst.devices)}, inst.mem[o],
+                  device=inst.ops[o].device) for o in sorted(ops, key=lambda x: inst.topo_pos[x])]
+    edges = [Edge(inst.ops[inst.esrc[e]].id, inst.ops[inst.edst[e]].id, inst.ebytes[e])
+             for e in range(len(inst.esrc)) if inst.esrc[e] in keep and inst.edst[e] in keep]
+    devices = [Device(d.name, d.memory, 1.0) for d in inst.devices]
+    return Instance(f"{inst.name}-{name}", devices, new_ops, edges, link=inst.link, pairs=inst.pairs, comm="parallel")
+
+
+def _stem_instance(inst: Instance, sa: list[int], sb: list[int], la: float, lb: float, tick: float) -> Instance:
+    """Step 4's instance, in ticks (every time rounded down)."""
+    fl = lambda x: float(math.floor(x / tick + 1e-9))  # noqa: E731
+    stem = sa + sb
+    keep = set(stem)
+    tt = inst.lat[0][1] + 0.0  # identical links: one latency, one bandwidth
+    bw = inst.bw[0][1]
+    edges = [(inst.esrc[e], inst.edst[e], fl(tt + inst.ebytes[e] / bw)) for e in range(len(inst.esrc))
+             if inst.esrc[e] in keep and inst.edst[e] in keep]
+    names = [d.name for d in inst.devices]
+    ta, tb = "__tail_a", "__tail_b"
+    while ta in inst.op_index or tb in inst.op_index or ta in names or tb in names:
+        ta, tb = ta + "_", tb + "_"
+    big = sum(fl(max(inst.dur[o])) for o in stem) + sum(c for _, _, c in edges) + fl(la) + fl(lb) + 1.0
+    ops = []
+    for o in stem:
+        t = {names[d]: fl(inst.dur[o][d]) for d in range(inst.m)}
+        t[ta] = t[tb] = big
+        ops.append(Op(inst.ops[o].id, t, inst.mem[o], colocation=inst.ops[o].colocation, device=inst.ops[o].device))
+    ops.append(Op(ta, fl(la), 0, device=ta))
+    ops.append(Op(tb, fl(lb), 0, device=tb))
+    cap = max(inst.capacity)
+    devices = [Device(d.name, d.memory, 1.0) for d in inst.devices] + [Device(ta, cap, 1.0), Device(tb, cap, 1.0)]
+    out = [Edge(inst.ops[u].id, inst.ops[v].id, c) for u, v, c in edges]
+    out += [Edge(inst.ops[sa[-1]].id, ta, 0.0), Edge(inst.ops[sb[-1]].id, tb, 0.0)]
+    return Instance(f"{inst.name}-stems", devices, ops, out, link=Link(0.0, 1.0), comm="parallel")
+
+
+def twin_stem_bound(inst: Instance, *, time_limit_s: float = 30.0, workers: int = 1, should_stop=None
+                    ) -> TwinStemBound | None:
+    """The twin-stem bound (module docstring) within ``time_limit_s`` (half for the rests' segment bounds,
+    the rest for CP-SAT on the stems); None where the graph is not of that shape."""
+    from .bounds_segments import segment_bound
+    from .formulations.cpsat import cpsat  # noqa: PLC0415 — formulations imports dplace.bounds
+
+    t0 = time.perf_counter()
+    stems = twin_stems(inst)
+    if stems is None:
+        return None
+    sa, sb = stems
+    from .formulations.twins import twin_sides
+
+    sides = twin_sides(inst)
+    stem = set(sa) | set(sb)
+    rests = [[o for o in range(inst.n) if sides[o] == sides[s[0]] and o not in stem] for s in (sa, sb)]
+    ls = []
+    for i, ops in enumerate(rests):
+        if not ops:
+            ls.append(0.0)
+            continue
+        left = 0.5 * time_limit_s - (time.perf_counter() - t0)
+        sub = _rest(inst, ops, f"rest{i}")
+        ls.append(segment_bound(sub, time_limit_s=max(0.0, left / (2 - i)), workers=workers,
+                                should_stop=should_stop).best[0] if sub.n > 2 else 0.0)
+        if sub.n <= 2:
+            from .bounds import lower_bound
+
+            ls[-1] = lower_bound(sub)
+    total = sum(min(inst.dur[o]) for o in stem) + sum(ls)
+    tick = 10.0 ** math.floor(math.log10(max(1.0, total / 1e7)))
+    sub = _stem_instance(inst, sa, sb, ls[0], ls[1], tick)
+    left = time_limit_s - (time.perf_counter() - t0)
+    cheap = max(sum(min(inst.dur[o]) for o in s) + l for s, l in zip((sa, sb), ls))
+    value, opt = cheap, False
+    if left > 0 and not (should_stop is not None and should_stop()):
+        res = cpsat(sub, time_limit_s=left, hint="heft", workers=workers, progress=False, tick=1.0)
+        if res.lower_bound is not None and res.lower_bound * tick > value:
+            value = res.lower_bound * tick
+        opt = res.status == "optimal"
+    return TwinStemBound(value, len(sa), (ls[0], ls[1]), opt, time.perf_counter() - t0)
