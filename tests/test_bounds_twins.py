@@ -110,3 +110,18 @@ def test_the_bound_is_above_the_cheap_bounds_on_many_of_the_random_graphs():
         above += b.value > lower_bound(inst) * (1 + 1e-9)
         equal += abs(b.value - orc.optimum) <= tolerance(orc.optimum)
     assert above >= 10 and equal >= 5
+
+
+@pytest.mark.parametrize("seed", [110, 112, 114, 115])
+def test_twin_stem_bound_never_above_cpsats_proven_optimum_on_30_ops(seed):
+    """30-op graphs (chains of 5, rests of 10, 3 devices; parallel and sequential comm) whose optimum
+    CP-SAT proves in seconds (its claim confirmed by dplace.claims); under load, its answer still bounds."""
+    import dplace
+
+    inst = _stemmed(seed, k=5, r=10, m=3)
+    res = dplace.solve(inst, "cpsat", time_limit_s=20.0)
+    b = twin_stem_bound(inst, time_limit_s=10.0)
+    assert b is not None and b.stem >= 5
+    assert b.value <= res.makespan + tolerance(res.makespan)
+    if res.status == "optimal":
+        assert b.value <= res.lower_bound + tolerance(res.lower_bound)
