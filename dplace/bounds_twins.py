@@ -84,7 +84,7 @@ def twin_stems(inst: Instance) -> tuple[list[int], list[int]] | None:
     ca = _chain(inst, [o for o in range(inst.n) if sides[o] == 0])
     cb = _chain(inst, [o for o in range(inst.n) if sides[o] == 1])
     k = 0
-    while k < min(len(ca), len(cb)) and twin[ca[k]] == cb[k]:
+    while k < min(len(ca), len(cb)) and twin.get(ca[k]) == cb[k]:
         k += 1
     if k == 0:
         return None

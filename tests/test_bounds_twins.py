@@ -79,6 +79,14 @@ def test_the_bound_bites_where_both_chains_share_a_device():
     assert critical_path_length(inst) == pytest.approx(11.0)
     assert b.value == pytest.approx(21.0)
     assert opt == pytest.approx(24.0)
+    # where the bounds are printed: info --bounds' portfolio and compare's strong bound name it
+    from dplace.bounds import bound_portfolio, strong_bound
+
+    parts = {p.name: p.value for p in bound_portfolio(inst, time_limit_s=5.0)}
+    assert parts["twin_stems"] == pytest.approx(21.0)
+    assert parts["segments"] == pytest.approx(24.0)  # here the one segment holds the whole graph: exact
+    sb = strong_bound(inst, time_limit_s=5.0)
+    assert (sb.name, sb.value) == ("segments", pytest.approx(24.0))
 
 
 def test_shapes_it_refuses():
