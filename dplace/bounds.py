@@ -404,7 +404,8 @@ def bound_portfolio(inst: Instance, *, segments: bool = True, time_limit_s: floa
     if segments and inst.n:
         from .bounds_segments import segment_bound
 
-        sb = segment_bound(inst, time_limit_s=time_limit_s, workers=workers)
+        cache: dict[Any, Any] = {}
+        sb = segment_bound(inst, time_limit_s=time_limit_s, workers=workers, cache=cache)
         detail = {"segments": sb.n_segments, "proven_optimal": sb.proven_optimal, "largest": sb.largest_segment,
                   "kept_ops": sb.kept_ops}
         out.append(BoundPart("segments", sb.value, sb.time_s, detail))
@@ -412,7 +413,7 @@ def bound_portfolio(inst: Instance, *, segments: bool = True, time_limit_s: floa
             out.append(BoundPart("segments_memory", sb.best[0], sb.time_s, {**detail, "memory_cuts": sb.memory_cuts}))
         from .bounds_twins import twin_stem_bound
 
-        tb = twin_stem_bound(inst, time_limit_s=time_limit_s, workers=workers)
+        tb = twin_stem_bound(inst, time_limit_s=time_limit_s, workers=workers, cache=cache)
         if tb is not None:
             out.append(BoundPart("twin_stems", tb.value, tb.time_s,
                                  {"stem": tb.stem, "rests": list(tb.rest_bounds), "stems_optimal": tb.optimal}))
@@ -430,12 +431,14 @@ def strong_bound(inst: Instance, *, time_limit_s: float, should_stop=None) -> Bo
     value, name = lower_bound_with_source(inst)
     if inst.n > 2:
         twins = twin_stems(inst) is not None
-        sb = segment_bound(inst, time_limit_s=max(0.0, time_limit_s * (0.5 if twins else 1.0)), should_stop=should_stop)
+        cache: dict[Any, Any] = {}
+        sb = segment_bound(inst, time_limit_s=max(0.0, time_limit_s * (0.5 if twins else 1.0)), should_stop=should_stop,
+                           cache=cache)
         if sb.best[0] > value:
             value, name = sb.best
         if twins:
             tb = twin_stem_bound(inst, time_limit_s=max(0.0, time_limit_s - (time.perf_counter() - t0)),
-                                 should_stop=should_stop)
+                                 should_stop=should_stop, cache=cache)
             if tb is not None and tb.value > value:
                 value, name = tb.value, "twin_stems"
     return BoundPart(name, value, time.perf_counter() - t0)

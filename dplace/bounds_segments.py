@@ -265,7 +265,8 @@ def _segment_lb(sub: Instance, time_limit_s: float, workers: int) -> tuple[float
 
 def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 3, 0), time_limit_s: float = 30.0,
                   segment_time_s: float = 2.0, max_segment_ops: int = 60, workers: int = 1,
-                  should_stop=None, solutions: list[dict[str, Any]] | None = None) -> SegmentBound:
+                  should_stop=None, solutions: list[dict[str, Any]] | None = None,
+                  cache: dict[Any, Any] | None = None) -> SegmentBound:
     """Sum of proven segment bounds (module docstring).
 
     ``windows`` from wide to narrow: the decomposition with the widest window is used where its segments
@@ -279,6 +280,9 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
     ``{"level", "a", "b", "members", "placement", "start"}`` (path indices of its cuts, the instance's op
     indices of its ops, the device and start (µs) of each in the best schedule found): the pieces :mod:`dplace.formulations.stitch`
     puts together into a schedule of the whole instance.
+
+    ``cache``: a dict shared between calls (a segment's bound depends only on its shape: the key holds
+    every number of its sub-instance, ticks included), e.g. the whole graph's bound and its parts'.
     """
     import bisect
 
@@ -293,7 +297,7 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
     starts = [[s.a for s in segs] for _, segs in levels]
     stats = {"n": 0, "opt": 0, "kept": 0, "largest": 0}
     pieces: list[dict[str, Any]] = []
-    cache: dict[Any, tuple[float, bool]] = {}
+    cache = {} if cache is None else cache  # shape -> (bound in ticks, proven optimal, schedule)
 
     def span(level: int, a: int, b: int) -> float:
         segs = levels[level][1]

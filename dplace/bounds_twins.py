@@ -130,10 +130,12 @@ def _stem_instance(inst: Instance, sa: list[int], sb: list[int], la: float, lb: 
     return Instance(f"{inst.name}-stems", devices, ops, out, link=Link(0.0, 1.0), comm="parallel")
 
 
-def twin_stem_bound(inst: Instance, *, time_limit_s: float = 30.0, workers: int = 1, should_stop=None
-                    ) -> TwinStemBound | None:
-    """The twin-stem bound (module docstring) within ``time_limit_s`` (half for the rests' segment bounds,
-    the rest for CP-SAT on the stems); None where the graph is not of that shape."""
+def twin_stem_bound(inst: Instance, *, time_limit_s: float = 30.0, workers: int = 1, should_stop=None,
+                    cache: dict | None = None) -> TwinStemBound | None:
+    """The twin-stem bound (module docstring) within ``time_limit_s`` (60 % for the rests'
+    segment bounds, the rest for CP-SAT on the stems); None where the graph is not of that shape.
+    ``cache``: :func:`dplace.bounds_segments.segment_bound`'s, shared with a segment bound of the whole
+    graph (the first part's rest has the same segments as the whole graph's critical path there)."""
     from .bounds_segments import segment_bound
     from .formulations.cpsat import cpsat  # noqa: PLC0415 — formulations imports dplace.bounds
 
@@ -152,10 +154,10 @@ def twin_stem_bound(inst: Instance, *, time_limit_s: float = 30.0, workers: int 
         if not ops:
             ls.append(0.0)
             continue
-        left = 0.5 * time_limit_s - (time.perf_counter() - t0)
+        left = 0.6 * time_limit_s - (time.perf_counter() - t0)
         sub = _rest(inst, ops, f"rest{i}")
         ls.append(segment_bound(sub, time_limit_s=max(0.0, left / (2 - i)), workers=workers,
-                                should_stop=should_stop).best[0] if sub.n > 2 else 0.0)
+                                should_stop=should_stop, cache=cache).best[0] if sub.n > 2 else 0.0)
         if sub.n <= 2:
             from .bounds import lower_bound
 

@@ -355,7 +355,9 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
     if left() > 1.0 and bound_share > 0:
         progress.phase("segment bound")
         sols: list[dict[str, Any]] = []
-        sb = segment_bound(inst, time_limit_s=max(0.0, bound_share * left()), should_stop=should_stop, solutions=sols)
+        seg_cache: dict[Any, Any] = {}
+        sb = segment_bound(inst, time_limit_s=max(0.0, bound_share * left()), should_stop=should_stop, solutions=sols,
+                           cache=seg_cache)
         extra["segment_bound"] = {"value": sb.value, "segments": sb.n_segments, "proven_optimal": sb.proven_optimal,
                                   "memory_cuts": sb.memory_cuts, "time_s": round(sb.time_s, 3)}
         if sb.best[0] > lb:
@@ -364,7 +366,8 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
 
         if twin_stems(inst) is not None and left() > 1.0:  # two tied parts that begin with chains
             progress.phase("twin-stem bound")
-            tb = twin_stem_bound(inst, time_limit_s=max(0.0, bound_share * left()), should_stop=should_stop)
+            tb = twin_stem_bound(inst, time_limit_s=max(0.0, bound_share * left()), should_stop=should_stop,
+                                 cache=seg_cache)
             if tb is not None:
                 extra["twin_stem_bound"] = {"value": tb.value, "stem": tb.stem, "rests": list(tb.rest_bounds),
                                             "stems_optimal": tb.optimal, "time_s": round(tb.time_s, 3)}
