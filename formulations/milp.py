@@ -627,7 +627,15 @@ def _solve(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed: int 
         info["bound"] = None if interrupted else bound
         info["proven_optimal"] = proven
     else:
+        t0 = time.perf_counter()
         info = _solve_highs(P, opts, limit, warm, seed, presolve)
+        left = limit - (time.perf_counter() - t0)
+        if presolve and info["solver_result"] == "Optimal" and info["bound"] is None and left > 0.3:
+            # HiGHS's presolve called the model infeasible (it is not: seed 41257, the same model without
+            # presolve is solved) and HiGHS kept the warm start as "Optimal" with a dual bound of -inf:
+            # asked again without presolve, from its answer
+            info = dict(_solve_highs(P, opts, left, True, seed, presolve=False),
+                        highs_again="HiGHS said Optimal without a dual bound (presolve): solved again without presolve")
     info["pulp_status"] = pulp.LpStatus[prob.status]
     info["sol_status"] = prob.sol_status
     return info

@@ -88,10 +88,13 @@ def test_time_limit_before_the_search_returns_the_labelled_heuristic():
 @pytest.mark.parametrize("seed,method,opts", [
     (40330, "milp", {"solver": "highs"}),  # every op pinned or colocated: the MILP is an LP
     (40330, "cpsat", {"progress": False}),  # CP-SAT's optimum is confirmed by that LP (HiGHS)
+    (41257, "milp", {"solver": "highs"}),  # HiGHS's presolve: "infeasible"; the warm start kept as Optimal
 ])
-def test_an_lp_is_proven_by_highs(seed, method, opts):
-    """HiGHS reports a MIP dual bound of 0 for a model without integer columns: its LP optimum is the
-    bound (CP-SAT's claim, confirmed by it, was "feasible" too)."""
+def test_highs_proves_the_optimum_where_it_did_not(seed, method, opts):
+    """HiGHS reports a MIP dual bound of 0 for a model without integer columns (its LP optimum is the
+    bound), and of -inf where its presolve called the model infeasible yet the warm start "Optimal" (solved
+    again without presolve): both were "feasible" with the optimum in hand (CP-SAT's claim too, confirmed
+    by the LP)."""
     res, defects, feasible = _judged(seed, method, **opts)
     assert defects == [] and feasible, (defects, res.extra.get("claim_notes"))
     assert res.status == "optimal", (res.extra.get("solver_result"), res.extra.get("claim_notes"))
