@@ -48,7 +48,7 @@ def applies(inst: Instance) -> bool:
 
 
 def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: float, seed: int = 0,
-                     workers: int = 1, t_hi: float = 0.008, t_lo: float = 1e-4, should_stop=None
+                     workers: int = 1, t_hi: float = 0.003, t_lo: float = 1e-4, should_stop=None
                      ) -> tuple[list[int], AnnealStats]:
     """The best placement the annealing judged within ``time_limit_s`` (module docstring) and its stats.
     Memory, pins and colocation of ``placement`` are kept by every move (a start over memory stays over

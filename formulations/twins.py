@@ -28,7 +28,9 @@ with memory kept (first improvement, random sweeps; ties broken by the sum of th
 then :func:`schedule` turns the placement into per-device orders by list scheduling with a few
 priorities (the tail; the tail plus a head start for the part with the longer critical path; then, in
 its time, random head starts and small random changes of the priorities) and keeps the best by
-:func:`dplace.simulate`. ``portfolio`` runs it as one more start on twin-structured graphs.
+:func:`dplace.simulate`. ``portfolio`` runs it as one more start on twin-structured graphs where its
+annealing (:mod:`.anneal`, which judges placements by a list schedule and does better on InceptionV3) does
+not apply: sequential comm, or more than :data:`.anneal.MAX_OPS` ops.
 """
 from __future__ import annotations
 
