@@ -10,8 +10,9 @@ tied op by op) the moves that help come in long runs that each look worse alone.
 The temperature falls geometrically with the time used, from ``t_hi`` to ``t_lo`` (fractions of the
 start's makespan); with ``workers`` > 1 as many chains run in threads (the kernel releases the GIL) from
 the same start with different seeds, and the best placement of all is returned. The compiled kernel
-loads from numba's disk cache; the first run after an install compiles it (~10 s): a chain whose first
-chunk is still compiling at the deadline is left to finish in the background and not waited for.
+loads from numba's disk cache; the first run after an install compiles it (~10 s, holding the GIL):
+``portfolio`` runs the stage then only with 30 s or more for it (:func:`kernel_ready`), and a chain whose
+first chunk is still compiling at the deadline is left to finish in the background, not waited for.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from typing import Sequence
 
 from dplace.model import Instance
 
-__all__ = ["AnnealStats", "anneal_placement", "applies"]
+__all__ = ["AnnealStats", "anneal_placement", "applies", "kernel_ready"]
 
 MAX_OPS = 5000  # one judgement costs ~O(n * ops per device): past this a second gives too few
 
@@ -53,15 +54,18 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     """The best placement the annealing judged within ``time_limit_s`` (module docstring) and its stats.
     Memory, pins and colocation of ``placement`` are kept by every move (a start over memory stays over
     only where it was); the result is never judged worse than the start."""
-    from dplace.kernels.anneal import Annealer, list_makespan
+    from dplace.kernels.anneal import Annealer
+    from dplace.simulate import simulate
 
-    from .lns import _Units
+    from .lns import _Units, placement_order
 
     t0 = time.perf_counter()
     deadline = t0 + max(0.0, time_limit_s)
     units = _Units(inst)
     start = [int(d) for d in placement]
-    m0 = list_makespan(inst, start)[0]
+    # the temperatures' scale (the same list schedule, timed here in Python: nothing compiled runs in
+    # this thread, so a first run that compiles the kernel keeps the clock)
+    m0 = simulate(inst, start, placement_order(inst, start)).makespan
     hi, lo = t_hi * m0, max(t_lo * m0, 1e-12)
     chains = [Annealer(inst, start, units.members, units.allowed) for _ in range(max(1, workers))]
     done = [0] * len(chains)
@@ -101,7 +105,22 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     ran = [c for c, n in zip(chains, done) if n > 0]
     if not ran:
         return start, AnnealStats(m0, m0, 0, 0, len(chains), time.perf_counter() - t0, "compiling")
-    value, best_pl = min((c.result for c in ran), key=lambda r: r[0])
-    pl = best_pl.tolist() if value < m0 else start
-    return pl, AnnealStats(m0, min(m0, value), sum(c.steps for c in ran), sum(c.accepted for c in ran),
-                           len(chains), time.perf_counter() - t0, stopped)
+    value, best_pl = min((c.result for c in ran), key=lambda r: r[0])  # never above its chain's start
+    return best_pl.tolist(), AnnealStats(ran[0].start_value, value, sum(c.steps for c in ran),
+                                         sum(c.accepted for c in ran), len(chains), time.perf_counter() - t0, stopped)
+
+
+def kernel_ready() -> bool:
+    """Whether the annealing kernel is compiled in this process or in numba's disk cache (else its first
+    run compiles it: ~10 s, most of it holding the GIL)."""
+    import os
+
+    from dplace.kernels import anneal as ka
+
+    if ka._anneal.signatures:
+        return True
+    folder = os.path.join(os.path.dirname(os.path.abspath(ka.__file__)), "__pycache__")
+    try:
+        return any(n.startswith("anneal._anneal-") and n.endswith(".nbi") for n in os.listdir(folder))
+    except OSError:
+        return False

@@ -435,8 +435,11 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], left, sh
     the new best start when it is faster (recorded as "anneal" in ``tried``)."""
     import os
 
-    from .anneal import anneal_placement
+    from .anneal import anneal_placement, kernel_ready
 
+    if not kernel_ready() and share * left() < 30.0:  # compiling it would take most of the time
+        extra["anneal"] = {"skipped": "the annealing kernel is not compiled yet (~10 s) and less than 30 s is left"}
+        return best
     progress.phase("anneal: placements judged by their list schedules")
     k = max(1, min(4, workers or os.cpu_count() or 1))
     pl, st = anneal_placement(inst, best[2], time_limit_s=max(0.0, share * left() - 0.5), seed=seed, workers=k,

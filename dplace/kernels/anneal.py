@@ -104,7 +104,7 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
             unit_ptr, unit_members, unit_mem, allowed, capacity, used, iters, t_hi, t_lo, seed, cur):
     """``iters`` steps from ``pl`` (changed in place: it ends as the last accepted placement) with the
     temperature going geometrically from t_hi to t_lo; returns (best makespan, best placement, last
-    accepted makespan, moves accepted)."""
+    accepted makespan, moves accepted, makespan at the start; ``cur`` < 0: judge the start first)."""
     np.random.seed(seed)
     n = len(pl)
     m = len(capacity)
@@ -119,6 +119,7 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
             end, bs, be, cnt)
     if cur < 0:
         cur = _evaluate(pl, *args)
+    first = cur
     best = cur
     best_pl = pl.copy()
     ratio = (t_lo / t_hi) ** (1.0 / max(1, iters)) if t_hi > 0 and t_lo > 0 else 1.0
@@ -166,7 +167,7 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
             if w >= 0:
                 for k in range(unit_ptr[w], unit_ptr[w + 1]):
                     pl[unit_members[k]] = b
-    return best, best_pl, cur, accepted
+    return best, best_pl, cur, accepted, first
 
 
 def _arrays(inst):
@@ -204,6 +205,7 @@ class Annealer:
         for i, u in enumerate(units):
             self.used[self.pl[u[0]]] += self.unit_mem[i]
         self.cur = -1.0
+        self.start_value = float("nan")  # the start's makespan, known after the first step
         self.result = (float("inf"), self.pl.copy())  # (best makespan, its placement): one assignment
         self.accepted = 0
         self.steps = 0
@@ -211,10 +213,12 @@ class Annealer:
     def step(self, iters: int, t_hi: float, t_lo: float, seed: int) -> float:
         a = self
         A = self.a
-        best, best_pl, cur, acc = _anneal(self.pl, A.dur, A.lat, A.bw, A.topo, A.esrc, A.edst, A.ebytes, A.pred_ptr,
+        best, best_pl, cur, acc, first = _anneal(self.pl, A.dur, A.lat, A.bw, A.topo, A.esrc, A.edst, A.ebytes, A.pred_ptr,
                                           A.pred_edge, A.succ_ptr, A.succ_edge, a.unit_ptr, a.unit_members,
                                           a.unit_mem, a.allowed, A.capacity, a.used, iters, t_hi, t_lo, seed,
                                           self.cur)
+        if self.cur < 0:
+            self.start_value = float(first)
         self.cur = float(cur)
         self.accepted += int(acc)
         self.steps += iters
