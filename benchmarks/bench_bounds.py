@@ -6,8 +6,14 @@
              InceptionV3 <= 20 %
   large      ``portfolio`` vs ``heft`` on a generated Transformer (default 36,000 ops, 4 devices):
              improvement over heft (goal >= 3 %), proven gap
+  audit      every bound of ``bound_portfolio`` (the twin-stem bound included) against the brute-force
+             optimum (``dplace.oracle``) on ``--n`` random graphs of two tied parts that begin with chains
+             (``dplace.testing.stemmed_twins``: 8 ops, 2-3 devices, both comm modes, pins, binding
+             memory, magnitudes 1e-3..1e10): bounds above the optimum (goal 0), and how often the
+             twin-stem bound is above the cheap bounds or equal to the optimum
 
-Usage: .venv/bin/python benchmarks/bench_bounds.py [bounds] [gaps] [large] [--budget S] [--ops N] [--only NAME]
+Usage: .venv/bin/python benchmarks/bench_bounds.py [bounds] [gaps] [large] [audit] [--budget S] [--ops N]
+       [--only NAME] [--n N] [--start SEED]
 Times are wall-clock on a machine that may be shared by other work: say so when quoting them.
 """
 from __future__ import annotations
@@ -68,6 +74,41 @@ def part_large(budget: float, n_ops: int) -> None:
     print(f"lns: {res.extra.get('lns')}")
 
 
+def part_audit(n: int, start: int) -> int:
+    from dplace.bounds import lower_bound
+    from dplace.oracle import brute_force, tolerance
+    from dplace.testing import stemmed_twins
+
+    print(f"\n## bounds against the brute force, {n} random stemmed two-part graphs (seeds {start}..{start + n - 1})")
+    rows = {"instances": 0, "feasible": 0, "bounds above the optimum": 0, "twin_stems above the cheap bounds": 0,
+            "twin_stems equal to the optimum": 0}
+    worst = 0.0
+    t = time.perf_counter()
+    for seed in range(start, start + n):
+        k = 1 + seed % 3
+        inst = stemmed_twins(seed, k=k, r=4 - k, m=2 + seed % 2)
+        rows["instances"] += 1
+        orc = brute_force(inst)
+        if not orc.feasible:
+            continue
+        rows["feasible"] += 1
+        tol = tolerance(orc.optimum)
+        parts = {b.name: b.value for b in bound_portfolio(inst, time_limit_s=10.0)}
+        bad = [name for name, v in parts.items() if v > orc.optimum + tol]
+        if bad:
+            rows["bounds above the optimum"] += 1
+            print(f"seed {seed}: {bad} above the optimum {orc.optimum!r}: { {b: parts[b] for b in bad} }", flush=True)
+        tw = parts.get("twin_stems")
+        if tw is not None:
+            worst = max(worst, (tw - orc.optimum) / max(abs(orc.optimum), 1e-300))
+            rows["twin_stems above the cheap bounds"] += tw > lower_bound(inst) * (1 + 1e-9)
+            rows["twin_stems equal to the optimum"] += abs(tw - orc.optimum) <= tol
+    for name, v in rows.items():
+        print(f"{name:36s} {v:8d}")
+    print(f"{'twin_stems above the optimum, most':36s} {worst:8.2g}   (relative; goal: 0 bounds above)   wall {time.perf_counter() - t:.1f} s")
+    return 1 if rows["bounds above the optimum"] else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("parts", nargs="*", default=["bounds", "gaps", "large"])
@@ -75,10 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bounds-budget", type=float, default=30.0, help="seconds for the segment bound (default 30)")
     ap.add_argument("--ops", type=int, default=36000, help="ops of the generated Transformer (default 36000)")
     ap.add_argument("--only", default=None, help="one bundled instance for bounds/gaps (e.g. inceptionv3_training_4dev)")
+    ap.add_argument("--n", type=int, default=1000, help="audit: random graphs (default 1000)")
+    ap.add_argument("--start", type=int, default=0, help="audit: first seed (default 0)")
     args = ap.parse_args(argv)
     for p in args.parts:
-        if p not in ("bounds", "gaps", "large"):
-            ap.error(f"unknown part {p!r}; valid: bounds, gaps, large")
+        if p not in ("bounds", "gaps", "large", "audit"):
+            ap.error(f"unknown part {p!r}; valid: bounds, gaps, large, audit")
     if args.only:
         names = [n for n, _ in REAL]
         if args.only not in names:
@@ -90,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
         part_gaps(args.budget)
     if "large" in args.parts:
         part_large(args.budget, args.ops)
+    if "audit" in args.parts:
+        return part_audit(args.n, args.start)
     return 0
 
 

@@ -3,7 +3,8 @@
 ``contract_instances()`` gives the named small graphs every registered method must handle (chain,
 diamond, fork, join, colocation, pinned, tight memory; both comm modes). ``random_instance(rng, ...)``
 makes a random valid DAG instance; ``instances()`` is a hypothesis strategy of valid instances that
-shrinks. ``assert_valid_result(res)`` asserts what every placed result must satisfy; the contract
+shrinks. ``stemmed_twins(seed, ...)`` makes two tied parts that begin with chains (the
+shape :mod:`dplace.bounds_twins` bounds). ``assert_valid_result(res)`` asserts what every placed result must satisfy; the contract
 itself, one named ``check_*`` per rule, is in :mod:`dplace.contract`.
 """
 from __future__ import annotations
@@ -180,3 +181,34 @@ def instances(*, n_ops: int | None = None, n_devices: int | None = None, comm: s
         return Instance(f"drawn-{n}x{m}", devices, ops, edges, link=link, pairs=pairs, comm=mode)
 
     return draw_instance()
+
+
+def stemmed_twins(seed: int, *, k: int = 2, r: int = 2, m: int = 2) -> Instance:
+    """Two parts with the same edges and bytes and other times: a chain of k ops, then r ops fed by the
+    chain's end or by earlier rest ops; op i of one part tied to op i of the other by colocation. Drawn:
+    a magnitude (1e-3 .. 1e10), per-device times or not, zero times, a pin, memory from binding to
+    ample, one link (latency zero or not), comm mode."""
+    rng = random.Random(seed)
+    scale = rng.choice([1e-3, 1.0, 1e3, 1e6, 1e10])
+    n = k + r
+    pairs = [(i, i + 1) for i in range(k - 1)]
+    for j in range(k, n):
+        pairs += [(i, j) for i in rng.sample(range(k - 1, j), min(j - k + 1, rng.randint(1, 2)))]
+    names = [f"d{x}" for x in range(m)]
+    hetero = rng.random() < 0.3
+    pin = rng.randrange(n) if rng.random() < 0.3 else None
+    ops = []
+    for side in "ab":
+        for i in range(n):
+            t: Any = ({d: scale * rng.choice([0, 1, 2, 3, 5]) for d in names} if hetero
+                      else scale * rng.choice([0, 1, 2, 3, 5, 8]))
+            ops.append(Op(f"{side}{i}", t, rng.randint(0, 4), colocation=f"g{i}",
+                          device=names[0] if (side == "a" and i == pin) else None))
+    edges = []
+    for u, v in pairs:
+        b = scale * rng.choice([0, 1, 4])
+        edges += [Edge(f"a{u}", f"a{v}", b), Edge(f"b{u}", f"b{v}", b)]
+    mem = max(8, int(rng.choice([0.6, 1.0, 3.0]) * sum(o.memory for o in ops) / m) + 1)
+    comm = rng.choice(["parallel", "sequential"])
+    return Instance(f"stemmed{seed}", [Device(d, mem, 1.0) for d in names], ops, edges,
+                    link=Link(scale * rng.choice([0, 1]), rng.choice([1.0, 2.0])), comm=comm)

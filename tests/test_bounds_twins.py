@@ -1,45 +1,16 @@
 """The twin-stem bound against the brute-force optimum (dplace.oracle, written from the model's text) on
 small graphs of two tied parts that begin with chains: memory that binds, pins, both comm modes,
 magnitudes; and the shapes it must refuse."""
-import random
-
 import pytest
 
 from dplace.bounds_twins import twin_stem_bound, twin_stems
 from dplace.model import Device, Edge, Instance, Link, Op
 from dplace.oracle import brute_force, tolerance
+from dplace.testing import stemmed_twins
 
 
 def _stemmed(seed: int, *, k: int = 2, r: int = 2, m: int = 2) -> Instance:
-    """Two parts with the same edges and bytes, other times: a chain of k ops, then r ops fed by the
-    chain's end or by earlier rest ops; op i of one part tied to op i of the other."""
-    rng = random.Random(seed)
-    scale = rng.choice([1e-3, 1.0, 1e3, 1e6, 1e10])
-    n = k + r
-    edges = [(i, i + 1) for i in range(k - 1)]
-    for j in range(k, n):
-        srcs = rng.sample(range(k - 1, j), min(j - k + 1, rng.randint(1, 2)))
-        edges += [(i, j) for i in srcs]
-    ops, out = [], []
-    names = [f"d{x}" for x in range(m)]
-    hetero = rng.random() < 0.3
-    pin = rng.randrange(n) if rng.random() < 0.3 else None
-    for side in "ab":
-        for i in range(n):
-            if hetero:
-                t = {d: scale * rng.choice([0, 1, 2, 3, 5]) for d in names}
-            else:
-                t = scale * rng.choice([0, 1, 2, 3, 5, 8])
-            ops.append(Op(f"{side}{i}", t, rng.randint(0, 4), colocation=f"g{i}",
-                          device=names[0] if (side == "a" and i == pin) else None))
-    for u, v in edges:
-        b = scale * rng.choice([0, 1, 4])
-        out += [Edge(f"a{u}", f"a{v}", b), Edge(f"b{u}", f"b{v}", b)]
-    total = sum(o.memory for o in ops)
-    mem = max(8, int(rng.choice([0.6, 1.0, 3.0]) * total / m) + 1)
-    comm = rng.choice(["parallel", "sequential"])
-    return Instance(f"stemmed{seed}", [Device(d, mem, 1.0) for d in names], ops, out,
-                    link=Link(scale * rng.choice([0, 1]), rng.choice([1.0, 2.0])), comm=comm)
+    return stemmed_twins(seed, k=k, r=r, m=m)
 
 
 @pytest.mark.parametrize("seed", range(40))
