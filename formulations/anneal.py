@@ -119,7 +119,10 @@ def kernel_ready() -> bool:
 
     if ka._anneal.signatures:
         return True
-    folder = os.path.join(os.path.dirname(os.path.abspath(ka.__file__)), "__pycache__")
+    try:  # numba's cache folder: the package's __pycache__, or a user-wide one where that is read-only
+        folder = ka._anneal._cache.cache_path
+    except AttributeError:
+        folder = os.path.join(os.path.dirname(os.path.abspath(ka.__file__)), "__pycache__")
     try:
         return any(n.startswith("anneal._anneal-") and n.endswith(".nbi") for n in os.listdir(folder))
     except OSError:

@@ -135,3 +135,9 @@ def test_portfolio_does_not_compile_the_kernel_in_a_short_budget(monkeypatch):
     res = dplace.solve(inst, "portfolio", time_limit_s=8.0)
     assert time.perf_counter() - t < 9.0
     assert check(inst, res).ok and "skipped" in res.extra["anneal"]
+
+
+def test_kernel_ready_once_compiled(compiled):
+    from dplace.formulations.anneal import kernel_ready
+
+    assert kernel_ready()
