@@ -19,8 +19,9 @@ def add_info(subparsers: Any) -> argparse.ArgumentParser:
     s.add_argument("--R", type=int, default=None, help="fusion exploration range (default 200)")
     s.add_argument("--M", type=float, default=None, help="cluster memory limit as a fraction of device memory (default 0.25)")
     s.add_argument("--bounds", action="store_true", help="every proven bound with its time, exactly solved "
-                   "segments of the critical path included (runs CP-SAT)")
-    s.add_argument("--bounds-time", type=float, default=30.0, metavar="S", help="time for --bounds' segments (default 30)")
+                   "segments of the critical path included, and on two parts tied op by op that begin with chains "
+                   "the twin-stem bound (runs CP-SAT)")
+    s.add_argument("--bounds-time", type=float, default=30.0, metavar="S", help="time for --bounds' segments, and as much again for the twin-stem bound where it applies (default 30)")
     s.add_argument("--json", action="store_true", help="print JSON instead of text")
     s.set_defaults(func=cmd_info)
     return s
