@@ -156,3 +156,15 @@ def test_milp_keeps_its_own_order_on_ties():
     res = dplace.solve(inst, "milp", solver="highs", time_limit_s=10, seed=13820)
     assert judge(res, orc) == [], (res.status, res.makespan, orc.optimum)
     assert res.status == "optimal" and abs(res.makespan - orc.optimum) <= 1e-6 * orc.optimum
+
+
+def test_cpsat_keeps_its_own_order_on_ties():
+    """Seed 59308 (6 ops, sequential comm): CP-SAT proves 5000 with zero-time producers at one instant on
+    one device, their transfers on the link in the order its literals chose; read back by topological
+    position on ties, the simulator sent them in another order, 6000, and the proven optimum was thrown
+    away (found by the final claims campaign). The order the literals chose is read back as well."""
+    inst, orc = _oracle(59308)
+    assert inst.comm == "sequential" and any(min(r) == 0 for r in inst.dur)
+    res = dplace.solve(inst, "cpsat", time_limit_s=10, seed=59308)
+    assert judge(res, orc) == [], (res.status, res.makespan, orc.optimum)
+    assert res.status == "optimal" and abs(res.makespan - orc.optimum) <= 1e-6 * orc.optimum

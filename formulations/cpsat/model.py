@@ -136,6 +136,38 @@ class CpModelVars:
             order[pl[o]].append(o)
         return pl, order, st
 
+    def tie_order(self, value, pl: list[int], order: list[list[int]]) -> list[list[int]] | None:
+        """``order`` with ops of equal start and end on one device (zero-time ops at one instant) in the
+        order the model's own literals chose (``order_lits``: in sequential comm they also order the
+        producers' transfers on a link, which the simulator sends in device order); None when that is
+        ``order`` itself or there are no such literals. Ties without a literal keep ``order``'s order."""
+        if not self.order_lits:
+            return None
+        from functools import cmp_to_key
+
+        st = [int(value(v)) for v in self.s]
+        en = [int(value(v)) for v in self.e]
+        pos = {o: i for lst in order for i, o in enumerate(lst)}
+
+        def cmp(a: int, c: int) -> int:
+            b = self.order_lits.get((min(a, c), max(a, c)))
+            if b is not None and not isinstance(b, bool):
+                first = min(a, c) if value(b) else max(a, c)
+                return -1 if first == a else 1
+            return pos[a] - pos[c]
+
+        out = []
+        for lst in order:
+            new, i = [], 0
+            while i < len(lst):
+                j = i + 1
+                while j < len(lst) and (st[lst[j]], en[lst[j]]) == (st[lst[i]], en[lst[i]]):
+                    j += 1
+                new += sorted(lst[i:j], key=cmp_to_key(cmp)) if j - i > 1 else lst[i:j]
+                i = j
+            out.append(new)
+        return None if out == order else out
+
 
 def _enf(lits: Sequence[Any]) -> list[Any] | None:
     """Enforcement list without constant True; None when a constant False makes it vacuous."""

@@ -80,6 +80,7 @@ class SolveOutcome:
     wall_s: float
     interrupted: bool = False
     presolve: bool = True  # False: found by a search without presolve
+    tie_order: list[list[int]] | None = None  # the order with ties as the model's literals chose them
 
 
 def _params(sv: cp.CpSolver, time_limit_s: float, workers: int, seed: int, log: bool = False) -> None:
@@ -103,13 +104,15 @@ def solve_model(V: CpModelVars, *, time_limit_s: float, workers: int, seed: int,
     st, stopped = run_search(sv, V.model, cb)
     wall = time.perf_counter() - t0
     name = sv.status_name(st) + (" (interrupted)" if stopped else "")
+    ties = None
     if st in (cp.OPTIMAL, cp.FEASIBLE):
         pl, order, _ = V.extract(sv.value)
+        ties = V.tie_order(sv.value, pl, order)
         obj, bound = sv.objective_value, sv.best_objective_bound
     else:
         pl = order = obj = None
         bound = sv.best_objective_bound if st != cp.INFEASIBLE else math.inf
-    return SolveOutcome(st, name, pl, order, obj, bound, wall, stopped, presolve)
+    return SolveOutcome(st, name, pl, order, obj, bound, wall, stopped, presolve, ties)
 
 
 def confirm_bound(V: CpModelVars, claim_ticks: float, *, time_limit_s: float, workers: int, seed: int,
@@ -140,7 +143,7 @@ def confirm_bound(V: CpModelVars, claim_ticks: float, *, time_limit_s: float, wo
     if st in (cp.OPTIMAL, cp.FEASIBLE):
         pl, order, _ = W.extract(sv.value)
         out = SolveOutcome(st, sv.status_name(st) + " (presolve off)", pl, order, sv.objective_value,
-                           sv.best_objective_bound, wall, False, False)
+                           sv.best_objective_bound, wall, False, False, W.tie_order(sv.value, pl, order))
         return (None if stopped else min(claim_ticks, sv.best_objective_bound)), out
     b = sv.best_objective_bound
     return (min(claim_ticks, b) if math.isfinite(b) and not stopped else None), None
@@ -356,8 +359,9 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
     cand = []
     for o in outs:
         if o.placement is not None:
-            cand.append(make_result(inst, method, o.placement, o.order, status="feasible", options=_asdict(opts),
-                                    claimed_makespan=T.to_us(o.objective_ticks), extra=dict(extra)))
+            for od in [o.order] + ([o.tie_order] if o.tie_order is not None else []):
+                cand.append(make_result(inst, method, o.placement, od, status="feasible", options=_asdict(opts),
+                                        claimed_makespan=T.to_us(o.objective_ticks), extra=dict(extra)))
     if hint_res is not None and hint_res.memory_ok:
         order = hint_res.order if hint_res.order is not None else hint_res.schedule.order
         cand.append(make_result(inst, method, hint_res.placement, order, status="feasible", options=_asdict(opts),
