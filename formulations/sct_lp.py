@@ -18,11 +18,11 @@ Solved with GLOP or HiGHS, both through OR-Tools' pywraplp; never a commercial s
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
 import time
 from dataclasses import dataclass
 
+from dplace import progress
+from dplace.budget import Budget
 from dplace.errors import SolverError
 
 __all__ = ["SctLpSolution", "favorite_children", "solve_sct_lp", "solve_sct_lp_windows"]
@@ -98,25 +98,6 @@ def solve_sct_lp(k: list[float], edges: list[tuple[int, int, float]], *, solver:
     return SctLpSolution(obj, x, list(vals[:n]), status, time.perf_counter() - t0)
 
 
-@contextlib.contextmanager
-def _quiet_stdout():
-    """HiGHS prints a banner on the C-level stdout even with output off; keep it out of CLI output."""
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, ValueError, OSError):
-        yield
-        return
-    sys.stdout.flush()
-    saved = os.dup(fd)
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), fd)
-            yield
-    finally:
-        os.dup2(saved, fd)
-        os.close(saved)
-
-
 def _solve(backend: str, ncol: int, n: int, rows, time_limit_s):
     """Through OR-Tools' pywraplp: backend "GLOP" or "HIGHS_LP" (OR-Tools' bundled HiGHS).
 
@@ -139,7 +120,7 @@ def _solve(backend: str, ncol: int, n: int, rows, time_limit_s):
     obj = solver.Objective()
     obj.SetCoefficient(v[n], 1.0)
     obj.SetMinimization()
-    with _quiet_stdout() if backend.startswith("HIGHS") else contextlib.nullcontext():
+    with progress.silenced() if backend.startswith("HIGHS") else contextlib.nullcontext():
         st = solver.Solve()
     if st == pywraplp.Solver.OPTIMAL:
         return float(obj.Value()), [x.solution_value() for x in v], "optimal"
@@ -161,19 +142,21 @@ class SctLpWindows:
 
 
 def solve_sct_lp_windows(k: list[float], edges: list[tuple[int, int, float]], *, window: int = 0,
-                         solver: str = "glop", time_limit_s: float | None = None) -> SctLpWindows:
+                         solver: str = "glop", time_limit_s: float | None = None,
+                         budget: Budget | None = None) -> SctLpWindows:
     """Solve the LP on consecutive windows of ``window`` tasks (tasks numbered in a topological order).
 
     ``window <= 0`` or ``window >= len(k)`` solves the one global LP. Otherwise each window's LP only
     sees the edges inside it; an edge between windows gets x = 1 (not a favorite), which keeps the
     degree constraints of eq. (2) satisfied. This is a speed device for very large graphs (the simplex
     time grows faster than linearly): the per-window optima are reported, never a global value.
-    Windows left when ``time_limit_s`` runs out get the greedy fallback.
+    Windows left when ``budget`` (or ``time_limit_s`` from now) is spent get the greedy fallback.
     """
     t0 = time.perf_counter()
+    budget = Budget.resolve(budget, time_limit_s)
     n = len(k)
     if window <= 0 or window >= n:
-        sol = solve_sct_lp(k, edges, solver=solver, time_limit_s=time_limit_s)
+        sol = solve_sct_lp(k, edges, solver=solver, time_limit_s=budget.left() if budget.limited else None)
         return SctLpWindows(sol.x, sol.objective, [sol.objective], [sol.status], time.perf_counter() - t0)
     x = [1.0] * len(edges)
     by_window: dict[int, list[int]] = {}
@@ -186,11 +169,10 @@ def solve_sct_lp_windows(k: list[float], edges: list[tuple[int, int, float]], *,
         hi = min(n, lo + window)
         ids = by_window.get(wi, [])
         sub = [(edges[i][0] - lo, edges[i][1] - lo, edges[i][2]) for i in ids]
-        left = None if time_limit_s is None else time_limit_s - (time.perf_counter() - t0)
-        if left is not None and left <= 0:
+        if budget.expired():
             sol = SctLpSolution(None, _greedy_x(hi - lo, sub), [], "time_limit", 0.0)
         else:
-            sol = solve_sct_lp(k[lo:hi], sub, solver=solver, time_limit_s=left)
+            sol = solve_sct_lp(k[lo:hi], sub, solver=solver, time_limit_s=budget.left() if budget.limited else None)
         for i, v in zip(ids, sol.x):
             x[i] = v
         objs.append(sol.objective)

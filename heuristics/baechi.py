@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dplace.budget import Budget
 from dplace import kernels
 from dplace.kernels import gate
 from dplace.columns import forward_of_index
@@ -353,7 +354,8 @@ def _extra(inst: Instance, units: list[int], cl: Clusters) -> dict:
 
 # ------------------------------------------------------------------------------------------ m-TOPO
 @register("m_topo", options=BaechiOptions, summary="Baechi m-TOPO: BFS topological order, fill devices up to total/m + largest op.")
-def m_topo(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def m_topo(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+           **options) -> Result:
     """m-TOPO (Baechi §2.2): walk a BFS topological order, fill devices in id order up to
     Cap = sum(d_i)/m + max(d_i); each device runs its ops in that order."""
     opts = BaechiOptions(**options)
@@ -503,7 +505,8 @@ def _list_schedule(inst: Instance, cl: Clusters, ur: _UnitRules,
 
 
 @register("m_etf", options=BaechiOptions, summary="Baechi m-ETF: earliest (op, device) start first; full devices dropped.")
-def m_etf(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def m_etf(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+          **options) -> Result:
     """m-ETF (Baechi §2.3, ETF of Hwang et al. 1989 made memory-aware): a queue of (op, device) pairs
     by earliest schedulable time; a pair whose device cannot hold the op is dropped."""
     opts = BaechiOptions(**options)
@@ -544,7 +547,8 @@ LP_WINDOW = 1000
 
 
 @register("m_sct", options=SctOptions, summary="Baechi m-SCT: SCT favorite-child LP (GLOP/HiGHS), rounded, memory-aware list scheduling.")
-def m_sct(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def m_sct(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+          **options) -> Result:
     """m-SCT (Baechi §2.4; SCT of Hanen & Munier): solve the favorite-child LP relaxation (eq. 2),
     round x_ij < threshold to "favorite", then list-schedule like ETF preferring each favorite child
     on its parent's device and urgent ops; a full device is excluded."""
@@ -554,7 +558,8 @@ def m_sct(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, *
     units, cl, ur = _prepare(inst, opts)
     k, edges = _cluster_lp_data(inst, cl)
     window = int(opts.lp_window) if opts.lp_window is not None else (0 if cl.n <= GLOBAL_LP_MAX else LP_WINDOW)
-    lp = solve_sct_lp_windows(k, edges, window=window, solver=opts.lp_solver, time_limit_s=time_limit_s)
+    lp = solve_sct_lp_windows(k, edges, window=window, solver=opts.lp_solver,
+                              budget=Budget.resolve(budget, time_limit_s))
     fav_child, _ = favorite_children(cl.n, edges, lp.x, opts.threshold)
     state, fallbacks = _list_schedule(inst, cl, ur, fav_child)
     extra = {**_extra(inst, units, cl), "fallbacks": fallbacks,

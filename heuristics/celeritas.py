@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dplace.budget import Budget
 from dplace import kernels
 from dplace.errors import bad_option
 from dplace.kernels import gate
@@ -250,7 +251,8 @@ def _best_of(inst: Instance, method: str, opts: CeleritasOptions, options: dict,
 @register("standard_evaluation", options=StandardEvaluationOptions,
           summary="Celeritas §4.2: DFS-TOPO order, fill each device to its memory, then the next.",
           best_effort=True)
-def standard_evaluation(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def standard_evaluation(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+                        **options) -> Result:
     """Celeritas §4.2.2: DFS-TOPO sequential placement to the memory limit, best effort when full."""
     StandardEvaluationOptions(**options)
     return make_result(inst, "standard_evaluation", fill_placement(inst, dfs_topo_order(inst)), options=options)
@@ -259,7 +261,8 @@ def standard_evaluation(inst: Instance, *, time_limit_s: float | None = None, se
 @register("order_place", options=CeleritasOptions,
           summary="Celeritas §5.2 Order-Place: fusion, then coarse nodes fill devices in CPD-TOPO order.",
           best_effort=True)
-def order_place(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def order_place(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+                **options) -> Result:
     """Celeritas §5.2/§6.2 Order-Place: Optimal Operation Fusion, sequential fill of the coarse graph.
 
     ``balance`` (default): the fill also moves on once a device holds its work share (total / m)."""
@@ -276,7 +279,8 @@ def order_place(inst: Instance, *, time_limit_s: float | None = None, seed: int 
 @register("celeritas", options=CeleritasOptions,
           summary="Celeritas Alg. 1+2: Optimal Operation Fusion, then Adjusting Placement of the coarse graph.",
           best_effort=True)
-def celeritas(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def celeritas(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+              **options) -> Result:
     """Celeritas (Xu et al.) §5.1-5.2, Alg. 1 and 2: fusion, Adjusting Placement, map back, simulate."""
     opts = CeleritasOptions(**options)
 

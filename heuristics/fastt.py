@@ -40,10 +40,10 @@ the batch, gradients summed where they reach the shared variables (rules in the 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping, Sequence
 
+from dplace.budget import Budget
 from dplace.kernels.use import wanted as kernel_wanted
 from dplace.errors import InvalidInstanceError, bad_option
 from dplace.graph import longest_path
@@ -179,7 +179,8 @@ def _dpos_result(inst: Instance, method: str, opts: DposOptions, options: dict[s
 
 
 @register("dpos", options=DposOptions, summary="FastT DPOS: critical-path devices + EFT with insertion, with execution order.")
-def dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+         **options) -> Result:
     """FastT DPOS (Yi et al., Middleware'20, §5.1 Alg. 1); deterministic, ``seed`` unused."""
     opts = DposOptions(**options)
     return _dpos_result(inst, "dpos", opts, options)
@@ -615,10 +616,11 @@ def _splittable(inst: Instance, o: int) -> bool:
 
 @register("os_dpos", options=OsDposOptions,
           summary="FastT OS-DPOS: DPOS plus splitting of critical-path ops (batch/channel).")
-def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+            **options) -> Result:
     """FastT OS-DPOS (Yi et al., Middleware'20, §5.2 Alg. 2); never worse than DPOS on the same graph.
 
-    Stops trying splits after ``max_dpos_runs`` DPOS re-runs or ``time_limit_s`` seconds (keeping the
+    Stops trying splits after ``max_dpos_runs`` DPOS re-runs or when its budget is spent (keeping the
     best graph so far). The Result is on the split graph (``res.instance``) when a split was kept.
     With ``data_parallel`` (and a model that fits one device) the input graph is the data-parallel
     one: never worse than DPOS on that graph, and not compared with DPOS on the model graph.
@@ -626,7 +628,7 @@ def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
     """
     opts = OsDposOptions(**options)
     given = inst
-    t0 = time.perf_counter()
+    budget = Budget.resolve(budget, time_limit_s)
     dopts = DposOptions(insertion=opts.insertion, critical_path=opts.critical_path, cp_one_device=opts.cp_one_device)
     bw = copy_bandwidth(inst) if opts.copy_bytes_per_us is None else float(opts.copy_bytes_per_us)
     dp_info: dict[str, Any] = {}
@@ -652,7 +654,7 @@ def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
         out_of_budget = False
         for dim, size in sorted(split_dims(cur.ops[o]).items()):
             for n in range(2, min(cur.m, size) + 1):
-                if runs >= cap or (time_limit_s is not None and time.perf_counter() - t0 > time_limit_s):
+                if runs >= cap or budget.expired():
                     out_of_budget = True
                     break
                 runs += 1
