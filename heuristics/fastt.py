@@ -638,7 +638,9 @@ def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
             dp_info[DP_KEY] = {k: v for k, v in inst.extra[DP_KEY].items() if k != "of"}
         else:
             dp_info["data_parallel_skipped"] = "the model does not fit one device: the model graph is the input"
+    t_run = budget.elapsed()
     best = _dpos_result(inst, "os_dpos", dopts, options)
+    run_s = budget.elapsed() - t_run  # a trial (split, DPOS, simulation) costs about one DPOS run
     dpos_makespan = best.makespan
     cap = math.inf if opts.max_dpos_runs is None else opts.max_dpos_runs
     cur = inst
@@ -654,10 +656,13 @@ def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
         out_of_budget = False
         for dim, size in sorted(split_dims(cur.ops[o]).items()):
             for n in range(2, min(cur.m, size) + 1):
-                if runs >= cap or budget.expired():
+                # a trial is begun only when it and what follows a kept split (its simulation, the split
+                # graph's bound in dplace.solve: about one more run) end within the budget
+                if runs >= cap or budget.left() < 2 * run_s:
                     out_of_budget = True
                     break
                 runs += 1
+                t_run = budget.elapsed()
                 g = split_instance(cur, [[op_id, dim, n]], overhead_us=opts.split_overhead_us, copy_bytes_per_us=bw)
                 if sum(g.mem) > sum(g.capacity):  # pieces of a partial sum each hold it whole
                     continue
@@ -666,6 +671,7 @@ def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
                 if sched.memory_ok or not best.memory_ok:  # a split must not break memory
                     if trial_best is None or sched.makespan < trial_best[0] - 1e-9:
                         trial_best = (sched.makespan, (g, run), [op_id, dim, n])
+                run_s = max(run_s, budget.elapsed() - t_run)
             if out_of_budget:
                 break
         if trial_best is not None and trial_best[0] < best.makespan - 1e-9 * max(1.0, best.makespan):
