@@ -120,9 +120,13 @@ class Interrupted(KeyboardInterrupt):
 # schedulers (dplace.kernels: HEFT, DPOS from 5,000 ops, m-ETF from 10,000, parallel comm) cost
 # _COMPILED_US, plus importing numba and loading their kernels once per process (_NUMBA_S), and otherwise
 # run the pure-Python reference (HEURISTIC_US). Used only to decide what fits in a budget.
+# (measured before the paper methods got the papers' settings; their dplace variants, the names the
+# heuristics of refine/portfolio run, keep those settings and these costs)
 HEURISTIC_US = {"standard_evaluation": 2.2, "metis": 3.0, "m_topo": 4.4, "celeritas": 6.9, "heft": 10.0,
-                "dpos": 10.3, "order_place": 10.6, "m_sct": 11.4, "m_etf": 14.6, "os_dpos": 15.5}
-_COMPILED_US = {"heft": 1.0, "dpos": 1.6, "os_dpos": 1.6, "m_etf": 1.2}
+                "dpos": 10.3, "order_place": 10.6, "m_sct": 11.4, "m_etf": 14.6, "os_dpos": 15.5,
+                "m_topo_capped": 4.4, "celeritas_balanced": 6.9, "order_place_balanced": 10.6, "m_sct_capped": 11.4,
+                "m_etf_capped": 14.6, "os_dpos_model_graph": 15.5}
+_COMPILED_US = {"heft": 1.0, "dpos": 1.6, "os_dpos": 1.6, "m_etf": 1.2, "os_dpos_model_graph": 1.6, "m_etf_capped": 1.2}
 _OTHER_US = 25.0
 _FIRST_US = 3.0
 _NUMBA_S = 0.5
@@ -132,7 +136,7 @@ def _compiled(inst: Instance, name: str) -> bool:
     """Whether heuristic ``name`` runs a compiled kernel on ``inst`` (asked without importing numba)."""
     if name not in _COMPILED_US:
         return False
-    if name == "m_etf":
+    if name in ("m_etf", "m_etf_capped"):
         from dplace.heuristics.baechi import _use_kernel
 
         return _use_kernel(inst)
@@ -238,13 +242,16 @@ def run_heuristics(inst: Instance, names: Sequence[str], *, deadline: float, see
 
 def hint_heuristics(which: str = "best", exclude: Sequence[str] = ()) -> list[str]:
     """The heuristics that hint the exact methods: ``heft`` only (which="heft"), or every registered
-    heuristic and baseline that is not itself an exact method."""
-    from dplace.registry import method_info, methods
+    heuristic and baseline that is not itself an exact method, a paper method with a registered dplace
+    variant running that variant instead (``m_etf_capped`` for ``m_etf``, ...: the settings these
+    hints were tuned with)."""
+    from dplace.registry import method_info, methods, paper_variants
 
     if which == "heft":
         return ["heft"]
+    replaced = paper_variants()
     return [nm for nm in methods() if method_info(nm).kind in ("heuristic", "baseline") and nm not in _SKIP_HINT
-            and nm not in exclude]
+            and nm not in replaced and nm not in exclude]
 
 
 def best_heuristic(inst: Instance, which: str = "best", *, time_limit_s: float | None = None, seed: int = 0,
