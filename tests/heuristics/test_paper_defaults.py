@@ -99,8 +99,9 @@ def test_variants_are_registered_beside_the_paper_methods():
         assert method_info(paper).paper and method_info(paper).variant_of is None
     from dplace.formulations.cpsat.hint import hint_heuristics
 
-    names = hint_heuristics()
-    assert all(v in names for v in variants.values()) and not any(p in names for p in variants)
+    names = hint_heuristics()  # refine/portfolio start from the variants (and the Baechi paper methods)
+    assert all(v in names for v in variants.values())
+    assert {"m_topo", "m_etf", "m_sct"} <= set(names) and not {"celeritas", "order_place", "os_dpos"} & set(names)
 
 
 def _random_lp(rng, n):
@@ -138,3 +139,17 @@ def test_sct_ipm_leaves_tied_children_unrounded():
     assert sol.x == pytest.approx([0.5] * 4, abs=1e-6)
     assert favorite_children(4, edges, sol.x)[0] == [-1] * 4
     assert sum(f >= 0 for f in favorite_children(4, edges, solve_sct_lp(k, edges, solver="highs").x)[0]) == 2
+
+
+def test_the_balanced_celeritas_variants_are_never_worse_than_the_paper():
+    """The balanced variants try the paper's own setting (memory-only fusion, first-placed anchor) among theirs."""
+    from dplace.testing import random_instance
+
+    rng = random.Random(6)
+    for _ in range(25):
+        inst = random_instance(rng, comm="parallel", n_ops=rng.randint(3, 12))
+        for paper in ("celeritas", "order_place"):
+            a, b = dplace.solve(inst, paper), dplace.solve(inst, paper + "_balanced")
+            if a.status == "infeasible":
+                continue
+            assert (not b.memory_ok, b.makespan) <= (not a.memory_ok, a.makespan + 1e-9), (inst.name, paper)
