@@ -189,9 +189,10 @@ class ForwardGraph:
 
     ``inst``: the ops of the original graph that are not followers, with the edges among them (the
     induced subgraph: an op whose inputs all came from backward ops becomes a source), each op holding
-    its own memory plus its followers'. A *follower* is an op whose ``forward_of`` names another op and
-    that has no pin and no colocation group (hard constraints keep such ops in the placed graph, without
-    their ``forward_of``). ``kept[i]``: op of the original graph behind op i of ``inst``; ``lead[o]``:
+    its own memory plus its followers'. A *follower* is an op whose ``forward_of`` names another op,
+    that has no pin and whose colocation group, if any, is its lead's (hard constraints keep other such
+    ops in the placed graph, without their ``forward_of``). Backward ops that name no forward op (a
+    gradient sum, an optimizer update) are placed with the forward graph: Baechi does not say. ``kept[i]``: op of the original graph behind op i of ``inst``; ``lead[o]``:
     the original op whose device o takes (o itself when kept; ``forward_of`` followed to a kept op)."""
 
     inst: Instance
@@ -210,17 +211,20 @@ def forward_graph(inst: Instance) -> ForwardGraph | None:
     the forward graph is not a valid instance (a pinned op with its followers' memory beyond its device)."""
     fwd = forward_of_index(inst)
     n = inst.n
-    follower = (fwd >= 0) & (np.asarray(inst.pinned) < 0) & (np.asarray(inst.group_of) < 0)
-    if not follower.any() or sum(inst.mem) > max(inst.capacity):
+    cand = (fwd >= 0) & (np.asarray(inst.pinned) < 0)
+    if not cand.any() or sum(inst.mem) > max(inst.capacity):
         return None
+    group = inst.group_of
     lead = list(range(n))
-    for o in np.flatnonzero(follower).tolist():
+    for o in np.flatnonzero(cand).tolist():
         r, steps = o, 0
-        while follower[r] and steps <= n:  # forward_of may chain (a backward op of a backward op)
+        while cand[r] and steps <= n:  # forward_of may chain (a backward op of a backward op)
             r, steps = int(fwd[r]), steps + 1
-        if follower[r]:  # a forward_of cycle of followers: the op stays in the placed graph
-            r = o
+        if cand[r] or (group[o] >= 0 and group[o] != group[r]):
+            continue  # a forward_of cycle, or a colocation group the lead is not in: stays placed
         lead[o] = r
+    if all(lead[o] == o for o in range(n)):
+        return None
     kept = [o for o in range(n) if lead[o] == o]
     extra_mem = [0] * n
     for o in range(n):

@@ -153,3 +153,16 @@ def test_the_balanced_celeritas_variants_are_never_worse_than_the_paper():
             if a.status == "infeasible":
                 continue
             assert (not b.memory_ok, b.makespan) <= (not a.memory_ok, a.makespan + 1e-9), (inst.name, paper)
+
+
+def test_a_backward_op_colocated_with_its_forward_op_follows_it():
+    """The bundled training graphs colocate each backward op with its forward op: it follows (same group);
+    a backward op in another group stays in the placed graph."""
+    ops = [Op("f", 10, 5, colocation="g"), Op("v", 1, 1, colocation="h"), Op("b", 20, 5, colocation="g", extra={"forward_of": "f"}),
+           Op("c", 5, 5, colocation="h", extra={"forward_of": "f"})]
+    edges = [Edge("f", "b", 10), Edge("v", "c", 10), Edge("b", "c", 10)]
+    inst = Instance("coloc", [Device(f"d{d}", 100) for d in range(2)], ops, edges, link=Link(1.0, 10.0))
+    fg = forward_graph(inst)
+    assert fg.lead == [0, 1, 0, 3] and [inst.ops[o].id for o in fg.kept] == ["f", "v", "c"]
+    res = dplace.solve(inst, "m_etf")
+    assert res.placement[2] == res.placement[0] and res.placement[3] == res.placement[1]
