@@ -31,6 +31,7 @@ import sys
 import time
 from dataclasses import dataclass
 
+from dplace.budget import Budget
 from dplace.errors import SolverError
 
 __all__ = ["SctLpSolution", "favorite_children", "solve_sct_lp", "solve_sct_lp_windows"]
@@ -227,19 +228,21 @@ class SctLpWindows:
 
 
 def solve_sct_lp_windows(k: list[float], edges: list[tuple[int, int, float]], *, window: int = 0,
-                         solver: str = "ipm", time_limit_s: float | None = None) -> SctLpWindows:
+                         solver: str = "ipm", time_limit_s: float | None = None,
+                         budget: Budget | None = None) -> SctLpWindows:
     """Solve the LP on consecutive windows of ``window`` tasks (tasks numbered in a topological order).
 
     ``window <= 0`` or ``window >= len(k)`` solves the one global LP. Otherwise each window's LP only
     sees the edges inside it; an edge between windows gets x = 1 (not a favorite), which keeps the
     degree constraints of eq. (2) satisfied. This is a speed device for very large graphs (the simplex
     time grows faster than linearly): the per-window optima are reported, never a global value.
-    Windows left when ``time_limit_s`` runs out get the greedy fallback.
+    Windows left when the budget (``budget``, or ``time_limit_s`` from now) runs out get the greedy fallback.
     """
     t0 = time.perf_counter()
+    budget = Budget.resolve(budget, time_limit_s)
     n = len(k)
     if window <= 0 or window >= n:
-        sol = solve_sct_lp(k, edges, solver=solver, time_limit_s=time_limit_s)
+        sol = solve_sct_lp(k, edges, solver=solver, time_limit_s=budget.left() if budget.limited else None)
         return SctLpWindows(sol.x, sol.objective, [sol.objective], [sol.status], time.perf_counter() - t0)
     x = [1.0] * len(edges)
     by_window: dict[int, list[int]] = {}
@@ -252,8 +255,8 @@ def solve_sct_lp_windows(k: list[float], edges: list[tuple[int, int, float]], *,
         hi = min(n, lo + window)
         ids = by_window.get(wi, [])
         sub = [(edges[i][0] - lo, edges[i][1] - lo, edges[i][2]) for i in ids]
-        left = None if time_limit_s is None else time_limit_s - (time.perf_counter() - t0)
-        if left is not None and left <= 0:
+        left = budget.left() if budget.limited else None
+        if budget.expired():
             sol = SctLpSolution(None, _greedy_x(hi - lo, sub), [], "time_limit", 0.0)
         else:
             sol = solve_sct_lp(k[lo:hi], sub, solver=solver, time_limit_s=left)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dplace import kernels
+from dplace.budget import Budget
 from dplace.kernels import gate
 from dplace.columns import forward_of_index
 from dplace.errors import InvalidInstanceError, bad_option
@@ -488,11 +489,11 @@ def m_topo(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, 
     Cap = sum(d_i)/m + max(d_i); each device runs its ops in that order. §3 options as the paper's
     (no unit cap; forward-only placement when one device holds the model). Ties: the BFS queues sources in
     the instance's topological order and children in edge order (dplace's choice)."""
-    return _m_topo(inst, "m_topo", BaechiOptions(**options), options, time_limit_s)
+    return _m_topo(inst, "m_topo", BaechiOptions(**options), options, Budget.resolve(None, time_limit_s))
 
 
-def _m_topo(inst: Instance, method: str, opts: BaechiOptions, options: dict, time_limit_s: float | None) -> Result:
-    fo = _forward_only(inst, opts, method, options, lambda g: _m_topo(g, method, opts, options, time_limit_s))
+def _m_topo(inst: Instance, method: str, opts: BaechiOptions, options: dict, budget: Budget) -> Result:
+    fo = _forward_only(inst, opts, method, options, lambda g: _m_topo(g, method, opts, options, budget))
     if fo is not None:
         return fo
     units, cl, ur = _prepare(inst, opts)
@@ -646,11 +647,11 @@ def m_etf(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, *
     """m-ETF (Baechi §2.3, ETF of Hwang et al. 1989 made memory-aware): a queue of (op, device) pairs
     by earliest schedulable time; a pair whose device cannot hold the op is dropped. §3 options as the
     paper's. Ties (the paper is silent): larger bottom level, then topological position, then device id."""
-    return _m_etf(inst, "m_etf", BaechiOptions(**options), options, time_limit_s)
+    return _m_etf(inst, "m_etf", BaechiOptions(**options), options, Budget.resolve(None, time_limit_s))
 
 
-def _m_etf(inst: Instance, method: str, opts: BaechiOptions, options: dict, time_limit_s: float | None) -> Result:
-    fo = _forward_only(inst, opts, method, options, lambda g: _m_etf(g, method, opts, options, time_limit_s))
+def _m_etf(inst: Instance, method: str, opts: BaechiOptions, options: dict, budget: Budget) -> Result:
+    fo = _forward_only(inst, opts, method, options, lambda g: _m_etf(g, method, opts, options, budget))
     if fo is not None:
         return fo
     if _use_kernel(inst):
@@ -691,25 +692,27 @@ LP_WINDOW = 1000
 
 @register("m_sct", options=SctOptions, paper="Baechi §2.4 eq. 2, §3 (SoCC'20)",
           summary="Baechi §2.4 m-SCT: favourite-child LP (eq. 2) by interior point, x < 0.1 rounded, memory-aware SCT list scheduling.")
-def m_sct(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def m_sct(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+          **options) -> Result:
     """m-SCT (Baechi §2.4; SCT of Hanen & Munier): solve the favorite-child LP relaxation (eq. 2) by an
     interior-point method without crossover (HiGHS ``ipm``), round x_ij < threshold to "favorite", then
     list-schedule like ETF preferring each favorite child on its parent's device and urgent ops; a full
     device is excluded. §3 options as the paper's. Ties (the paper is silent): see :func:`_list_schedule`;
     two children under the threshold (possible only above 0.5): the smaller x, then edge order."""
-    return _m_sct(inst, "m_sct", SctOptions(**options), options, time_limit_s)
+    return _m_sct(inst, "m_sct", SctOptions(**options), options, Budget.resolve(budget, time_limit_s))
 
 
-def _m_sct(inst: Instance, method: str, opts: SctOptions, options: dict, time_limit_s: float | None) -> Result:
+def _m_sct(inst: Instance, method: str, opts: SctOptions, options: dict, budget: Budget) -> Result:
+    """m-SCT under ``budget``: the LP gets what is left of it (windows left at its end: greedy favourites)."""
     from dplace.formulations.sct_lp import favorite_children, solve_sct_lp_windows
 
-    fo = _forward_only(inst, opts, method, options, lambda g: _m_sct(g, method, opts, options, time_limit_s))
+    fo = _forward_only(inst, opts, method, options, lambda g: _m_sct(g, method, opts, options, budget))
     if fo is not None:
         return fo
     units, cl, ur = _prepare(inst, opts)
     k, edges = _cluster_lp_data(inst, cl)
     window = int(opts.lp_window) if opts.lp_window is not None else (0 if cl.n <= GLOBAL_LP_MAX else LP_WINDOW)
-    lp = solve_sct_lp_windows(k, edges, window=window, solver=opts.lp_solver, time_limit_s=time_limit_s)
+    lp = solve_sct_lp_windows(k, edges, window=window, solver=opts.lp_solver, budget=budget)
     fav_child, _ = favorite_children(cl.n, edges, lp.x, opts.threshold)
     state, fallbacks = _list_schedule(inst, cl, ur, fav_child)
     extra = {**_extra(inst, units, cl), "fallbacks": fallbacks,
@@ -730,8 +733,9 @@ def _register_capped(paper_name: str, impl, options: type, paper: str, more: str
     methods got the paper's -- and ``more``."""
     name = f"{paper_name}_capped"
 
-    def place(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **opts) -> Result:
-        return impl(inst, name, options(**opts), opts, time_limit_s)
+    def place(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+              **opts) -> Result:
+        return impl(inst, name, options(**opts), opts, Budget.resolve(budget, time_limit_s))
 
     place.__name__ = place.__qualname__ = name
     place.__doc__ = f":func:`{paper_name}` with dplace's unit cap{more}: see :func:`_register_capped`."

@@ -40,10 +40,10 @@ the batch, gradients summed where they reach the shared variables (rules in the 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping, Sequence
 
+from dplace.budget import Budget
 from dplace.kernels.use import wanted as kernel_wanted
 from dplace.errors import InvalidInstanceError, bad_option
 from dplace.graph import longest_path
@@ -628,7 +628,8 @@ def _splittable(inst: Instance, o: int) -> bool:
 @register("os_dpos", options=OsDposOptions, paper="FastT §5.2 Alg. 2 (Middleware'20)",
           summary="FastT §5.2 OS-DPOS: from the data-parallel graph when the model fits one device, DPOS plus "
                   "splitting of critical-path ops.")
-def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+            **options) -> Result:
     """FastT OS-DPOS (Yi et al., Middleware'20, §5.2 Alg. 2); never worse than DPOS on its input graph.
 
     The input graph is the data-parallel one (:func:`data_parallel_instance`) when the model fits one
@@ -641,21 +642,22 @@ def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
     position); dims in name order, n from 2 up; a split is kept only if it improves the makespan by
     more than 1e-9 relative.
     """
-    return _os_dpos(inst, "os_dpos", OsDposOptions(**options), options, time_limit_s)
+    return _os_dpos(inst, "os_dpos", OsDposOptions(**options), options, Budget.resolve(budget, time_limit_s))
 
 
 @register("os_dpos_model_graph", options=ModelGraphOsDposOptions, paper="FastT §5.2 Alg. 2", variant_of="os_dpos",
           summary="os_dpos on the graph as given (no data-parallel input graph), so its placement is of the given ops.")
-def os_dpos_model_graph(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def os_dpos_model_graph(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
+                        budget: Budget | None = None, **options) -> Result:
     """:func:`os_dpos` started from the graph given even when the model fits one device: its result is a
     placement of the given ops unless a split is kept (what ``portfolio`` and ``refine`` can use)."""
-    return _os_dpos(inst, "os_dpos_model_graph", ModelGraphOsDposOptions(**options), options, time_limit_s)
+    return _os_dpos(inst, "os_dpos_model_graph", ModelGraphOsDposOptions(**options), options,
+                    Budget.resolve(budget, time_limit_s))
 
 
 def _os_dpos(inst: Instance, method: str, opts: ModelGraphOsDposOptions, options: dict[str, Any],
-             time_limit_s: float | None) -> Result:
+             budget: Budget) -> Result:
     given = inst
-    t0 = time.perf_counter()
     dopts = DposOptions(insertion=opts.insertion, critical_path=opts.critical_path, cp_one_device=opts.cp_one_device)
     bw = copy_bandwidth(inst) if opts.copy_bytes_per_us is None else float(opts.copy_bytes_per_us)
     dp_info: dict[str, Any] = {}
@@ -684,7 +686,7 @@ def _os_dpos(inst: Instance, method: str, opts: ModelGraphOsDposOptions, options
         out_of_budget = False
         for dim, size in sorted(split_dims(cur.ops[o]).items()):
             for n in range(2, min(cur.m, size) + 1):
-                if runs >= cap or (time_limit_s is not None and time.perf_counter() - t0 > time_limit_s):
+                if runs >= cap or budget.expired():
                     out_of_budget = True
                     break
                 runs += 1
