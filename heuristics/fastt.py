@@ -181,7 +181,9 @@ def _dpos_result(inst: Instance, method: str, opts: DposOptions, options: dict[s
 @register("dpos", options=DposOptions, paper="FastT §5.1 Alg. 1 (Middleware'20)",
           summary="FastT DPOS: critical-path devices + EFT with insertion, with execution order.")
 def dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
-    """FastT DPOS (Yi et al., Middleware'20, §5.1 Alg. 1); deterministic, ``seed`` unused."""
+    """FastT DPOS (Yi et al., Middleware'20, §5.1 Alg. 1) with the paper's settings; deterministic, ``seed``
+    unused. Ties (the paper is silent): equal ranks by topological position, equal finish times by
+    device id, critical-path devices by (average time, more ops fitting, device id)."""
     opts = DposOptions(**options)
     return _dpos_result(inst, "dpos", opts, options)
 
