@@ -95,12 +95,17 @@ def solve_sct_lp(k: list[float], edges: list[tuple[int, int, float]], *, solver:
     ncol = n + 1 + len(edges)
     if n == 0:
         return SctLpSolution(0.0, [], [], "optimal", 0.0)
-    rows = _rows(n, k, edges)
     backend = {"glop": "GLOP", "highs": "HIGHS_LP"}.get(solver)
     if solver == "ipm":
+        # in units of the LP's largest time: unscaled (µs from 1 to 1e5 in one window) IPX reported this
+        # always-feasible LP primal infeasible (transformer_training(12000, 4), window of 2,000 clusters)
+        unit = max([*k, *(c for _, _, c in edges), 0.0]) or 1.0
+        rows = _rows(n, [x / unit for x in k], [(a, b, c / unit) for a, b, c in edges])
         obj, vals, status = _solve_ipm(ncol, n, rows, time_limit_s)
+        if vals is not None:
+            obj, vals = obj * unit, [v * unit if j <= n else v for j, v in enumerate(vals)]
     elif backend is not None:
-        obj, vals, status = _solve(backend, ncol, n, rows, time_limit_s)
+        obj, vals, status = _solve(backend, ncol, n, _rows(n, k, edges), time_limit_s)
     else:
         raise SolverError(f"sct_lp: solver must be ipm, highs or glop, got {solver!r}")
     if vals is None:

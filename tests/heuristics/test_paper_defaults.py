@@ -166,3 +166,15 @@ def test_a_backward_op_colocated_with_its_forward_op_follows_it():
     assert fg.lead == [0, 1, 0, 3] and [inst.ops[o].id for o in fg.kept] == ["f", "v", "c"]
     res = dplace.solve(inst, "m_etf")
     assert res.placement[2] == res.placement[0] and res.placement[3] == res.placement[1]
+
+
+def test_sct_ipm_is_solved_in_units_of_its_largest_time():
+    """Times from 1 µs to 1e5 µs in one LP: the interior point (in units of the largest time) still finds
+    the optimum and reports it in µs, as the simplex does."""
+    rng = random.Random(3)
+    n = 40
+    k = [rng.choice([1.0, 1e5]) * rng.uniform(1, 2) for _ in range(n)]
+    edges = [(a, b, rng.uniform(10, 1e4)) for b in range(1, n) for a in rng.sample(range(b), min(b, 2))]
+    ipm, simplex = solve_sct_lp(k, edges, solver="ipm"), solve_sct_lp(k, edges, solver="highs")
+    assert ipm.status == simplex.status == "optimal"
+    assert ipm.objective == pytest.approx(simplex.objective, rel=1e-6)
