@@ -251,12 +251,15 @@ def hint_heuristics(which: str = "best", exclude: Sequence[str] = ()) -> list[st
     """The heuristics that hint the exact methods: ``heft`` only (which="heft"), or every registered
     heuristic and baseline that is not itself an exact method, except the paper methods whose dplace
     variant covers them (:data:`_COVERED_BY_VARIANT`)."""
-    from dplace.registry import method_info, methods
+    from dplace.registry import method_info, methods, paper_variants
 
     if which == "heft":
         return ["heft"]
-    return [nm for nm in methods() if method_info(nm).kind in ("heuristic", "baseline") and nm not in _SKIP_HINT
-            and nm not in _COVERED_BY_VARIANT and nm not in exclude]
+    names = [nm for nm in methods() if method_info(nm).kind in ("heuristic", "baseline") and nm not in _SKIP_HINT
+             and nm not in _COVERED_BY_VARIANT and nm not in exclude]
+    # the paper methods with a variant last: where the budget runs out, the heuristics run before them
+    # are those the hints had before the paper methods got the papers' settings
+    return sorted(names, key=lambda nm: method_info(nm).paper != "" and nm in paper_variants())
 
 
 def best_heuristic(inst: Instance, which: str = "best", *, time_limit_s: float | None = None, seed: int = 0,
