@@ -140,3 +140,9 @@ def test_no_remaining_time_computed_by_hand():
                 if pattern.search(line):
                     found.append(f"{rel}:{i}: {line.strip()}")
     assert not found, "\n".join(found)
+
+
+def test_every_registered_method_takes_a_budget():
+    from dplace.registry import method_info, methods, takes_budget
+
+    assert [m for m in methods() if not takes_budget(method_info(m).func)] == []
