@@ -767,6 +767,25 @@ def cross_check(inst: Instance, incumbent: Result | None, floor: float, time_lim
     return (None if b is None else b * P.unit), res
 
 
+def _resolve(P: MilpModel, opts: MilpOptions, left: float, warm: bool, seed: int, infeasible: bool,
+             optd: dict[str, Any], extra: dict[str, Any], notes: list[str]) -> tuple[float | None, Result | None, bool]:
+    """The same model solved again by the same solver without presolve (a same-solver check): (the bound
+    it proves in µs, ``inf`` when it confirms infeasibility, None when nothing; its schedule; interrupted).
+    A solver that fails here (CBC has exited with signal 11 in this re-solve on instances where no
+    placement fits) proves nothing: the claim rests on the other checks."""
+    try:
+        info2 = _solve(P, opts, left, warm, seed + 1, presolve=False)
+    except SolverError as exc:
+        notes.append(f"the re-solve without presolve failed ({str(exc)[:120]}): it proves nothing")
+        return None, None, False
+    interrupted = bool(info2.get("interrupted"))
+    r2 = _read_solution(P, info2, optd, extra)
+    got = None if info2.get("bound") is None or interrupted else info2["bound"] * P.unit
+    if infeasible and P.prob.status == pulp.LpStatusInfeasible and not interrupted:
+        got = math.inf
+    return got, r2, interrupted
+
+
 def _model(inst: Instance, big_m: float, floor: float, start: Result | None, deadline: float
            ) -> tuple[MilpModel, float, bool]:
     """The MILP below ``big_m`` (µs) in its :func:`time_unit`, warm-started from ``start`` (a memory-feasible
@@ -887,14 +906,12 @@ def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Boun
             if r2 is not None:
                 cand.append(r2)
         elif ex is None and left >= 0.3:
-            info2 = _solve(P, opts, left, bool(cand) or warm, seed + 1, presolve=False)
-            interrupted = bool(info2.get("interrupted"))
-            r2 = _read_solution(P, info2, optd, extra)
+            got, r2, interrupted = _resolve(P, opts, left, bool(cand) or warm, seed, infeasible, optd, extra, notes)
             if r2 is not None:
                 cand.append(r2)
-            got = None if info2.get("bound") is None or interrupted else info2["bound"] * unit
-            if infeasible and P.prob.status == pulp.LpStatusInfeasible and not interrupted:
-                got = math.inf
+            if not claims.SAME_SOLVER_CONFIRMS and got is not None:  # the same solver again: never alone
+                notes.append(f"{check} proved {got:.9g}, but no independent check ran: the claim is not used")
+                got = None
         if infeasible and not cand:
             return claims.no_placement(inst, "milp", "milp: no placement keeps pins, colocation and memory",
                                        solver_says_infeasible=True, confirmed=got == math.inf, heuristic=hres,
@@ -903,6 +920,8 @@ def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Boun
             notes.append(f"{opts.solver} said infeasible; {check} found a schedule: the solver was wrong here")
         elif claim is not None:
             certified, cn = claims.confirm(claims.Bound(claim, f"milp ({opts.solver})"), [(check, got)])
+            if certified is not None and got is not None:
+                cn.append(f"{opts.solver}'s bound {certified.value:.9g} confirmed by {check}")
             notes += cn
     elif claim is not None:
         certified = claims.Bound(claim, f"milp ({opts.solver})")  # no stronger than dplace's own bounds

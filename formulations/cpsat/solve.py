@@ -285,6 +285,11 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
     cross = inst.n <= claims.CROSS_MAX_OPS
     own = [claims.Bound(lb, "lower_bound")] if isinstance(lb, (int, float)) else list(lb)
     own_ticks = max(math.ceil(b.value / T.tick - 1e-9) for b in own) if own else 0
+    # dplace's own bounds as proven: on exact ticks every makespan is a whole number of ticks, so the
+    # best of them rounded up to one is proven too (no confirmation needed up to it)
+    own_floor = max((b.value for b in own), default=0.0)
+    if T.exact:
+        own_floor = max(own_floor, T.real_bound(own_ticks))
     notes: list[str] = []
     if deadline is None:
         deadline = time.perf_counter() + max(0.2, min(2.0, out.wall_s))
@@ -311,8 +316,13 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
             notes.append(f"a search without presolve found makespan {T.to_us(better.objective_ticks):.9g} below "
                          f"what CP-SAT claimed possible ({T.to_us(claim):.9g}): CP-SAT's presolve was wrong here")
         if claim == math.inf:
-            infeasible_confirmed = got == math.inf
-        if got != math.inf:
+            infeasible_confirmed = got == math.inf and claims.SAME_SOLVER_CONFIRMS
+        if got is None and not claims.SAME_SOLVER_CONFIRMS and claim != math.inf:
+            # the re-solve is an extra: proving nothing in its time vetoes nothing; the claim goes on to the
+            # independent checks as made
+            certified = claims.Bound(T.real_bound(claim), method)
+            notes.append(f"a search without presolve did not finish: {method}'s bound goes to the other checks")
+        elif got != math.inf:
             certified, cn = claims.confirm(claims.Bound(T.real_bound(claim), method),
                                            [("a search without presolve", None if got is None else T.real_bound(got))])
             notes += cn
@@ -331,11 +341,19 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
         ex = claims.exhaustive(inst, lim)
         if inst.n <= claims.EXHAUSTIVE_MAX_OPS:
             _record(extra, "brute force", left, lim, t0)
+    independent = ex is not None  # a check that no CP-SAT failure can share settled the claim
     if ex is None and cross and not stopped and (
-            (certified is not None and certified.value > max(b.value for b in own)) or claim == math.inf):
-        certified, infeasible_confirmed = _cross_check(inst, T, outs, hint_res, own, certified, claim == math.inf,
-                                                       infeasible_confirmed, deadline - _cleanup_s(inst), seed, notes,
-                                                       extra)
+            (certified is not None and certified.value > own_floor) or claim == math.inf):
+        certified, infeasible_confirmed, independent = _cross_check(
+            inst, T, outs, hint_res, own, certified, claim == math.inf, infeasible_confirmed,
+            deadline - _cleanup_s(inst), seed, notes, extra)
+    own_floor = max([own_floor] + [b.value for b in own])  # brute force's optimum may have joined
+    if (not independent and not claims.SAME_SOLVER_CONFIRMS and certified is not None
+            and certified.value > own_floor + claims.tol(own_floor)):
+        notes.append(f"{certified.source} bound {certified.value:.9g} not confirmed by an independent check "
+                     f"(brute force or the other formulation{'' if cross else ': graph above CROSS_MAX_OPS'}): "
+                     "not used")
+        certified = None
     extra["bound_ticks"] = out.bound_ticks
     if ex is not None:  # small graph: brute force is the last word on the claim
         if ex.optimum is None:
@@ -378,10 +396,11 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
 def _cross_check(inst: Instance, T: Ticks, outs: list[SolveOutcome], hint_res: Result | None,
                  own: list[claims.Bound], certified: claims.Bound | None, says_infeasible: bool,
                  infeasible_confirmed: bool, deadline: float, seed: int, notes: list[str],
-                 extra: dict[str, Any]) -> tuple[claims.Bound | None, bool]:
+                 extra: dict[str, Any]) -> tuple[claims.Bound | None, bool, bool]:
     """CP-SAT's claim (``certified`` so far, or infeasibility) as far as the MILP of
     :func:`dplace.formulations.milp.cross_check` (HiGHS, presolve off, rescaled times) proves it; a
-    schedule it finds joins ``outs``. Returns (the bound kept, infeasibility confirmed)."""
+    schedule it finds joins ``outs``. Returns (the bound kept, infeasibility confirmed, whether the MILP
+    proved anything: without that nothing independent stands behind the claim)."""
     from ..milp import cross_check
 
     inc = None
@@ -404,10 +423,15 @@ def _cross_check(inst: Instance, T: Ticks, outs: list[SolveOutcome], hint_res: R
     if says_infeasible:
         if got != math.inf:
             notes.append(f"CP-SAT's infeasibility is not confirmed by {name}")
-        return certified, infeasible_confirmed and got == math.inf
+        else:
+            notes.append(f"CP-SAT's infeasibility confirmed by {name}")
+        confirmed = got == math.inf and (infeasible_confirmed or not claims.SAME_SOLVER_CONFIRMS)
+        return certified, confirmed, got == math.inf
     kept, cn = claims.confirm(certified, [(name, got)])
+    if got is not None and kept is not None:
+        cn.append(f"CP-SAT's bound {kept.value:.9g} confirmed by {name}")
     notes += cn
-    return kept, infeasible_confirmed
+    return kept, infeasible_confirmed, got is not None
 
 
 CLAIM_STAGES = ("confirm", "brute force", "cross check")

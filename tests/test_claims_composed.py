@@ -1,0 +1,92 @@
+"""Claims above 9 ops (issue 29): the composed instances' known optima, and the other formulation's check
+at every size — a second search of the same model never confirms a claim alone."""
+import json
+from pathlib import Path
+
+import pytest
+
+import dplace
+from dplace import claims
+from dplace.model import Instance
+from dplace.oracle import COMPOSITIONS, brute_force, composed_instance
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "claims"
+
+
+def _fixture(name):
+    d = json.loads((FIXTURES / name).read_text())
+    return Instance.from_dict(d["instance"]), d["optimum"]
+
+
+@pytest.mark.parametrize("kind", COMPOSITIONS)
+def test_a_composed_optimum_is_the_brute_force_optimum(kind):
+    """Small compositions (blocks of 2-4 ops, at most 8 ops in all) brute-forced whole: the optimum and
+    feasibility composed from the blocks' are the whole instance's (padding, disjoint devices with the
+    crossing time, series with the barrier: every rule of the model, both comm modes)."""
+    checked = 0
+    for seed in range(40):
+        inst, orc, info = composed_instance(seed, n_ops=(5, 8), block_ops=(2, 4), kind=kind)
+        if inst.n > 8 or info["kind"] != kind:
+            continue
+        whole = brute_force(inst, time_limit_s=60)
+        assert whole.complete and orc.complete
+        assert whole.feasible == orc.feasible, (seed, info)
+        if orc.optimum is None:
+            assert whole.optimum is None, (seed, info)
+        else:
+            assert whole.optimum == pytest.approx(orc.optimum, rel=1e-9, abs=1e-12), (seed, info)
+        checked += 1
+    assert checked >= 10
+
+
+def test_composed_instances_are_10_to_40_ops():
+    sizes = [composed_instance(s)[0].n for s in range(12)]
+    assert all(10 <= n <= 40 for n in sizes) and len(set(sizes)) > 3
+
+
+@pytest.mark.solver
+@pytest.mark.parametrize("name", ["padded-61.json", "padded-1143.json"])
+def test_cpsat_wrong_optimal_above_9_ops_is_caught_by_the_milp(name):
+    """CP-SAT's OPTIMAL above the optimum, which its search without presolve repeats, on a 6- and an 8-op
+    instance padded with independent zero ops to 10 (fuzz seeds 61, 1143): with the shipped defaults the
+    MILP checks it above 9 ops too and the true optimum comes back (before issue 29: "optimal" 22.8666 /
+    14000060, confirmed by the same solver)."""
+    inst, opt = _fixture(name)
+    assert inst.n == 10
+    res = dplace.solve(inst, "cpsat", time_limit_s=10, seed=0, progress=False)
+    assert res.status in ("optimal", "feasible")
+    if res.status == "optimal":
+        assert res.makespan == pytest.approx(opt, rel=1e-6)
+    assert res.lower_bound is None or res.lower_bound <= opt * (1 + 1e-6)
+    notes = res.extra.get("claim_notes", [])
+    assert any("MILP" in n for n in notes), notes
+
+
+@pytest.mark.solver
+def test_a_claim_no_independent_check_confirms_is_not_used(monkeypatch):
+    """The same 10-op instance with the MILP's HiGHS child hung: only CP-SAT's own re-solve agrees with
+    its wrong OPTIMAL, so the answer is feasible with dplace's own bound, never optimal."""
+    from dplace.formulations import highs_worker
+
+    hung = 'print("ready", flush=True)\nimport sys, time\nfor line in sys.stdin:\n    time.sleep(3600)\n'
+    monkeypatch.setattr(highs_worker, "CHILD", hung)
+    highs_worker.shutdown()
+    inst, opt = _fixture("padded-61.json")
+    try:
+        res = dplace.solve(inst, "cpsat", time_limit_s=4, seed=0, progress=False)
+    finally:
+        highs_worker.shutdown()
+    assert res.status == "feasible", (res.status, res.makespan, opt)
+    assert res.lower_bound is not None and res.lower_bound <= opt
+    assert any("not confirmed" in n for n in res.extra.get("claim_notes", [])), res.extra.get("claim_notes")
+
+
+@pytest.mark.solver
+def test_the_same_solver_alone_confirmed_the_wrong_optimal(monkeypatch):
+    """What shipped above 9 ops before issue 29 (cross check off, the re-solve confirming alone) still
+    says the wrong optimal on the fixture: the fixture holds the defect the check above catches."""
+    monkeypatch.setattr(claims, "CROSS_MAX_OPS", 0)
+    monkeypatch.setattr(claims, "SAME_SOLVER_CONFIRMS", True)
+    inst, opt = _fixture("padded-61.json")
+    res = dplace.solve(inst, "cpsat", time_limit_s=10, seed=0, progress=False)
+    assert res.status == "optimal" and res.makespan > opt * (1 + 1e-3)
