@@ -915,7 +915,8 @@ def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Boun
         if infeasible and not cand:
             return claims.no_placement(inst, "milp", "milp: no placement keeps pins, colocation and memory",
                                        solver_says_infeasible=True, confirmed=got == math.inf, heuristic=hres,
-                                       bound=max(own, key=lambda b: b.value), options=optd, extra=extra)
+                                       bound=max(own, key=lambda b: b.value), options=optd,
+                                       extra=dict(extra, claim_notes=notes) if notes else extra)
         if infeasible:
             notes.append(f"{opts.solver} said infeasible; {check} found a schedule: the solver was wrong here")
         elif claim is not None:

@@ -90,3 +90,31 @@ def test_the_same_solver_alone_confirmed_the_wrong_optimal(monkeypatch):
     inst, opt = _fixture("padded-61.json")
     res = dplace.solve(inst, "cpsat", time_limit_s=10, seed=0, progress=False)
     assert res.status == "optimal" and res.makespan > opt * (1 + 1e-3)
+
+
+@pytest.mark.solver
+def test_cbc_failing_in_its_re_solve_is_an_error_the_claim_rests_on_the_other_checks(monkeypatch):
+    """CBC exited with signal 11 in the re-solve without presolve on instances where no placement fits
+    (the issue's audit: 4 crashes of milp --solver cbc). Here CBC's re-solve fails the same way (its
+    binary's exit code -11, as _run_cbc reports it) on fuzz seed 240 (no placement keeps memory; dplace's
+    own arithmetic does not prove it) padded to 10 ops, with the re-solve as the only check: the run answers (no exception), and the infeasibility
+    that nothing confirmed is not claimed."""
+    from dplace.errors import SolverError
+    from dplace.formulations import milp as M
+    from dplace.oracle import fuzz_instance, padded
+
+    real = M._run_cbc
+
+    def crashing(P, opts, limit, warm, presolve, *a, **k):
+        if not presolve:
+            raise SolverError("milp: CBC exited with code -11: ")
+        return real(P, opts, limit, warm, presolve, *a, **k)
+
+    monkeypatch.setattr(M, "_run_cbc", crashing)
+    monkeypatch.setattr(claims, "CROSS_MAX_OPS", 0)
+    monkeypatch.setattr(claims, "SAME_SOLVER_CONFIRMS", True)
+    inst = padded(fuzz_instance(240), 1)
+    assert not brute_force(fuzz_instance(240)).feasible
+    res = dplace.solve(inst, "milp", solver="cbc", time_limit_s=10, seed=0)
+    assert res.status != "infeasible" and res.placement is None
+    assert any("re-solve without presolve failed" in n for n in res.extra.get("claim_notes", [])), res.extra
