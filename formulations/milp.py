@@ -250,13 +250,32 @@ def _order_var(P: MilpModel, a: int, b: int) -> Any:
     return P.y[key] if key == (a, b) else 1 - P.y[key]
 
 
+def _free_ops(P: MilpModel) -> tuple[list[bool], list[bool]]:
+    """(zero: op takes no model time on any device it may use, loose: zero and without edges). No
+    disjunction is needed between two zero ops (one of ``s_b >= s_a``, ``s_a >= s_b`` always holds: they
+    may share an instant, then the list puts either first) nor with a loose op (it may run at time 0 first
+    on its device: nothing waits for it). Both keep the model's optimum, and its schedules read back by
+    start times simulate to their model values; a graph padded with independent zero ops (the
+    composed instances of dplace.oracle) or a TF graph's NoOps would otherwise need O(n^2) binaries."""
+    inst = P.inst
+    zero = [all(P.p(o, d) == 0.0 for d in P.allowed[o]) for o in range(inst.n)]
+    touched = [False] * inst.n
+    for k in range(len(inst.esrc)):
+        touched[int(inst.esrc[k])] = touched[int(inst.edst[k])] = True
+    return zero, [zero[o] and not touched[o] for o in range(inst.n)]
+
+
 def _add_ordering(P: MilpModel, reach: list[int]) -> None:
-    """Disjunctions for pairs with no path between them that may share a device."""
+    """Disjunctions for pairs with no path between them that may share a device (none for pairs of ops
+    that take no time, nor with an op that takes none and has no edge: :func:`_free_ops`)."""
     inst, M = P.inst, P.M
+    zero, loose = _free_ops(P)
     for a in range(inst.n):
         _check_time(P.deadline)
         for b in range(a + 1, inst.n):
             if reach[a] >> b & 1 or reach[b] >> a & 1:
+                continue
+            if (zero[a] and zero[b]) or loose[a] or loose[b]:
                 continue
             qv = _same_device(P, a, b)
             if isinstance(qv, int) and qv == 0:
