@@ -6,7 +6,7 @@ HiGHS has answered a wrong optimum (times of 1e8 µs) and INFEASIBLE on a feasib
 that comes from a solver is *certified* only when an independent confirmation, one that the solver's
 known failure modes cannot share, proves at least as much: on graphs of at most ``EXHAUSTIVE_MAX_OPS``
 ops brute force first; where it did not complete, the other formulation (CP-SAT's claim by the MILP with
-HiGHS, presolve off, times rescaled; the MILP's by CP-SAT without presolve) at every size up to
+HiGHS, times rescaled; the MILP's by CP-SAT without presolve) at every size up to
 ``CROSS_MAX_OPS`` where it finishes within the time limit. A second search of the same model (CP-SAT:
 presolve off; MILP: presolve off, times rescaled) runs too, as an extra that can only weaken a claim:
 where no independent check completes the answer is ``feasible`` with dplace's own proven bound. When

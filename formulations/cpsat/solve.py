@@ -398,7 +398,7 @@ def _cross_check(inst: Instance, T: Ticks, outs: list[SolveOutcome], hint_res: R
                  infeasible_confirmed: bool, deadline: float, seed: int, notes: list[str],
                  extra: dict[str, Any]) -> tuple[claims.Bound | None, bool, bool]:
     """CP-SAT's claim (``certified`` so far, or infeasibility) as far as the MILP of
-    :func:`dplace.formulations.milp.cross_check` (HiGHS, presolve off, rescaled times) proves it; a
+    :func:`dplace.formulations.milp.cross_check` (HiGHS, rescaled times) proves it; a
     schedule it finds joins ``outs``. Returns (the bound kept, infeasibility confirmed, whether the MILP
     proved anything: without that nothing independent stands behind the claim)."""
     from ..milp import cross_check
@@ -411,7 +411,7 @@ def _cross_check(inst: Instance, T: Ticks, outs: list[SolveOutcome], hint_res: R
                 inc = r
     if hint_res is not None and hint_res.memory_ok and (inc is None or hint_res.makespan < inc.makespan):
         inc = hint_res
-    name = "the MILP (HiGHS, presolve off)"
+    name = "the MILP (HiGHS, presolve off)" if says_infeasible else "the MILP (HiGHS)"
     left = deadline - time.perf_counter()
     lim = stage_limit("cross check", left, True)
     t0 = time.perf_counter()
