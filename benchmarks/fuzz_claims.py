@@ -15,9 +15,13 @@ Results are appended to a JSONL file keyed by (seed, method), so a rerun resumes
 a wrong claim or an error is saved as JSON (instance, oracle optimum and argmin, the method's answer
 or exception) in --cases.
 Exits 1 when any claim is wrong. Two levels per exact method (``--levels``): ``METHOD/solver`` judges the
-solvers' own claims (dplace.claims' small-graph checks off), ``METHOD/product`` the shipped claims with
-the other formulation confirming them (CP-SAT's by the MILP with HiGHS, the MILP's by CP-SAT). Brute force
-inside dplace.claims (the same oracle: circular) is off at both levels unless --oracle-in-claims.
+solvers' own claims (the other formulation's check off, a same-solver re-solve confirming alone: what
+shipped above 9 ops before issue 29), ``METHOD/product`` the shipped claims with the other formulation
+confirming them (CP-SAT's by the MILP with HiGHS, the MILP's by CP-SAT). Brute force inside dplace.claims
+(the same oracle: circular) is off at both levels unless --oracle-in-claims.
+``--composed``: instances of 10-40 ops instead (``dplace.oracle.composed_instance``: brute-forced blocks
+padded with independent zero ops, side by side on disjoint devices, or in series), their optimum known
+from the blocks' brute force.
 Use a separate --out file per --time-limit / --oracle-in-claims setting (rows are keyed by seed and method).
 
   .venv/bin/python benchmarks/fuzz_claims.py --n 10000 --workers 2 --out fuzz.jsonl --cases fuzz_cases
