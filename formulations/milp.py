@@ -20,7 +20,8 @@ K-device generalisation (Moirai). Times are continuous µs (no rounding).
 
 Times are in units of a power of ten (:func:`time_unit`) that keeps the big-M at most 1e4: with times
 of 1e8 µs and more HiGHS answered wrong optima and even INFEASIBLE. The solver's bound (or INFEASIBLE)
-is a claim: it counts only as far as a re-solve without presolve confirms it (:mod:`dplace.claims`).
+is a claim: it counts only as far as CP-SAT without presolve (or brute force on small graphs) confirms
+it; a re-solve without presolve by the same solver may only weaken it (:mod:`dplace.claims`).
 
 Warm start: every variable gets the value of the best heuristic's simulated schedule (CBC: PuLP's mst
 file, checked in CBC's log; HiGHS: ``Highs.setSolution`` before ``run``). Status and bound are read from

@@ -1,8 +1,9 @@
 """The ``cpsat`` method: heuristics, hinted model, search, confirmed claims.
 
 Claims (:mod:`dplace.claims`): CP-SAT's bound, OPTIMAL or INFEASIBLE is a claim. It counts only as far as
-a second search *without presolve* confirms it (:func:`confirm_bound`: is there a schedule below the
-claimed bound?). Status ``optimal`` only when the *simulated* makespan reaches the certified bound
+a check CP-SAT's failures cannot share confirms it: brute force on small graphs, else the MILP with HiGHS
+(:func:`_cross_check`, up to ``claims.CROSS_MAX_OPS`` ops); a second search *without presolve*
+(:func:`confirm_bound`: is there a schedule below the claimed bound?) runs first and may only weaken it. Status ``optimal`` only when the *simulated* makespan reaches the certified bound
 (``claims.TOL``, 1e-6 relative). Time: heuristics, model building and hint completion count against the
 limit (:class:`~.model.OutOfTime` -> the heuristic answer, labelled); Ctrl-C stops the search
 (:func:`~.model.run_search`) and the best answer so far comes back with ``interrupted=True``.
@@ -283,8 +284,9 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
            hint_res: Result | None, opts: Any, extra: dict[str, Any], *, budget: Budget | None = None,
            workers: int = 1, seed: int = 0) -> Result:
     """Simulate the solver's answer, keep the hint if it is better, and make the claims through
-    :mod:`dplace.claims`: CP-SAT's bound (or INFEASIBLE) counts only as far as a search without presolve
-    confirms it (:func:`confirm_bound`, in what is left of ``budget``; by default a short check).
+    :mod:`dplace.claims`: CP-SAT's bound (or INFEASIBLE) counts only as far as brute force or the MILP
+    confirms it (a search without presolve, :func:`confirm_bound`, may only weaken it; all in what is left
+    of ``budget``; by default a short check).
     ``lb``: proven bounds of dplace's own (a number is taken as ``dplace.lower_bound``)."""
     T = V.T
     extra = dict(extra)
