@@ -300,9 +300,11 @@ def _refine_from(inst: Instance, start_name: str, start: Result, opts: RefineOpt
                             lb_ticks=int(math.ceil(lb / T.tick - 1e-9)), symmetry=True,
                             hint_time_s=max(0.05, min(0.5, 0.1 * clock.limit_s, clock.left())))
         progress.phase("CP-SAT")
-        out = solve_model(V, workers=workers, seed=seed, progress=opts.progress, label=method, budget=clock)
+        # the search gets most of what is left; the rest confirms its claims (the other formulation)
+        out = solve_model(V, workers=workers, seed=seed, progress=opts.progress, label=method,
+                          budget=clock.share(0.8))
         res = finish(inst, method, V, out, [base], start if start.memory_ok else None, CpsatOptions(workers=opts.workers),
-                     dict(extra, tick_us=T.tick, stage="cpsat"), budget=clock.child(seconds=max(0.2, min(2.0, out.wall_s))))
+                     dict(extra, tick_us=T.tick, stage="cpsat"), budget=clock, workers=workers, seed=seed)
         return replace(res, options=asdict(opts), interrupted=interrupt.requested())
     # the start's own simulated schedule is the answer when nothing improves on it; a simulation's cost
     # (for later steps) is estimated from the graph's size until one is timed
