@@ -22,6 +22,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -203,6 +204,9 @@ class LocalWorkers:
         self.ports = ports
         self.ready_timeout_s = ready_timeout_s
         self.procs: list[subprocess.Popen] = []
+        self._stopped: list[subprocess.Popen] = []  # every worker stop() ended (for checks)
+        self._stopping = False  # stop() runs: exits are not deaths
+        self.died: tuple[int, int, int] | None = None  # (task, pid, exit code) of the first worker that died
         self.cluster: Cluster | None = None
         self._logs: list[Any] = []
 
@@ -238,7 +242,7 @@ class LocalWorkers:
         tasks = [f"localhost:{p}" for p in ports]
         env = dict(os.environ, **WORKER_ENV)
         env["LD_PRELOAD"] = " ".join(x for x in (str(shim), os.environ.get("LD_PRELOAD", "")) if x)
-        self.procs, self._logs = [], []
+        self.procs, self._logs, self._stopping = [], [], False
         try:
             for i in range(self.n):
                 log = tempfile.TemporaryFile(prefix=f"dplace-worker{i}-")
@@ -262,6 +266,29 @@ class LocalWorkers:
             self.stop()
             raise
         self.cluster = Cluster(tasks, "worker", {}, self)
+        self._watch = threading.Thread(target=self._watchdog, args=(list(self.procs),), daemon=True)
+        self._watch.start()
+
+    def _watchdog(self, procs: list[subprocess.Popen]) -> None:
+        """When a worker dies, note it and kill the others: a session blocked on the dead one (the master
+        would wait for it until the operation timeout) then fails at once, and :meth:`check_alive` names
+        the worker that died first."""
+        while not self._stopping:
+            for i, proc in enumerate(procs):
+                code = proc.poll()
+                if code is not None:
+                    if self._stopping:
+                        return
+                    if self.died is None:
+                        self.died = (i, proc.pid, code)
+                    for other in procs:
+                        if other.poll() is None:
+                            try:
+                                other.kill()
+                            except ProcessLookupError:
+                                pass
+                    return
+            time.sleep(0.1)
 
     def _readline(self, i: int, deadline: float) -> str:
         proc = self.procs[i]
@@ -283,12 +310,14 @@ class LocalWorkers:
 
     def check_alive(self) -> None:
         """Raise :class:`ClusterError` naming the first worker that exited (after stopping the rest)."""
-        for i, proc in enumerate(self.procs):
-            code = proc.poll()
-            if code is not None:
-                how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
-                self.stop()
-                raise ClusterError(f"worker {i} (pid {proc.pid}) died ({how}); every worker stopped")
+        died = self.died
+        if died is None:
+            died = next(((i, p.pid, p.poll()) for i, p in enumerate(self.procs) if p.poll() is not None), None)
+        if died is not None:
+            i, pid, code = died
+            how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+            self.stop()
+            raise ClusterError(f"worker {i} (pid {pid}) died ({how}); every worker stopped")
 
     def ask(self, task: int, command: str, timeout_s: float = 30.0) -> str:
         """Send one control command to worker ``task`` and return its answer line."""
@@ -301,6 +330,8 @@ class LocalWorkers:
         """Stop every worker: close its standard input, then SIGTERM, then SIGKILL; wait for each.
         Idempotent, safe from ``finally`` and on Ctrl-C."""
         procs, self.procs = self.procs, []
+        self._stopping = True  # the watchdog must not take these exits for deaths
+        self._stopped.extend(procs)
         for proc in procs:
             try:
                 proc.stdin.close()

@@ -150,6 +150,8 @@ class SessionStep:
         cfg.graph_options.optimizer_options.opt_level = tf.compat.v1.OptimizerOptions.L0
         cfg.graph_options.optimizer_options.do_constant_folding = False
         cfg.graph_options.optimizer_options.do_function_inlining = False
+        self.broken = False  # the cluster failed under this session: closing it would wait on a dead master
+        cluster.check_alive()  # a session opened on a dead master waits for it with no time limit
         self.sess = tf.compat.v1.Session(cluster.target, graph=g, config=cfg)
         self._guard(lambda: self.sess.run(inits, init_feeds))
 
@@ -158,16 +160,24 @@ class SessionStep:
         try:
             return call()
         except (tf.errors.InvalidArgumentError, tf.errors.NotFoundError, tf.errors.UnimplementedError) as exc:
-            self.cluster.check_alive()
+            self._check_alive()
             msg = _first_line(exc)
             raise InvalidInstanceError(f"execute: TensorFlow cannot run this placement: {msg}") from None
         except tf.errors.OpError as exc:  # Unavailable, DeadlineExceeded, Aborted, ...: a worker is gone
-            self.cluster.check_alive()
+            self.broken = True
+            self.cluster.check_alive()  # names the worker that died
             raise ClusterError(f"cluster: {type(exc).__name__}: {_first_line(exc)}") from None
+
+    def _check_alive(self) -> None:
+        try:
+            self.cluster.check_alive()
+        except ClusterError:
+            self.broken = True
+            raise
 
     def run(self, trace: bool = False):
         tf = _tf()
-        self.cluster.check_alive()
+        self._check_alive()
         level = tf.compat.v1.RunOptions.FULL_TRACE if trace else tf.compat.v1.RunOptions.NO_TRACE
         opts = tf.compat.v1.RunOptions(trace_level=level, timeout_in_ms=self.timeout_ms)
         md = tf.compat.v1.RunMetadata()
@@ -176,6 +186,12 @@ class SessionStep:
         return (loss, StepRecord.from_metadata(md)) if trace else loss
 
     def close(self) -> None:
+        """Close the session; after a cluster failure, drop it instead: TF_CloseSession (also from the
+        session's ``__del__``) would wait on the dead master with no time limit (seen here)."""
+        if self.broken:
+            self.sess._closed = True  # TensorFlow's own flag: no close, no delete (the handle is leaked)
+            self.sess._session = None
+            return
         try:
             self.sess.close()
         except Exception:  # a dead cluster: nothing to release
@@ -308,6 +324,7 @@ def execute(inst, placement, step: TrainStep, batch: int | None, cluster: Cluste
         not_run_types=dict(Counter(types[n] for n in node_dev if n not in ran_on).most_common()),
         ops_per_device=per_dev, loss_ref=loss_ref, loss_placed=losses[:loss_steps], loss_ok=loss_ok,
         extra=extra, order_enforced=chains is not None, order_matched=matched, order_mismatches=mismatches,
+        ran_on=ran_on,
     )
 
 
