@@ -44,6 +44,7 @@ class StepRecord:
     end_us: dict[str, float] = field(default_factory=dict)
     out_bytes: dict[str, int] = field(default_factory=dict)  # requested bytes of the outputs it allocated
     temp_bytes: dict[str, int] = field(default_factory=dict)  # allocator bytes it used, where TF records them
+    op_us: dict[str, float] = field(default_factory=dict)  # the kernel's own time (op start to op end)
 
     @classmethod
     def from_metadata(cls, md) -> "StepRecord":
@@ -54,6 +55,7 @@ class StepRecord:
                 name = ns.node_name
                 start = float(ns.all_start_micros)
                 end = start + float(ns.all_end_rel_micros)
+                rec.op_us[name] = rec.op_us.get(name, 0.0) + float(ns.op_end_rel_micros - ns.op_start_rel_micros)
                 if name in rec.start_us:  # a node seen twice (e.g. a device listed twice): keep the span
                     rec.start_us[name] = min(rec.start_us[name], start)
                     rec.end_us[name] = max(rec.end_us[name], end)
@@ -207,19 +209,19 @@ def _first_line(exc: Exception) -> str:
 
 
 def median_times(records: list[StepRecord]) -> dict[str, float]:
-    """µs per node: the median over the records of its (end - start); a node missing from a record
-    counts 0 there."""
-    nodes = set().union(*(r.start_us for r in records)) if records else set()
-    return {n: statistics.median([r.end_us[n] - r.start_us[n] if n in r.start_us else 0.0 for r in records])
-            for n in nodes}
+    """µs per node: the median over the records of its kernel time (op start to op end: without the
+    executor's own work around it, which tracing inflates); a node missing from a record counts 0."""
+    nodes = set().union(*(r.op_us for r in records)) if records else set()
+    return {n: statistics.median([r.op_us.get(n, 0.0) for r in records]) for n in nodes}
 
 
 # ------------------------------------------------------------------------------ execute on a cluster
-def execute(inst, placement, step: TrainStep, batch: int | None, cluster: Cluster, *, steps: int = 10,
+def execute(inst, placement, step: TrainStep, batch: int | None, cluster: Cluster, *, order=None, steps: int = 10,
             warmup: int = 3, loss_steps: int = 2, rtol: float = 1e-3, atol: float = 1e-5,
             enforce_order: bool = True, progress: Callable[[str, int, int], None] | None = None):
     """Run ``placement`` (a Result, or a placement accepted by ``dplace.simulate``) of ``inst`` on
-    ``cluster`` (instance device -> task device by ``cluster.map_devices``): ``max(warmup, loss_steps)``
+    ``cluster`` (instance device -> task device by ``cluster.map_devices``) with the Result's order (or
+    ``order``, per-device op lists, for a bare placement) enforced: ``max(warmup, loss_steps)``
     untimed steps, ``steps`` timed ones, then one traced step read back from the workers' own step stats.
 
     Returns an :class:`dplace.runtime.execute.ExecReport`: ``ops_moved`` lists every op the record
@@ -238,7 +240,6 @@ def execute(inst, placement, step: TrainStep, batch: int | None, cluster: Cluste
     from .execute import ExecReport, _order_chains, _order_check, reference_losses
     from .memory import op_memory_score
 
-    order = None
     result_makespan = None
     if batch is None:
         batch = int(inst.extra.get("tf", {}).get("batch", 0)) or 1
@@ -246,8 +247,10 @@ def execute(inst, placement, step: TrainStep, batch: int | None, cluster: Cluste
         if placement.placement is None:
             raise InvalidInstanceError(f"result: method {placement.method!r} has no placement ({placement.status})")
         result_makespan = placement.makespan
-        order = placement.order if enforce_order else None
+        order = placement.order
         placement = placement.placement
+    if not enforce_order:
+        order = None
     pl = as_placement(inst, placement)
     sched = simulate(inst, pl, order)
     cluster = cluster.map_devices([d.name for d in inst.devices])
@@ -394,7 +397,7 @@ def profile(step: TrainStep, batch: int, cluster: Cluster, devices: list[str], *
     out = out.replace(pairs=pairs)
     meta = dict(out.extra["tf"])
     meta["profile"] = {
-        "steps": steps, "warmup": warmup, "statistic": "median of the worker's step stats (end - start)",
+        "steps": steps, "warmup": warmup, "statistic": "median of the worker's step stats (op start to op end)",
         "cluster": {"tasks": cluster.tasks, "devices": cluster.devices, "local": local is not None,
                     "threads": local.threads if local else None, "cores": local.cores if local else None},
         "ops_timed": sum(1 for op in inst.ops if op.extra["tf_node"] in times),
