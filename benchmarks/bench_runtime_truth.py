@@ -75,6 +75,25 @@ def random_placement(inst, seed: int) -> list[int]:
     return pl
 
 
+def transfers(inst, pl) -> int:
+    """Tensors sent between devices: distinct (producer, destination device) over cross-device edges."""
+    return len({(inst.esrc[e], pl[inst.edst[e]]) for e in range(len(inst.edges))
+                if pl[inst.esrc[e]] != pl[inst.edst[e]]})
+
+
+def per_transfer_term(rows: list[dict]) -> tuple[float, float]:
+    """The cost per transfer the model lacks, fitted on one model's rows: least squares ``measured -
+    simulated(parallel) = k * transfers`` (through the origin) -> (k µs, median |err| of simulated +
+    k * transfers: in-sample, so an upper bound on what the term can explain)."""
+    xs = [r["transfers"] for r in rows]
+    ys = [r["measured_median_us"] - r["sim_parallel_us"] for r in rows]
+    sxx = sum(x * x for x in xs)
+    k = sum(x * y for x, y in zip(xs, ys)) / sxx if sxx else 0.0
+    errs = [abs(r["sim_parallel_us"] + k * r["transfers"] - r["measured_median_us"]) / r["measured_median_us"]
+            for r in rows]
+    return k, statistics.median(errs)
+
+
 def place(inst, method: str, portfolio_s: float):
     import dplace
     from dplace.simulate import as_placement, simulate
@@ -160,7 +179,7 @@ def main() -> None:
                        "order_matched": rep.order_matched, "ops_per_device": rep.ops_per_device,
                        "record": rep.extra["record"], "memory_peak": peak, "memory_predicted": pred,
                        "op_memory": rep.extra["op_memory"], "ops_not_run": rep.ops_not_run, "loadavg": load,
-                       "place_s": secs}
+                       "place_s": secs, "transfers": transfers(inst, pl)}
                 model_rows.append(row)
                 rows.append(row)
                 t.add_row(method, "/".join(str(rep.ops_per_device.get(d, 0)) for d in devices), f"{secs:.1f}",
@@ -191,12 +210,13 @@ def main() -> None:
                     ran = sum(single["ops_per_device"].values())
                     s["dispatch_us_per_op"] = (single["measured_median_us"] - single["sim_parallel_us"]) / max(1, ran)
                     s["session_overhead_us"] = single["measured_median_us"] - single["record"]["span_us"]
+                s["transfer_us"], s["median_abs_err_with_transfer"] = per_transfer_term(model_rows)
                 summary.append(s)
     t = Table(title="Predicted vs measured, per model (goals: median |err| <= 20 %, Spearman >= 0.8, "
                     "first choice within 10 % of the best measured)")
     for col in ("model", "placements", "median |err| par", "median |err| seq", "Spearman par", "Spearman seq",
                 "best measured", "sim's first (par): vs best", "sim's first (seq): vs best",
-                "dispatch us/op (single)", "session overhead ms"):
+                "dispatch us/op (single)", "session overhead ms", "unmodelled us/transfer", "median |err| +term"):
         t.add_column(col, justify="right")
     for s in summary:
         t.add_row(s["model"], str(s["n"]), f"{100 * s['median_abs_err_parallel']:.0f}%",
@@ -205,7 +225,8 @@ def main() -> None:
                   f"{s['first_parallel']} {100 * s['first_parallel_vs_best']:+.0f}%",
                   f"{s['first_sequential']} {100 * s['first_sequential_vs_best']:+.0f}%",
                   f"{s.get('dispatch_us_per_op', float('nan')):.1f}",
-                  f"{s.get('session_overhead_us', float('nan')) / 1000:.2f}")
+                  f"{s.get('session_overhead_us', float('nan')) / 1000:.2f}", f"{s['transfer_us']:.0f}",
+                  f"{100 * s['median_abs_err_with_transfer']:.0f}%")
     con.print(t)
     con.print(f"load at the end: {loadavg()}")
     if args.json:
