@@ -9,7 +9,7 @@ of each mode, the record's check (0 moved, loss ok, order kept) and /proc/loadav
 model: Spearman's rank correlation of simulated vs measured (each mode) and the measured step of the
 simulator's first choice against the best measured. Then the terms the model lacks, measured: the
 per-op dispatch cost (measured single-worker step minus the sum of profiled op times, per op run) and
-the client/session overhead (wall step minus the span the workers' record shows).
+the cost per transfer (fitted on the placements, in-sample).
 
     .venv/bin/python benchmarks/bench_runtime_truth.py [--models transformer,resnet50,inceptionv3]
         [--workers 2] [--steps 10] [--warmup 3] [--portfolio-s 30] [--json out.json]
@@ -209,14 +209,13 @@ def main() -> None:
                 if single:  # the term the model lacks: cost per op run beyond its profiled time
                     ran = sum(single["ops_per_device"].values())
                     s["dispatch_us_per_op"] = (single["measured_median_us"] - single["sim_parallel_us"]) / max(1, ran)
-                    s["session_overhead_us"] = single["measured_median_us"] - single["record"]["span_us"]
                 s["transfer_us"], s["median_abs_err_with_transfer"] = per_transfer_term(model_rows)
                 summary.append(s)
     t = Table(title="Predicted vs measured, per model (goals: median |err| <= 20 %, Spearman >= 0.8, "
                     "first choice within 10 % of the best measured)")
     for col in ("model", "placements", "median |err| par", "median |err| seq", "Spearman par", "Spearman seq",
                 "best measured", "sim's first (par): vs best", "sim's first (seq): vs best",
-                "dispatch us/op (single)", "session overhead ms", "unmodelled us/transfer", "median |err| +term"):
+                "dispatch us/op (single)", "unmodelled us/transfer", "median |err| +term"):
         t.add_column(col, justify="right")
     for s in summary:
         t.add_row(s["model"], str(s["n"]), f"{100 * s['median_abs_err_parallel']:.0f}%",
@@ -225,7 +224,7 @@ def main() -> None:
                   f"{s['first_parallel']} {100 * s['first_parallel_vs_best']:+.0f}%",
                   f"{s['first_sequential']} {100 * s['first_sequential_vs_best']:+.0f}%",
                   f"{s.get('dispatch_us_per_op', float('nan')):.1f}",
-                  f"{s.get('session_overhead_us', float('nan')) / 1000:.2f}", f"{s['transfer_us']:.0f}",
+                  f"{s['transfer_us']:.0f}",
                   f"{100 * s['median_abs_err_with_transfer']:.0f}%")
     con.print(t)
     con.print(f"load at the end: {loadavg()}")
