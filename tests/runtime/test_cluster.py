@@ -36,6 +36,13 @@ def _ports_or_skip() -> None:
         pytest.skip(f"cannot open a port on 127.0.0.1: {exc}")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _two_logical_cpus():
+    """The client process's CPU split as tests/runtime/test_runtime.py needs it (it skips in a process
+    whose TensorFlow started with one logical CPU, and xdist may run both files in one process)."""
+    zoo.ensure_logical_cpus(2)
+
+
 @pytest.fixture(scope="module")
 def workers():
     _ports_or_skip()
