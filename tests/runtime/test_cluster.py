@@ -97,9 +97,9 @@ def test_two_worker_run_places_orders_and_matches_the_loss(workers, tiny):
     assert rep.order_enforced and rep.order_matched and rep.ok
 
 
-def test_a_move_would_be_reported(workers, tiny):
-    """The verification reads the record: a record that puts an op elsewhere than placed is a move."""
-    step, inst = tiny
+def test_step_record_reads_devices_and_concurrency():
+    """The verification reads the record: a node's device is the one whose step stats list it; the time
+    two devices were busy at once is the overlap of their intervals."""
     md = tf.compat.v1.RunMetadata()
     ds = md.step_stats.dev_stats.add()
     ds.device = "/job:worker/replica:0/task:1/device:CPU:0"
