@@ -484,7 +484,8 @@ def _extra(inst: Instance, units: list[int], cl: Clusters) -> dict:
 # ------------------------------------------------------------------------------------------ m-TOPO
 @register("m_topo", options=BaechiOptions, paper="Baechi §2.2, §3 (SoCC'20)",
           summary="Baechi §2.2 m-TOPO: BFS topological order, fill devices up to total/m + largest op; §3 as in the paper.")
-def m_topo(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def m_topo(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+           **options) -> Result:
     """m-TOPO (Baechi §2.2): walk a BFS topological order, fill devices in id order up to
     Cap = sum(d_i)/m + max(d_i); each device runs its ops in that order. §3 options as the paper's
     (no unit cap; forward-only placement when one device holds the model). Ties: the BFS queues sources in
@@ -643,7 +644,8 @@ def _list_schedule(inst: Instance, cl: Clusters, ur: _UnitRules,
 
 @register("m_etf", options=BaechiOptions, paper="Baechi §2.3, §3 (SoCC'20)",
           summary="Baechi §2.3 m-ETF: earliest (op, device) start first, full devices dropped; §3 as in the paper.")
-def m_etf(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def m_etf(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+          **options) -> Result:
     """m-ETF (Baechi §2.3, ETF of Hwang et al. 1989 made memory-aware): a queue of (op, device) pairs
     by earliest schedulable time; a pair whose device cannot hold the op is dropped. §3 options as the
     paper's. Ties (the paper is silent): larger bottom level, then topological position, then device id."""

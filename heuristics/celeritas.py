@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dplace.budget import Budget
 from dplace import kernels
 from dplace.errors import bad_option
 from dplace.kernels import gate
@@ -275,7 +276,8 @@ def _best_of(inst: Instance, method: str, opts: CeleritasOptions, variant: _Vari
 @register("standard_evaluation", options=StandardEvaluationOptions, paper="Celeritas §4.2.2 (placement only)",
           summary="Celeritas §4.2: DFS-TOPO order, fill each device to its memory, then the next.",
           best_effort=True)
-def standard_evaluation(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def standard_evaluation(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+                        **options) -> Result:
     """Celeritas §4.2.2: DFS-TOPO sequential placement to the memory limit, best effort (§6.3: the device
     using the least memory) when full.
 
@@ -312,7 +314,8 @@ def _celeritas(inst: Instance, method: str, variant: _Variant, options: dict) ->
 @register("order_place", options=CeleritasOptions, paper="Celeritas §5.1, §5.2/§6.2 Order-Place, §6.1",
           summary="Celeritas §5.2/§6.2 Order-Place: fusion (memory-limited clusters), coarse nodes fill devices in CPD-TOPO order.",
           best_effort=True)
-def order_place(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def order_place(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+                **options) -> Result:
     """Celeritas §5.2/§6.2 Order-Place: Optimal Operation Fusion, sequential fill of the coarse graph
     (each device to its memory, then the next), colocation anchored at the first placed node (§6.1)."""
     return _order_place(inst, "order_place", PAPER, options)
@@ -321,7 +324,8 @@ def order_place(inst: Instance, *, time_limit_s: float | None = None, seed: int 
 @register("order_place_balanced", options=CeleritasOptions, paper="Celeritas §5.1-5.2", variant_of="order_place",
           summary="order_place with dplace's work-limited fusion granularities and work-share fill, best simulated kept.",
           best_effort=True)
-def order_place_balanced(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def order_place_balanced(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+                         **options) -> Result:
     """dplace's Order-Place: fusion also at the work limits of ``BALANCE_SPLITS``, each coarse graph filled
     to memory and to each device's work share (total / m); the best simulated kept (module docstring)."""
     return _order_place(inst, "order_place_balanced", BALANCED, options)
@@ -330,7 +334,8 @@ def order_place_balanced(inst: Instance, *, time_limit_s: float | None = None, s
 @register("celeritas", options=CeleritasOptions, paper="Celeritas Alg. 1-2, §5.1-5.2, §6.1",
           summary="Celeritas Alg. 1+2 (§5.1-5.2): Optimal Operation Fusion, then Adjusting Placement of the coarse graph.",
           best_effort=True)
-def celeritas(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def celeritas(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+              **options) -> Result:
     """Celeritas (Xu et al.) §5.1-5.2, Alg. 1 and 2: fusion (clusters of at most R ops and M x memory),
     Adjusting Placement, map back, simulate; colocation anchored at the first placed node (§6.1)."""
     return _celeritas(inst, "celeritas", PAPER, options)
@@ -339,7 +344,8 @@ def celeritas(inst: Instance, *, time_limit_s: float | None = None, seed: int = 
 @register("celeritas_balanced", options=CeleritasOptions, paper="Celeritas Alg. 1-2", variant_of="celeritas",
           summary="celeritas with dplace's work-limited fusion granularities, best simulated kept.",
           best_effort=True)
-def celeritas_balanced(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def celeritas_balanced(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+                       **options) -> Result:
     """dplace's Celeritas: Adjusting Placement on the memory-only fusion and on fusions also limited to
     total work / m / k for k in ``BALANCE_SPLITS``; the best simulated kept (module docstring)."""
     return _celeritas(inst, "celeritas_balanced", BALANCED, options)

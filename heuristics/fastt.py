@@ -180,7 +180,8 @@ def _dpos_result(inst: Instance, method: str, opts: DposOptions, options: dict[s
 
 @register("dpos", options=DposOptions, paper="FastT §5.1 Alg. 1 (Middleware'20)",
           summary="FastT DPOS: critical-path devices + EFT with insertion, with execution order.")
-def dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+         **options) -> Result:
     """FastT DPOS (Yi et al., Middleware'20, §5.1 Alg. 1) with the paper's settings; deterministic, ``seed``
     unused. Ties (the paper is silent): equal ranks by topological position, equal finish times by
     device id, critical-path devices by (average time, more ops fitting, device id)."""
@@ -672,7 +673,9 @@ def _os_dpos(inst: Instance, method: str, opts: ModelGraphOsDposOptions, options
         else:
             inst = data_parallel_instance(inst, copy_bytes_per_us=bw)
             dp_info[DP_KEY] = {k: v for k, v in inst.extra[DP_KEY].items() if k != "of"}
+    t_run = budget.elapsed()
     best = _dpos_result(inst, method, dopts, options)
+    run_s = budget.elapsed() - t_run  # a trial (split, DPOS, simulation) costs about one DPOS run
     dpos_makespan = best.makespan
     cap = math.inf if opts.max_dpos_runs is None else opts.max_dpos_runs
     cur = inst
@@ -688,10 +691,13 @@ def _os_dpos(inst: Instance, method: str, opts: ModelGraphOsDposOptions, options
         out_of_budget = False
         for dim, size in sorted(split_dims(cur.ops[o]).items()):
             for n in range(2, min(cur.m, size) + 1):
-                if runs >= cap or budget.expired():
+                # a trial is begun only when it and what follows a kept split (its simulation, the split
+                # graph's bound in dplace.solve: about one more run) end within the budget
+                if runs >= cap or budget.left() < 2 * run_s:
                     out_of_budget = True
                     break
                 runs += 1
+                t_run = budget.elapsed()
                 g = split_instance(cur, [[op_id, dim, n]], overhead_us=opts.split_overhead_us, copy_bytes_per_us=bw)
                 if sum(g.mem) > sum(g.capacity):  # pieces of a partial sum each hold it whole
                     continue
@@ -700,6 +706,7 @@ def _os_dpos(inst: Instance, method: str, opts: ModelGraphOsDposOptions, options
                 if sched.memory_ok or not best.memory_ok:  # a split must not break memory
                     if trial_best is None or sched.makespan < trial_best[0] - 1e-9:
                         trial_best = (sched.makespan, (g, run), [op_id, dim, n])
+                run_s = max(run_s, budget.elapsed() - t_run)
             if out_of_budget:
                 break
         if trial_best is not None and trial_best[0] < best.makespan - 1e-9 * max(1.0, best.makespan):
