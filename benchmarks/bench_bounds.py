@@ -7,7 +7,7 @@
   large      ``portfolio`` vs ``heft`` on a generated Transformer (default 36,000 ops, 4 devices):
              improvement over heft (goal >= 3 %), proven gap
   audit      every bound of ``bound_portfolio`` (the twin-stem bound included) against the brute-force
-             optimum (``dplace.oracle``) on ``--n`` random graphs of two tied parts that begin with chains
+             optimum (``dplace.verify.oracle``) on ``--n`` random graphs of two tied parts that begin with chains
              (``dplace.testing.stemmed_twins``: 8 ops, 2-3 devices, both comm modes, pins, binding
              memory, magnitudes 1e-3..1e10): bounds above the optimum (goal 0), and how often the
              twin-stem bound is above the cheap bounds or equal to the optimum
@@ -76,7 +76,7 @@ def part_large(budget: float, n_ops: int) -> None:
 
 def part_audit(n: int, start: int) -> int:
     from dplace.bounds import lower_bound
-    from dplace.oracle import brute_force, tolerance
+    from dplace.verify.oracle import brute_force, tolerance
     from dplace.testing import stemmed_twins
 
     print(f"\n## bounds against the brute force, {n} random stemmed two-part graphs (seeds {start}..{start + n - 1})")

@@ -1,13 +1,13 @@
 """What the other formulation's confirmation of a CP-SAT claim costs (``milp.cross_check``: the MILP with
 HiGHS, presolve off, in HiGHS's child Python), per call and per CP-SAT solve, on fuzz-like instances
-(``dplace.oracle.fuzz_instance`` with a fixed op count).
+(``dplace.verify.oracle.fuzz_instance`` with a fixed op count).
 
 Table 1, per op count and mode: wall seconds of one ``cross_check`` call (mean, median, max) and how
 often it proved the incumbent (heft's schedule) optimal. Modes: ``fresh`` ends HiGHS's child before every
 call (a child started per call: what every call paid before the child was reused), ``reused`` keeps it.
 Table 2 (``--solve``): ``cpsat`` with ``claims.CROSS_MAX_OPS`` 0 (no cross check) and >= the op count (as
 shipped where on): mean / max wall and the share of answers proven optimal; brute force inside
-``dplace.claims`` off in both (it would settle the small ones by itself).
+``dplace.verify.claims`` off in both (it would settle the small ones by itself).
 
   .venv/bin/python benchmarks/bench_cross_check.py --sizes 9,20,40 --seeds 5 --limit 2 --solve
 """
@@ -22,7 +22,7 @@ import time
 def instances(n: int, k: int, start: int = 0):
     """``k`` fuzz instances of ``n`` ops whose heft schedule keeps memory (the incumbent of a CP-SAT claim)."""
     import dplace
-    from dplace.oracle import fuzz_instance
+    from dplace.verify.oracle import fuzz_instance
 
     seed = start
     while k > 0 and seed < start + 50 * k:
@@ -38,7 +38,7 @@ def instances(n: int, k: int, start: int = 0):
 
 
 def per_call(sizes, seeds: int, limit: float) -> list[dict]:
-    from dplace import claims
+    from dplace.verify import claims
     from dplace.formulations import highs_worker
     from dplace.formulations.milp import cross_check
 
@@ -65,7 +65,7 @@ def per_call(sizes, seeds: int, limit: float) -> list[dict]:
 
 def per_solve(sizes, seeds: int, limit: float) -> list[dict]:
     import dplace
-    from dplace import claims
+    from dplace.verify import claims
 
     rows = []
     saved = claims.EXHAUSTIVE_MAX_OPS, claims.CROSS_MAX_OPS

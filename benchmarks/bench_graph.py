@@ -1,11 +1,11 @@
-"""networkx (dplace.graph) against the plain-list loops it replaced, on the 36,000-op graph.
+"""networkx (dplace.instance.graph) against the plain-list loops it replaced, on the 36,000-op graph.
 
 Part 1, kernels: each row times a kernel on networkx and on the instance's plain lists, alternately in
 one process, CPU seconds, best of ``--repeat``; the outputs must agree. "dplace uses" says which side
-dplace.graph runs (lists only where networkx cost a whole solve more than 10 %; the side it does not
+dplace.instance.graph runs (lists only where networkx cost a whole solve more than 10 %; the side it does not
 use is written here, and only here, as the reference).
 
-Part 2, whole processes (``--base DIR``: a checkout of dplace before dplace.graph with its own .venv):
+Part 2, whole processes (``--base DIR``: a checkout of dplace before dplace.instance.graph with its own .venv):
 ``dplace solve FILE --method M`` under the two trees, alternately, ``--runs`` times each; the ratio of
 medians (wall and the child's CPU time) is what networkx costs a method (the rule: plain lists stay
 only where it is above 1.10).
@@ -29,8 +29,8 @@ from pathlib import Path
 
 import networkx as nx
 
-from dplace import graph
-from dplace.model import Instance
+from dplace.instance import graph
+from dplace.instance.model import Instance
 
 
 # ------------------------------------------ the other side of each row: plain lists or networkx
@@ -68,7 +68,7 @@ def cost_map(inst: Instance, c) -> dict:
 
 
 def ref_fifo(inst: Instance) -> list[int]:
-    """The same FIFO order on the instance's lists, through dplace.graph's own list kernel."""
+    """The same FIFO order on the instance's lists, through dplace.instance.graph's own list kernel."""
     succ = [[inst.edst[e] for e in inst.succ[o]] for o in range(inst.n)]
     return graph.queue_order(succ, [o for o in range(inst.n) if not inst.pred[o]], to_head=False)
 
@@ -104,7 +104,7 @@ def best_of(fn, repeat: int) -> tuple[float, object]:
 
 def kernels(inst: Instance, repeat: int) -> list[tuple[str, str, float, float, bool]]:
     """(kernel, which side dplace uses, networkx CPU s, lists CPU s, same output) per row."""
-    from dplace.ranks import edge_costs, op_costs, upward_rank
+    from dplace.schedule.ranks import edge_costs, op_costs, upward_rank
 
     w = op_costs(inst, "mean")
     c = edge_costs(inst, "mean")
@@ -184,13 +184,13 @@ def main() -> None:
     ap.add_argument("--instance", help="instance JSON (default: generate the Transformer graph)")
     ap.add_argument("--ops", type=int, default=36000)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--base", help="a dplace checkout from before dplace.graph, with .venv/bin/dplace")
+    ap.add_argument("--base", help="a dplace checkout from before dplace.instance.graph, with .venv/bin/dplace")
     ap.add_argument("--methods", default="m_topo,heft,m_etf,dpos,celeritas")
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
 
     if args.instance:
-        from dplace.io import load_instance
+        from dplace.instance.io import load_instance
 
         t = time.perf_counter()
         inst = load_instance(args.instance)

@@ -14,7 +14,7 @@ import argparse
 import os
 import time
 
-from dplace.io import load_instance
+from dplace.instance.io import load_instance
 
 
 def _place(inst, method: str):

@@ -46,7 +46,7 @@ def _run(inst, method: str, time_limit: float) -> tuple[float | None, float, boo
 
 def _ample(inst):
     """``inst`` with every device holding the whole model (Baechi's "memory is sufficient")."""
-    from dplace.model import Device
+    from dplace.instance.model import Device
 
     total = sum(inst.mem)
     devs = [Device(d.name, max(d.memory, total), d.speed) for d in inst.devices]

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import dplace
-from dplace import claims
+from dplace.verify import claims
 from dplace.formulations._brute import task_graph
 
 SUITE_METHODS = (("cpsat", {"progress": False}), ("milp", {"solver": "highs"}), ("refine", {}), ("portfolio", {}))

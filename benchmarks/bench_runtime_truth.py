@@ -96,7 +96,7 @@ def per_transfer_term(rows: list[dict]) -> tuple[float, float]:
 
 def place(inst, method: str, portfolio_s: float):
     import dplace
-    from dplace.simulate import as_placement, simulate
+    from dplace.schedule.simulate import as_placement, simulate
 
     t0 = time.perf_counter()
     if method == "single":
@@ -125,7 +125,7 @@ def main() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from dplace.simulate import simulate
+    from dplace.schedule.simulate import simulate
     from dplace.runtime import remote, zoo
     from dplace.runtime.cluster import LocalWorkers
 

@@ -36,8 +36,8 @@ def child(path: str, method: str) -> None:
     import dplace
     import dplace.bounds
     import dplace.result as result_mod
-    from dplace.check import check
-    from dplace.io import load_instance
+    from dplace.verify.check import check
+    from dplace.instance.io import load_instance
 
     t_import = time.perf_counter() - t0
     sim_s = [0.0]

@@ -1,9 +1,9 @@
-"""Differential fuzzing of the methods' claims against the brute-force oracle (``dplace.oracle``).
+"""Differential fuzzing of the methods' claims against the brute-force oracle (``dplace.verify.oracle``).
 
-Each seed gives one ``dplace.oracle.fuzz_instance`` (3-9 ops, 2-3 devices, both comm modes, speeds,
+Each seed gives one ``dplace.verify.oracle.fuzz_instance`` (3-9 ops, 2-3 devices, both comm modes, speeds,
 per-device times, pins, colocation, per-pair links, binding memory, zero times, ties, magnitudes 1e-3 ..
-1e10 µs). Its optimum comes from ``dplace.oracle.brute_force`` (never from ``dplace.simulate``); every
-method then solves it with a per-instance time limit and ``dplace.oracle.judge`` counts the claims the
+1e10 µs). Its optimum comes from ``dplace.verify.oracle.brute_force`` (never from ``dplace.simulate``); every
+method then solves it with a per-instance time limit and ``dplace.verify.oracle.judge`` counts the claims the
 optimum refutes: an ``optimal`` status that is not optimal, a lower bound above the optimum,
 ``infeasible`` while a placement fits, a makespan below the optimum; and proven optima thrown away (the
 solver proved the optimum, the answer returned is worse or not marked optimal).
@@ -17,9 +17,9 @@ or exception) in --cases.
 Exits 1 when any claim is wrong. Two levels per exact method (``--levels``): ``METHOD/solver`` judges the
 solvers' own claims (the other formulation's check off, a same-solver re-solve confirming alone: what
 shipped above 9 ops before issue 29), ``METHOD/product`` the shipped claims with the other formulation
-confirming them (CP-SAT's by the MILP with HiGHS, the MILP's by CP-SAT). Brute force inside dplace.claims
+confirming them (CP-SAT's by the MILP with HiGHS, the MILP's by CP-SAT). Brute force inside dplace.verify.claims
 (the same oracle: circular) is off at both levels unless --oracle-in-claims.
-``--composed``: instances of 10-40 ops instead (``dplace.oracle.composed_instance``: brute-forced blocks
+``--composed``: instances of 10-40 ops instead (``dplace.verify.oracle.composed_instance``: brute-forced blocks
 padded with independent zero ops, side by side on disjoint devices, or in series), their optimum known
 from the blocks' brute force.
 Use a separate --out file per --time-limit / --oracle-in-claims setting (rows are keyed by seed and method).
@@ -63,13 +63,13 @@ LEVELS = ("solver", "product")
 
 @contextlib.contextmanager
 def claim_checks(oracle: bool = False, cross: bool = True):
-    """Which small-graph checks ``dplace.claims`` may use while a method runs. ``oracle``: brute force
+    """Which small-graph checks ``dplace.verify.claims`` may use while a method runs. ``oracle``: brute force
     (``EXHAUSTIVE_MAX_OPS``) — judged against this same oracle that is circular, so off unless asked;
     ``cross``: the other formulation (``CROSS_MAX_OPS``), on at the product level, off at the solver level
     (where a same-solver re-solve confirms alone, ``SAME_SOLVER_CONFIRMS``: the solvers' own claims)."""
     try:
-        from dplace import claims
-    except ImportError:  # trees without dplace.claims
+        from dplace.verify import claims
+    except ImportError:  # trees without dplace.verify.claims
         yield
         return
     saved = {k: getattr(claims, k) for k in ("EXHAUSTIVE_MAX_OPS", "CROSS_MAX_OPS", "SAME_SOLVER_CONFIRMS")
@@ -108,7 +108,7 @@ def instance_of(seed: int, composed: bool, oracle_limit: float = 120.0):
     """(instance, the oracle's word on it, how it was made) of ``seed``: a brute-forced
     ``fuzz_instance`` (3-9 ops), or with ``composed`` a ``composed_instance`` (10-40 ops: brute-forced
     blocks padded with zero ops, side by side on disjoint devices, or in series)."""
-    from dplace.oracle import brute_force, composed_instance, fuzz_instance
+    from dplace.verify.oracle import brute_force, composed_instance, fuzz_instance
 
     if composed:
         return composed_instance(seed, time_limit_s=oracle_limit)
@@ -122,7 +122,7 @@ def check_seed(seed: int, methods: list[str], time_limit: float, oracle_limit: f
     """Solve instance ``seed`` with every method in ``methods`` (row keys of :func:`run_keys`, or plain
     specs judged at the solver level when ``levels`` is None) and judge each answer by the oracle."""
     import dplace
-    from dplace.oracle import judge
+    from dplace.verify.oracle import judge
 
     inst, orc, made = instance_of(seed, composed, oracle_limit)
     rows = []
@@ -238,10 +238,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="exact methods' claims: solver (no small-graph checks) and/or product (the other "
                          "formulation confirms, as shipped; brute force still off)")
     ap.add_argument("--oracle-in-claims", action="store_true",
-                    help="let dplace.claims settle claims by brute force as shipped (circular here: off by default)")
+                    help="let dplace.verify.claims settle claims by brute force as shipped (circular here: off by default)")
     ap.add_argument("--composed", action="store_true",
                     help="instances of 10-40 ops whose optimum is known from brute-forced blocks "
-                         "(dplace.oracle.composed_instance: padded, side by side, in series) instead of 3-9 ops")
+                         "(dplace.verify.oracle.composed_instance: padded, side by side, in series) instead of 3-9 ops")
     ap.add_argument("--summary-only", action="store_true",
                     help="print the table of every row already in --out (any seeds) without running anything")
     ap.add_argument("--workers", type=int, default=2, help="processes (1: run in this process)")

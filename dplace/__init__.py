@@ -8,13 +8,13 @@ from ortools.sat.python import cp_model as _cp_model  # noqa: F401,I001
 
 from .bounds import check_memory_feasible, critical_path_length, lower_bound, lower_bound_parts
 from .budget import Budget
-from .check import CheckReport, check
+from .verify.check import CheckReport, check
 from .errors import DplaceError, InfeasibleError, InvalidInstanceError, OptionError, SolverError
-from .io import instance_from_dict, instance_to_dict, load_instance, save_instance
-from .model import Device, Edge, Instance, Link, Op
+from .instance.io import instance_from_dict, instance_to_dict, load_instance, save_instance
+from .instance.model import Device, Edge, Instance, Link, Op
 from .registry import get_method, method_info, methods, register, solve
 from .result import Result, make_result, result_from_dict
-from .simulate import Schedule, ScheduleState, simulate
+from .schedule.simulate import Schedule, ScheduleState, simulate
 
 __all__ = [
     "Budget", "CheckReport", "Device", "DplaceError", "Edge", "InfeasibleError", "Instance", "InvalidInstanceError",

@@ -13,12 +13,12 @@ import json
 from functools import lru_cache
 from typing import Callable
 
-from . import claims
-from .check import check
-from .model import Instance
+from .verify import claims
+from .verify.check import check
+from .instance.model import Instance
 from .registry import method_info, solve
 from .result import STATUSES, Result, result_from_dict
-from .simulate import simulate
+from .schedule.simulate import simulate
 from .testing import contract_instances
 
 TIME_LIMIT_S = 5.0

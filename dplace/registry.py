@@ -22,7 +22,7 @@ from typing import Any, Callable
 from .budget import Budget
 from .bounds import bound_cost_s, lower_bound_with_source, quick_bounds
 from .errors import InfeasibleError, InvalidInstanceError, OptionError, SolverError, bad_option, show_value
-from .model import Instance
+from .instance.model import Instance
 from .result import Result, no_solution
 
 
@@ -232,7 +232,7 @@ def _solve(inst: Instance, method: str, info: MethodInfo, opts: dict[str, Any], 
     try:  # the bound above counted against the budget too
         res = call_method(info.func, inst, budget, seed, **opts)
     except InfeasibleError as exc:  # the method's word: "infeasible" only where no heuristic keeps memory
-        from .claims import method_infeasible
+        from .verify.claims import method_infeasible
 
         return method_infeasible(inst, method, str(exc), lower_bound=lb, bound_source=src, options=opts,
                                  solve_time_s=budget.elapsed())

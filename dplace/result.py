@@ -4,7 +4,7 @@
 Result is always the simulator's; a solver's own objective is stored as ``claimed_makespan``.
 ``gap = (makespan - lower_bound) / makespan`` with the best *proven* lower bound available.
 
-A Result is frozen: whoever adds to it (the registry's timing and bound, :func:`dplace.claims.settle`)
+A Result is frozen: whoever adds to it (the registry's timing and bound, :func:`dplace.verify.claims.settle`)
 returns a new one with :func:`dataclasses.replace`. Its ``extra`` and ``options`` are read, not written.
 """
 from __future__ import annotations
@@ -16,12 +16,12 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, Iterator
 
 from .errors import InvalidInstanceError
-from .model import Instance
-from .simulate import (Schedule, as_order, as_placement, order_arrays, placement_array, simulate,
+from .instance.model import Instance
+from .schedule.simulate import (Schedule, as_order, as_placement, order_arrays, placement_array, simulate,
                        simulate_arrays, use_kernel)
 
 if TYPE_CHECKING:
-    from .transform import Transform
+    from .instance.transform import Transform
 
 RESULT_FORMAT = "dplace-result/1"
 STATUSES = ("optimal", "feasible", "heuristic", "infeasible", "no_solution")
@@ -32,12 +32,12 @@ class Result:
     """One method's answer on one instance (JSON: ``dplace-result/1``, :meth:`to_dict`).
 
     ``placement[o]``: device index of op o; ``order[d]``: op indices in the order device d runs them
-    (None: the simulator's own order); ``schedule``: the simulated :class:`~dplace.simulate.Schedule`,
+    (None: the simulator's own order); ``schedule``: the simulated :class:`~dplace.schedule.simulate.Schedule`,
     whose ``makespan`` is the one to trust; ``lower_bound``: a proven bound (µs) or None;
     ``claimed_makespan``: the method's own objective, a claim; ``status``: ``optimal`` (proven),
     ``feasible``, ``heuristic``, ``infeasible`` or ``no_solution`` (then ``message`` says why);
     ``gap = (makespan - lower_bound) / makespan``; ``transform``: None, or how ``instance`` (the graph
-    the method solved) came from the one it was given (:mod:`dplace.transform`). Build one with
+    the method solved) came from the one it was given (:mod:`dplace.instance.transform`). Build one with
     :func:`make_result`, change one with :func:`dataclasses.replace`."""
 
     instance: Instance
@@ -274,7 +274,7 @@ def result_from_dict(inst: Instance, data: Any) -> Result:
     transform, tf = None, data.get("transform")
     given_rewritten = isinstance(tf, dict) and tf.get("base_instance", inst.name) != inst.name == data.get("instance")
     if tf is not None and not given_rewritten:
-        from .transform import from_dict
+        from .instance.transform import from_dict
 
         inst, transform = from_dict(inst, tf)
     bs = data.get("bound_source")

@@ -4,7 +4,7 @@
 diamond, fork, join, colocation, pinned, tight memory; both comm modes). ``random_instance(rng, ...)``
 makes a random valid DAG instance; ``instances()`` is a hypothesis strategy of valid instances that
 shrinks. ``stemmed_twins(seed, ...)`` makes two tied parts that begin with chains (the
-shape :mod:`dplace.bounds_twins` bounds). ``assert_valid_result(res)`` asserts what every placed result must satisfy; the contract
+shape :mod:`dplace.formulations.bounds_twins` bounds). ``assert_valid_result(res)`` asserts what every placed result must satisfy; the contract
 itself, one named ``check_*`` per rule, is in :mod:`dplace.contract`.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from typing import Any, Iterator
 
-from .model import Device, Edge, Instance, Link, Op
+from .instance.model import Device, Edge, Instance, Link, Op
 
 
 def _inst(name: str, ops: list[Op], edges: list[tuple[str, str, float]], *, m: int = 2, memory: int = 10**9,
@@ -81,7 +81,7 @@ def assert_valid_result(res: Any) -> None:
     """Assert the contract on a placed Result: every op placed, ``dplace.check`` passes, memory kept
     or flagged, colocation and pins kept, makespan not below the proven bound when memory is kept (the
     bound holds for schedules that keep memory: the memory-path bound counts the moves memory forces)."""
-    from .check import check
+    from .verify.check import check
 
     inst = res.instance
     assert res.placement is not None and len(res.placement) == inst.n
@@ -240,8 +240,8 @@ def block_instance(names: list[str], times: list[int], nbytes: dict[tuple[int, i
 
 
 def block_optimum(inst: Instance) -> float:
-    """The optimum of a small instance by :func:`dplace.oracle.brute_force` (independent of the simulator)."""
-    from .oracle import brute_force
+    """The optimum of a small instance by :func:`dplace.verify.oracle.brute_force` (independent of the simulator)."""
+    from .verify.oracle import brute_force
 
     res = brute_force(inst)
     assert res.complete and res.optimum is not None, inst.name

@@ -14,7 +14,7 @@ import json
 from typing import Any, Sequence
 
 from .errors import InvalidInstanceError
-from .io import write_atomic
+from .instance.io import write_atomic
 from .result import Result
 
 COLOR_BY = ("auto", "type", "colocation", "op")

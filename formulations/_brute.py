@@ -10,10 +10,10 @@ from __future__ import annotations
 import itertools
 from typing import Iterator
 
-from dplace import graph
+from dplace.instance import graph
 from dplace.errors import InfeasibleError, InvalidInstanceError
-from dplace.model import Instance
-from dplace.simulate import simulate
+from dplace.instance.model import Instance
+from dplace.schedule.simulate import simulate
 
 MAX_OPS = 8
 
@@ -76,7 +76,7 @@ def task_graph(n_tasks: int, n_procs: int, ccr: float = 1.0, *, seed: int = 0, c
     import math
     import random
 
-    from dplace.model import Device, Edge, Link, Op
+    from dplace.instance.model import Device, Edge, Link, Op
 
     rng = random.Random(seed)
     width = max(1, round(1.5 * math.sqrt(n_tasks)))

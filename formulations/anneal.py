@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from dplace.budget import Budget
-from dplace.model import Instance
+from dplace.instance.model import Instance
 
 __all__ = ["AnnealStats", "anneal_placement", "applies", "kernel_ready"]
 
@@ -57,7 +57,7 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     Memory, pins and colocation of ``placement`` are kept by every move (a start over memory stays over
     only where it was); the result is never judged worse than the start."""
     from dplace.kernels.anneal import Annealer
-    from dplace.simulate import simulate
+    from dplace.schedule.simulate import simulate
 
     from .lns import _Units, placement_order
 

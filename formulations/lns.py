@@ -25,10 +25,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from dplace import claims, progress
+from dplace.verify import claims
+from dplace import progress
 from dplace.budget import Budget
-from dplace.model import Instance
-from dplace.simulate import Schedule, simulate
+from dplace.instance.model import Instance
+from dplace.schedule.simulate import Schedule, simulate
 
 __all__ = ["LnsStats", "critical_path_of", "improve"]
 
@@ -120,8 +121,8 @@ def list_schedule(inst: Instance, placement: Sequence[int], rank: Sequence[float
                   insertion: bool = True) -> list[list[int]]:
     """Per-device order for a fixed placement: ready ops by decreasing ``rank`` (ties: topological
     position), each committed at its earliest start (``ScheduleState``; ``insertion``: idle gaps too)."""
-    from dplace.ranks import priority_order
-    from dplace.simulate import ScheduleState
+    from dplace.schedule.ranks import priority_order
+    from dplace.schedule.simulate import ScheduleState
 
     tp = inst.topo_pos
     st = ScheduleState(inst)
@@ -339,14 +340,14 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
     """The large-graph stage of ``portfolio``: a proven bound and the group-move LNS in the budget.
 
     ``starts``: heuristic name -> Result (already run). Within ``budget``: the
-    segment bound (:func:`dplace.bounds_segments.segment_bound`, at most ``bound_share`` of what is left),
+    segment bound (:func:`dplace.formulations.bounds_segments.segment_bound`, at most ``bound_share`` of what is left),
     the segments' schedules put together (:func:`.stitch.stitch`, start "stitch"), then each start re-ordered by :func:`placement_order` (kept when faster), on graphs of two parts tied by
     colocation the best start's placement searched for ``twins_share`` of what is left by
     :func:`.twins.search` (start "twins") — or, where :func:`.anneal.applies` (parallel comm, up to
     :data:`.anneal.MAX_OPS` ops), annealed for ``anneal_share`` of what is left instead (start "anneal") —, then :func:`improve` from the best until the deadline. Returns a Result named "portfolio" whose bound names its source;
     ``extra["starts"]`` holds every start's makespan and ``extra["winner"]`` the one the LNS began from."""
     from dplace.bounds import lower_bound_with_source
-    from dplace.bounds_segments import segment_bound
+    from dplace.formulations.bounds_segments import segment_bound
     from dplace.result import Result
 
     left = budget.left
@@ -364,7 +365,7 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
                                   "memory_cuts": sb.memory_cuts, "time_s": round(sb.time_s, 3)}
         if sb.best[0] > lb:
             lb, src = sb.best
-        from dplace.bounds_twins import twin_stem_bound, twin_stems
+        from dplace.formulations.bounds_twins import twin_stem_bound, twin_stems
 
         if twin_stems(inst) is not None and left() > 1.0:  # two tied parts that begin with chains
             progress.phase("twin-stem bound")

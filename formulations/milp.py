@@ -21,7 +21,7 @@ K-device generalisation (Moirai). Times are continuous µs (no rounding).
 Times are in units of a power of ten (:func:`time_unit`) that keeps the big-M at most 1e4: with times
 of 1e8 µs and more HiGHS answered wrong optima and even INFEASIBLE. The solver's bound (or INFEASIBLE)
 is a claim: it counts only as far as CP-SAT without presolve (or brute force on small graphs) confirms
-it; a re-solve without presolve by the same solver may only weaken it (:mod:`dplace.claims`).
+it; a re-solve without presolve by the same solver may only weaken it (:mod:`dplace.verify.claims`).
 
 Warm start: every variable gets the value of the best heuristic's simulated schedule (CBC: PuLP's mst
 file, checked in CBC's log; HiGHS: ``Highs.setSolution`` before ``run``). Status and bound are read from
@@ -46,10 +46,11 @@ from .cpsat import (  # noqa: I001 — OR-Tools before PuLP (see below)
 
 import pulp  # noqa: E402
 
-from dplace import claims, interrupt
+from dplace.verify import claims
+from dplace import interrupt
 from dplace.budget import Budget
 from dplace.errors import InfeasibleError, SolverError, bad_option
-from dplace.model import Instance
+from dplace.instance.model import Instance
 from dplace.registry import register
 from dplace.result import Result, make_result, no_solution
 
@@ -258,7 +259,7 @@ def _free_ops(P: MilpModel) -> tuple[list[bool], list[bool]]:
     may share an instant, then the list puts either first) nor with a loose op (it may run at time 0 first
     on its device: nothing waits for it). Both keep the model's optimum, and its schedules read back by
     start times simulate to their model values; a graph padded with independent zero ops (the
-    composed instances of dplace.oracle) or a TF graph's NoOps would otherwise need O(n^2) binaries."""
+    composed instances of dplace.verify.oracle) or a TF graph's NoOps would otherwise need O(n^2) binaries."""
     inst = P.inst
     zero = [all(inst.dur[o][d] == 0.0 for d in P.allowed[o]) for o in range(inst.n)]  # not merely below
     # the model's resolution: with those left out as well CBC lost its optimum on fuzz seed 44809 again

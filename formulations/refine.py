@@ -35,11 +35,12 @@ import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Sequence
 
-from dplace import claims, interrupt, progress
+from dplace.verify import claims
+from dplace import interrupt, progress
 from dplace.bounds import lower_bound
 from dplace.budget import Budget
 from dplace.errors import InfeasibleError, bad_option
-from dplace.model import Instance
+from dplace.instance.model import Instance
 from dplace.registry import method_info, methods, register
 from dplace.result import Result, make_result
 
@@ -96,7 +97,7 @@ def critical_ops(inst: Instance, res: Result) -> list[int]:
 def list_order(inst: Instance, placement: Sequence[int]) -> list[list[int]]:
     """Per-device order for a fixed placement: ops by decreasing upward rank (a topological order),
     each inserted at its earliest start on its device (HEFT's insertion policy, ScheduleState)."""
-    from dplace.ranks import upward_rank
+    from dplace.schedule.ranks import upward_rank
 
     from .lns import list_schedule
 

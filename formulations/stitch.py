@@ -1,6 +1,6 @@
 """A schedule of the whole instance put together from the segments the segment bound solved.
 
-The segment bound (:mod:`dplace.bounds_segments`) cuts the critical path into segments and solves each
+The segment bound (:mod:`dplace.formulations.bounds_segments`) cuts the critical path into segments and solves each
 with CP-SAT. Its best schedules are placements of the segments' ops that are locally optimal or close,
 which list schedulers do not find on graphs whose parallel branches cost transfers to use (InceptionV3's
 modules, a Transformer layer's heads). :func:`stitch` makes a placement of the whole instance from them:
@@ -27,7 +27,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Sequence
 
-from dplace.model import Instance
+from dplace.instance.model import Instance
 
 __all__ = ["stitch"]
 
@@ -127,8 +127,8 @@ def _virtual_starts(inst: Instance, pieces: Sequence[dict[str, Any]]) -> list[fl
 
 def stitch(inst: Instance, solutions: Sequence[dict[str, Any]]) -> tuple[list[int], list[list[int]]]:
     """(placement, per-device order) of the whole instance from segment solutions (module docstring)."""
-    from dplace.ranks import priority_order
-    from dplace.simulate import ScheduleState
+    from dplace.schedule.ranks import priority_order
+    from dplace.schedule.simulate import ScheduleState
 
     n, m = inst.n, inst.m
     pl = [-1] * n

@@ -39,8 +39,8 @@ import random
 from typing import Sequence
 
 from dplace.budget import Budget
-from dplace.model import Instance
-from dplace.simulate import Schedule, simulate
+from dplace.instance.model import Instance
+from dplace.schedule.simulate import Schedule, simulate
 
 __all__ = ["heads_tails", "jackson_bound", "placement_bound", "schedule", "search", "twin_sides"]
 

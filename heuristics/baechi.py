@@ -15,9 +15,9 @@ How the pieces fit (one timing model, one set of placement rules):
 * ``fuse`` merges directly connected ops of one unit into clusters, only in Baechi's safe cases
   (§3.3, Fig. 5 d/e): the source has out-degree <= 1 or the destination in-degree <= 1 in the current
   fused graph, so no cycle can appear. A cluster is scheduled as one meta-op (its ops back to back).
-* ``_UnitRules`` is :class:`dplace.rules.Rules` lifted to units: pins, the unit's device once its first
+* ``_UnitRules`` is :class:`dplace.schedule.rules.Rules` lifted to units: pins, the unit's device once its first
   op is placed, and memory (the whole unit is reserved when its first op is placed: co-adjust, §3.1).
-* The list schedulers ask :class:`dplace.simulate.ScheduleState` for every time (data ready, earliest
+* The list schedulers ask :class:`dplace.schedule.simulate.ScheduleState` for every time (data ready, earliest
   start, commit); they keep no clock of their own. m-ETF and m-SCT keep, per device, a heap of
   clusters waiting for data (keyed by data-ready time) and a heap of clusters already available
   (keyed by priority), refreshed lazily, so a step costs O(m log n) instead of a rescan of all
@@ -34,14 +34,14 @@ import numpy as np
 from dplace import kernels
 from dplace.budget import Budget
 from dplace.kernels import gate
-from dplace.columns import forward_of_index
+from dplace.instance.columns import forward_of_index
 from dplace.errors import InvalidInstanceError, bad_option
-from dplace.graph import DisjointSets, components, queue_order
-from dplace.model import Instance, Op
-from dplace.ranks import edge_costs, op_costs, upward_rank
+from dplace.instance.graph import DisjointSets, components, queue_order
+from dplace.instance.model import Instance, Op
+from dplace.schedule.ranks import edge_costs, op_costs, upward_rank
 from dplace.registry import register
 from dplace.result import Result, make_result
-from dplace.simulate import ScheduleState
+from dplace.schedule.simulate import ScheduleState
 
 __all__ = ["BaechiOptions", "CappedOptions", "CappedSctOptions", "Clusters", "ForwardGraph", "SctOptions", "build_units",
            "forward_graph", "fuse", "m_etf", "m_etf_capped", "m_sct", "m_sct_capped", "m_topo", "m_topo_capped"]
@@ -119,7 +119,7 @@ def _unit_cap(opts: BaechiOptions) -> float | None:
 def _forward_pairs(inst: Instance) -> list[tuple[int, int]]:
     """(forward op, backward op) index pairs from the optional op field ``forward_of``, in op order.
 
-    Read from the instance's columns (:func:`dplace.columns.forward_of_index`), not from ``inst.ops``: a
+    Read from the instance's columns (:func:`dplace.instance.columns.forward_of_index`), not from ``inst.ops``: a
     large instance loaded from .npz then builds no Op objects and parses no JSON."""
     fwd = forward_of_index(inst)
     back = np.flatnonzero(fwd >= 0)
@@ -353,7 +353,7 @@ def _singletons(inst: Instance) -> Clusters:
 
 # --------------------------------------------------------------------------------- unit rules
 class _UnitRules:
-    """Pins, unit devices and memory for clusters (``dplace.rules.Rules`` lifted to units)."""
+    """Pins, unit devices and memory for clusters (``dplace.schedule.rules.Rules`` lifted to units)."""
 
     def __init__(self, inst: Instance, units: list[int], cl: Clusters, reserve_whole: bool) -> None:
         self.inst = inst

@@ -17,7 +17,7 @@ most ``M``; since every edge goes forward in a topological order, ``S(n)`` is ex
 communication cost of the edges between clusters. ``cost`` is kept incrementally (eq. 5): moving the
 end from j-1 to j adds v_{j-1}'s out-edges and removes those of its in-edges that start inside the
 cluster, so the whole DP costs O(R·V + R·E) in the worst case; the per-j window is one numpy vector.
-Edge costs are the mean transfer times of :func:`dplace.ranks.edge_costs` (same as CPD-TOPO's).
+Edge costs are the mean transfer times of :func:`dplace.schedule.ranks.edge_costs` (same as CPD-TOPO's).
 
 Acyclicity (Lemma 2). Every cluster is a contiguous run of a topological order, so every edge between
 clusters goes from a lower to a higher cluster index: the cluster indices are a topological order of
@@ -55,11 +55,11 @@ from dplace import kernels
 from dplace.kernels import gate
 from dplace.errors import InvalidInstanceError
 from dplace.formats.generate import ccr  # the one CCR definition: mean transfer time / mean op time
-from dplace.graph import NotADag, digraph, topological_order
-from dplace.columns import Columns, RowTimes
-from dplace.model import Device, Edge, Instance, Op
-from dplace.ranks import edge_costs
-from dplace.simulate import as_order, as_placement
+from dplace.instance.graph import NotADag, digraph, topological_order
+from dplace.instance.columns import Columns, RowTimes
+from dplace.instance.model import Device, Edge, Instance, Op
+from dplace.schedule.ranks import edge_costs
+from dplace.schedule.simulate import as_order, as_placement
 
 __all__ = ["Coarsening", "ccr", "coarsen", "coarsen_report", "fusion_breakpoints"]
 
@@ -217,7 +217,7 @@ def fusion_breakpoints(inst: Instance, order: Sequence[int], R: int, mem_limit: 
     the ops of a cluster are pinned to at most one device; with ``pins_alone`` a cluster holds either
     only ops pinned to one device or only unpinned ops (so a small pinned op cannot pin a large
     cluster). Ties go to the earliest start (larger clusters). Cost of an edge: its mean transfer time
-    (:func:`dplace.ranks.edge_costs`).
+    (:func:`dplace.schedule.ranks.edge_costs`).
     """
     n = len(order)
     if R < 1:

@@ -46,14 +46,14 @@ from typing import Any, Iterable, Mapping, Sequence
 from dplace.budget import Budget
 from dplace.kernels.use import wanted as kernel_wanted
 from dplace.errors import InvalidInstanceError, bad_option
-from dplace.graph import longest_path
-from dplace.model import Edge, Instance, Op
-from dplace.ranks import priority_order, upward_rank
+from dplace.instance.graph import longest_path
+from dplace.instance.model import Edge, Instance, Op
+from dplace.schedule.ranks import priority_order, upward_rank
 from dplace.registry import register
 from dplace.result import Result, make_result
-from dplace.rules import Rules
-from dplace.simulate import ScheduleState, simulate
-from dplace.transform import Transform, rewrite
+from dplace.schedule.rules import Rules
+from dplace.schedule.simulate import ScheduleState, simulate
+from dplace.instance.transform import Transform, rewrite
 
 # ----------------------------------------------------------------------------------------------- DPOS
 
@@ -538,7 +538,7 @@ def transformed_instance(inst: Instance, extra: Mapping[str, Any]) -> Instance:
     """The graph a FastT result was computed on, rebuilt from the original ``inst`` and the result's
     ``extra``: the data-parallel graph (``extra["data_parallel"]``) then the splits (``extra["splits"]``);
     ``inst`` itself when the result names neither. Bad fields raise :class:`InvalidInstanceError`."""
-    from dplace.model import check_number
+    from dplace.instance.model import check_number
 
     g = inst
     dp = extra.get(DP_KEY)

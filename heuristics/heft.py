@@ -5,12 +5,12 @@ from dataclasses import dataclass
 
 from dplace.budget import Budget
 from dplace.kernels.use import wanted as kernel_wanted
-from dplace.model import Instance
-from dplace.ranks import priority_order, upward_rank
+from dplace.instance.model import Instance
+from dplace.schedule.ranks import priority_order, upward_rank
 from dplace.registry import register
 from dplace.result import Result, make_result
-from dplace.rules import Rules
-from dplace.simulate import ScheduleState
+from dplace.schedule.rules import Rules
+from dplace.schedule.simulate import ScheduleState
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from dplace import progress
 from dplace.budget import Budget
 from dplace.errors import SolverError, bad_option
-from dplace.model import Instance
-from dplace.ranks import op_costs
+from dplace.instance.model import Instance
+from dplace.schedule.ranks import op_costs
 from dplace.registry import register
 from dplace.result import Result, make_result
 

@@ -5,7 +5,7 @@ for DFS-TOPO and §5.1.2 / Alg. 1 with eqs. (2)-(3) for tlevel, blevel and CPD-T
 
 Costs. Levels need one computation cost per op and one transfer cost per edge, but an op's time
 depends on its device and an edge costs nothing when both ends share a device. The representative
-costs used here come from :mod:`dplace.ranks`: by default an op costs its *mean* time over devices
+costs used here come from :mod:`dplace.schedule.ranks`: by default an op costs its *mean* time over devices
 (``op_costs(inst, "mean")``) and an edge costs its *mean* transfer time over ordered pairs of distinct
 devices (``edge_costs(inst, "mean")``: mean latency + bytes × mean 1/bandwidth). Pass
 ``op_cost="min"`` / ``comm_cost="zero"`` for the transfer-free, fastest-device levels. Everything is
@@ -17,9 +17,9 @@ import numpy as np
 
 from dplace import kernels
 from dplace.kernels import gate
-from dplace.graph import NotADag, generation_order, longest_to, queue_order
-from dplace.model import Instance
-from dplace.ranks import edge_costs, op_costs, upward_rank
+from dplace.instance.graph import NotADag, generation_order, longest_to, queue_order
+from dplace.instance.model import Instance
+from dplace.schedule.ranks import edge_costs, op_costs, upward_rank
 
 __all__ = [
     "blevel", "cpath", "cpd_topo_order", "critical_path", "dfs_topo_order", "is_topological_order",
@@ -39,7 +39,7 @@ def blevel(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean") -> li
     """Bottom level (Celeritas eq. 3): longest path from o to a sink, including o's own time.
 
     blevel(o) = w_o for a sink, else w_o + max over successors s of blevel(s) + c_(o,s).
-    The same quantity as HEFT's upward rank, so it is :func:`dplace.ranks.upward_rank`.
+    The same quantity as HEFT's upward rank, so it is :func:`dplace.schedule.ranks.upward_rank`.
     """
     return upward_rank(inst, op_cost, comm_cost)
 
@@ -74,7 +74,7 @@ def critical_path(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean"
 
 
 def _queue_order(inst: Instance, *, to_head: bool, source_key=None, scan=None) -> list[int]:
-    """Shared loop of DFS-TOPO and CPD-TOPO (:func:`dplace.graph.queue_order`): sources queued in
+    """Shared loop of DFS-TOPO and CPD-TOPO (:func:`dplace.instance.graph.queue_order`): sources queued in
     topological order (sorted by ``source_key`` when given), children scanned in ``scan(children)``
     order (default: edge order), each freed one pushed to the head or joining the tail."""
     sources = [o for o in inst.topo if not inst.pred[o]]

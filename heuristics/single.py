@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dplace.budget import Budget
 from dplace.errors import InfeasibleError
-from dplace.model import Instance
+from dplace.instance.model import Instance
 from dplace.registry import register
 from dplace.result import Result, make_result
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from dplace.errors import InvalidInstanceError
-from dplace.model import check_number
+from dplace.instance.model import check_number
 
 CHAIN_FORMAT = "dplace-chain/1"
 _LAYER_KEYS = ("id", "forward", "backward", "weights", "activation")
@@ -180,14 +180,14 @@ def chain_to_dict(chain: Chain) -> dict[str, Any]:
 
 def load_chain(path: str | os.PathLike) -> Chain:
     """Load and validate a ``dplace-chain/1`` file; errors name the field and value."""
-    from dplace.io import read_json
+    from dplace.instance.io import read_json
 
     return chain_from_dict(read_json(path, "chain"))
 
 
 def save_chain(chain: Chain, path: str | os.PathLike) -> None:
     """Write ``chain`` atomically as ``dplace-chain/1`` JSON."""
-    from dplace.io import save_json
+    from dplace.instance.io import save_json
 
     save_json(path, chain_to_dict(chain))
 

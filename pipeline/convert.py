@@ -47,7 +47,7 @@ def chain_from_pipedream(path: str | os.PathLike, *, processors: int = 4, memory
     backward_compute_time·1000 µs, W = parameter_size and a = activation_size (the node's own output; a list of outputs is summed).
     On a branchy graph a cut may carry more tensors than the one output counted here.
     """
-    from dplace.io import read_text
+    from dplace.instance.io import read_text
 
     p = Path(path)
     text = read_text(p, "profile")
@@ -87,7 +87,7 @@ def chain_from_pipedream(path: str | os.PathLike, *, processors: int = 4, memory
 
 def chain_from_instance(inst, *, processors: int | None = None, memory: float | None = None,
                         bandwidth: float | None = None) -> Chain:
-    """Linearise a ``dplace.model.Instance`` into a chain.
+    """Linearise a ``dplace.instance.model.Instance`` into a chain.
 
     - Forward ops are the ops without a ``forward_of`` field that do not descend from an op that has
       one; they become the layers, in the instance's deterministic topological order.

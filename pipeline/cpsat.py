@@ -9,7 +9,7 @@ import math
 import time
 from typing import Sequence
 
-from dplace import claims
+from dplace.verify import claims
 from dplace.budget import Budget
 from dplace.errors import InfeasibleError, SolverError
 
@@ -340,7 +340,7 @@ def _load_model(data, seed_sol, budget: Budget, seed, notes: list[str]):
 
     CP-SAT's verdicts are claims: INFEASIBLE counts only when a search without presolve agrees, and its
     bound only when the arithmetic floor reaches it or a search without presolve finds no T below it
-    (the independent check of :mod:`dplace.claims`)."""
+    (the independent check of :mod:`dplace.verify.claims`)."""
     from ortools.sat.python import cp_model
 
     L, P, sc = data["L"], data["P"], data["sc"]

@@ -62,7 +62,7 @@ def save_gantt(pattern: Pattern, path: str, periods: int = 2, title: str | None 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from dplace.io import write_atomic
+    from dplace.instance.io import write_atomic
 
     T = pattern.period
     used = sorted({op.resource for op in pattern.ops if op.duration > 0} | set(range(pattern.processors)))

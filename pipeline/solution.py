@@ -1,7 +1,7 @@
 """The answer of every pipeline method and the one place that sets its status and bound.
 
 Every solution says over which patterns its T/k is proven least (``optimal_over``, one of SCOPES) and
-carries a lower bound on T/k with its scope; :func:`_claim` sets both through :mod:`dplace.claims`.
+carries a lower bound on T/k with its scope; :func:`_claim` sets both through :mod:`dplace.verify.claims`.
 The contiguous DP (and a proven contiguous CP-SAT run) is exact over 1-periodic contiguous patterns
 only: when memory binds, a k-periodic pattern can do better (Theorem 4 of Beaumont, Eyraud-Dubois,
 Shilova, Euro-Par 2021), so ``optimal`` over k-periodic patterns needs T/k to reach a bound valid for
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from dplace import claims
+from dplace.verify import claims
 
 from .bounds import contiguous_lower_bound, general_lower_bound
 from .chain import Chain
@@ -89,7 +89,7 @@ SCOPES = (ONE_PERIODIC_CONTIGUOUS, K_PERIODIC_CONTIGUOUS, K_PERIODIC_GENERAL)
 
 def _claim(sol: PipelineSolution, allocation: str, exact_over: str | None = None,
            relaxation_bound: float | None = None) -> PipelineSolution:
-    """Set the solution's status, ``optimal_over`` and lower bound through :mod:`dplace.claims` (its one
+    """Set the solution's status, ``optimal_over`` and lower bound through :mod:`dplace.verify.claims` (its one
     tolerance; a bound above a valid pattern's T/k is dropped there with a note), the one place this
     module claims either. ``allocation`` is the class asked for ("contiguous" or "general");
     ``exact_over`` a scope over which the method itself proved the pattern optimal (the contiguous DP:

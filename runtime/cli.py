@@ -86,10 +86,10 @@ def _progress(enabled: bool = True, label: str = "profile"):
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
-    from dplace.io import save_instance
-    from dplace.model import Link
+    from dplace.instance.io import save_instance
+    from dplace.instance.model import Link
 
-    from dplace.model import check_number
+    from dplace.instance.model import check_number
 
     _check_model_args(args)
     if args.model is None or args.batch is None:
@@ -128,7 +128,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
 def _profile_on_cluster(args: argparse.Namespace, small) -> int:
     """``profile --workers N`` / ``--cluster-spec FILE``: op times on the first worker under its thread
     limits, links fitted between workers, memory measured (:func:`dplace.runtime.remote.profile`)."""
-    from dplace.io import save_instance
+    from dplace.instance.io import save_instance
 
     from . import remote, zoo
     from .cluster import LocalWorkers, read_cluster_spec
@@ -172,7 +172,7 @@ def _profile_on_cluster(args: argparse.Namespace, small) -> int:
 
 
 def cmd_execute(args: argparse.Namespace) -> int:
-    from dplace.io import load_instance, read_json
+    from dplace.instance.io import load_instance, read_json
     from dplace.result import result_from_dict
 
     _check_model_args(args)

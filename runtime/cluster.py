@@ -81,7 +81,7 @@ def read_cluster_spec(path: str) -> Cluster:
     """A cluster from a JSON file: ``{"cluster": {"worker": ["host:port", ...]}}`` (TF_CONFIG's form),
     or the inner ``{"worker": [...]}``; optional ``"devices": {"CPU:0": "/job:worker/replica:0/task:0/
     device:GPU:0", ...}`` maps instance devices to TensorFlow devices (default: device i on task i's CPU:0)."""
-    from dplace.io import read_json
+    from dplace.instance.io import read_json
 
     data = read_json(path, "cluster spec")
     if not isinstance(data, dict):

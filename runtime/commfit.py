@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from dplace.model import Instance, Link
+from dplace.instance.model import Instance, Link
 
 from .fit import fit_line as _line
 from .zoo import _tf, tf_device

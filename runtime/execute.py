@@ -26,9 +26,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from dplace.errors import InvalidInstanceError
-from dplace.model import Instance
+from dplace.instance.model import Instance
 from dplace.result import Result
-from dplace.simulate import as_placement, simulate
+from dplace.schedule.simulate import as_placement, simulate
 
 from .zoo import TrainStep, _tf, ensure_logical_cpus, short_device, tf_device
 

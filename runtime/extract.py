@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from dplace.errors import InvalidInstanceError
-from dplace.graph import union_find
-from dplace.model import Device, Edge, Instance, Link, Op
+from dplace.instance.graph import union_find
+from dplace.instance.model import Device, Edge, Instance, Link, Op
 
 from .zoo import TrainStep, _tf
 

@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from dplace.model import Instance, Link, Op
+from dplace.instance.model import Instance, Link, Op
 
 from .extract import GiB, PCIE, extract
 from .fit import fit_line
@@ -121,7 +121,7 @@ def measure_placed(inst: Instance, step: TrainStep, batch: int | None = None, *,
     records ``step2`` (devices used, whether the placement kept memory)."""
     from dplace.heuristics.celeritas import fill_placement
     from dplace.heuristics.orders import dfs_topo_order
-    from dplace.simulate import simulate
+    from dplace.schedule.simulate import simulate
 
     from .execute import _call, _graph_fn, _variables
 

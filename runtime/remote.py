@@ -235,7 +235,7 @@ def execute(inst, placement, step: TrainStep, batch: int | None, cluster: Cluste
     from collections import Counter
 
     from dplace.result import Result
-    from dplace.simulate import as_placement, simulate
+    from dplace.schedule.simulate import as_placement, simulate
 
     from .execute import ExecReport, _order_chains, _order_check, reference_losses
     from .memory import op_memory_score
@@ -390,7 +390,7 @@ def profile(step: TrainStep, batch: int, cluster: Cluster, devices: list[str], *
     fits = fit_links(cluster, list(devices), sizes=comm_sizes or comm_sizes_for(inst), reps=comm_reps,
                      progress=progress)
     pairs = dict(out.pairs)
-    from dplace.model import Link
+    from dplace.instance.model import Link
 
     for f in fits:
         pairs[(f.src, f.dst)] = Link(round(f.latency, 3), round(f.bandwidth, 3))

@@ -9,9 +9,9 @@ from dplace.bounds import (
     anchored_work_bound, bound_portfolio, critical_path_length, energetic_bound, lower_bound_parts,
     lower_bound_with_source, memory_path_bound, work_bound,
 )
-from dplace.bounds_segments import segment_bound, segments
+from dplace.formulations.bounds_segments import segment_bound, segments
 from dplace.errors import InfeasibleError
-from dplace.model import Device, Edge, Instance, Link, Op
+from dplace.instance.model import Device, Edge, Instance, Link, Op
 from dplace.testing import random_instance, series_composition
 from formulations._brute import brute_force
 

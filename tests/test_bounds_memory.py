@@ -1,4 +1,4 @@
-"""The forced-cut bounds (dplace.bounds_memory) against optima worked out independently: brute force on
+"""The forced-cut bounds (dplace.bounds.memory) against optima worked out independently: brute force on
 tiny memory-tight instances, and a 40-op series composition whose memory-bound head is enumerated."""
 import itertools
 import random
@@ -6,10 +6,10 @@ import random
 import pytest
 
 from dplace.bounds import bound_portfolio, critical_path_length, memory_cuts_bound, memory_path_bound
-from dplace.bounds_memory import forced_cut_cost
-from dplace.bounds_segments import critical_path_ops, segment_bound
+from dplace.bounds.memory import forced_cut_cost
+from dplace.formulations.bounds_segments import critical_path_ops, segment_bound
 from dplace.errors import InfeasibleError, InvalidInstanceError
-from dplace.model import Device, Edge, Instance, Link, Op
+from dplace.instance.model import Device, Edge, Instance, Link, Op
 from dplace.testing import block_instance, random_instance, series_block
 from formulations._brute import brute_force
 

@@ -1,11 +1,11 @@
-"""The twin-stem bound against the brute-force optimum (dplace.oracle, written from the model's text) on
+"""The twin-stem bound against the brute-force optimum (dplace.verify.oracle, written from the model's text) on
 small graphs of two tied parts that begin with chains: memory that binds, pins, both comm modes,
 magnitudes; and the shapes it must refuse."""
 import pytest
 
-from dplace.bounds_twins import twin_stem_bound, twin_stems
-from dplace.model import Device, Edge, Instance, Link, Op
-from dplace.oracle import brute_force, tolerance
+from dplace.formulations.bounds_twins import twin_stem_bound, twin_stems
+from dplace.instance.model import Device, Edge, Instance, Link, Op
+from dplace.verify.oracle import brute_force, tolerance
 from dplace.testing import stemmed_twins
 
 
@@ -94,7 +94,7 @@ def test_the_bound_is_above_the_cheap_bounds_on_many_of_the_random_graphs():
 @pytest.mark.parametrize("seed", [110, 112, 114, 115])
 def test_twin_stem_bound_never_above_cpsats_proven_optimum_on_30_ops(seed):
     """30-op graphs (chains of 5, rests of 10, 3 devices; parallel and sequential comm) whose optimum
-    CP-SAT proves in seconds (its claim confirmed by dplace.claims); under load, its answer still bounds."""
+    CP-SAT proves in seconds (its claim confirmed by dplace.verify.claims); under load, its answer still bounds."""
     import dplace
 
     inst = _stemmed(seed, k=5, r=10, m=3)

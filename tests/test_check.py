@@ -4,7 +4,7 @@ import copy
 import pytest
 
 from dplace import check
-from dplace.model import Device, Edge, Instance, Link, Op
+from dplace.instance.model import Device, Edge, Instance, Link, Op
 
 # a (2 µs) -> b (3 µs), 4 bytes over a link of latency 1 µs and 2 bytes/µs: the transfer takes 1 + 4/2 = 3 µs.
 # c (1 µs) has no edges. Devices hold 10 bytes each; a and b need 6 each.

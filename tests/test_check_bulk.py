@@ -9,11 +9,11 @@ import random
 import pytest
 
 import dplace
-from dplace.check_bulk import valid_in_bulk
+from dplace.verify.check_bulk import valid_in_bulk
 from dplace.formats import transformer_training
 from dplace.testing import random_instance
 
-check_mod = importlib.import_module("dplace.check")  # the module (dplace.check is also the function)
+check_mod = importlib.import_module("dplace.verify.check")  # the module (dplace.check is also the function)
 
 
 def _reference(inst, data, monkeypatch):
@@ -75,7 +75,7 @@ def _spoil_result(res, rng: random.Random):
     """A Result object with one number changed (start, end, device, makespan, memory verdict, order)."""
     from dataclasses import replace
 
-    from dplace.simulate import Schedule
+    from dplace.schedule.simulate import Schedule
 
     s = res.schedule
     f = dict(placement=list(res.placement), start=list(s.start), end=list(s.end), transfers=list(s.transfers),
@@ -100,7 +100,7 @@ def _spoil_result(res, rng: random.Random):
 
 @pytest.mark.parametrize("seed", range(20))
 def test_bulk_on_result_objects_agrees_with_the_rules_one_by_one(seed, monkeypatch):
-    from dplace.check_bulk import valid_result_in_bulk
+    from dplace.verify.check_bulk import valid_result_in_bulk
 
     rng = random.Random(100 + seed)
     inst = random_instance(rng, n_ops=rng.randint(2, 30), comm="parallel", memory_slack=3.0)

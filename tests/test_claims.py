@@ -1,7 +1,7 @@
-"""dplace.claims: the one place where ``optimal``, a proven bound and ``infeasible`` are decided."""
+"""dplace.verify.claims: the one place where ``optimal``, a proven bound and ``infeasible`` are decided."""
 import dplace
-from dplace import claims
-from dplace.model import Device, Edge, Instance, Link, Op
+from dplace.verify import claims
+from dplace.instance.model import Device, Edge, Instance, Link, Op
 from dplace.result import make_result
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 import dplace
-from dplace import claims
-from dplace.model import Instance
-from dplace.oracle import COMPOSITIONS, brute_force, composed_instance
+from dplace.verify import claims
+from dplace.instance.model import Instance
+from dplace.verify.oracle import COMPOSITIONS, brute_force, composed_instance
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "claims"
 
@@ -101,7 +101,7 @@ def test_cbc_failing_in_its_re_solve_is_an_error_the_claim_rests_on_the_other_ch
     that nothing confirmed is not claimed."""
     from dplace.errors import SolverError
     from dplace.formulations import milp as M
-    from dplace.oracle import fuzz_instance, padded
+    from dplace.verify.oracle import fuzz_instance, padded
 
     real = M._run_cbc
 
@@ -150,7 +150,7 @@ def test_the_order_read_back_keeps_producers_first():
     tolerance) still comes after it on their device: the start order is a topological order (sorted by
     start alone, v came first and the device's order deadlocked)."""
     from dplace.formulations.milp import _start_order
-    from dplace.model import Device, Edge, Op
+    from dplace.instance.model import Device, Edge, Op
 
     inst = Instance("t", [Device("d", 10)], [Op("w", 1.0, 0), Op("u", 0.0, 0), Op("v", 5.0, 0)],
                     [Edge("u", "v", 0.0)])

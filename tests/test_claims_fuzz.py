@@ -1,4 +1,4 @@
-"""Every method's claims against the brute-force oracle (dplace.oracle) on random fuzz instances.
+"""Every method's claims against the brute-force oracle (dplace.verify.oracle) on random fuzz instances.
 
 An ``optimal`` status must be the oracle's optimum, a lower bound must not exceed it, ``infeasible``
 only when no placement fits memory, no memory-feasible makespan below it, and no exception on a valid
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import dplace
-from dplace.oracle import brute_force, fuzz_instance, judge
+from dplace.verify.oracle import brute_force, fuzz_instance, judge
 
 pytestmark = pytest.mark.solver
 
@@ -27,7 +27,7 @@ TIME_LIMIT = 3.0  # a claim is judged whatever the status, so a short limit stil
 # strict, until the owner fixes it (then the test says XPASS and the entry must go).
 KNOWN = {
     # CP-SAT 9.15 answers these wrongly with and without presolve (device NoOverlap search); shipped cpsat is
-    # right on them only through dplace.claims' brute-force check, which is switched off here
+    # right on them only through dplace.verify.claims' brute-force check, which is switched off here
     (61, "cpsat"): "cpsat: CP-SAT's own claim optimal 22.8666, optimum 21.9460 (presolve-off check agrees with it)",
     (1143, "cpsat"): "cpsat: CP-SAT's own claim optimal 14000060, optimum 14000045 (presolve-off check agrees)",
     (1143, "portfolio"): "portfolio: inherits CP-SAT's wrong optimal on seed 1143",
@@ -42,11 +42,11 @@ def _call(spec):
 
 @pytest.fixture(autouse=True)
 def _solver_claims_only(monkeypatch):
-    """dplace.claims may settle claims of <= 9-op graphs with this same oracle (judged against the
+    """dplace.verify.claims may settle claims of <= 9-op graphs with this same oracle (judged against the
     oracle that is circular) and with the other formulation: the solvers' own claims are judged here
     (tests/test_exact_claims.py judges the shipped claims on the known cases, brute force off)."""
     try:
-        from dplace import claims
+        from dplace.verify import claims
     except ImportError:
         return
     for knob in ("EXHAUSTIVE_MAX_OPS", "CROSS_MAX_OPS"):  # brute force; the other formulation's check

@@ -25,10 +25,10 @@ def test_no_wrong_optimal_or_bound_claims(capsys):
 
 
 def _judged(seed, method, **opts):
-    """The claims with dplace.claims' brute force off (it is this same oracle: circular) and the other
+    """The claims with dplace.verify.claims' brute force off (it is this same oracle: circular) and the other
     formulation's check on."""
-    from dplace import claims
-    from dplace.oracle import brute_force, fuzz_instance, judge
+    from dplace.verify import claims
+    from dplace.verify.oracle import brute_force, fuzz_instance, judge
 
     inst = fuzz_instance(seed)
     saved = claims.EXHAUSTIVE_MAX_OPS, claims.CROSS_MAX_OPS
@@ -52,8 +52,8 @@ def _judged(seed, method, **opts):
     (1584, "milp", {"solver": "cbc"}),  # times ~1e-2 µs: CBC "optimal" 1.03e-6 relative above the optimum
 ])
 def test_issue_examples_claim_no_more_than_brute_force(seed, method, opts):
-    """Wrong claims found by fuzzing against dplace.oracle: optimal, bound and infeasible now hold
-    without brute force inside dplace.claims."""
+    """Wrong claims found by fuzzing against dplace.verify.oracle: optimal, bound and infeasible now hold
+    without brute force inside dplace.verify.claims."""
     res, defects, feasible = _judged(seed, method, **opts)
     assert defects == [], (defects, res.extra.get("claim_notes"))
     assert (res.status != "infeasible" and res.placement is not None) == feasible

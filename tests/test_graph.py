@@ -1,11 +1,11 @@
-"""dplace.graph on small graphs worked out by hand."""
+"""dplace.instance.graph on small graphs worked out by hand."""
 from __future__ import annotations
 
 from types import SimpleNamespace
 
 import pytest
 
-from dplace import graph as g
+from dplace.instance import graph as g
 
 # 0 -> 1 -> 3, 0 -> 2 -> 3, 4 alone; nodes added 0..4
 DIAMOND = [(0, 1), (0, 2), (1, 3), (2, 3)]

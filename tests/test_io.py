@@ -1,11 +1,11 @@
-"""dplace.io: the instance JSON format round-trips, and files are written whole or not at all."""
+"""dplace.instance.io: the instance JSON format round-trips, and files are written whole or not at all."""
 import json
 
 import pytest
 from hypothesis import given, settings
 
 from dplace.errors import InvalidInstanceError
-from dplace.io import instance_from_dict, instance_to_dict, load_instance, save_instance, write_atomic_many
+from dplace.instance.io import instance_from_dict, instance_to_dict, load_instance, save_instance, write_atomic_many
 from dplace.testing import contract_instances, instances
 
 

@@ -2,7 +2,7 @@
 import pytest
 
 import dplace
-from dplace.model import MAX_MEMORY, MAX_SERIAL_US, Device, Edge, Instance, Link, Op
+from dplace.instance.model import MAX_MEMORY, MAX_SERIAL_US, Device, Edge, Instance, Link, Op
 
 
 def _at_the_limits() -> Instance:

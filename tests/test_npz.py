@@ -13,8 +13,8 @@ from dplace import Device, Edge, Instance, Link, Op, simulate
 from dplace.cli import main
 from dplace.errors import InvalidInstanceError
 from dplace.formats import transformer_training
-from dplace.io import instance_to_dict, load_instance, save_instance
-from dplace.npz import load_npz, save_npz
+from dplace.instance.io import instance_to_dict, load_instance, save_instance
+from dplace.instance.npz import load_npz, save_npz
 from dplace.testing import random_instance
 
 VIEWS = ("dur", "mem", "esrc", "edst", "ebytes", "succ", "pred", "topo", "topo_pos", "pinned", "group_of",

@@ -1,11 +1,11 @@
-"""The brute-force oracle (dplace.oracle): hand-worked examples from the model text, its search against
+"""The brute-force oracle (dplace.verify.oracle): hand-worked examples from the model text, its search against
 plain exhaustive enumeration, its fuzzer's coverage, and the simulator against the oracle's timing."""
 import random
 
 import pytest
 
 from dplace import Device, Edge, Instance, Link, Op, simulate
-from dplace.oracle import brute_force, exhaustive, fuzz_instance, time_schedule
+from dplace.verify.oracle import brute_force, exhaustive, fuzz_instance, time_schedule
 
 
 def _inst(ops, edges, *, m=2, comm="parallel", lat=0.0, bw=1.0, memory=100, speeds=None, pairs=None):

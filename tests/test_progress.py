@@ -4,7 +4,7 @@ import io
 
 import dplace
 from dplace import progress
-from dplace.model import Device, Edge, Instance, Op
+from dplace.instance.model import Device, Edge, Instance, Op
 
 
 def test_a_nested_solve_keeps_its_numbers_to_itself():
@@ -33,7 +33,7 @@ def test_nested_without_a_reporter_does_nothing():
 def test_segment_bound_reports_its_segments_as_nested(monkeypatch):
     """The segment bound's CP-SAT solves (and the heuristics that hint them) run inside
     ``progress.nested``: the parent's incumbent is never a segment's."""
-    from dplace.bounds_segments import segment_bound
+    from dplace.formulations.bounds_segments import segment_bound
     from dplace.testing import stemmed_twins
 
     inst = stemmed_twins(1)

@@ -6,7 +6,7 @@ import random
 import numpy as np
 
 import dplace
-from dplace.model import Device, Edge, Instance, Op
+from dplace.instance.model import Device, Edge, Instance, Op
 from dplace.result import make_result
 from dplace.testing import random_instance
 

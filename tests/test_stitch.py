@@ -3,11 +3,11 @@ import random
 
 import pytest
 
-from dplace.bounds_segments import segment_bound
-from dplace.check import check
+from dplace.formulations.bounds_segments import segment_bound
+from dplace.verify.check import check
 from dplace.formulations.stitch import stitch
 from dplace.result import make_result
-from dplace.simulate import simulate
+from dplace.schedule.simulate import simulate
 
 from dplace.testing import series_composition
 

@@ -1,4 +1,4 @@
-"""Rewritten instances (dplace.transform): explicit, rebuilt from JSON, and refused when left unsaid."""
+"""Rewritten instances (dplace.instance.transform): explicit, rebuilt from JSON, and refused when left unsaid."""
 import json
 
 import pytest
@@ -6,9 +6,9 @@ import pytest
 import dplace
 from dplace import registry
 from dplace.errors import InvalidInstanceError, SolverError
-from dplace.model import Device, Edge, Instance, Link, Op
+from dplace.instance.model import Device, Edge, Instance, Link, Op
 from dplace.result import make_result, result_from_dict
-from dplace.transform import apply, from_dict
+from dplace.instance.transform import apply, from_dict
 
 
 def _hand():

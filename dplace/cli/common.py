@@ -93,14 +93,14 @@ def window(text: str) -> tuple[float, float]:
 
 def check_outputs(args: argparse.Namespace, *inputs: str) -> None:
     """Before any work: no output file may be an input file (or another output of the same command)."""
-    from ..io import check_outputs as check_files
+    from ..instance.io import check_outputs as check_files
 
     outs = {flag: getattr(args, flag.lstrip("-"), None) for flag in ("--out", "--gantt", "--trace")}
     check_files({k: v for k, v in outs.items() if v}, {name: getattr(args, name) for name in inputs})
 
 
 def load(path: str):
-    from ..io import load_instance
+    from ..instance.io import load_instance
 
     return load_instance(path)
 
@@ -119,7 +119,7 @@ def write_outputs(args: argparse.Namespace, res, data: dict | None = None) -> No
 
         files.append((args.trace, json.dumps(chrome_trace(res))))
     if files:
-        from ..io import write_atomic_many
+        from ..instance.io import write_atomic_many
 
         write_atomic_many(files)
 

@@ -29,8 +29,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     import time
 
     from .. import interrupt, progress
-    from ..check import check
-    from ..claims import Bound, best_bound
+    from ..verify.check import check
+    from ..verify.claims import Bound, best_bound
     from ..registry import check_time_limit, method_info, solve
     from ..result import compute_gap
 
@@ -85,7 +85,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                     "bound_portfolio": None if strong is None else
                     {"source": strong.name, "value": strong.value, "time_s": strong.time_s}}
             if args.out:
-                from ..io import write_atomic
+                from ..instance.io import write_atomic
 
                 write_atomic(args.out, json.dumps(data, indent=1) + "\n")
     if args.json:

@@ -51,7 +51,7 @@ def cmd_info(args: argparse.Namespace) -> int:
                           else {})} for b in timed]
     if args.coarsen:
         try:
-            from ..heuristics.celeritas import coarsen_report
+            from dplace.heuristics.celeritas import coarsen_report
         except ImportError as exc:  # pragma: no cover - depends on what is installed
             raise InvalidInstanceError(f"--coarsen: Celeritas fusion is not available ({exc})") from None
         kw = {}

@@ -37,7 +37,7 @@ def add_solve(subparsers: Any) -> argparse.ArgumentParser:
 
 def cmd_solve(args: argparse.Namespace) -> int:
     from .. import interrupt, progress
-    from ..check import check
+    from ..verify.check import check
     from ..registry import solve
 
     check_outputs(args, "instance")
@@ -84,9 +84,9 @@ def add_evaluate(subparsers: Any) -> argparse.ArgumentParser:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from ..bounds import lower_bound
-    from ..check import check
+    from ..verify.check import check
     from ..errors import InfeasibleError
-    from ..io import read_json
+    from ..instance.io import read_json
     from ..result import result_from_dict
 
     check_outputs(args, "instance", "result")
@@ -130,9 +130,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def _check_claims(path: str, data: dict, res) -> None:
     """A saved result's bound and status must be possible for its own (re-simulated) schedule: a proven
     lower bound is never above a valid makespan, and ``optimal`` means the bound reaches the makespan
-    (:func:`dplace.claims.refutes`, :func:`dplace.claims.reaches`). A file that breaks either is an input
+    (:func:`dplace.verify.claims.refutes`, :func:`dplace.verify.claims.reaches`). A file that breaks either is an input
     error (one line, exit 2)."""
-    from .. import claims
+    from ..verify import claims
 
     mk, lb = res.makespan, data.get("lower_bound")
     if mk is None:

@@ -10,7 +10,7 @@
 * :mod:`~dplace.formats.common` — the options every converter shares and the ``@converter`` decorator;
 * :mod:`~dplace.formats.cli` — ``dplace convert`` and ``dplace generate``.
 
-Every converter returns a validated :class:`~dplace.model.Instance` and raises
+Every converter returns a validated :class:`~dplace.instance.model.Instance` and raises
 :class:`~dplace.errors.InvalidInstanceError` with one line naming the file, the field and the value.
 Memory per device: ``memory`` (bytes) wins, else ``memory_fraction`` × the total op memory, else the
 format's default (see each function). A new format is a module here with one ``@converter("name")``
@@ -22,7 +22,7 @@ from .pipedream import from_pipedream
 from .dot import from_dot  # noqa: I001  (import order = the order of FORMATS)
 from .stg import from_stg
 from .generate import ccr, default_memory, layered_dag, transformer_training
-from ..npz import from_instance_file
+from ..instance.npz import from_instance_file
 
 CONVERTERS["instance"] = from_instance_file  # a dplace instance (.json or .npz), to write in the other form
 FORMATS = tuple(CONVERTERS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InvalidInstanceError
-from ..model import COMM_MODES
+from ..instance.model import COMM_MODES
 from . import FORMATS
 from .common import convert, write_instance
 from .generate import ccr, layered_dag, transformer_training
@@ -62,7 +62,7 @@ def add_convert(subparsers: Any) -> None:
 
 
 def _cmd_convert(args: Any) -> int:
-    from ..io import check_outputs
+    from ..instance.io import check_outputs
 
     check_outputs({"--out": args.out}, {"graph": args.input})
     opts: dict[str, Any] = dict(devices=args.devices, memory=args.memory, memory_fraction=args.memory_fraction,

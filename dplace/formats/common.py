@@ -6,7 +6,7 @@ A format's module defines one function ``from_<format>(path, *, <its own options
 with ``@converter("<format>")`` (and imported by ``dplace/formats/__init__.py``); the decorated function
 takes the shared options too
 (``devices``, ``memory``, ``memory_fraction``, ``latency``, ``bandwidth``, ``comm``, ``name``) and
-returns the validated :class:`~dplace.model.Instance`.
+returns the validated :class:`~dplace.instance.model.Instance`.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import InvalidInstanceError
-from ..model import COMM_MODES, Device, Edge, Instance, Link, Op, check_number
+from ..instance.model import COMM_MODES, Device, Edge, Instance, Link, Op, check_number
 from .generate import default_memory
 
 MS_TO_US = 1000.0
@@ -164,10 +164,10 @@ def write_instance(inst: Instance, path: str | Path, *, compact: bool = False) -
     """Write ``inst`` atomically (minified JSON with ``compact``; the columnar form to a ``.npz`` path)."""
     import json
 
-    from ..io import instance_to_dict, save_instance, write_atomic
+    from ..instance.io import instance_to_dict, save_instance, write_atomic
 
     if str(path).endswith(".npz"):
-        from ..npz import save_npz
+        from ..instance.npz import save_npz
 
         save_npz(inst, path)
     elif compact:

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..io import read_json
-from ..model import Edge, Op
+from ..instance.io import read_json
+from ..instance.model import Edge, Op
 from .common import MS_TO_US, Parsed, bad, converter, num
 
 _SPLITTABLE = ("MatMul", "BatchMatMul", "Gemm", "Conv", "Conv2D", "ConvGrad", "Conv2DBackpropInput",

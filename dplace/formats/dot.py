@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..io import read_text
-from ..model import Edge, Op
+from ..instance.io import read_text
+from ..instance.model import Edge, Op
 from .common import Parsed, bad, converter, parse_float
 
 _DOT_TOKEN = re.compile(

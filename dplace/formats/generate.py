@@ -1,7 +1,7 @@
 """Synthetic instances: random layered DAGs with a target CCR, and Transformer-like training graphs.
 
 Both generators are deterministic for a seed (they draw from their own ``random.Random(seed)``) and
-return a validated :class:`~dplace.model.Instance` on identical devices (speed 1) joined by the
+return a validated :class:`~dplace.instance.model.Instance` on identical devices (speed 1) joined by the
 PCIe-like default link (10 µs latency, 12,000 bytes/µs) unless told otherwise.
 
 CCR (communication-to-computation ratio), the one definition used across dplace::
@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from .. import kernels
-from ..columns import Columns
+from ..instance.columns import Columns
 from ..errors import InvalidInstanceError
-from ..model import Device, Edge, Instance, Link, Op
+from ..instance.model import Device, Edge, Instance, Link, Op
 
 DEFAULT_LINK = Link(10.0, 12000.0)  # PCIe-like: 10 µs latency, 12,000 bytes/µs (12 GB/s)
 

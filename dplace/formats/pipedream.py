@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..io import read_text
-from ..model import Edge, Op
+from ..instance.io import read_text
+from ..instance.model import Edge, Op
 from .common import MS_TO_US, Parsed, bad, converter, parse_float
 
 _TORCH_TYPES = {"Conv2d": "Conv2D", "Linear": "MatMul", "ReLU": "Relu", "BatchNorm2d": "BatchNorm",

@@ -4,8 +4,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..io import read_text
-from ..model import Edge, Op
+from ..instance.io import read_text
+from ..instance.model import Edge, Op
 from .common import Parsed, bad, converter, num, parse_float
 
 @converter("stg", latency=0.0)

@@ -1,4 +1,4 @@
-"""An :class:`~dplace.model.Instance` as flat numpy arrays, the form every compiled kernel takes.
+"""An :class:`~dplace.instance.model.Instance` as flat numpy arrays, the form every compiled kernel takes.
 
 Edges keep their indices (``e`` in ``esrc[e]`` is the instance's edge ``e``); ``pred_ptr``/``pred_edge``
 list each op's incoming edges in the order of ``inst.pred[o]``, ``succ_ptr``/``succ_edge`` its outgoing

@@ -1,6 +1,6 @@
 """The cheap lower bounds of :mod:`dplace.bounds` on arrays, for large graphs: longest paths compiled
-(numba; the same recurrences, visiting order and float operations as :func:`dplace.graph.longest_to` /
-:func:`~dplace.graph.longest_from`, so the values are equal to the last bit), the other parts with numpy,
+(numba; the same recurrences, visiting order and float operations as :func:`dplace.instance.graph.longest_to` /
+:func:`~dplace.instance.graph.longest_from`, so the values are equal to the last bit), the other parts with numpy,
 sums taken in the reference's order. No per-op Python lists are built.
 
 :func:`scale_parts` is what :func:`dplace.bounds.lower_bound_parts` returns from ``SCALE_FROM`` ops on:
@@ -38,7 +38,7 @@ def heads_tails(inst) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def critical_path(inst) -> tuple[float, list[int]]:
-    """:func:`dplace.graph.longest_path` with smallest times, no transfers: (length, ops first to last)."""
+    """:func:`dplace.instance.graph.longest_path` with smallest times, no transfers: (length, ops first to last)."""
     if not inst.n:
         return 0.0, []
     from .paths import longest_to

@@ -2,7 +2,7 @@
 :mod:`dplace.heuristics.orders` and :mod:`dplace.heuristics.coarsen` (the reference,
 ``DPLACE_KERNEL=python``).
 
-* :func:`queue_order` — :func:`dplace.graph.queue_order` on a CSR whose successor lists are already in
+* :func:`queue_order` — :func:`dplace.instance.graph.queue_order` on a CSR whose successor lists are already in
   scan order: freed nodes pushed to the head (a stack on top of the sources) or joining the tail.
 * :func:`scan_csr` — each node's successors in CPD-TOPO's scan order (increasing cpath, then later
   topological position first) or DFS-TOPO's (reversed edge order), by one global sort.

@@ -1,5 +1,5 @@
-"""Representative costs and path levels on arrays, bit for bit those of :mod:`dplace.ranks` and
-:mod:`dplace.graph`'s list loops (the reference).
+"""Representative costs and path levels on arrays, bit for bit those of :mod:`dplace.schedule.ranks` and
+:mod:`dplace.instance.graph`'s list loops (the reference).
 
 Same arithmetic in the same order: an op's mean time is ``sum(row) / m`` summed left to right (Python
 3.11's ``sum``; numpy's pairwise sum would differ in the last bits), an edge's mean cost is

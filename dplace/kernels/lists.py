@@ -45,7 +45,7 @@ def _row_sums(dur, neumaier):
 
 
 def op_costs(dur: np.ndarray, how: str) -> np.ndarray:
-    """:func:`dplace.ranks.op_costs` on the (n, m) time array."""
+    """:func:`dplace.schedule.ranks.op_costs` on the (n, m) time array."""
     n, m = dur.shape
     if how == "mean":
         return _row_sums(dur, _NEUMAIER) / m
@@ -73,7 +73,7 @@ def _longest_from(topo, w, c, succ_ptr, succ_edge, edst):
 
 
 def longest_from(a, w: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """:func:`dplace.graph.longest_from` (own=True) on the instance's arrays."""
+    """:func:`dplace.instance.graph.longest_from` (own=True) on the instance's arrays."""
     return _longest_from(a.topo, w, c, a.succ_ptr, a.succ_edge, a.edst)
 
 
@@ -325,7 +325,7 @@ def rank_order(rank, a):
 
 
 def _prepare(inst, op_cost: str, comm_cost: str):
-    from dplace.ranks import upward_rank_array
+    from dplace.schedule.ranks import upward_rank_array
 
     from . import inst_arrays
     from .state import inst_tuple, new_rules, new_state

@@ -1,5 +1,5 @@
-"""Longest paths in a DAG on CSR arrays, compiled: :func:`dplace.graph.longest_to` (``c`` None) and
-:func:`dplace.graph.longest_from` (``own=False``) with the same visiting order and float operations, so
+"""Longest paths in a DAG on CSR arrays, compiled: :func:`dplace.instance.graph.longest_to` (``c`` None) and
+:func:`dplace.instance.graph.longest_from` (``own=False``) with the same visiting order and float operations, so
 the same values to the last bit. ``w``: op weights; ops in ``topo`` order."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The simulator's event loop compiled (numba), parallel communication: the same rules, the same event
-order and the same float operations as :func:`dplace.events.run_events` (the reference), so start, end,
+order and the same float operations as :func:`dplace.schedule.events.run_events` (the reference), so start, end,
 transfers and makespan are equal to the last bit (tests compare them on the test graphs and random
 instances).
 
@@ -180,7 +180,7 @@ def _events_parallel(n, m, dur, succ_ptr, succ_edge, edst, ebytes, lat, bw, topo
 
 
 def run_events_parallel(a: InstArrays, pl: np.ndarray, order: tuple[np.ndarray, np.ndarray] | None):
-    """:func:`dplace.events.run_events` for parallel comm on arrays: ``pl`` (n,) int64 devices, ``order``
+    """:func:`dplace.schedule.events.run_events` for parallel comm on arrays: ``pl`` (n,) int64 devices, ``order``
     None or (ptr (m + 1,), ops) with device d's list ``ops[ptr[d]:ptr[d + 1]]``. Returns (start, end,
     transfers as arrays (producer, src, dst, start, end, bytes), number of ops that ran, per device the
     position reached in its list)."""

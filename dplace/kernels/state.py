@@ -1,11 +1,11 @@
-""":class:`dplace.simulate.ScheduleState` for parallel comm on arrays, compiled: the list schedulers'
+""":class:`dplace.schedule.simulate.ScheduleState` for parallel comm on arrays, compiled: the list schedulers'
 est / eft / commit (with and without insertion into idle gaps), and the placement rules of
-:class:`dplace.rules.Rules` (pins, colocation groups reserving their whole memory at their first op,
+:class:`dplace.schedule.rules.Rules` (pins, colocation groups reserving their whole memory at their first op,
 fallback to the device with most free memory).
 
 Results are those of the reference, float for float and in the same order: the same recurrences in
 the same operation order (``data_ready`` = max over inputs of ``end + lat + bytes / bw``; a device's
-idle gaps kept and queried with :class:`dplace.timeline.Timeline`'s rules, ``1e-9`` relative
+idle gaps kept and queried with :class:`dplace.schedule.timeline.Timeline`'s rules, ``1e-9`` relative
 tolerances and zero-length tie rules included; a commit that delays ops already committed re-times
 them as ``ScheduleState._retime`` does and marks the gaps stale from the earliest moved op on, to be
 rebuilt at the next insertion query exactly as the reference rebuilds them).
@@ -68,7 +68,7 @@ def new_state(n: int, m: int, cascade_budget: int | None = None) -> State:
     is ever touched (resident memory grows with the schedule, not with m * n)."""
     cap = n + 2
     if cascade_budget is None:
-        from dplace.simulate import ScheduleState
+        from dplace.schedule.simulate import ScheduleState
 
         cascade_budget = ScheduleState._cascade_budget
     cnt = np.zeros(5, dtype=np.int64)

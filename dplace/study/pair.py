@@ -13,7 +13,7 @@ from collections import OrderedDict
 from typing import Any
 
 from ..errors import DplaceError
-from ..io import instance_from_dict
+from ..instance.io import instance_from_dict
 from .plan import parse_method_spec
 
 
@@ -62,7 +62,7 @@ def base_row(task: dict[str, Any]) -> dict[str, Any]:
 def run_pair(task: dict[str, Any], text: str | None = None, *, worker_init: str | None = None) -> dict[str, Any]:
     """Solve one pair and return its row. Never raises (except KeyboardInterrupt/SystemExit)."""
     from ..bounds import lower_bound
-    from ..check import check
+    from ..verify.check import check
     from ..registry import solve
 
     t0 = time.perf_counter()

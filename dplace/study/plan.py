@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from .. import __version__
 from ..errors import InvalidInstanceError
-from ..io import instance_from_dict
+from ..instance.io import instance_from_dict
 
 
 DEFAULT_TIME_LIMIT_S = 60.0

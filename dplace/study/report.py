@@ -6,7 +6,7 @@ gives one line per method, :func:`write_outputs` writes ``results.csv``, ``resul
 and the PNG plots (matplotlib, Agg canvas, no pyplot state).
 
 Definitions (the same as :func:`dplace.result.compute_gap`):
-  best bound of an instance  = :func:`dplace.claims.best_bound`: max of :func:`dplace.lower_bound`
+  best bound of an instance  = :func:`dplace.verify.claims.best_bound`: max of :func:`dplace.lower_bound`
                                (``project_bound``), of every run's proven ``lower_bound`` and of the
                                makespan of ok runs with status ``optimal`` (rows that solved a
                                transformed graph are left out: their bound is for another problem);
@@ -25,8 +25,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from .. import claims
-from ..io import save_json, write_atomic
+from ..verify import claims
+from ..instance.io import save_json, write_atomic
 from ..result import compute_gap
 
 BENCH_FORMAT = "dplace-bench/1"

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from .. import interrupt
 from ..errors import InvalidInstanceError
-from ..io import save_json
+from ..instance.io import save_json
 from .local import run_inline, run_local
 from .pair import init_worker
 from .plan import DEFAULT_TIME_LIMIT_S, RESUME_KEY, hard_limit_for, load_suite, oversize, parse_methods, plan

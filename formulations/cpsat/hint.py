@@ -15,7 +15,7 @@ from ortools.sat.python import cp_model as cp
 
 from dplace.budget import Budget
 from dplace.errors import SolverError
-from dplace.model import Instance
+from dplace.instance.model import Instance
 from dplace.result import Result
 
 from .model import CpModelVars, _check_time, build_model, run_search, time_windows, will_break_symmetry

@@ -29,10 +29,11 @@ from typing import Any, Iterator, Sequence
 
 from ortools.sat.python import cp_model as cp
 
-from dplace import graph, interrupt
+from dplace.instance import graph
+from dplace import interrupt
 from dplace.budget import Budget
 from dplace.errors import InfeasibleError, InvalidInstanceError, SolverError
-from dplace.model import Instance
+from dplace.instance.model import Instance
 
 from .ticks import Ticks, _homogeneous
 

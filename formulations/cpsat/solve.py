@@ -1,6 +1,6 @@
 """The ``cpsat`` method: heuristics, hinted model, search, confirmed claims.
 
-Claims (:mod:`dplace.claims`): CP-SAT's bound, OPTIMAL or INFEASIBLE is a claim. It counts only as far as
+Claims (:mod:`dplace.verify.claims`): CP-SAT's bound, OPTIMAL or INFEASIBLE is a claim. It counts only as far as
 a check CP-SAT's failures cannot share confirms it: brute force on small graphs, else the MILP with HiGHS
 (:func:`_cross_check`, up to ``claims.CROSS_MAX_OPS`` ops); a second search *without presolve*
 (:func:`confirm_bound`: is there a schedule below the claimed bound?) runs first and may only weaken it. Status ``optimal`` only when the *simulated* makespan reaches the certified bound
@@ -19,10 +19,11 @@ from typing import Any, Sequence
 
 from ortools.sat.python import cp_model as cp
 
-from dplace import claims, interrupt
+from dplace.verify import claims
+from dplace import interrupt
 from dplace.budget import Budget
 from dplace.errors import bad_option
-from dplace.model import Instance
+from dplace.instance.model import Instance
 from dplace.registry import register
 from dplace.result import Result, make_result, no_solution
 
@@ -284,7 +285,7 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
            hint_res: Result | None, opts: Any, extra: dict[str, Any], *, budget: Budget | None = None,
            workers: int = 1, seed: int = 0) -> Result:
     """Simulate the solver's answer, keep the hint if it is better, and make the claims through
-    :mod:`dplace.claims`: CP-SAT's bound (or INFEASIBLE) counts only as far as brute force or the MILP
+    :mod:`dplace.verify.claims`: CP-SAT's bound (or INFEASIBLE) counts only as far as brute force or the MILP
     confirms it (a search without presolve, :func:`confirm_bound`, may only weaken it; all in what is left
     of ``budget``; by default a short check).
     ``lb``: proven bounds of dplace's own (a number is taken as ``dplace.lower_bound``)."""

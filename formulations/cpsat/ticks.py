@@ -15,7 +15,7 @@ import math
 from typing import Sequence
 
 from dplace.errors import InvalidInstanceError
-from dplace.model import Instance
+from dplace.instance.model import Instance
 
 __all__ = ["MAX_HORIZON_TICKS", "MAX_SERIAL_TICKS", "MIN_TICK_EXP", "Ticks", "horizon_ticks", "tick_schedule"]
 
@@ -124,8 +124,8 @@ def tick_schedule(inst: Instance, T: Ticks, placement: Sequence[int], order: Seq
     """:func:`dplace.simulate` of ``placement``/``order`` on the model's tick data (durations p, transfer
     times c as bytes over a link of latency 0 and bandwidth 1); None when links differ per device pair
     (then a transfer time is not bytes over one link) or the order is not valid."""
-    from dplace.model import MAX_MEMORY, Device, Edge, Link, Op
-    from dplace.simulate import simulate
+    from dplace.instance.model import MAX_MEMORY, Device, Edge, Link, Op
+    from dplace.schedule.simulate import simulate
 
     if not _homogeneous(inst):
         return None

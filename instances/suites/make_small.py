@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from dplace.io import instance_from_dict, save_instance
+from dplace.instance.io import instance_from_dict, save_instance
 
 BW = 12000.0  # bytes / µs (the format's default link)
 GIB = 1 << 30

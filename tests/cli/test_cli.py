@@ -4,7 +4,7 @@ import pytest
 
 import dplace
 from dplace.cli import main
-from dplace.io import save_instance
+from dplace.instance.io import save_instance
 from dplace.testing import colocated, diamond
 
 
@@ -198,7 +198,7 @@ def test_evaluate_does_not_pass_on_the_files_bound(inst_file, tmp_path, capsys):
 def test_compare_best_bound_ignores_transformed_graphs(tmp_path, capsys):
     """OS-DPOS solves a split graph: its bound is not a bound of the instance compared, so the table's
     best bound comes from the other rows only."""
-    from dplace.model import Device, Edge, Instance, Link, Op
+    from dplace.instance.model import Device, Edge, Instance, Link, Op
 
     split = {"dims": {"batch": 3}}
     ops = [Op("a", 10.0, 1), Op("H", 90.0, 6, type="MatMul", extra={"split": split}), Op("b", 10.0, 1)]

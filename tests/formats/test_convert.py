@@ -14,7 +14,7 @@ import dplace
 from dplace.formats import (convert, from_dnn_partitioning, from_dot, from_pipedream, from_stg,
                             op_type_from_name)
 from dplace.errors import InvalidInstanceError
-from dplace.io import load_instance
+from dplace.instance.io import load_instance
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTANCES = ROOT / "instances"

@@ -7,7 +7,7 @@ import pytest
 from dplace.errors import InvalidInstanceError
 from dplace.formats import CONVERTERS, FORMATS, convert, from_dot, from_stg
 from dplace.formats.common import Parsed, converter
-from dplace.model import Edge, Op
+from dplace.instance.model import Edge, Op
 
 SHARED = ["devices", "memory", "memory_fraction", "latency", "bandwidth", "comm", "name"]
 

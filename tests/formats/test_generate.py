@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import dplace
 from dplace.errors import InvalidInstanceError
 from dplace.formats.generate import ccr, layered_dag, transformer_training
-from dplace.io import instance_from_dict, instance_to_dict, load_instance
+from dplace.instance.io import instance_from_dict, instance_to_dict, load_instance
 
 
 def _same(a, b) -> bool:

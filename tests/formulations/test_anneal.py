@@ -4,14 +4,14 @@ import random
 
 import pytest
 
-from dplace.check import check
+from dplace.verify.check import check
 from dplace.formulations.anneal import anneal_placement, applies
 from dplace.formulations.lns import _Units, placement_order
 from dplace.kernels.anneal import list_makespan
-from dplace.model import Device, Edge, Instance, Op
-from dplace.oracle import fuzz_instance, time_schedule
+from dplace.instance.model import Device, Edge, Instance, Op
+from dplace.verify.oracle import fuzz_instance, time_schedule
 from dplace.result import make_result
-from dplace.simulate import simulate
+from dplace.schedule.simulate import simulate
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from ortools.sat.python import cp_model as cp
 import dplace
 from dplace.formulations import cpsat as C
 from dplace.formulations._brute import brute_force, task_graph
-from dplace.model import Device, Edge, Instance, Link, Op
+from dplace.instance.model import Device, Edge, Instance, Link, Op
 from dplace.testing import contract_instances, random_instance
 
 pytestmark = pytest.mark.solver
@@ -92,7 +92,7 @@ def test_times_no_power_of_ten_represents_are_proven_optimal(comm):
     a transfer of 1e12 µs next to them is cut to the cap (the bound stays a lower bound)."""
     import math
 
-    from dplace.oracle import brute_force as oracle
+    from dplace.verify.oracle import brute_force as oracle
 
     ops = [Op("a", 1 / 3), Op("b", math.pi), Op("c", math.e), Op("d", math.sqrt(2)), Op("e", 0.1 / 7)]
     edges = [Edge("a", "b", 1 / 7), Edge("a", "c", 2 / 9), Edge("b", "d", 1e12), Edge("c", "d", 1 / 11),
@@ -148,9 +148,9 @@ def test_a_cross_check_that_never_answers_ends_within_its_share(monkeypatch):
     """The instance of fuzz seed 10787 (9 ops, sequential comm) with brute force off and the HiGHS child
     hung: the MILP check runs to its worst case (its limit, then two graces, then killed). It was given
     the time left less its graces, so it ends by the deadline; the claim it did not confirm is not used."""
-    from dplace import claims
+    from dplace.verify import claims
     from dplace.formulations import highs_worker
-    from dplace.oracle import fuzz_instance
+    from dplace.verify.oracle import fuzz_instance
 
     hung = 'print("ready", flush=True)\nimport sys, time\nfor line in sys.stdin:\n    time.sleep(3600)\n'
     monkeypatch.setattr(claims, "EXHAUSTIVE_MAX_OPS", 0)

@@ -2,12 +2,12 @@
 move a hand-made instance needs, and is what ``portfolio`` runs on graphs above K ops."""
 import pytest
 
-from dplace.check import check
+from dplace.verify.check import check
 from dplace.formulations.lns import critical_path_of, improve, placement_order
-from dplace.model import Device, Edge, Instance, Link, Op
+from dplace.instance.model import Device, Edge, Instance, Link, Op
 from dplace.registry import solve
 from dplace.result import make_result
-from dplace.simulate import simulate
+from dplace.schedule.simulate import simulate
 
 
 def _two_chains(mem=10, cap=1000):

@@ -127,8 +127,8 @@ def test_cbc_answer_lost_by_its_preprocessing_is_asked_for_again(monkeypatch):
     """Seed 44809 in the model without the resolution cut (op times 5e-10 x big-M kept): CBC's
     preprocessing loses its optimum, CBC says optimal and writes a vector placing no op. It is solved
     again without preprocessing; the optimum (brute force's) comes back, proven."""
-    from dplace import claims
-    from dplace.oracle import brute_force, fuzz_instance, judge
+    from dplace.verify import claims
+    from dplace.verify.oracle import brute_force, fuzz_instance, judge
 
     inst = fuzz_instance(44809)
     monkeypatch.setattr(M, "RESOLUTION", 0.0)
@@ -142,7 +142,7 @@ def test_cbc_answer_lost_by_its_preprocessing_is_asked_for_again(monkeypatch):
 
 def test_device_classes_are_the_interchangeable_devices():
     """Devices 0 and 2 are alike (memory, speed, links); 1 is slower; a pin on a device takes it out."""
-    from dplace.model import Device, Edge, Instance, Link, Op
+    from dplace.instance.model import Device, Edge, Instance, Link, Op
 
     devs = [Device("a", 100, 2.0), Device("b", 100, 0.5), Device("c", 100, 2.0), Device("d", 100, 2.0)]
     ops = [Op("o0", 1.0, 1), Op("o1", 2.0, 1), Op("o2", 3.0, 1, device="d")]

@@ -4,10 +4,10 @@ import random
 
 import pytest
 
-from dplace.check import check
+from dplace.verify.check import check
 from dplace.formulations.twins import jackson_bound, placement_bound, schedule, search, twin_sides
-from dplace.model import Device, Edge, Instance, Op
-from dplace.oracle import fuzz_instance, time_schedule
+from dplace.instance.model import Device, Edge, Instance, Op
+from dplace.verify.oracle import fuzz_instance, time_schedule
 from dplace.result import make_result
 
 

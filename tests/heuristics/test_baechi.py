@@ -11,7 +11,7 @@ import dplace
 from dplace.errors import InvalidInstanceError
 from dplace.formulations.sct_lp import favorite_children, solve_sct_lp
 from dplace.heuristics.baechi import BaechiOptions, build_units, fuse
-from dplace.model import Device, Edge, Instance, Link, Op
+from dplace.instance.model import Device, Edge, Instance, Link, Op
 from dplace.testing import assert_valid_result, random_instance
 
 BAECHI = ("m_topo", "m_etf", "m_sct")

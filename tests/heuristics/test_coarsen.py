@@ -9,9 +9,9 @@ import dplace
 from dplace.errors import InvalidInstanceError
 from dplace.heuristics.coarsen import ccr, coarsen, coarsen_report, fusion_breakpoints
 from dplace.heuristics.orders import cpd_topo_order, is_topological_order
-from dplace.model import Device, Edge, Instance, Link, Op
-from dplace.ranks import edge_costs
-from dplace.simulate import simulate
+from dplace.instance.model import Device, Edge, Instance, Link, Op
+from dplace.schedule.ranks import edge_costs
+from dplace.schedule.simulate import simulate
 from dplace.testing import colocated, contract_instances, instances, random_instance
 
 

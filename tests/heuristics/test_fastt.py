@@ -6,8 +6,8 @@ import pytest
 
 import dplace
 from dplace.errors import InvalidInstanceError
-from dplace.model import Device, Edge, Instance, Link, Op
-from dplace.ranks import edge_costs
+from dplace.instance.model import Device, Edge, Instance, Link, Op
+from dplace.schedule.ranks import edge_costs
 from dplace.result import result_from_dict
 from dplace.testing import contract_instances, random_instance
 from dplace.heuristics.fastt import (DEFAULT_COPY_BYTES_PER_US, copy_bandwidth, critical_path, placed_critical_path,
@@ -58,7 +58,7 @@ def test_critical_path_by_largest_rank():
     ops = [Op("s", 1), Op("x", 5), Op("y", 2), Op("t", 1)]
     edges = [Edge("s", "x"), Edge("s", "y"), Edge("x", "t"), Edge("y", "t")]
     inst = Instance("cp", [Device("d0", 10), Device("d1", 10)], ops, edges, link=Link(0.0, 1.0))
-    rank = dplace.ranks.upward_rank(inst, "max", "max")
+    rank = dplace.schedule.ranks.upward_rank(inst, "max", "max")
     assert [inst.ops[o].id for o in critical_path(inst, rank)] == ["s", "x", "t"]
 
 
@@ -275,7 +275,7 @@ def test_public_code_variants():
 
 def test_os_dpos_result_is_accepted_by_evaluate(tmp_path, capsys):
     from dplace.cli import main
-    from dplace.io import save_instance
+    from dplace.instance.io import save_instance
 
     path = tmp_path / "hand.json"
     save_instance(_hand(m=3, latency=5.0, nbytes=600.0), path)

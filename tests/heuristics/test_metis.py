@@ -7,7 +7,7 @@ import pytest
 
 import dplace
 from dplace.errors import InvalidInstanceError
-from dplace.model import Device, Edge, Instance, Link, Op
+from dplace.instance.model import Device, Edge, Instance, Link, Op
 from dplace.testing import random_instance
 
 

@@ -6,7 +6,7 @@ import random
 import pytest
 
 from dplace.bounds import critical_path_length
-from dplace.io import instance_from_dict
+from dplace.instance.io import instance_from_dict
 from dplace.heuristics.orders import (
     blevel, cpath, cpd_topo_order, critical_path, dfs_topo_order, is_topological_order, m_topo_order,
     tlevel,
@@ -101,7 +101,7 @@ def test_duplicate_edges_and_empty():
 
 @pytest.mark.parametrize("seed", range(20))
 def test_priority_order_takes_the_smallest_ready_key(seed):
-    from dplace.ranks import priority_order
+    from dplace.schedule.ranks import priority_order
 
     rng = random.Random(seed)
     inst = random_dag(rng, rng.randint(1, 20))

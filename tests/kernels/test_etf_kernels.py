@@ -14,7 +14,7 @@ import pytest
 import dplace
 from dplace import kernels
 from dplace.heuristics import baechi
-from dplace.model import Device, Edge, Instance, Link, Op
+from dplace.instance.model import Device, Edge, Instance, Link, Op
 
 pytestmark = pytest.mark.skipif(not kernels.enabled(), reason="numba not importable")
 
@@ -269,7 +269,7 @@ def test_adjusting_placement_matches_the_reference(monkeypatch):
 def test_row_times_columns_equal_per_op_time_maps():
     """Columns whose per-device times are one array (coarse graphs) give the instance that per-op
     ``{device: µs}`` maps give; a bad value is named as the per-op checks name it."""
-    from dplace.columns import Columns, RowTimes
+    from dplace.instance.columns import Columns, RowTimes
     from dplace.errors import InvalidInstanceError
 
     devs = [Device("a", 100), Device("b", 100, 2.0)]
@@ -296,7 +296,7 @@ def test_forward_of_column_in_npz(tmp_path, monkeypatch):
     JSON fields and equal the pairs read from the fields (self references, unknown ids and numbers
     included); files without the column still load and give the same pairs; a bad column is an error."""
     from dplace.errors import InvalidInstanceError
-    from dplace.npz import _LazyJSON, load_npz, save_npz
+    from dplace.instance.npz import _LazyJSON, load_npz, save_npz
 
     ops = [Op("a", 1.0), Op("b", 1.0, extra={"forward_of": "a"}), Op("c", 1.0, extra={"forward_of": "c"}),
            Op("7", 1.0, extra={"forward_of": "zz", "x": 1}), Op("d", 1.0, extra={"forward_of": 7})]

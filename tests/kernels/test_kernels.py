@@ -49,8 +49,8 @@ def test_switch(monkeypatch):
 
 
 def test_arrays_of_a_loaded_npz_build_no_per_op_lists(tmp_path):
-    from dplace.io import load_instance
-    from dplace.npz import save_npz
+    from dplace.instance.io import load_instance
+    from dplace.instance.npz import save_npz
 
     inst = random_instance(random.Random(5))
     save_npz(inst, tmp_path / "x.npz")
@@ -70,7 +70,7 @@ def _same_schedule(inst, placement, order=None):
 
     import importlib
 
-    sim_mod = importlib.import_module("dplace.simulate")
+    sim_mod = importlib.import_module("dplace.schedule.simulate")
 
     def run(kernel):
         old, sim_mod.KERNEL_FROM = sim_mod.KERNEL_FROM, 0
@@ -111,7 +111,7 @@ def _random_linear_order(inst, pl, rng):
 
 
 def test_compiled_simulator_equals_the_reference():
-    from dplace.io import load_instance
+    from dplace.instance.io import load_instance
     from pathlib import Path
 
     rng = random.Random(11)

@@ -8,8 +8,8 @@ import pytest
 
 from dplace import bounds
 from dplace.errors import InfeasibleError
-from dplace.graph import longest_path
-from dplace.io import load_instance
+from dplace.instance.graph import longest_path
+from dplace.instance.io import load_instance
 from dplace.kernels import bounds as kb
 from dplace.testing import contract_instances, random_instance
 
@@ -38,7 +38,7 @@ def test_bounds_on_arrays_equal_the_reference(inst):
     assert kb.critical_path(inst) == longest_path(inst, inst.topo, w)
     p, head, tail = kb.heads_tails(inst)
     assert p.tolist() == w
-    from dplace.graph import longest_from, longest_to
+    from dplace.instance.graph import longest_from, longest_to
     assert head.tolist() == longest_to(inst, inst.topo, w)[0]
     assert tail.tolist() == longest_from(inst, inst.topo, w, own=False)
     parts = {k: v for k, v in bounds.lower_bound_parts(inst).items() if k in ("critical_path", "work",

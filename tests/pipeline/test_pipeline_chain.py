@@ -51,7 +51,7 @@ def test_bundled_chains_load():
 
 
 def test_chain_from_instance_pairs_backward_twins():
-    from dplace.io import instance_from_dict
+    from dplace.instance.io import instance_from_dict
 
     inst = instance_from_dict({
         "format": "dplace-instance/1", "devices": [{"name": "d0", "memory": 100}, {"name": "d1", "memory": 80}],

@@ -98,7 +98,7 @@ def test_split_specs_from_shapes(transformer):
     assert dw["dims"] == {"batch": 16, "channel": 128} and dw["reduce"] == ["batch"] and len(dw["cut"]["batch"]) == 2
     assert not any("split" in op.extra for op in inst.ops if op.type in ("Placeholder", "ReadVariableOp", "Relu"))
     # the same specs on an instance extracted without them, by node name
-    bare = inst.replace(ops=[dplace.model.Op(op.id, op.time, op.memory, op.type, op.colocation, op.device,
+    bare = inst.replace(ops=[dplace.instance.model.Op(op.id, op.time, op.memory, op.type, op.colocation, op.device,
                                              {k: v for k, v in op.extra.items() if k != "split"}) for op in inst.ops])
     assert extract.with_split_specs(bare, step, 2).to_dict() == inst.to_dict()
     res = dplace.solve(inst, "os_dpos", max_dpos_runs=4)

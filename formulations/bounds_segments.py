@@ -28,7 +28,7 @@ The relaxation, step by step (every step only removes constraints, so the bound 
 
 The sum of the segments' bounds is a lower bound on every schedule of the instance. When memory forces
 the path to change device (its ops with their colocation groups do not fit on one device), the changes
-that must fall on edges of one-op segments add their cheapest transfers (:mod:`dplace.bounds_memory`;
+that must fall on edges of one-op segments add their cheapest transfers (:mod:`dplace.bounds.memory`;
 ``SegmentBound.best``, source ``segments_memory``). Edges between kept
 ops that ran through dropped ops are lost (a further relaxation); with identical links between every
 device pair they are put back as zero-byte edges (any path from u to v through dropped ops pays at least
@@ -41,10 +41,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import progress
-from .budget import Budget
-from .graph import longest_path
-from .model import Device, Edge, Instance, Link, Op
+from dplace import progress
+from dplace.budget import Budget
+from dplace.instance.graph import longest_path
+from dplace.instance.model import Device, Edge, Instance, Link, Op
 
 __all__ = ["SegmentBound", "critical_path_ops", "segment_bound", "segments"]
 
@@ -224,7 +224,7 @@ class SegmentBound:
     @property
     def best(self) -> tuple[float, str]:
         """(value, source): the segment bound, plus the forced cuts' cost when memory forces any
-        (source ``segments_memory``, :func:`dplace.bounds_memory.segment_cut_costs`)."""
+        (source ``segments_memory``, :func:`dplace.bounds.memory.segment_cut_costs`)."""
         if self.memory_cuts > 0:
             return self.value + self.memory_cuts, "segments_memory"
         return self.value, "segments"
@@ -249,7 +249,7 @@ def _segment_lb(sub: Instance, budget: Budget | None, workers: int) -> tuple[flo
     """Proven lower bound (ticks) of the sub-instance's optimum, whether it is its optimum, and the
     best schedule CP-SAT found for it as (placement, starts in ticks), None when it was not solved
     (``budget`` None or spent). CP-SAT reports under its own label (:func:`dplace.progress.nested`)."""
-    from .bounds import anchored_work_bound, critical_path_length, energetic_bound, work_bound
+    from dplace.bounds import anchored_work_bound, critical_path_length, energetic_bound, work_bound
 
     cp_len = max(critical_path_length(sub), work_bound(sub))
     if sub.n > 2:
@@ -258,7 +258,7 @@ def _segment_lb(sub: Instance, budget: Budget | None, workers: int) -> tuple[flo
         return cp_len, False, _one_device(sub)
     if budget is None or budget.expired():
         return cp_len, False, None
-    from .formulations.cpsat import cpsat  # noqa: PLC0415 — formulations imports dplace.bounds
+    from .cpsat import cpsat  # noqa: PLC0415 — formulations imports dplace.bounds
 
     with progress.nested(f"segment of {sub.n} ops"):
         res = cpsat(sub, budget=budget, hint="heft", workers=workers, progress=False, tick=1.0)
@@ -343,7 +343,7 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
         return total
 
     value = span(0, -1, len(path))
-    from .bounds_memory import segment_cut_costs
+    from dplace.bounds.memory import segment_cut_costs
 
     # trivial segments of the widest level (one path op and the cut after it): never refined, each
     # bounded by at most its op's smallest time, so a device change on its edge adds the transfer

@@ -8,7 +8,7 @@ memory and the Result will carry ``memory_ok = False`` (flagged, never hidden).
 """
 from __future__ import annotations
 
-from .model import Instance
+from ..instance.model import Instance
 
 
 class Rules:

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from .columns import FREEZE_FROM, Columns, RowTimes, bulk_numbers, csr_arrays, csr_lists, gc_paused, ordered_forward
-from .errors import InvalidInstanceError, show_value
+from ..errors import InvalidInstanceError, show_value
 from .graph import digraph, edge_on_cycle, ready_order
 
 FORMAT = "dplace-instance/1"
@@ -129,7 +129,7 @@ class Instance:
       ``n``/``m``: op / device counts; ``dur[o][d]``: µs of op o on device d; ``mem[o]``: bytes;
       ``esrc[e]``, ``edst[e]``, ``ebytes[e]``; ``succ[o]``/``pred[o]``: edge indices;
       ``topo``: deterministic topological order, ``topo_pos[o]`` its position;
-      ``graph``: the ``networkx.DiGraph`` on ``0 .. n-1`` (:mod:`dplace.graph`), built on first use;
+      ``graph``: the ``networkx.DiGraph`` on ``0 .. n-1`` (:mod:`dplace.instance.graph`), built on first use;
       ``lat[d1][d2]``, ``bw[d1][d2]``: link parameters; ``pinned[o]``: device index or -1 (a pin on any
       member of a colocation group pins the group); ``group_of[o]``: group index or -1;
       ``groups[g]``: op indices of group g, ``group_names[g]`` its name.
@@ -521,7 +521,7 @@ class Instance:
 
     @cached_property
     def graph(self):
-        """The ``networkx.DiGraph`` on ops ``0 .. n-1`` (:func:`dplace.graph.digraph`), built on first use;
+        """The ``networkx.DiGraph`` on ops ``0 .. n-1`` (:func:`dplace.instance.graph.digraph`), built on first use;
         read-only by convention."""
         return digraph(self.n, zip(self.esrc, self.edst))
 

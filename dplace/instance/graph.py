@@ -147,7 +147,7 @@ def ancestors(G: nx.DiGraph, node: Hashable) -> set:
 
 
 # ------------------------------------------------- hot loops over an instance's edge lists
-# An instance's graph as integer lists (``dplace.model.Instance`` has them): ``n`` ops; edge e runs
+# An instance's graph as integer lists (``dplace.instance.model.Instance`` has them): ``n`` ops; edge e runs
 # ``esrc[e] -> edst[e]``; ``succ[o]`` / ``pred[o]`` list the edges leaving / entering o. The loops below run
 # on these lists, not on an nx.DiGraph: on the 36,000-op graph networkx costs more than 10 % of a whole
 # ``dplace solve`` (benchmarks/bench_graph.py; figures in each docstring and in the README's notes).

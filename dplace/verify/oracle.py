@@ -38,8 +38,8 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import networkx as nx
 
-from .budget import Budget
-from .model import Device, Edge, Instance, Link, Op
+from ..budget import Budget
+from ..instance.model import Device, Edge, Instance, Link, Op
 
 __all__ = ["COMPOSITIONS", "OracleResult", "Timing", "brute_force", "composed_instance", "exhaustive", "fuzz_instance",
            "in_series", "on_devices_of", "padded", "side_by_side", "time_schedule", "without_latency"]

@@ -15,7 +15,7 @@ Rules:
   it ends finishes after it).
 
 ``simulate`` is an event-driven simulation in O((V + E) log V) (the loop is
-:func:`dplace.events.run_events`, which ``ScheduleState`` also replays). ``ScheduleState`` is the incremental
+:func:`dplace.schedule.events.run_events`, which ``ScheduleState`` also replays). ``ScheduleState`` is the incremental
 API for list schedulers (earliest start of op o on device d given what is already committed, with or
 without insertion into idle gaps; commit), timed by these same rules: once every op is committed its
 makespan is ``simulate(inst, placement, order())``'s. Schedulers hand their placement and per-device
@@ -31,9 +31,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .errors import InvalidInstanceError
+from ..errors import InvalidInstanceError
 from .events import run_events
-from .model import Instance
+from ..instance.model import Instance
 from .timeline import Timeline
 
 _Timeline = Timeline  # the name tests and older callers use
@@ -170,7 +170,7 @@ KERNEL_FROM: int | None = None  # ops from which the compiled loop runs (None: w
 def use_kernel(inst: Instance) -> bool:
     """Whether :func:`simulate` runs the compiled event loop (:mod:`dplace.kernels.sim`) on ``inst``
     (parallel comm; :func:`dplace.kernels.pays`)."""
-    from . import kernels
+    from .. import kernels
 
     if inst.comm != "parallel":
         return False
@@ -222,8 +222,8 @@ def memory_array(inst: Instance, pl: np.ndarray) -> list[int]:
 def simulate_arrays(inst: Instance, pl: np.ndarray, order: tuple[np.ndarray, np.ndarray] | None) -> ArraySchedule:
     """:func:`simulate` with the compiled event loop (parallel comm) on a checked placement array and
     order arrays (:func:`placement_array`, :func:`order_arrays`)."""
-    from .kernels import inst_arrays
-    from .kernels.sim import run_events_parallel
+    from ..kernels import inst_arrays
+    from ..kernels.sim import run_events_parallel
 
     n, m = inst.n, inst.m
     start, end, tr, done, nxt = run_events_parallel(inst_arrays(inst), pl, order)

@@ -33,7 +33,7 @@ API (every exact method, pipeline and bound goes through it)::
     claims.settle(res, bounds, notes=())  # res with status decided ("feasible" -> "optimal" when proven, an
                                       #   "optimal" not proven -> "feasible"), lower_bound, bound_source,
                                       #   extra["claim_notes"]: a new Result (a Result is frozen)
-    claims.exhaustive(inst, time_limit_s) # the brute-force optimum (dplace.oracle) of a small instance
+    claims.exhaustive(inst, time_limit_s) # the brute-force optimum (dplace.verify.oracle) of a small instance
                                       #   (<= EXHAUSTIVE_MAX_OPS ops), or None: the check no solver shares
     claims.no_placement(inst, method, message, solver_says_infeasible, confirmed, ...) -> Result
                                       # "infeasible" only when confirmed and no heuristic keeps memory;
@@ -50,8 +50,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
-from .model import Instance
-from .result import Result, no_solution
+from ..instance.model import Instance
+from ..result import Result, no_solution
 
 __all__ = ["CROSS_MAX_OPS", "EXHAUSTIVE_MAX_OPS", "SAME_SOLVER_CONFIRMS", "TOL", "Bound", "Decision", "Exhaustive", "base_bound", "best_bound",
            "confirm", "decide", "exhaustive", "method_infeasible", "no_placement", "reaches", "refutes", "settle",
@@ -94,7 +94,7 @@ class Decision:
 def base_bound(inst: Instance) -> Bound:
     """:func:`dplace.lower_bound` (proven by dplace's own arithmetic, needs no confirmation), named by
     its largest part. Raises InfeasibleError when memory cannot fit at all (as ``lower_bound`` does)."""
-    from .bounds import check_memory_feasible, lower_bound_parts
+    from ..bounds import check_memory_feasible, lower_bound_parts
 
     check_memory_feasible(inst)
     parts = lower_bound_parts(inst)
@@ -152,7 +152,7 @@ def decide(value: float | None, bounds: Iterable[Bound | None], *, feasible: boo
     return Decision(optimal, best, notes)
 
 
-EXHAUSTIVE_MAX_OPS = 9  # brute force (dplace.oracle) confirms claims on graphs up to this size (run first)
+EXHAUSTIVE_MAX_OPS = 9  # brute force (dplace.verify.oracle) confirms claims on graphs up to this size (run first)
 # The other formulation (CP-SAT's claims by the MILP with HiGHS, the MILP's by CP-SAT without presolve)
 # confirms claims on graphs up to this size where brute force did not complete: every graph whose MILP
 # is built at all (formulations.milp's max_ops), each check building its model under the run's deadline
@@ -180,7 +180,7 @@ class Exhaustive:
 
 
 def exhaustive(inst: Instance, time_limit_s: float) -> Exhaustive | None:
-    """Brute force (:func:`dplace.oracle.brute_force`, written from the model text, no solver) when
+    """Brute force (:func:`dplace.verify.oracle.brute_force`, written from the model text, no solver) when
     ``inst`` has at most ``EXHAUSTIVE_MAX_OPS`` ops and the search completes within ``time_limit_s``;
     else None. CP-SAT has answered OPTIMAL / INFEASIBLE wrongly with and without presolve on 8-op models:
     this is the check that no solver's failure can share."""
@@ -224,7 +224,7 @@ def no_placement(inst: Instance, method: str, message: str, *, solver_says_infea
     heuristic keeps memory (``heuristic``, a Result at hand, else HEFT is run here). When a heuristic's
     placement keeps memory it is returned instead (status ``feasible``, with a note): a solver that
     says "infeasible" on a feasible instance is wrong. Otherwise ``no_solution`` with ``message``."""
-    from .result import make_result
+    from ..result import make_result
 
     notes: list[str] = []
     h = heuristic if heuristic is not None and heuristic.memory_ok else _keeps_memory(inst, time_limit_s)
@@ -249,7 +249,7 @@ def no_placement(inst: Instance, method: str, message: str, *, solver_says_infea
 
 def _keeps_memory(inst: Instance, time_limit_s: float) -> Result | None:
     """HEFT's answer when its placement keeps memory (it refutes any "infeasible"), else None."""
-    from .registry import get_method
+    from ..registry import get_method
 
     try:
         cand = get_method("heft")(inst, time_limit_s=time_limit_s)

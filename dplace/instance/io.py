@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
-from .errors import InvalidInstanceError
+from ..errors import InvalidInstanceError
 from .model import COMM_MODES, FORMAT, Device, Edge, Instance, Link, Op
 
 _OP_KEYS = {"id", "time", "memory", "type", "colocation", "device"}

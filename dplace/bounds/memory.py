@@ -17,7 +17,7 @@ cost at least that much. Two bounds use it:
   least sum_j p_min(c_j) + :func:`forced_cut_cost` (P: the critical path, cost: each edge's cheapest
   transfer). It refines ``memory_path`` (which counts only how many devices P needs in all).
 * the segment bound plus forced cuts (``segments_memory``, :func:`segment_cut_costs`): the segment
-  decomposition (:mod:`dplace.bounds_segments`) cuts P into segments whose spans add up to at most the
+  decomposition (:mod:`dplace.formulations.bounds_segments`) cuts P into segments whose spans add up to at most the
   makespan, each span at least the segment's proven bound lb_k. A segment that holds only c_j and the
   cut c_{j+1} after it (a *trivial* segment) has lb_k <= p_min(c_j) (its sub-instance's critical
   path in ticks rounded down, or c_j's smallest time when the bound's time ran out) and, when c_j and c_{j+1} are on different devices, span_k =
@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from .model import Instance
+from ..instance.model import Instance
 
 __all__ = ["forced_cut_cost", "memory_cuts_bound", "path_edge_costs", "segment_cut_costs"]
 
@@ -131,7 +131,7 @@ def _guard(inst: Instance, path: Sequence[int], cost: list[float]) -> list[float
 
 def memory_cuts_bound(inst: Instance) -> float:
     """The critical path's smallest times plus the transfers memory forces on it (module docstring)."""
-    from .bounds_segments import critical_path_ops
+    from dplace.formulations.bounds_segments import critical_path_ops
 
     path = critical_path_ops(inst)
     base = sum(min(inst.dur[o]) for o in path)

@@ -16,7 +16,7 @@ The relaxation, step by step (each step only removes constraints or rounds times
    E_A they form a schedule of the rest as an instance of its own (those ops, the edges among them, their
    memory, pins; no colocation: their twins are dropped; parallel comm: sequential transfers only
    delay), so A ends at or after E_A + L_A for every proven lower bound L_A of that instance (here its
-   segment bound, :mod:`dplace.bounds_segments`). Likewise B with E_B + L_B.
+   segment bound, :mod:`dplace.formulations.bounds_segments`). Likewise B with E_B + L_B.
 3. The 2k stem ops, restricted from the same schedule, form a schedule of the *stem instance* (those ops,
    the edges among them, memory, pins, colocation; parallel comm). Hence every schedule's makespan is at
    least max(E_A + L_A, E_B + L_B) for the E_A, E_B of some stem schedule, so at least the least such value
@@ -26,7 +26,7 @@ The relaxation, step by step (each step only removes constraints or rounds times
    op takes ``big`` there: more than a schedule of the stem on the real devices one op at a time, which
    exists whenever the instance has a schedule), reached without transfer. Every time and transfer is
    rounded down to whole ticks (a relaxation with integer data) and CP-SAT's proven bound of that
-   instance (confirmed as every CP-SAT bound is, :mod:`dplace.claims`) times the tick is the bound.
+   instance (confirmed as every CP-SAT bound is, :mod:`dplace.verify.claims`) times the tick is the bound.
 
 Only for identical links between every device pair (the transfer of an edge is then one number).
 """
@@ -36,9 +36,9 @@ import math
 import time
 from dataclasses import dataclass
 
-from . import progress
-from .budget import Budget
-from .model import Device, Edge, Instance, Link, Op
+from dplace import progress
+from dplace.budget import Budget
+from dplace.instance.model import Device, Edge, Instance, Link, Op
 
 __all__ = ["TwinStemBound", "twin_stem_bound", "twin_stems"]
 
@@ -73,7 +73,7 @@ def _chain(inst: Instance, ops: list[int]) -> list[int]:
 def twin_stems(inst: Instance) -> tuple[list[int], list[int]] | None:
     """(a_1..a_k, b_1..b_k): the two parts' common chains of twins (k >= 1), or None when the graph is
     not two tied parts, its links differ between device pairs, or the parts do not begin so."""
-    from .formulations.twins import twin_sides
+    from .twins import twin_sides
 
     if inst.m < 2 or len({(inst.lat[x][y], inst.bw[x][y]) for x in range(inst.m) for y in range(inst.m) if x != y}) != 1:
         return None
@@ -136,10 +136,10 @@ def twin_stem_bound(inst: Instance, *, time_limit_s: float = 30.0, workers: int 
                     cache: dict | None = None, budget: Budget | None = None) -> TwinStemBound | None:
     """The twin-stem bound (module docstring) within ``budget`` (else ``time_limit_s`` from now; 60 % for
     the rests' segment bounds, the rest for CP-SAT on the stems); None where the graph is not of that shape.
-    ``cache``: :func:`dplace.bounds_segments.segment_bound`'s, shared with a segment bound of the whole
+    ``cache``: :func:`dplace.formulations.bounds_segments.segment_bound`'s, shared with a segment bound of the whole
     graph (the first part's rest has the same segments as the whole graph's critical path there)."""
     from .bounds_segments import segment_bound
-    from .formulations.cpsat import cpsat  # noqa: PLC0415 — formulations imports dplace.bounds
+    from .cpsat import cpsat  # noqa: PLC0415 — formulations imports dplace.bounds
 
     t0 = time.perf_counter()
     budget = Budget.resolve(budget, time_limit_s)
@@ -148,7 +148,7 @@ def twin_stem_bound(inst: Instance, *, time_limit_s: float = 30.0, workers: int 
     if stems is None:
         return None
     sa, sb = stems
-    from .formulations.twins import twin_sides
+    from .twins import twin_sides
 
     sides = twin_sides(inst)
     stem = set(sa) | set(sb)
@@ -162,7 +162,7 @@ def twin_stem_bound(inst: Instance, *, time_limit_s: float = 30.0, workers: int 
         ls.append(segment_bound(sub, budget=rests_budget.share(1.0 / (2 - i)), workers=workers,
                                 should_stop=should_stop, cache=cache).best[0] if sub.n > 2 else 0.0)
         if sub.n <= 2:
-            from .bounds import lower_bound
+            from dplace.bounds import lower_bound
 
             ls[-1] = lower_bound(sub)
     total = sum(min(inst.dur[o]) for o in stem) + sum(ls)

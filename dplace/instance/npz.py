@@ -6,7 +6,7 @@ Same content as the JSON (``dplace convert instance`` turns one into the other):
 op ids as one NUL-separated UTF-8 blob; everything else (devices, links, comm, names, per-device times,
 unknown fields) in a JSON ``meta`` entry, unknown op/edge fields in ``op_extra``/``edge_extra`` JSON,
 read only when ``inst.ops``/``inst.edges`` is asked for. Loading builds the instance's integer views
-straight from the arrays (:meth:`dplace.model.Instance.from_columns`).
+straight from the arrays (:meth:`dplace.instance.model.Instance.from_columns`).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .columns import Columns, forward_of_index
-from .errors import InvalidInstanceError
+from ..errors import InvalidInstanceError
 from .model import Device, Instance, Link
 
 FORMAT = "dplace-instance-npz/1"

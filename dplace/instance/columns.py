@@ -1,9 +1,9 @@
-"""An instance's ops and edges as columns: what :class:`dplace.model.Instance` validates in bulk (numpy)
+"""An instance's ops and edges as columns: what :class:`dplace.instance.model.Instance` validates in bulk (numpy)
 and indexes, whether they came as ``Op``/``Edge`` objects (JSON) or as arrays (``.npz``, no per-op
 Python objects until ``inst.ops`` is asked for).
 
 Bulk validation only says "all good"; on any doubt it defers to the per-op checks of
-:mod:`dplace.model`, which raise the one-line error naming the field and value.
+:mod:`dplace.instance.model`, which raise the one-line error naming the field and value.
 """
 from __future__ import annotations
 
@@ -138,7 +138,7 @@ def forward_of_index(inst: Any) -> np.ndarray:
 class RowTimes(Mapping):
     """``time_map`` for a graph whose every op has per-device times held as one (n, m) array (a coarse
     graph built by a method): op index -> ``{device name: µs}``, built on access;
-    :class:`dplace.model.Instance` checks and takes the array in bulk."""
+    :class:`dplace.instance.model.Instance` checks and takes the array in bulk."""
 
     def __init__(self, times: np.ndarray, devices: Sequence[str]) -> None:
         self.times = np.asarray(times, dtype=np.float64)

@@ -8,15 +8,15 @@ the makespan of every schedule that keeps pins, colocation and memory:
 * ``energetic``: energetic reasoning over intervals (:func:`energetic_bound`), vectorised, any size;
 * ``memory_path``: the critical path plus the transfers that memory and colocation force on it
   (:func:`memory_path_bound`); ``memory_cuts``: the same, the path cut into runs that each fit on a
-  device, cheapest cuts found by a dynamic programme (:func:`dplace.bounds_memory.memory_cuts_bound`);
+  device, cheapest cuts found by a dynamic programme (:func:`dplace.bounds.memory.memory_cuts_bound`);
 * ``anchored_work``: work that cannot run early (late) away from the one source's (sink's) device, what
   spreading work costs in transfers (:func:`anchored_work_bound`; it bites on the segments below, each
   of which has one first and one last op);
 * ``segments``: segments of the critical path, each bounded by CP-SAT and the cheap bounds above
-  (:mod:`dplace.bounds_segments`, behind an option: it runs CP-SAT); ``segments_memory``: that plus the
-  transfers memory forces on one-op segments (:mod:`dplace.bounds_memory`); ``twin_stems``: on graphs of
+  (:mod:`dplace.formulations.bounds_segments`, behind an option: it runs CP-SAT); ``segments_memory``: that plus the
+  transfers memory forces on one-op segments (:mod:`dplace.bounds.memory`); ``twin_stems``: on graphs of
   two parts tied op by op that begin with chains, the chains solved exactly together, each followed by a
-  proven bound of its part's rest (:mod:`dplace.bounds_twins`).
+  proven bound of its part's rest (:mod:`dplace.formulations.bounds_twins`).
 
 :func:`lower_bound` is the max of the cheap ones (printed by default); :func:`bound_portfolio` runs all of
 them, with the time each took, for ``dplace info --bounds``. Within :func:`quick_bounds` (a time limit too
@@ -30,12 +30,12 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from .budget import Budget
-from .errors import InfeasibleError
-from .bounds_memory import memory_cuts_bound
-from .kernels import bounds as kb
-from .graph import longest_from, longest_path, longest_to
-from .model import Instance
+from ..budget import Budget
+from ..errors import InfeasibleError
+from .memory import memory_cuts_bound
+from ..kernels import bounds as kb
+from ..instance.graph import longest_from, longest_path, longest_to
+from ..instance.model import Instance
 
 
 def critical_path_length(inst: Instance) -> float:
@@ -257,7 +257,7 @@ def memory_path_bound(inst: Instance) -> float:
     (u, v) of P whose ends may be apart (not in one colocation group, not pinned to one device) and
     costing at least that edge's cheapest transfer. So makespan >= len(P) + the k - 1 cheapest such
     transfers."""
-    from .bounds_segments import critical_path_ops
+    from dplace.formulations.bounds_segments import critical_path_ops
 
     path = critical_path_ops(inst)
     if len(path) < 2 or inst.m < 2:
@@ -403,7 +403,7 @@ def bound_portfolio(inst: Instance, *, segments: bool = True, time_limit_s: floa
         v = fn(inst)
         out.append(BoundPart(name, v, time.perf_counter() - t0))
     if segments and inst.n:
-        from .bounds_segments import segment_bound
+        from dplace.formulations.bounds_segments import segment_bound
 
         cache: dict[Any, Any] = {}
         sb = segment_bound(inst, time_limit_s=time_limit_s, workers=workers, cache=cache)
@@ -412,7 +412,7 @@ def bound_portfolio(inst: Instance, *, segments: bool = True, time_limit_s: floa
         out.append(BoundPart("segments", sb.value, sb.time_s, detail))
         if sb.memory_cuts > 0:
             out.append(BoundPart("segments_memory", sb.best[0], sb.time_s, {**detail, "memory_cuts": sb.memory_cuts}))
-        from .bounds_twins import twin_stem_bound
+        from dplace.formulations.bounds_twins import twin_stem_bound
 
         tb = twin_stem_bound(inst, time_limit_s=time_limit_s, workers=workers, cache=cache)
         if tb is not None:
@@ -425,8 +425,8 @@ def strong_bound(inst: Instance, *, time_limit_s: float, should_stop=None) -> Bo
     """The best of the cheap bounds and the segment bound (its CP-SAT solves within ``time_limit_s``;
     the segments' cheap bounds, anchored work among them, whatever the time): what ``compare`` sets
     beside the methods' own bounds. The part's name is the source of the larger."""
-    from .bounds_segments import segment_bound
-    from .bounds_twins import twin_stem_bound, twin_stems
+    from dplace.formulations.bounds_segments import segment_bound
+    from dplace.formulations.bounds_twins import twin_stem_bound, twin_stems
 
     t0 = time.perf_counter()
     budget = Budget(time_limit_s)

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .graph import longest_from, ready_order
-from .model import Instance
+from ..instance.graph import longest_from, ready_order
+from ..instance.model import Instance
 
 
 def op_costs(inst: Instance, how: str = "mean") -> list[float]:
@@ -66,8 +66,8 @@ def upward_rank(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean") 
 
 def upward_rank_array(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean") -> np.ndarray:
     """:func:`upward_rank` on arrays, compiled (:mod:`dplace.kernels.lists`): the same floats."""
-    from .kernels import inst_arrays
-    from .kernels.lists import longest_from as longest_from_arrays, op_costs as op_cost_array
+    from ..kernels import inst_arrays
+    from ..kernels.lists import longest_from as longest_from_arrays, op_costs as op_cost_array
 
     a = inst_arrays(inst)
     return longest_from_arrays(a, op_cost_array(a.dur, op_cost), edge_cost_array(inst, comm_cost))
@@ -75,7 +75,7 @@ def upward_rank_array(inst: Instance, op_cost: str = "mean", comm_cost: str = "m
 
 def priority_order(inst: Instance, key) -> list[int]:
     """Topological order that always takes the ready op of smallest ``key(o)`` (Kahn's algorithm,
-    :func:`dplace.graph.ready_order`).
+    :func:`dplace.instance.graph.ready_order`).
 
     List schedulers use it so that decreasing rank stays a valid order when zero costs tie ranks;
     ``key`` must be distinct per op (add ``inst.topo_pos[o]`` to break ties). O((V + E) log V).

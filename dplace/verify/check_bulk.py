@@ -1,5 +1,5 @@
 """The checker's rules in bulk (numpy), for large schedules: :func:`valid_in_bulk` says a result passes
-every rule of :func:`dplace.check.check` (parallel comm), or that it cannot tell; then the rule-by-rule
+every rule of :func:`dplace.verify.check.check` (parallel comm), or that it cannot tell; then the rule-by-rule
 reference runs and words the errors. Same raw fields (op times and devices' speeds, links, edges, pins,
 colocation, memory), same tolerances, no code shared with the simulator.
 """
@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .model import Instance
+from ..instance.model import Instance
 
 TOL = 1e-6
 

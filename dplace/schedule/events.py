@@ -8,7 +8,7 @@ from __future__ import annotations
 import heapq
 from typing import Sequence
 
-from .model import Instance
+from ..instance.model import Instance
 
 _FINISH, _READY = 0, 1
 

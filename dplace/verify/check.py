@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .check_bulk import TOL, valid_in_bulk, valid_result_in_bulk
-from .model import Instance
+from ..instance.model import Instance
 
 BULK_FROM = 1000  # ops: from this size a valid schedule is recognised in bulk (numpy) first
 

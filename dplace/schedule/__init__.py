@@ -1,0 +1,1 @@
+"""dplace.schedule."""
