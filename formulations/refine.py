@@ -45,9 +45,10 @@ from dplace.registry import method_info, methods, register
 from dplace.result import Result, make_result
 
 from .cpsat import (
-    OutOfTime, Ticks, best_heuristic, finish, hint_heuristics, hinted_model, memory_fits, reachability, slowdown_guess,
+    Ticks, best_heuristic, finish, hint_heuristics, hinted_model, memory_fits, reachability, slowdown_guess,
     solve_model, tick_schedule,
 )
+from .frame import OutOfTime
 from .lns import sim_cost_s
 from .cpsat import run_heuristics as _run_heuristics
 
@@ -201,7 +202,7 @@ def _coarse_step(inst: Instance, start: Result, K: int, share: float, clock: Bud
 def _lns_model(inst: Instance, cur: Result, window: Sequence[int], T: Ticks, reach: list[int], lb_ticks: int,
                hint_time_s: float, budget: Budget | None = None):
     """Free the ops of ``window``; keep the others on their device and in their order (model + hint);
-    :class:`~.cpsat.OutOfTime` when ``budget`` is spent first."""
+    :class:`~.frame.OutOfTime` when ``budget`` is spent first."""
     free = set(window)
     pl = cur.placement
     order = _order_of(cur)

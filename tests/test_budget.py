@@ -122,7 +122,7 @@ def test_budget_is_exported():
 def test_no_remaining_time_computed_by_hand():
     """Time flows one way: the product's phases ask a Budget how much is left; nobody adds a limit to a
     clock reading or subtracts one from a deadline by hand. (Process watchdogs that kill a solver child
-    a grace after its limit keep their own stopwatch: formulations/highs_worker.py, milp._run_cbc, the
+    a grace after its limit keep their own stopwatch: formulations/highs_worker.py, milp.backends._run_cbc, the
     bench harness in dplace/study.)"""
     import pathlib
     import re

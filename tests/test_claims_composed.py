@@ -101,16 +101,17 @@ def test_cbc_failing_in_its_re_solve_is_an_error_the_claim_rests_on_the_other_ch
     that nothing confirmed is not claimed."""
     from dplace.errors import SolverError
     from dplace.formulations import milp as M
+    from dplace.formulations.milp import backends as MB
     from dplace.verify.oracle import fuzz_instance, padded
 
-    real = M._run_cbc
+    real = MB._run_cbc
 
     def crashing(P, opts, limit, warm, presolve, *a, **k):
         if not presolve:
             raise SolverError("milp: CBC exited with code -11: ")
         return real(P, opts, limit, warm, presolve, *a, **k)
 
-    monkeypatch.setattr(M, "_run_cbc", crashing)
+    monkeypatch.setattr(MB, "_run_cbc", crashing)
     monkeypatch.setattr(claims, "CROSS_MAX_OPS", 0)
     monkeypatch.setattr(claims, "SAME_SOLVER_CONFIRMS", True)
     inst = padded(fuzz_instance(240), 1)
@@ -149,7 +150,7 @@ def test_the_order_read_back_keeps_producers_first():
     """A consumer starting a hair before its producer (a zero-time op: its end is its start; the solver's
     tolerance) still comes after it on their device: the start order is a topological order (sorted by
     start alone, v came first and the device's order deadlocked)."""
-    from dplace.formulations.milp import _start_order
+    from dplace.formulations.milp.solve import _start_order
     from dplace.instance.model import Device, Edge, Op
 
     inst = Instance("t", [Device("d", 10)], [Op("w", 1.0, 0), Op("u", 0.0, 0), Op("v", 5.0, 0)],

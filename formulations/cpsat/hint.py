@@ -18,7 +18,8 @@ from dplace.errors import SolverError
 from dplace.instance.model import Instance
 from dplace.result import Result
 
-from .model import CpModelVars, _check_time, build_model, run_search, time_windows, will_break_symmetry
+from ..frame import check_time
+from .model import CpModelVars, build_model, run_search, time_windows, will_break_symmetry
 from .ticks import Ticks, horizon_ticks, tick_schedule
 
 __all__ = ["HEURISTIC_US", "Interrupted", "best_heuristic", "heuristic_cost_s", "hint_heuristics", "run_heuristics",
@@ -100,7 +101,7 @@ def complete_hint(V: CpModelVars, placement: Sequence[int], order: Sequence[Sequ
     sv = cp.CpSolver()
     prm = sv.parameters
     prm.num_workers = 1
-    _check_time(V.budget)
+    check_time(V.budget)
     hint_budget = V.budget.child(time_limit_s) if V.budget is not None else Budget(time_limit_s)
     prm.max_time_in_seconds = hint_budget.seconds(0.01)
     prm.search_branching = cp.FIXED_SEARCH

@@ -35,39 +35,11 @@ from dplace.budget import Budget
 from dplace.errors import InfeasibleError, InvalidInstanceError, SolverError
 from dplace.instance.model import Instance
 
-from .ticks import Ticks, _homogeneous
+from ..frame import OutOfTime, check_time, homogeneous_links, stop_building_on_interrupt
+from .ticks import Ticks
 
-__all__ = ["CpModelVars", "OutOfTime", "build_model", "energetic_bound", "model_cost_s", "reachability", "run_search",
-           "stop_building_on_interrupt",
+__all__ = ["CpModelVars", "build_model", "energetic_bound", "model_cost_s", "reachability", "run_search",
            "time_windows", "will_break_symmetry"]
-
-
-class OutOfTime(SolverError):
-    """The time budget ran out before the search could start (raised while building a model)."""
-
-
-_stop_on_interrupt = False
-
-
-@contextlib.contextmanager
-def stop_building_on_interrupt() -> Iterator[None]:
-    """Inside: model building raises KeyboardInterrupt at its next check after a Ctrl-C (for code whose
-    caller turns that into its best answer so far, e.g. :func:`.solve.run_guarded`)."""
-    global _stop_on_interrupt
-    old, _stop_on_interrupt = _stop_on_interrupt, True
-    try:
-        yield
-    finally:
-        _stop_on_interrupt = old
-
-
-def _check_time(budget: Budget | None) -> None:
-    """Raise :class:`OutOfTime` once ``budget`` expired; KeyboardInterrupt after a Ctrl-C inside
-    :func:`stop_building_on_interrupt`."""
-    if _stop_on_interrupt and interrupt.requested():
-        raise KeyboardInterrupt
-    if budget is not None and budget.expired():
-        raise OutOfTime("the time limit was reached while building the model")
 
 
 # CPU seconds per variable + constraint of the model, building and hint completion together, and the
@@ -188,7 +160,7 @@ def _add_ops(V: CpModelVars, horizon: int, windows: tuple[list[int], list[int]] 
     V.intervals = [[] for _ in range(V.inst.m)]
     for o in range(V.inst.n):
         if o % 512 == 0:
-            _check_time(V.budget)
+            check_time(V.budget)
         lo, hi = (0, horizon) if windows is None else (windows[0][o], max(windows[0][o], min(horizon, windows[1][o])))
         s = md.new_int_var(lo, hi, f"s{o}")
         e = md.new_int_var(lo, horizon, f"e{o}")
@@ -271,10 +243,10 @@ def _add_redundant_cumulative(V: CpModelVars) -> None:
 def _add_precedence(V: CpModelVars) -> None:
     """Parallel comm: s[v] >= e[u] + transfer delay when u, v are on different devices."""
     inst, md, T = V.inst, V.model, V.T
-    homog = _homogeneous(inst)
+    homog = homogeneous_links(inst)
     for k in range(len(inst.esrc)):
         if k % 512 == 0:
-            _check_time(V.budget)
+            check_time(V.budget)
         u, v = inst.esrc[k], inst.edst[k]
         md.add(V.s[v] >= V.e[u])
         if inst.comm != "parallel":
@@ -322,7 +294,7 @@ def _add_transfers(V: CpModelVars, horizon: int, reach: list[int], fifo_limit: i
     links: dict[tuple[int, int], list[tuple[int, Any, Any, Any]]] = {}
     for p in range(inst.n):
         if p % 256 == 0:
-            _check_time(V.budget)
+            check_time(V.budget)
         if not inst.succ[p]:
             continue
         for d1 in V.allowed[p]:
@@ -376,7 +348,7 @@ def _add_transfers(V: CpModelVars, horizon: int, reach: list[int], fifo_limit: i
             V.relaxed_fifo = True
             continue
         for i in range(len(items)):
-            _check_time(V.budget)
+            check_time(V.budget)
             p, _, tsp, tep, wp = items[i]
             for j in range(i + 1, len(items)):
                 q, _, tsq, teq, wq = items[j]
@@ -428,7 +400,7 @@ def _add_symmetry(V: CpModelVars) -> None:
     prev: list[Any] | None = None
     for i, o in enumerate(topo):
         if i % 512 == 0:
-            _check_time(V.budget)
+            check_time(V.budget)
         for d in range(1, inst.m):
             if d > i:
                 md.add(V.x[o, d] == 0)

@@ -5,7 +5,7 @@ a check CP-SAT's failures cannot share confirms it: brute force on small graphs,
 (:func:`_cross_check`, up to ``claims.CROSS_MAX_OPS`` ops); a second search *without presolve*
 (:func:`confirm_bound`: is there a schedule below the claimed bound?) runs first and may only weaken it. Status ``optimal`` only when the *simulated* makespan reaches the certified bound
 (``claims.TOL``, 1e-6 relative). Time: heuristics, model building and hint completion count against the
-limit (:class:`~.model.OutOfTime` -> the heuristic answer, labelled); Ctrl-C stops the search
+limit (:class:`~dplace.formulations.frame.OutOfTime` -> the heuristic answer, labelled); Ctrl-C stops the search
 (:func:`~.model.run_search`) and the best answer so far comes back with ``interrupted=True``.
 """
 from __future__ import annotations
@@ -28,13 +28,11 @@ from dplace.registry import register
 from dplace.result import Result, make_result, no_solution
 
 from .hint import Interrupted, best_heuristic, hinted_model, memory_fits, slowdown_guess
-from .model import (
-    CpModelVars, OutOfTime, _check_time, energetic_bound, model_cost_s, run_search, stop_building_on_interrupt,
-)
+from ..frame import OutOfTime, check_time, cleanup_s, fallback, options_dict, run_guarded, stop_building_on_interrupt
+from .model import CpModelVars, energetic_bound, model_cost_s, run_search
 from .ticks import Ticks, tick_schedule
 
-__all__ = ["CLAIM_STAGES", "CpsatOptions", "SolveOutcome", "confirm_bound", "cpsat", "fallback", "finish",
-           "run_guarded", "solve_model", "stage_limit"]
+__all__ = ["CLAIM_STAGES", "CpsatOptions", "SolveOutcome", "confirm_bound", "cpsat", "finish", "solve_model", "stage_limit"]
 
 
 @dataclass(frozen=True)
@@ -171,71 +169,6 @@ def cpsat(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, b
                        model_cost_s=model_cost_s(inst))
 
 
-def run_guarded(inst: Instance, method: str, opts: Any, budget: Budget, seed: int, search: Any,
-                model_cost_s: float | None = None) -> Result:
-    """The frame of an exact method: dplace's own bound, the best heuristic (as hint and fallback,
-    within a fifth of the budget), then ``search(base, hint, budget)``.
-
-    The model is not built at all when it cannot pay off: above ``opts.max_ops`` ops (when the options
-    have one), or when its estimated CPU cost ``model_cost_s`` exceeds 60 % of the limit; then the
-    heuristics get the whole budget and the best one's answer comes back labelled (:func:`fallback`,
-    ``extra["skipped"]`` says why). When the budget runs out before the solver starts
-    (:class:`OutOfTime`), or on Ctrl-C, the best answer so far comes back labelled (``interrupted`` on
-    Ctrl-C). The answer is never empty while a heuristic gives one."""
-    limit = budget.left()
-    base = claims.base_bound(inst)
-    max_ops = getattr(opts, "max_ops", None)
-    skip = None
-    if max_ops is not None and inst.n > max_ops:  # e.g. the MILP's O(n^2) ordering binaries
-        skip = (f"{method}: {inst.n} ops > max_ops {max_ops}; the model was not built (use cpsat or refine for "
-                "large graphs)")
-    elif model_cost_s is not None and model_cost_s > 0.6 * limit:
-        skip = (f"the time limit leaves {limit:.2f} s, too short for the model of {inst.n} ops x {inst.m} devices "
-                f"(about {model_cost_s:.1f} s CPU to build); it was not built")
-    hint: tuple[str, Result] | None = None
-    try:
-        if skip is not None:  # the heuristics are the answer: they get the budget, less the clean-up
-            hint = best_heuristic(inst, "best" if opts.hint == "none" else opts.hint, seed=seed,
-                                  time_limit_s=max(0.2, 0.1 * limit), budget=budget.child(reserve=_cleanup_s(inst)))
-            stop = interrupt.requested()
-            return fallback(inst, method, hint, base, opts, why=skip + ("; interrupted (Ctrl-C)" if stop else ""),
-                            skipped=True, interrupted=stop)
-        if opts.hint != "none":
-            hint = best_heuristic(inst, opts.hint, time_limit_s=max(0.2, 0.05 * limit), seed=seed,
-                                  budget=budget.share(0.2))
-        if interrupt.requested():  # Ctrl-C while the heuristics ran (the first one was let finish)
-            return fallback(inst, method, hint, base, opts, interrupted=True, why="interrupted (Ctrl-C) before the search")
-        with interrupt.polling():  # Ctrl-C from here: model building stops at its next check, a search
-            return search(base, hint, budget)  # with its incumbent, clean-up is not cut off
-    except Interrupted as exc:
-        return fallback(inst, method, exc.best or hint, base, opts, interrupted=True,
-                        why="interrupted (Ctrl-C) before the search")
-    except KeyboardInterrupt:
-        return fallback(inst, method, hint, base, opts, interrupted=True, why="interrupted (Ctrl-C)")
-    except OutOfTime:
-        return fallback(inst, method, hint, base, opts, why=f"the time limit ({limit:g} s) ran out before the search")
-
-
-def fallback(inst: Instance, method: str, hint: tuple[str, Result] | None, base: claims.Bound, opts: Any, *,
-             why: str, interrupted: bool = False, skipped: bool = False) -> Result:
-    """The heuristic answer, labelled (status ``heuristic``, ``extra["returned"] = "hint"``, ``stopped``:
-    why; ``skipped`` too when the model was not built on purpose), when the exact search did not run;
-    re-raises KeyboardInterrupt when there is nothing to return. The heuristic's simulated schedule is
-    reused (no second simulation)."""
-    if hint is None:
-        if interrupted:
-            raise KeyboardInterrupt
-        res = no_solution(inst, method, "no_solution", f"{method}: {why}; no heuristic answer", options=_asdict(opts))
-        return claims.settle(res, [base])
-    nm, h = hint
-    order = h.order if h.order is not None else [list(x) for x in h.schedule.order]
-    extra = {"returned": "hint", "hint_method": nm, "stopped": why, **({"skipped": why} if skipped else {})}
-    res = replace(h, method=method, status="heuristic", order=order, options=_asdict(opts), extra=extra,
-                  claimed_makespan=None, lower_bound=None, bound_source=None,
-                  message=f"{method}: {why}; returned heuristic {nm!r}'s answer", interrupted=interrupted)
-    return claims.settle(res, [base])
-
-
 def _cpsat_search(inst: Instance, opts: CpsatOptions, seed: int, base: claims.Bound,
                   hint: tuple[str, Result] | None, budget: Budget) -> Result:
     limit = budget.limit_s if budget.limit_s is not None else opts.default_time_limit_s
@@ -260,9 +193,9 @@ def _cpsat_search(inst: Instance, opts: CpsatOptions, seed: int, base: claims.Bo
                 own.append(claims.Bound(T.real_bound(eb), "energetic"))
     t0 = time.perf_counter()
     # the model and its hint leave time for reading the answer back and simulating it
-    build = budget.child(reserve=_cleanup_s(inst))
+    build = budget.child(reserve=cleanup_s(inst))
     with stop_building_on_interrupt():
-        _check_time(build)
+        check_time(build)
         V, hint_vals = hinted_model(inst, T, start, lb_ticks=lb_ticks, symmetry=opts.symmetry,
                                     hint_time_s=max(0.05, min(0.1 * limit, build.left())), budget=build)
     _record(extra, "model", build.limit_s, build.limit_s, t0)
@@ -302,7 +235,7 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
     notes: list[str] = []
     if budget is None:
         budget = Budget(max(0.2, min(2.0, out.wall_s)))
-    checks = budget.child(reserve=_cleanup_s(inst))  # the claim checks leave time for the read-back
+    checks = budget.child(reserve=cleanup_s(inst))  # the claim checks leave time for the read-back
     extra.update(solver_status=out.status_name, solve_wall_s=round(out.wall_s, 4))
     outs = [out]
     certified: claims.Bound | None = None
@@ -383,20 +316,20 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
         return claims.no_placement(inst, method, f"{method}: no placement keeps pins, colocation and memory",
                                    solver_says_infeasible=True, confirmed=infeasible_confirmed, heuristic=hint_res,
                                    bound=max(own, key=lambda b: b.value) if own else None,
-                                   options=_asdict(opts), extra=dict(extra, claim_notes=notes))
+                                   options=options_dict(opts), extra=dict(extra, claim_notes=notes))
     cand = []
     for o in outs:
         if o.placement is not None:
             for od in [o.order] + ([o.tie_order] if o.tie_order is not None else []):
-                cand.append(make_result(inst, method, o.placement, od, status="feasible", options=_asdict(opts),
+                cand.append(make_result(inst, method, o.placement, od, status="feasible", options=options_dict(opts),
                                         claimed_makespan=T.to_us(o.objective_ticks), extra=dict(extra)))
     if hint_res is not None and hint_res.memory_ok:
         order = hint_res.order if hint_res.order is not None else hint_res.schedule.order
-        cand.append(make_result(inst, method, hint_res.placement, order, status="feasible", options=_asdict(opts),
+        cand.append(make_result(inst, method, hint_res.placement, order, status="feasible", options=options_dict(opts),
                                 claimed_makespan=hint_res.makespan, extra=dict(extra, returned="hint")))
     if not cand:
         res = no_solution(inst, method, "no_solution", f"{method}: no solution within the time limit "
-                          f"({out.status_name})", options=_asdict(opts), extra=extra, interrupted=out.interrupted)
+                          f"({out.status_name})", options=options_dict(opts), extra=extra, interrupted=out.interrupted)
         return claims.settle(res, own + [certified], notes=notes)
     best = min(cand, key=lambda r: (not r.memory_ok, r.makespan))
     return claims.settle(replace(best, interrupted=out.interrupted or interrupt.requested()), own + [certified],
@@ -480,12 +413,3 @@ def _record(extra: dict[str, Any], stage: str, left: float | None, limit: float 
     return wall
 
 
-def _cleanup_s(inst: Instance) -> float:
-    """Time kept for reading the answer back and simulating it (grows with the graph)."""
-    return 0.01 + 2e-5 * (inst.n + len(inst.esrc))
-
-
-def _asdict(opts: Any) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    return asdict(opts)

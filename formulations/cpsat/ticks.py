@@ -17,6 +17,8 @@ from typing import Sequence
 from dplace.errors import InvalidInstanceError
 from dplace.instance.model import Instance
 
+from ..frame import homogeneous_links
+
 __all__ = ["MAX_HORIZON_TICKS", "MAX_SERIAL_TICKS", "MIN_TICK_EXP", "Ticks", "horizon_ticks", "tick_schedule"]
 
 MIN_TICK_EXP = -15  # automatic tick: a power of ten >= 1e-15 µs, the finest for which...
@@ -114,12 +116,6 @@ def horizon_ticks(inst: Instance, T: Ticks) -> int:
     return max(1, int(tot))
 
 
-def _homogeneous(inst: Instance) -> bool:
-    m = inst.m
-    vals = {(inst.lat[a][b], inst.bw[a][b]) for a in range(m) for b in range(m) if a != b}
-    return len(vals) <= 1
-
-
 def tick_schedule(inst: Instance, T: Ticks, placement: Sequence[int], order: Sequence[Sequence[int]]):
     """:func:`dplace.simulate` of ``placement``/``order`` on the model's tick data (durations p, transfer
     times c as bytes over a link of latency 0 and bandwidth 1); None when links differ per device pair
@@ -127,7 +123,7 @@ def tick_schedule(inst: Instance, T: Ticks, placement: Sequence[int], order: Seq
     from dplace.instance.model import MAX_MEMORY, Device, Edge, Link, Op
     from dplace.schedule.simulate import simulate
 
-    if not _homogeneous(inst):
+    if not homogeneous_links(inst):
         return None
     names = [d.name for d in inst.devices]
     a, b = (0, 1) if inst.m > 1 else (0, 0)

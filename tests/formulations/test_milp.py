@@ -7,6 +7,7 @@ import pytest
 
 import dplace
 from dplace.formulations import milp as M
+from dplace.formulations.milp import backends as MB
 from dplace.formulations._brute import task_graph
 from dplace.testing import random_instance
 
@@ -96,7 +97,7 @@ def test_cbc_is_stopped_at_its_wall_clock_limit():
     inst = task_graph(30, 4, 10.0, seed=9)
     heft = dplace.solve(inst, "heft")
     P = M.build_milp(inst, heft.makespan * (1 + 1e-6), dplace.lower_bound(inst), M.time_unit(heft.makespan))
-    text, interrupted = M._run_cbc(P, M.MilpOptions(solver="cbc"), 1.0, False, True, cbc_sec=1000)
+    text, interrupted = MB._run_cbc(P, M.MilpOptions(solver="cbc"), 1.0, False, True, cbc_sec=1000)
     # CBC's own limit was 1000 s: its log says dplace stopped it (SIGINT, else killed)
     assert not interrupted and re.search(r"Result - (User ctrl-c|Stopped by dplace)", text), text[-500:]
 
@@ -109,18 +110,18 @@ def test_cbc_is_stopped_at_its_wall_clock_limit():
     ("0", 10, 0.0),
 ])
 def test_a_printed_bound_is_read_down_to_the_least_value_it_may_stand_for(text, digits, low):
-    assert M._printed_floor(text, digits) == pytest.approx(low, abs=1e-9)
+    assert MB._printed_floor(text, digits) == pytest.approx(low, abs=1e-9)
 
 
 def test_cbc_bound_is_read_down_by_what_its_search_leaves_open():
     """CBC looks only for solutions better than its incumbent by its cutoff increment: its "optimal"
     objective may lie that far above the model's optimum (seed 44809: 9e-7 units above it)."""
     text = "Result - Optimal solution found\n\nObjective value:                780.56557551\n"
-    result, bound, proven = M._cbc_bound(text, 1e-5)
+    result, bound, proven = MB._cbc_bound(text, 1e-5)
     assert proven and result == "Optimal solution found"
     assert bound == pytest.approx(780.56557551 - 5e-9 - 1e-5, abs=1e-12)
     stopped = "Result - Stopped on time\n\nObjective value: 12.5\nLower bound: 11.250\n"
-    assert M._cbc_bound(stopped, 1e-7)[1:] == (pytest.approx(11.25 - 5e-4 - 1e-7, abs=1e-12), False)
+    assert MB._cbc_bound(stopped, 1e-7)[1:] == (pytest.approx(11.25 - 5e-4 - 1e-7, abs=1e-12), False)
 
 
 def test_cbc_answer_lost_by_its_preprocessing_is_asked_for_again(monkeypatch):
@@ -131,7 +132,7 @@ def test_cbc_answer_lost_by_its_preprocessing_is_asked_for_again(monkeypatch):
     from dplace.verify.oracle import brute_force, fuzz_instance, judge
 
     inst = fuzz_instance(44809)
-    monkeypatch.setattr(M, "RESOLUTION", 0.0)
+    monkeypatch.setattr(M.model, "RESOLUTION", 0.0)
     monkeypatch.setattr(claims, "EXHAUSTIVE_MAX_OPS", 0)
     monkeypatch.setattr(claims, "CROSS_MAX_OPS", claims.CROSS_ON)
     res = dplace.solve(inst, "milp", solver="cbc", time_limit_s=10, seed=44809)

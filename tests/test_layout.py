@@ -1,0 +1,105 @@
+"""The house's rules, read from the code's own imports (issue: the house, second pass).
+
+- the core (``dplace/`` but its shells ``cli``, ``study``, ``formats``) never imports the method packages
+  (``formulations``, ``heuristics``, ``pipeline``, ``runtime``) at module level or inside functions; it reaches
+  them only through the registry's ``load_methods`` (by name);
+- no private name (``_x``) and no private module is imported from another package;
+- no import circle between the top-level packages (the core, its shells, each method package).
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+
+ROOT = Path(__file__).resolve().parents[1]
+TOPS = {"dplace": "dplace", "formulations": "dplace.formulations", "heuristics": "dplace.heuristics",
+        "pipeline": "dplace.pipeline", "runtime": "dplace.runtime"}
+METHOD_PACKAGES = ("dplace.formulations", "dplace.heuristics", "dplace.pipeline", "dplace.runtime")
+SHELLS = ("dplace.cli", "dplace.study", "dplace.formats")
+
+
+def _modules():
+    """(path, module name, its package) of every product module."""
+    for top, dotted in TOPS.items():
+        for path in sorted((ROOT / top).rglob("*.py")):
+            rel = path.relative_to(ROOT / top).with_suffix("").parts
+            parts = dotted.split(".") + list(rel)
+            if parts[-1] == "__init__":
+                yield path, ".".join(parts[:-1]), ".".join(parts[:-1])
+            else:
+                yield path, ".".join(parts), ".".join(parts[:-1])
+
+
+def _package_of(module: str) -> str:
+    """The package (folder) that holds ``module`` (a module, or a package itself)."""
+    parts = module.split(".")
+    top = parts[1] if len(parts) > 1 and parts[1] in ("formulations", "heuristics", "pipeline", "runtime") else None
+    base = ROOT / top if top else ROOT / "dplace"
+    rel = parts[2:] if top else parts[1:]
+    path = base.joinpath(*rel) if rel else base
+    return module if path.is_dir() else ".".join(parts[:-1])
+
+
+def _imports():
+    """(path, line, importing package, imported module, names) for every import of a dplace module."""
+    for path, module, package in _modules():
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")
+                    if node.level > 1:
+                        base = base[: -(node.level - 1)]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                if target == "dplace" or target.startswith("dplace."):
+                    yield path, node.lineno, package, target, [a.name for a in node.names]
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.startswith("dplace."):
+                        yield path, node.lineno, package, a.name, []
+
+
+def _is_core(package: str) -> bool:
+    return package.startswith("dplace") and not package.startswith(METHOD_PACKAGES) and not package.startswith(SHELLS)
+
+
+def test_the_core_never_imports_a_method_package():
+    bad = [f"{p.relative_to(ROOT)}:{line}: {target}" for p, line, pkg, target, _ in _imports()
+           if _is_core(pkg) and target.startswith(METHOD_PACKAGES)]
+    assert bad == []
+
+
+def test_no_private_name_is_imported_from_another_package():
+    bad = []
+    for p, line, pkg, target, names in _imports():
+        for name in names:
+            full = f"{target}.{name}"
+            owner = _package_of(full) if name != "*" else target
+            if name.startswith("_") and not name.startswith("__") and _package_of(target) != pkg:
+                bad.append(f"{p.relative_to(ROOT)}:{line}: {name} from {target}")
+            elif any(part.startswith("_") and not part.startswith("__") for part in full.split(".")[1:-1]) \
+                    and not pkg.startswith(_package_of(owner)):
+                bad.append(f"{p.relative_to(ROOT)}:{line}: private module in {full}")
+    assert bad == []
+
+
+def _area(package: str) -> str:
+    """The top-level package a package belongs to: the core, its shells, or one method package."""
+    for top in METHOD_PACKAGES + SHELLS:
+        if package == top or package.startswith(top + "."):
+            return "shells" if top in SHELLS else top
+    return "core"
+
+
+def test_no_import_circle_between_packages():
+    """Between the core, its shells and the method packages, imports go one way."""
+    g = nx.DiGraph()
+    for _p, _line, pkg, target, _names in _imports():
+        a, b = _area(pkg), _area(_package_of(target))
+        if a != b:
+            g.add_edge(a, b)
+    assert list(nx.simple_cycles(g)) == []
