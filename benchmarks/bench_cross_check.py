@@ -39,7 +39,7 @@ def instances(n: int, k: int, start: int = 0):
 
 def per_call(sizes, seeds: int, limit: float) -> list[dict]:
     from dplace.verify import claims
-    from dplace.formulations import highs_worker
+    from dplace.heuristics import highs_worker
     from dplace.formulations.milp import cross_check
 
     rows = []

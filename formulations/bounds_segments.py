@@ -43,15 +43,10 @@ from typing import Any
 
 from dplace import progress
 from dplace.budget import Budget
-from dplace.instance.graph import longest_path
+from dplace.instance.graph import critical_path_ops, longest_path
 from dplace.instance.model import Device, Edge, Instance, Link, Op
 
 __all__ = ["SegmentBound", "critical_path_ops", "segment_bound", "segments"]
-
-
-def critical_path_ops(inst: Instance) -> list[int]:
-    """Ops of one longest path with every op on its fastest device and no transfers (first to last)."""
-    return longest_path(inst, inst.topo, [min(row) for row in inst.dur])[1]
 
 
 def _path_windows(inst: Instance, path: list[int]) -> tuple[list[int], list[int]]:

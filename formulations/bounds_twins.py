@@ -35,10 +35,14 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from dplace import progress
+from dplace.bounds import BoundPart, register_solver_bound
 from dplace.budget import Budget
 from dplace.instance.model import Device, Edge, Instance, Link, Op
+
+from .bounds_segments import segment_bound
 
 __all__ = ["TwinStemBound", "twin_stem_bound", "twin_stems"]
 
@@ -138,8 +142,7 @@ def twin_stem_bound(inst: Instance, *, time_limit_s: float = 30.0, workers: int 
     the rests' segment bounds, the rest for CP-SAT on the stems); None where the graph is not of that shape.
     ``cache``: :func:`dplace.formulations.bounds_segments.segment_bound`'s, shared with a segment bound of the whole
     graph (the first part's rest has the same segments as the whole graph's critical path there)."""
-    from .bounds_segments import segment_bound
-    from .cpsat import cpsat  # noqa: PLC0415 — formulations imports dplace.bounds
+    from .cpsat import cpsat  # noqa: PLC0415 — the cpsat package imports the methods
 
     t0 = time.perf_counter()
     budget = Budget.resolve(budget, time_limit_s)
@@ -177,3 +180,39 @@ def twin_stem_bound(inst: Instance, *, time_limit_s: float = 30.0, workers: int 
             value = res.lower_bound * tick
         opt = res.status == "optimal"
     return TwinStemBound(value, len(sa), (ls[0], ls[1]), opt, time.perf_counter() - t0)
+
+
+def _portfolio_parts(inst: Instance, *, time_limit_s: float, workers: int) -> list[BoundPart]:
+    """``bound_portfolio``'s parts that need CP-SAT: the segment bound (and its memory-cut variant), then
+    on graphs of two tied parts that begin with chains the twin-stem bound, each within ``time_limit_s``."""
+    out = []
+    cache: dict[Any, Any] = {}
+    sb = segment_bound(inst, time_limit_s=time_limit_s, workers=workers, cache=cache)
+    detail = {"segments": sb.n_segments, "proven_optimal": sb.proven_optimal, "largest": sb.largest_segment,
+              "kept_ops": sb.kept_ops}
+    out.append(BoundPart("segments", sb.value, sb.time_s, detail))
+    if sb.memory_cuts > 0:
+        out.append(BoundPart("segments_memory", sb.best[0], sb.time_s, {**detail, "memory_cuts": sb.memory_cuts}))
+    tb = twin_stem_bound(inst, time_limit_s=time_limit_s, workers=workers, cache=cache)
+    if tb is not None:
+        out.append(BoundPart("twin_stems", tb.value, tb.time_s,
+                             {"stem": tb.stem, "rests": list(tb.rest_bounds), "stems_optimal": tb.optimal}))
+    return out
+
+
+def _strengthen(inst: Instance, value: float, name: str, *, budget: Budget, should_stop=None) -> tuple[float, str]:
+    """``strong_bound``'s step: the segment bound within the budget (half of it on twin-stemmed graphs, the
+    twin-stem bound getting the rest); the larger of ``value`` and theirs, with its source."""
+    twins = twin_stems(inst) is not None
+    cache: dict[Any, Any] = {}
+    sb = segment_bound(inst, budget=budget.share(0.5 if twins else 1.0), should_stop=should_stop, cache=cache)
+    if sb.best[0] > value:
+        value, name = sb.best
+    if twins:
+        tb = twin_stem_bound(inst, budget=budget, should_stop=should_stop, cache=cache)
+        if tb is not None and tb.value > value:
+            value, name = tb.value, "twin_stems"
+    return value, name
+
+
+register_solver_bound("segments, twin_stems", portfolio=_portfolio_parts, strengthen=_strengthen)

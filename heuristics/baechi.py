@@ -708,7 +708,7 @@ def m_sct(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, b
 
 def _m_sct(inst: Instance, method: str, opts: SctOptions, options: dict, budget: Budget) -> Result:
     """m-SCT under ``budget``: the LP gets what is left of it (windows left at its end: greedy favourites)."""
-    from dplace.formulations.sct_lp import favorite_children, solve_sct_lp_windows
+    from dplace.heuristics.sct_lp import favorite_children, solve_sct_lp_windows
 
     fo = _forward_only(inst, opts, method, options, lambda g: _m_sct(g, method, opts, options, budget))
     if fo is not None:

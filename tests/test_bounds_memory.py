@@ -7,7 +7,8 @@ import pytest
 
 from dplace.bounds import bound_portfolio, critical_path_length, memory_cuts_bound, memory_path_bound
 from dplace.bounds.memory import forced_cut_cost
-from dplace.formulations.bounds_segments import critical_path_ops, segment_bound
+from dplace.formulations.bounds_segments import segment_bound
+from dplace.instance.graph import critical_path_ops
 from dplace.errors import InfeasibleError, InvalidInstanceError
 from dplace.instance.model import Device, Edge, Instance, Link, Op
 from dplace.testing import block_instance, random_instance, series_block

@@ -66,7 +66,7 @@ def test_cpsat_wrong_optimal_above_9_ops_is_caught_by_the_milp(name):
 def test_a_claim_no_independent_check_confirms_is_not_used(monkeypatch):
     """The same 10-op instance with the MILP's HiGHS child hung: only CP-SAT's own re-solve agrees with
     its wrong OPTIMAL, so the answer is feasible with dplace's own bound, never optimal."""
-    from dplace.formulations import highs_worker
+    from dplace.heuristics import highs_worker
 
     hung = 'print("ready", flush=True)\nimport sys, time\nfor line in sys.stdin:\n    time.sleep(3600)\n'
     monkeypatch.setattr(highs_worker, "CHILD", hung)

@@ -1,9 +1,9 @@
-"""HiGHS's child Python (formulations.highs_worker): started once and reused, killed when it overruns,
+"""HiGHS's child Python (heuristics.highs_worker): started once and reused, killed when it overruns,
 a new one after that; its failures are errors, never answers."""
 import pytest
 
 import dplace
-from dplace.formulations import highs_worker
+from dplace.heuristics import highs_worker
 from dplace.formulations._brute import task_graph
 from dplace.interrupt import on_request
 

@@ -28,13 +28,13 @@ import time
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..budget import Budget
 from ..errors import InfeasibleError
 from .memory import memory_cuts_bound
 from ..kernels import bounds as kb
-from ..instance.graph import longest_from, longest_path, longest_to
+from ..instance.graph import critical_path_ops, longest_from, longest_path, longest_to
 from ..instance.model import Instance
 
 
@@ -257,8 +257,6 @@ def memory_path_bound(inst: Instance) -> float:
     (u, v) of P whose ends may be apart (not in one colocation group, not pinned to one device) and
     costing at least that edge's cheapest transfer. So makespan >= len(P) + the k - 1 cheapest such
     transfers."""
-    from dplace.formulations.bounds_segments import critical_path_ops
-
     path = critical_path_ops(inst)
     if len(path) < 2 or inst.m < 2:
         return critical_path_length(inst)
@@ -403,45 +401,41 @@ def bound_portfolio(inst: Instance, *, segments: bool = True, time_limit_s: floa
         v = fn(inst)
         out.append(BoundPart(name, v, time.perf_counter() - t0))
     if segments and inst.n:
-        from dplace.formulations.bounds_segments import segment_bound
-
-        cache: dict[Any, Any] = {}
-        sb = segment_bound(inst, time_limit_s=time_limit_s, workers=workers, cache=cache)
-        detail = {"segments": sb.n_segments, "proven_optimal": sb.proven_optimal, "largest": sb.largest_segment,
-                  "kept_ops": sb.kept_ops}
-        out.append(BoundPart("segments", sb.value, sb.time_s, detail))
-        if sb.memory_cuts > 0:
-            out.append(BoundPart("segments_memory", sb.best[0], sb.time_s, {**detail, "memory_cuts": sb.memory_cuts}))
-        from dplace.formulations.bounds_twins import twin_stem_bound
-
-        tb = twin_stem_bound(inst, time_limit_s=time_limit_s, workers=workers, cache=cache)
-        if tb is not None:
-            out.append(BoundPart("twin_stems", tb.value, tb.time_s,
-                                 {"stem": tb.stem, "rests": list(tb.rest_bounds), "stems_optimal": tb.optimal}))
+        for portfolio, _ in _solver_bounds():
+            out += portfolio(inst, time_limit_s=time_limit_s, workers=workers)
     return out
 
 
 def strong_bound(inst: Instance, *, time_limit_s: float, should_stop=None) -> BoundPart:
-    """The best of the cheap bounds and the segment bound (its CP-SAT solves within ``time_limit_s``;
-    the segments' cheap bounds, anchored work among them, whatever the time): what ``compare`` sets
-    beside the methods' own bounds. The part's name is the source of the larger."""
-    from dplace.formulations.bounds_segments import segment_bound
-    from dplace.formulations.bounds_twins import twin_stem_bound, twin_stems
-
+    """The best of the cheap bounds and the bounds that need a solver (the segment and twin-stem bounds of
+    :mod:`dplace.formulations.bounds_segments`/``bounds_twins``, their CP-SAT solves within ``time_limit_s``):
+    what ``compare`` sets beside the methods' own bounds. The part's name is the source of the largest."""
     t0 = time.perf_counter()
     budget = Budget(time_limit_s)
     value, name = lower_bound_with_source(inst)
     if inst.n > 2:
-        twins = twin_stems(inst) is not None
-        cache: dict[Any, Any] = {}
-        sb = segment_bound(inst, budget=budget.share(0.5 if twins else 1.0), should_stop=should_stop, cache=cache)
-        if sb.best[0] > value:
-            value, name = sb.best
-        if twins:
-            tb = twin_stem_bound(inst, budget=budget, should_stop=should_stop, cache=cache)
-            if tb is not None and tb.value > value:
-                value, name = tb.value, "twin_stems"
+        for _, strengthen in _solver_bounds():
+            value, name = strengthen(inst, value, name, budget=budget, should_stop=should_stop)
     return BoundPart(name, value, time.perf_counter() - t0)
+
+
+# Bounds that need a solver live with the exact methods (formulations/) and register here, so the core never
+# imports them: ``portfolio(inst, *, time_limit_s, workers) -> list[BoundPart]`` (for :func:`bound_portfolio`)
+# and ``strengthen(inst, value, name, *, budget, should_stop) -> (value, name)`` (for :func:`strong_bound`).
+_SOLVER_BOUNDS: dict[str, tuple[Callable[..., list[BoundPart]], Callable[..., tuple[float, str]]]] = {}
+
+
+def register_solver_bound(name: str, *, portfolio: Callable[..., list[BoundPart]],
+                          strengthen: Callable[..., tuple[float, str]]) -> None:
+    """Register a bound that needs a solver (called by its module in ``formulations/`` when imported)."""
+    _SOLVER_BOUNDS[name] = (portfolio, strengthen)
+
+
+def _solver_bounds() -> list[tuple[Callable[..., list[BoundPart]], Callable[..., tuple[float, str]]]]:
+    from ..registry import load_methods
+
+    load_methods()  # imports formulations/, whose bound modules register themselves
+    return list(_SOLVER_BOUNDS.values())
 
 
 def check_memory_feasible(inst: Instance) -> None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from ..instance.graph import critical_path_ops
 from ..instance.model import Instance
 
 __all__ = ["forced_cut_cost", "memory_cuts_bound", "path_edge_costs", "segment_cut_costs"]
@@ -131,8 +132,6 @@ def _guard(inst: Instance, path: Sequence[int], cost: list[float]) -> list[float
 
 def memory_cuts_bound(inst: Instance) -> float:
     """The critical path's smallest times plus the transfers memory forces on it (module docstring)."""
-    from dplace.formulations.bounds_segments import critical_path_ops
-
     path = critical_path_ops(inst)
     base = sum(min(inst.dur[o]) for o in path)
     if len(path) < 2 or inst.m < 2:

@@ -253,6 +253,11 @@ def longest_path(g, order: Sequence[int], w: Sequence[float],
 
 
 # ----------------------------------------------------------------------------------- union-find
+
+def critical_path_ops(inst) -> list[int]:
+    """Ops of one longest path with every op on its fastest device and no transfers (first to last)."""
+    return longest_path(inst, inst.topo, [min(row) for row in inst.dur])[1]
+
 def union_find(items: Iterable[Hashable] = ()) -> UnionFind:
     """A ``networkx.utils.UnionFind`` on ``items`` (each its own set): ``uf[x]`` names x's set,
     ``uf.union(a, b)`` merges two."""

@@ -245,7 +245,7 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
         notes.append("search interrupted: its bound is not confirmed and not used")
     elif claim is not None and (claim == math.inf or claim > own_ticks):
         if cross and inst.n > claims.EXHAUSTIVE_MAX_OPS:  # brute force will not settle it: HiGHS's child
-            from ..highs_worker import prestart  # starts now (once per process)
+            from dplace.heuristics.highs_worker import prestart  # starts now (once per process)
 
             prestart()
         left = checks.left()
@@ -387,7 +387,7 @@ def stage_limit(stage: str, left: float, cross: bool) -> float:
     graph: the other formulation checks too) the CP-SAT re-solve without presolve takes at most 30 % and
     brute force 50 % of what is left when each starts, so the later checks keep their share; the MILP
     with HiGHS runs in a child that may answer up to two graces past its limit (asked to stop, then
-    killed: :func:`~dplace.formulations.highs_worker.limit_within`), and a tenth of ``left`` is kept
+    killed: :func:`~dplace.heuristics.highs_worker.limit_within`), and a tenth of ``left`` is kept
     for what surrounds the child (writing the model, ending the child, reading back: each step waits
     for the CPU on a loaded machine). A stage's limit plus what it may run past it never exceeds
     ``left``: the last check ends by the deadline too."""
@@ -398,7 +398,7 @@ def stage_limit(stage: str, left: float, cross: bool) -> float:
     if stage == "brute force":
         return min(left, max(0.2, 0.5 * left)) if cross else left
     if stage == "cross check":  # a tenth kept for writing the model, ending the child, reading back
-        from ..highs_worker import limit_within
+        from dplace.heuristics.highs_worker import limit_within
 
         return limit_within(0.9 * left)
     raise ValueError(f"unknown stage {stage!r}")

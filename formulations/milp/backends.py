@@ -1,4 +1,4 @@
-"""The MILP's two solvers: HiGHS (in a child process, :mod:`dplace.formulations.highs_worker`) and CBC (PuLP's
+"""The MILP's two solvers: HiGHS (in a child process, :mod:`dplace.heuristics.highs_worker`) and CBC (PuLP's
 binary, its log read for status and bound); both stopped by dplace at the budget's deadline."""
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def _assessed_feasible(text: str) -> bool:
 def _solve_highs(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed: int,
                  presolve: bool = True) -> dict[str, Any]:
     """HiGHS in its child Python (:mod:`highs_worker`; highspy cannot share a process with OR-Tools)."""
-    from .. import highs_worker
+    from dplace.heuristics import highs_worker
 
     prob = P.prob
     with tempfile.TemporaryDirectory(prefix="dplace_highs_") as tmp:

@@ -132,7 +132,7 @@ def test_each_claim_check_fits_in_the_time_left(cross):
     """Stage budget after the search: a check's limit plus what it may run past it (HiGHS's child: asked
     to stop a grace after its limit, killed a grace later) never exceeds the time left, so the last
     check ends by the deadline (seed 10787 of fuzz_claims ran 1.6 s past a 10-s limit there)."""
-    from dplace.formulations.highs_worker import grace_s, limit_within
+    from dplace.heuristics.highs_worker import grace_s, limit_within
 
     for left in (-1.0, 0.0, 0.01, 0.2, 0.3, 0.5, 0.6, 1.0, 2.0, 5.0, 9.7, 30.0, 600.0):
         for stage in C.CLAIM_STAGES:
@@ -149,7 +149,7 @@ def test_a_cross_check_that_never_answers_ends_within_its_share(monkeypatch):
     hung: the MILP check runs to its worst case (its limit, then two graces, then killed). It was given
     the time left less its graces, so it ends by the deadline; the claim it did not confirm is not used."""
     from dplace.verify import claims
-    from dplace.formulations import highs_worker
+    from dplace.heuristics import highs_worker
     from dplace.verify.oracle import fuzz_instance
 
     hung = 'print("ready", flush=True)\nimport sys, time\nfor line in sys.stdin:\n    time.sleep(3600)\n'

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import dplace
 from dplace.errors import InvalidInstanceError
-from dplace.formulations.sct_lp import favorite_children, solve_sct_lp
+from dplace.heuristics.sct_lp import favorite_children, solve_sct_lp
 from dplace.heuristics.baechi import BaechiOptions, build_units, fuse
 from dplace.instance.model import Device, Edge, Instance, Link, Op
 from dplace.testing import assert_valid_result, random_instance
@@ -294,7 +294,7 @@ def test_m_sct_solves_the_papers_global_lp_by_default():
 
 
 def test_sct_lp_windows():
-    from dplace.formulations.sct_lp import solve_sct_lp_windows
+    from dplace.heuristics.sct_lp import solve_sct_lp_windows
 
     rng = random.Random(7)
     n = 40

@@ -6,7 +6,7 @@ import random
 import pytest
 
 import dplace
-from dplace.formulations.sct_lp import favorite_children, solve_sct_lp
+from dplace.heuristics.sct_lp import favorite_children, solve_sct_lp
 from dplace.heuristics.baechi import forward_graph
 from dplace.instance.model import Device, Edge, Instance, Link, Op
 from dplace.registry import method_info, paper_variants
