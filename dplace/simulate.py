@@ -179,6 +179,25 @@ def use_kernel(inst: Instance) -> bool:
     return inst.n >= KERNEL_FROM and kernels.enabled()
 
 
+SEQ_KERNEL_FROM = 2_000  # ops from which sequential-comm list schedulers run on the compiled state
+
+
+def seq_kernel_wanted(inst: Instance) -> bool:
+    """Whether list schedulers run ``inst`` (sequential comm) on the compiled state
+    (:mod:`dplace.kernels.seqstate`, the same schedule as :class:`ScheduleState`: tests compare): kernels
+    enabled, from ``SEQ_KERNEL_FROM`` ops (``DPLACE_KERNEL=numba``: any size), and link arrays that fit.
+    The reference re-times a link's queue in Python: 2.4 s for HEFT on 3k ops, minutes on 36k, so the
+    compiled state pays from a few thousand ops even with numba's import."""
+    import os
+
+    from . import kernels
+
+    if inst.comm != "sequential" or inst.m * inst.m * (inst.n + 1) > 1 << 31:
+        return False
+    big = inst.n >= SEQ_KERNEL_FROM or os.environ.get("DPLACE_KERNEL", "").lower() == "numba"
+    return big and kernels.enabled()
+
+
 def placement_array(inst: Instance, placement: Any) -> np.ndarray:
     """:func:`as_placement` as an int64 array, checked in bulk (a bad placement is worded by
     :func:`as_placement`)."""

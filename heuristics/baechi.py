@@ -34,7 +34,7 @@ from dplace.model import Instance
 from dplace.ranks import edge_costs, op_costs, upward_rank
 from dplace.registry import register
 from dplace.result import Result, make_result
-from dplace.simulate import ScheduleState
+from dplace.simulate import ScheduleState, seq_kernel_wanted
 
 __all__ = ["BaechiOptions", "SctOptions", "Clusters", "build_units", "fuse", "m_topo", "m_etf", "m_sct"]
 
@@ -400,7 +400,12 @@ def _list_schedule(inst: Instance, cl: Clusters, ur: _UnitRules,
     best-effort because no device had room (then the Result's memory is flagged).
     """
     m = inst.m
-    state = ScheduleState(inst)
+    if seq_kernel_wanted(inst):  # sequential comm on the compiled state (the same times: tests compare)
+        from dplace.kernels.seqstate import ArraySeqState
+
+        state = ArraySeqState(inst)
+    else:
+        state = ScheduleState(inst)
     nc = cl.n
     sct = fav_child is not None
     b = upward_rank(inst, "mean", "mean")

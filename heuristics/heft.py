@@ -9,7 +9,7 @@ from dplace.ranks import priority_order, upward_rank
 from dplace.registry import register
 from dplace.result import Result, make_result
 from dplace.rules import Rules
-from dplace.simulate import ScheduleState
+from dplace.simulate import ScheduleState, seq_kernel_wanted
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ def heft(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **
 def heft_schedule(inst: Instance, insertion: bool = True):
     """HEFT's schedule state (``placement``, ``order()``, ``makespan``); compiled for parallel comm
     when :func:`dplace.kernels.enabled` (the same schedule: tests compare)."""
-    if kernel_wanted(inst):
+    if kernel_wanted(inst) or seq_kernel_wanted(inst):
         from dplace.kernels.lists import run_heft
 
         return run_heft(inst, insertion)
