@@ -351,6 +351,7 @@ class ScheduleState:
         self._lprev: dict[int, int] = {}  # send -> the send before it on its link (-1: first)
         self._lnext: dict[int, int] = {}  # send -> the send after it on its link (-1: last)
         self._ready = [0.0] * n  # committed op: when its last input arrived (max over its inputs)
+        self.harm = 0.0  # set by data_ready(..., harm=True)
 
     # -- queries
     def fits(self, o: int, d: int, extra_bytes: int = 0) -> bool:
@@ -372,7 +373,7 @@ class ScheduleState:
             self._stale[d] = _INF
         return tl
 
-    def _link_arrival(self, dp: int, d: int, need: dict[int, float]) -> float:
+    def _link_arrival(self, dp: int, d: int, need: dict[int, float], harm: bool = False) -> float:
         """Latest arrival on ``d`` of the sends of producers ``need`` (p -> bytes) on link (dp, d) if
         they were sent with those bytes (new sends join the link in producer order): a walk along the
         link from the first of them, re-timing the sends in between while they move."""
@@ -393,6 +394,8 @@ class ScheduleState:
                     s = end[q] if end[q] >= prev_f else prev_f
                     f = s + lat + tx[2] / bw
                     moved = f != tx[1]
+                    if f - tx[1] > self.harm:
+                        self.harm = f - tx[1]
                     prev_f = f
                 else:
                     prev_f = tx[1]
@@ -404,17 +407,34 @@ class ScheduleState:
             if tx is None or moved or b != tx[2]:
                 s = end[p] if end[p] >= prev_f else prev_f
                 f = s + lat + b / bw
+                if tx is not None and f - tx[1] > self.harm:
+                    self.harm = f - tx[1]  # (a send that others wait for: its consumers too)
                 moved = True
             else:
                 f = tx[1]
             prev_f = f
             if f > out:
                 out = f
+        if harm:  # the sends after the last of them, while they move
+            while moved and i < len(lst):
+                q = lst[i]
+                tx = txs[q * m + d]
+                s = end[q] if end[q] >= prev_f else prev_f
+                f = s + lat + tx[2] / bw
+                moved = f != tx[1]
+                if f - tx[1] > self.harm:
+                    self.harm = f - tx[1]
+                prev_f = f
+                i += 1
         return out
 
-    def data_ready(self, o: int, d: int, insertion: bool = False) -> float:
-        """Time all inputs of ``o`` would be on device ``d`` if ``o`` were committed there."""
+    def data_ready(self, o: int, d: int, insertion: bool = False, harm: bool = False) -> float:
+        """Time all inputs of ``o`` would be on device ``d`` if ``o`` were committed there. With
+        ``harm`` (sequential mode), ``self.harm`` gets the most a committed send on ``o``'s links would
+        arrive later if ``o`` were committed there (0 when none moves): the link-aware schedulers'
+        penalty."""
         inst = self.inst
+        self.harm = 0.0
         t = 0.0
         pl, end, m = self.placement, self.end, inst.m
         seq = self._seq
@@ -448,7 +468,7 @@ class ScheduleState:
                     else:
                         need[p] = tx[2]
                 if grows:
-                    a = self._link_arrival(dp, d, need)
+                    a = self._link_arrival(dp, d, need, harm)
                 else:
                     a = max(txs[p * m + d][1] for p in need)
                 if a > t:

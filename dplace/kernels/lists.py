@@ -14,6 +14,7 @@ from .state import (_INF, _rebuild, commit, commit_at, device_free, earliest, re
                     rules_candidates, rules_fits, rules_forced)
 
 # Python's sum() of floats is compensated (Neumaier) from 3.12 on, plain left to right before
+
 _NEUMAIER = sys.version_info >= (3, 12)
 
 
@@ -151,14 +152,18 @@ def _est_on(I, S, o, d, ready, insertion):
 
 
 @njit
-def _ready_all(I, S, L, o, cand, nc, ready):
+def _ready_all(I, S, L, o, cand, nc, ready, harm=None):
     """data_ready of o on cand[:nc] into ready[:nc]: parallel comm (``L`` None) or sequential (``L`` the
-    links of :mod:`dplace.kernels.seqstate`)."""
+    links of :mod:`dplace.kernels.seqstate`; ``harm``: an array for each device's ``L.harm``)."""
     if L is None:
         ready_on(I, S, o, cand, nc, ready)
-    else:
+    elif harm is None:
         for i in range(nc):
             ready[i] = sq.data_ready(I, S, L, o, cand[i])
+    else:
+        for i in range(nc):
+            ready[i] = sq.data_ready(I, S, L, o, cand[i], True)
+            harm[i] = L.harm[0]
 
 
 @njit
@@ -176,20 +181,23 @@ def _commit(I, S, L, o, d, insertion):
 
 
 @njit
-def heft_loop(I, S, R, order, insertion, L=None):
+def heft_loop(I, S, R, order, insertion, L=None, harm=None, hw=1.0):
     """HEFT's loop (heuristics/heft.py): each op on the candidate device of smallest EFT (first one on
     ties), then committed there at that est (what ``commit`` would compute again). ``L``: the link
-    state in sequential comm."""
+    state in sequential comm; ``harm`` (an array of m floats, sequential comm): the link-aware test,
+    EFT + the most a committed send would arrive later (``heft_links``)."""
     cand = np.empty(len(I.capacity), dtype=np.int64)
     ready = np.empty(len(I.capacity))
     for o in order:
         nc = rules_candidates(I, R, o, cand)
-        _ready_all(I, S, L, o, cand, nc, ready)
+        _ready_all(I, S, L, o, cand, nc, ready, harm)
         best_i, best_f, best_s = -1, np.inf, 0.0
         for i in range(nc):
             d = cand[i]
             s = _est_on(I, S, o, d, ready[i], insertion)
             f = s + I.dur[o, d]
+            if harm is not None:
+                f += harm[i] * hw
             if f < best_f:
                 best_i, best_f, best_s = i, f, s
         d = cand[best_i]
@@ -365,12 +373,16 @@ def _prepare(inst, op_cost: str, comm_cost: str):
     return a, rank, order, I, new_state(a.n, a.m), new_rules(I, a.n, a.m), L
 
 
-def run_heft(inst, insertion: bool = True):
-    """HEFT on ``inst``: an :class:`~dplace.kernels.state.ArrayState`."""
+def run_heft(inst, insertion: bool = True, link_aware: bool = False):
+    """HEFT on ``inst``: an :class:`~dplace.kernels.state.ArrayState`; ``link_aware`` (sequential comm):
+    ``heft_links``'s test."""
     from .state import ArrayState
 
     _, _, order, I, S, R, L = _prepare(inst, "mean", "mean")
-    heft_loop(I, S, R, order, insertion, L)
+    if link_aware and L is not None:
+        heft_loop(I, S, R, order, insertion, L, np.zeros(len(I.capacity)))
+    else:
+        heft_loop(I, S, R, order, insertion, L)
     return ArrayState(I, S)
 
 

@@ -17,6 +17,8 @@ Layout: the link state ``Links`` (:func:`new_links`) beside the parallel ``State
     lprev, lnext[k]        the sends before / after k on its link (-1: none)
     lk[l, :ln[l]]          link l = d1 * m + d2: its producers in send order (d1's execution order)
     need_b[p], plist       scratch of data_ready (bytes needed per producer, the producers listed)
+    harm[0]                after data_ready: the most a committed send on o's links would arrive later
+                           if o were committed there (the link-aware schedulers' penalty)
     pend[k]                send k queued for re-timing; heap_t / heap_x: the re-timing heap (ops as
                            -1 - o, sends as k >= 0), cnt[0] the number of sends
 
@@ -37,7 +39,7 @@ from . import njit
 from .state import (_INF, BUDGET, N_PLACED, REPLAYS, RETIMED, _first_from, _gap_add, _rebuild,
                     _seq_insert, device_free, earliest)
 
-Links = namedtuple("Links", "pos tx_s tx_f tx_b lprev lnext lk ln need_b plist glist pend heap_t heap_x cnt")
+Links = namedtuple("Links", "pos tx_s tx_f tx_b lprev lnext lk ln need_b plist glist pend heap_t heap_x cnt harm")
 
 
 def fits(n: int, m: int) -> bool:
@@ -55,7 +57,7 @@ def new_links(n: int, m: int) -> Links:
         need_b=np.full(n, -1.0), plist=np.empty(n + 1, dtype=np.int64),
         glist=np.empty(n + 1, dtype=np.int64), pend=np.zeros(nk, dtype=np.bool_),
         heap_t=np.empty(nk + n + 2), heap_x=np.empty(nk + n + 2, dtype=np.int64),
-        cnt=np.zeros(1, dtype=np.int64),
+        cnt=np.zeros(1, dtype=np.int64), harm=np.zeros(1),
     )
 
 
@@ -132,7 +134,7 @@ def _bisect_pos(L, l, x):
 
 
 @njit
-def _link_arrival(I, S, L, dp, d, ps, k):
+def _link_arrival(I, S, L, dp, d, ps, k, has_harm):
     """``ScheduleState._link_arrival``: latest arrival on d of the sends of producers ps[:k] (each
     with need_b bytes) on link (dp, d), walking the link from the first of them."""
     m = I.lat.shape[0]
@@ -160,6 +162,8 @@ def _link_arrival(I, S, L, dp, d, ps, k):
                 s = end[q] if end[q] >= prev_f else prev_f
                 f = s + lat + L.tx_b[y] / bw
                 moved = f != L.tx_f[y]
+                if f - L.tx_f[y] > L.harm[0]:
+                    L.harm[0] = f - L.tx_f[y]
                 prev_f = f
             else:
                 prev_f = L.tx_f[y]
@@ -172,20 +176,35 @@ def _link_arrival(I, S, L, dp, d, ps, k):
         if not has or moved or b != L.tx_b[y]:
             s = end[p] if end[p] >= prev_f else prev_f
             f = s + lat + b / bw
+            if has and f - L.tx_f[y] > L.harm[0]:
+                L.harm[0] = f - L.tx_f[y]  # (a send that others wait for: its consumers too)
             moved = True
         else:
             f = L.tx_f[y]
         prev_f = f
         if f > out:
             out = f
+    if has_harm:  # the sends after the last of them, while they move
+        while moved and i < n_l:
+            q = lk[l, i]
+            y = q * m + d
+            s = end[q] if end[q] >= prev_f else prev_f
+            f = s + lat + L.tx_b[y] / bw
+            moved = f != L.tx_f[y]
+            if f - L.tx_f[y] > L.harm[0]:
+                L.harm[0] = f - L.tx_f[y]
+            prev_f = f
+            i += 1
     return out
 
 
 @njit
-def data_ready(I, S, L, o, d):
+def data_ready(I, S, L, o, d, harm=False):
     """``ScheduleState.data_ready(o, d)`` in sequential mode: inputs on d at the latest arrival, each
-    link's sends re-walked where o would add or lengthen one."""
+    link's sends re-walked where o would add or lengthen one; with ``harm``, ``L.harm[0]`` gets the most
+    a committed send would arrive later (the walk goes on past o's sends while they move)."""
     m = I.lat.shape[0]
+    L.harm[0] = 0.0
     pl, end = S.placement, S.end
     t = 0.0
     k = 0
@@ -226,7 +245,7 @@ def data_ready(I, S, L, o, d):
                     nb[p] = L.tx_b[y]
             a = 0.0
             if grows:
-                a = _link_arrival(I, S, L, dp, d, gl, g)
+                a = _link_arrival(I, S, L, dp, d, gl, g, harm)
             else:
                 for j in range(g):
                     f = L.tx_f[gl[j] * m + d]

@@ -79,12 +79,12 @@ def _both(monkeypatch, inst, method: str, **options):
     return ref, fn(inst, **options)
 
 
-@pytest.mark.parametrize("method", ["heft", "dpos", "m_etf", "m_sct"])
+@pytest.mark.parametrize("method", ["heft", "heft_links", "dpos", "m_etf", "m_sct"])
 @pytest.mark.parametrize("seed", range(12))
 def test_seq_list_schedulers_are_the_reference(monkeypatch, method, seed):
     inst = _seq(seed)
     ref, got = _both(monkeypatch, inst, method)
     _same(ref, got)
     assert got.claimed_makespan == got.makespan  # claimed == simulated, exact
-    if seed % 4 == 0 and method in ("heft", "dpos"):
+    if seed % 4 == 0 and method in ("heft", "heft_links", "dpos"):
         _same(*_both(monkeypatch, inst, method, insertion=False))
