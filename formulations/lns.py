@@ -449,6 +449,11 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], left, sh
                        "stopped": st.stopped}
     od = placement_order(inst, pl)
     sch = simulate(inst, pl, od)
+    if inst.comm == "sequential":  # the order the annealing judged by (no insertion) may be the faster
+        od2 = placement_order(inst, pl, insertion=False)
+        sch2 = simulate(inst, pl, od2)
+        if sch2.makespan < sch.makespan:
+            od, sch = od2, sch2
     if sch.memory_ok:
         tried["anneal"] = sch.makespan
         if sch.makespan < best[0]:
