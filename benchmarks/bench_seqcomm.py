@@ -9,8 +9,9 @@ the bound are read back from R.json.
 
 ``--old``: a ``dplace`` executable of the old code (e.g. the main checkout's venv, run with
 PYTHONPATH unset so that it imports its own checkout); methods it lacks print "-". A run past
-``--timeout`` seconds is stopped and printed as "> T". Prints, per method: new time sequential, new
-time parallel, their ratio (the goal: at most 2), old time sequential, then makespans (old and new,
+``--timeout`` seconds (wall) is stopped and printed as "> T". Times are "wall/CPU" seconds of the whole
+process (CPU: user + system, what a loaded box distorts least). Prints, per method: new time
+sequential, new time parallel, their CPU ratio (the goal: at most 2), old time sequential, then makespans (old and new,
 sequential; new, parallel) and the proven bound of the sequential graph. Report ``cat /proc/loadavg``
 beside the figures: the box is shared.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -35,18 +37,21 @@ def _run(exe: str, graph: str, method: str, timeout: float, out_dir: str) -> tup
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     t = time.perf_counter()
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         p = subprocess.run([exe, "solve", graph, "--method", method, "--out", out, "--quiet"], env=env,
                            capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return f"> {timeout:.0f}", None, None
     dt = time.perf_counter() - t
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime
     if p.returncode != 0 or not os.path.exists(out):
         msg = (p.stderr or p.stdout).strip().splitlines()
         return ("-" if msg and "unknown method" in msg[-1].lower() else f"exit {p.returncode}"), None, None
     with open(out) as f:
         r = json.load(f)
-    return f"{dt:.1f}", r.get("makespan"), r.get("lower_bound")
+    return f"{dt:.1f}/{cpu:.1f}", r.get("makespan"), r.get("lower_bound")
 
 
 def _num(x: float | None) -> str:
@@ -71,7 +76,7 @@ def main() -> None:
             graphs[comm] = g
         subprocess.run([NEW, "solve", graphs["sequential"], "--method", "heft", "--quiet"], capture_output=True)
         print(f"transformer --ops {args.ops} --devices {args.devices}; load {open('/proc/loadavg').read().split()[:3]}")
-        print(f"{'method':11} {'new seq s':>10} {'new par s':>10} {'ratio':>6} {'old seq s':>10} "
+        print(f"{'method':11} {'new seq s':>12} {'new par s':>12} {'ratio':>6} {'old seq s':>12} "
               f"{'old seq makespan':>17} {'new seq makespan':>17} {'new par makespan':>17} {'seq bound':>12}", flush=True)
         for m in args.methods.split(","):
             ns, nms, bound = _run(NEW, graphs["sequential"], m, args.timeout, tmp)
@@ -80,10 +85,10 @@ def main() -> None:
             os_, oms, _ = (_run(args.old, graphs["sequential"], m, args.timeout, tmp) if args.old
                            else ("", None, None))
             try:
-                ratio = f"{float(ns) / float(np_):.1f}"
-            except ValueError:
+                ratio = f"{float(ns.split('/')[1]) / float(np_.split('/')[1]):.1f}"
+            except (ValueError, IndexError):
                 ratio = ""
-            print(f"{m:11} {ns:>10} {np_:>10} {ratio:>6} {os_:>10} {_num(oms):>17} {_num(nms):>17} "
+            print(f"{m:11} {ns:>12} {np_:>12} {ratio:>6} {os_:>12} {_num(oms):>17} {_num(nms):>17} "
                   f"{_num(npm):>17} {_num(bound):>12}", flush=True)
         print(f"load {open('/proc/loadavg').read().split()[:3]}")
 
