@@ -15,9 +15,13 @@ Results are appended to a JSONL file keyed by (seed, method), so a rerun resumes
 a wrong claim or an error is saved as JSON (instance, oracle optimum and argmin, the method's answer
 or exception) in --cases.
 Exits 1 when any claim is wrong. Two levels per exact method (``--levels``): ``METHOD/solver`` judges the
-solvers' own claims (dplace.claims' small-graph checks off), ``METHOD/product`` the shipped claims with
-the other formulation confirming them (CP-SAT's by the MILP with HiGHS, the MILP's by CP-SAT). Brute force
-inside dplace.claims (the same oracle: circular) is off at both levels unless --oracle-in-claims.
+solvers' own claims (the other formulation's check off, a same-solver re-solve confirming alone: what
+shipped above 9 ops before issue 29), ``METHOD/product`` the shipped claims with the other formulation
+confirming them (CP-SAT's by the MILP with HiGHS, the MILP's by CP-SAT). Brute force inside dplace.claims
+(the same oracle: circular) is off at both levels unless --oracle-in-claims.
+``--composed``: instances of 10-40 ops instead (``dplace.oracle.composed_instance``: brute-forced blocks
+padded with independent zero ops, side by side on disjoint devices, or in series), their optimum known
+from the blocks' brute force.
 Use a separate --out file per --time-limit / --oracle-in-claims setting (rows are keyed by seed and method).
 
   .venv/bin/python benchmarks/fuzz_claims.py --n 10000 --workers 2 --out fuzz.jsonl --cases fuzz_cases
@@ -61,17 +65,21 @@ LEVELS = ("solver", "product")
 def claim_checks(oracle: bool = False, cross: bool = True):
     """Which small-graph checks ``dplace.claims`` may use while a method runs. ``oracle``: brute force
     (``EXHAUSTIVE_MAX_OPS``) — judged against this same oracle that is circular, so off unless asked;
-    ``cross``: the other formulation (``CROSS_MAX_OPS``), on at the product level, off at the solver level."""
+    ``cross``: the other formulation (``CROSS_MAX_OPS``), on at the product level, off at the solver level
+    (where a same-solver re-solve confirms alone, ``SAME_SOLVER_CONFIRMS``: the solvers' own claims)."""
     try:
         from dplace import claims
     except ImportError:  # trees without dplace.claims
         yield
         return
-    saved = {k: getattr(claims, k) for k in ("EXHAUSTIVE_MAX_OPS", "CROSS_MAX_OPS") if hasattr(claims, k)}
+    saved = {k: getattr(claims, k) for k in ("EXHAUSTIVE_MAX_OPS", "CROSS_MAX_OPS", "SAME_SOLVER_CONFIRMS")
+             if hasattr(claims, k)}
     if not oracle and "EXHAUSTIVE_MAX_OPS" in saved:
         claims.EXHAUSTIVE_MAX_OPS = 0
     if "CROSS_MAX_OPS" in saved:
         claims.CROSS_MAX_OPS = getattr(claims, "CROSS_ON", 9) if cross else 0
+    if "SAME_SOLVER_CONFIRMS" in saved:  # the solver level: the solver's claims as its own re-solve confirms them
+        claims.SAME_SOLVER_CONFIRMS = not cross
     try:
         yield
     finally:
@@ -96,21 +104,33 @@ def run_keys(methods: list[str], levels: list[str]) -> list[tuple[str, str, str]
     return out
 
 
+def instance_of(seed: int, composed: bool, oracle_limit: float = 120.0):
+    """(instance, the oracle's word on it, how it was made) of ``seed``: a brute-forced
+    ``fuzz_instance`` (3-9 ops), or with ``composed`` a ``composed_instance`` (10-40 ops: brute-forced
+    blocks padded with zero ops, side by side on disjoint devices, or in series)."""
+    from dplace.oracle import brute_force, composed_instance, fuzz_instance
+
+    if composed:
+        return composed_instance(seed, time_limit_s=oracle_limit)
+    inst = fuzz_instance(seed)
+    return inst, brute_force(inst, time_limit_s=oracle_limit), {"kind": "fuzz"}
+
+
 def check_seed(seed: int, methods: list[str], time_limit: float, oracle_limit: float = 120.0,
-               oracle_in_claims: bool = False, levels: tuple[str, ...] | None = None) -> list[dict]:
+               oracle_in_claims: bool = False, levels: tuple[str, ...] | None = None,
+               composed: bool = False) -> list[dict]:
     """Solve instance ``seed`` with every method in ``methods`` (row keys of :func:`run_keys`, or plain
     specs judged at the solver level when ``levels`` is None) and judge each answer by the oracle."""
     import dplace
-    from dplace.oracle import brute_force, fuzz_instance, judge
+    from dplace.oracle import judge
 
-    inst = fuzz_instance(seed)
-    orc = brute_force(inst, time_limit_s=oracle_limit)
+    inst, orc, made = instance_of(seed, composed, oracle_limit)
     rows = []
     keys = [(m, m, "solver") for m in methods] if levels is None else run_keys(methods, list(levels))
     for key, spec, level in keys:
         name, opts = method_call(spec)
         row = {"seed": seed, "method": key, "n": inst.n, "m": inst.m, "comm": inst.comm,
-               "opt": orc.optimum, "feasible": orc.feasible, "oracle_complete": orc.complete}
+               "opt": orc.optimum, "feasible": orc.feasible, "oracle_complete": orc.complete, "kind": made["kind"]}
         t0 = time.perf_counter()
         try:
             with claim_checks(oracle=oracle_in_claims, cross=level == "product"):
@@ -118,7 +138,7 @@ def check_seed(seed: int, methods: list[str], time_limit: float, oracle_limit: f
         except Exception as exc:  # noqa: BLE001 - a fuzzer counts every failure
             row.update(status="error", error=repr(exc)[:300], time_s=time.perf_counter() - t0, defects=[])
             row["case"] = {"instance": inst.to_dict(), "oracle": oracle_record(orc), "options": opts,
-                           "error": repr(exc)}
+                           "made": made, "error": repr(exc)}
             rows.append(row)
             continue
         row.update(status=res.status, makespan=res.makespan, lower_bound=res.lower_bound,
@@ -126,7 +146,7 @@ def check_seed(seed: int, methods: list[str], time_limit: float, oracle_limit: f
                    defects=judge(res, orc))
         if row["defects"]:
             row["case"] = {"instance": inst.to_dict(), "oracle": oracle_record(orc), "options": opts,
-                           "result": res.to_dict()}
+                           "made": made, "result": res.to_dict()}
         rows.append(row)
     return rows
 
@@ -219,6 +239,9 @@ def main(argv: list[str] | None = None) -> int:
                          "formulation confirms, as shipped; brute force still off)")
     ap.add_argument("--oracle-in-claims", action="store_true",
                     help="let dplace.claims settle claims by brute force as shipped (circular here: off by default)")
+    ap.add_argument("--composed", action="store_true",
+                    help="instances of 10-40 ops whose optimum is known from brute-forced blocks "
+                         "(dplace.oracle.composed_instance: padded, side by side, in series) instead of 3-9 ops")
     ap.add_argument("--summary-only", action="store_true",
                     help="print the table of every row already in --out (any seeds) without running anything")
     ap.add_argument("--workers", type=int, default=2, help="processes (1: run in this process)")
@@ -256,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     todo = []
     for sd in seeds:
         left = [m for m in methods if any(k not in done.get(sd, ()) for k, _, _ in run_keys([m], levels))]
-        todo.append((sd, left, args.time_limit, 120.0, args.oracle_in_claims, tuple(levels)))
+        todo.append((sd, left, args.time_limit, 120.0, args.oracle_in_claims, tuple(levels), args.composed))
     todo = [t for t in todo if t[1]]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill also ends the workers (finally)
     pool = mp.get_context("spawn").Pool(args.workers) if args.workers > 1 else None

@@ -38,9 +38,11 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import networkx as nx
 
+from .budget import Budget
 from .model import Device, Edge, Instance, Link, Op
 
-__all__ = ["OracleResult", "Timing", "brute_force", "exhaustive", "fuzz_instance", "time_schedule"]
+__all__ = ["COMPOSITIONS", "OracleResult", "Timing", "brute_force", "composed_instance", "exhaustive", "fuzz_instance",
+           "in_series", "on_devices_of", "padded", "side_by_side", "time_schedule", "without_latency"]
 
 
 # ---------------------------------------------------------------------------------------------- the text
@@ -367,14 +369,14 @@ def _tails(M: _Model, pl: list[int]) -> list[float]:
 
 
 class _Search:
-    def __init__(self, M: _Model, deadline: float, max_nodes: int | None) -> None:
+    def __init__(self, M: _Model, budget: Budget, max_nodes: int | None) -> None:
         self.M = M
         self.best = math.inf
         self.best_pl: list[int] | None = None
         self.best_seq: list[int] | None = None
         self.nodes = 0
         self.schedules = 0
-        self.deadline = deadline
+        self.budget = budget
         self.max_nodes = max_nodes
         self.stopped = False
 
@@ -393,7 +395,7 @@ class _Search:
                 return
             self.nodes += 1
             if self.max_nodes is not None and self.nodes > self.max_nodes or (
-                    self.nodes & 1023) == 0 and _time.perf_counter() > self.deadline:
+                    self.nodes & 1023) == 0 and self.budget.expired():
                 self.stopped = True
                 return
             if st.n_done == M.n:
@@ -445,21 +447,21 @@ class _Search:
 
 
 def brute_force(inst: Instance, *, time_limit_s: float | None = None, max_nodes: int | None = None,
-                symmetry: bool = True) -> OracleResult:
+                symmetry: bool = True, budget: Budget | None = None) -> OracleResult:
     """The optimum of ``inst`` over every memory-feasible placement and every per-device order.
 
     ``complete`` is False (and the optimum only an upper bound, ``feasible`` False only meaning "none
-    found yet") if ``time_limit_s`` or ``max_nodes`` ran out first.
+    found yet") if ``budget`` (or ``time_limit_s`` from now) or ``max_nodes`` ran out first.
     """
     t0 = _time.perf_counter()
+    budget = Budget.resolve(budget, time_limit_s)
     M = _Model(inst)
-    deadline = t0 + time_limit_s if time_limit_s is not None else math.inf
-    search = _Search(M, deadline, max_nodes)
+    search = _Search(M, budget, max_nodes)
     feasible: list[tuple[float, list[int]]] = []
     n_pl = 0
     for pl in _placements(M, symmetry):
         n_pl += 1
-        if (n_pl & 1023) == 0 and _time.perf_counter() > deadline:
+        if (n_pl & 1023) == 0 and budget.expired():
             search.stopped = True  # many devices: even listing the placements ran out of time
             break
         if not M.fits(pl):
@@ -678,3 +680,160 @@ def _thrown_away(res: Any, opt: float, tol: float) -> bool:
     elif ex.get("proven_optimal") and ex.get("solver_bound") is not None:
         claim = ex["solver_bound"]
     return claim is not None and claim <= opt + tol and res.makespan > opt + tol
+
+
+# ------------------------------------------------------------ composed instances: known optima above 9 ops
+COMPOSITIONS = ("padded", "side_by_side", "series")
+
+
+def padded(inst: Instance, k: int, *, name: str | None = None) -> Instance:
+    """``inst`` with ``k`` more ops of time 0 and memory 0 and no edges: its optimum, argmin and
+    feasibility are ``inst``'s (such an op delays nothing on any device, sends and receives nothing)."""
+    pads = [Op(f"pad{i}", 0.0, 0) for i in range(k)]
+    return Instance(name or f"{inst.name}+pad{k}", list(inst.devices), list(inst.ops) + pads, list(inst.edges),
+                    link=inst.link, pairs=dict(inst.pairs), comm=inst.comm)
+
+
+def _renamed_ops(inst: Instance, prefix: str, dev: Mapping[str, str], time: Any = None,
+                 memory: bool = True) -> list[Op]:
+    """``inst``'s ops with ids, colocation groups and pins under ``prefix`` / device names ``dev``;
+    ``time(op)``: a new time for each op (default: the mapping keys renamed)."""
+    out = []
+    for op in inst.ops:
+        t = time(op) if time is not None else (
+            {dev[d]: v for d, v in op.time.items()} if isinstance(op.time, Mapping) else op.time)
+        out.append(Op(prefix + op.id, t, op.memory if memory else 0,
+                      colocation=None if op.colocation is None else prefix + op.colocation,
+                      device=None if op.device is None else dev[op.device]))
+    return out
+
+
+def _renamed_edges(inst: Instance, prefix: str) -> list[Edge]:
+    return [Edge(prefix + e.src, prefix + e.dst, e.bytes) for e in inst.edges]
+
+
+def side_by_side(a: Instance, b: Instance, far: float) -> Instance:
+    """``a`` and ``b`` on disjoint device sets (``a.``/``b.`` prefixes), no edge between them: every op
+    takes its own time on its own block's devices and ``far`` µs on the other block's (so with ``far``
+    above both blocks' optima no optimal schedule crosses over, and the optimum is the larger of the two
+    optima). Both must use the same comm mode; each keeps its links (``b``'s as explicit pairs)."""
+    if a.comm != b.comm:
+        raise ValueError(f"side_by_side: comm modes differ ({a.comm}, {b.comm})")
+    da = {d.name: "a." + d.name for d in a.devices}
+    db = {d.name: "b." + d.name for d in b.devices}
+
+    def times(inst: Instance, own: Mapping[str, str], other: Mapping[str, str]) -> Any:
+        speed = {d.name: float(d.speed) for d in inst.devices}
+
+        def t(op: Op) -> dict[str, float]:
+            mine = ({own[d]: float(v) for d, v in op.time.items()} if isinstance(op.time, Mapping)
+                    else {own[d]: float(op.time) / s for d, s in speed.items()})
+            return {**mine, **{x: far for x in other.values()}}
+        return t
+
+    devices = ([Device(da[d.name], d.memory, 1.0) for d in a.devices]
+               + [Device(db[d.name], d.memory, 1.0) for d in b.devices])
+    ops = _renamed_ops(a, "a.", da, times(a, da, db)) + _renamed_ops(b, "b.", db, times(b, db, da))
+    pairs = {(da[x], da[y]): lk for (x, y), lk in a.pairs.items()}
+    for x in b.devices:
+        for y in b.devices:
+            if x.name != y.name:
+                pairs[(db[x.name], db[y.name])] = b.pairs.get((x.name, y.name), b.link)
+    return Instance(f"{a.name}|{b.name}", devices, ops, _renamed_edges(a, "a.") + _renamed_edges(b, "b."),
+                    link=a.link, pairs=pairs, comm=a.comm)
+
+
+def without_latency(inst: Instance) -> Instance:
+    """``inst`` with every link's latency 0 (a transfer of 0 bytes then takes no time)."""
+    z = lambda lk: Link(0.0, lk.bandwidth)  # noqa: E731
+    return Instance(inst.name, list(inst.devices), list(inst.ops), list(inst.edges), link=z(inst.link),
+                    pairs={k: z(v) for k, v in inst.pairs.items()}, comm=inst.comm)
+
+
+def on_devices_of(b: Instance, a: Instance) -> Instance:
+    """``b``'s ops and edges, memory 0, on ``a``'s devices, links and comm mode (same device count)."""
+    if a.m != b.m:
+        raise ValueError(f"on_devices_of: device counts differ ({a.m}, {b.m})")
+    ren = {x.name: y.name for x, y in zip(b.devices, a.devices)}
+    return Instance(f"{b.name}@{a.name}", list(a.devices), _renamed_ops(b, "", ren, memory=False), list(b.edges),
+                    link=a.link, pairs=dict(a.pairs), comm=a.comm)
+
+
+def in_series(a: Instance, b: Instance) -> Instance:
+    """``a`` then ``b`` on the same devices: a barrier op (time 0, memory 0) after every op of ``a``
+    and before every op of ``b``, its edges of 0 bytes. Exact when ``a``'s links have no latency (the
+    barrier's transfers take no time) and ``b`` is :func:`on_devices_of` ``a`` (memory 0: the blocks
+    share no capacity): the optimum is then the sum of the two blocks' optima."""
+    ops = [Op("a." + op.id, op.time, op.memory, colocation=None if op.colocation is None else "a." + op.colocation,
+              device=op.device) for op in a.ops]
+    ops.append(Op("barrier", 0.0, 0))
+    ops += [Op("b." + op.id, op.time, op.memory, colocation=None if op.colocation is None else "b." + op.colocation,
+               device=op.device) for op in b.ops]
+    edges = _renamed_edges(a, "a.") + _renamed_edges(b, "b.")
+    edges += [Edge("a." + op.id, "barrier", 0.0) for op in a.ops]
+    edges += [Edge("barrier", "b." + op.id, 0.0) for op in b.ops]
+    return Instance(f"{a.name};{b.name}", list(a.devices), ops, edges, link=a.link, pairs=dict(a.pairs),
+                    comm=a.comm)
+
+
+def _known(blocks: Sequence[OracleResult], combine: Any) -> OracleResult:
+    """The oracle's word on a composed instance from its blocks' (``combine``: the blocks' optima -> the
+    optimum; None when a block has none)."""
+    complete = all(r.complete for r in blocks)
+    feasible = all(r.feasible for r in blocks)
+    opt = combine([r.optimum for r in blocks]) if all(r.optimum is not None for r in blocks) else None
+    return OracleResult(optimum=opt, placement=None, order=None, feasible=feasible, complete=complete,
+                        seconds=sum(r.seconds for r in blocks),
+                        counts={k: sum(r.counts.get(k, 0) for r in blocks) for k in ("placements", "nodes")})
+
+
+def composed_instance(seed: int, *, n_ops: tuple[int, int] = (10, 40), kind: str | None = None,
+                      block_ops: tuple[int, int] = (3, 9), time_limit_s: float | None = 120.0,
+                      ) -> tuple[Instance, OracleResult, dict[str, Any]]:
+    """A random instance of ``n_ops`` ops whose optimum is known without trusting a solver: brute-forced
+    :func:`fuzz_instance` blocks composed so the optimum follows from theirs — ``padded`` (one block and
+    independent zero ops), ``side_by_side`` (two blocks on disjoint device sets: the larger optimum),
+    ``series`` (two blocks one after the other: the sum) — then padded with zero ops to the size drawn.
+    Returns (instance, the oracle's word on it, how it was made: kind and block seeds)."""
+    rng = random.Random(f"composed-{seed}")
+    kind = kind or rng.choice(COMPOSITIONS)
+    if kind not in COMPOSITIONS:
+        raise ValueError(f"kind must be one of {', '.join(COMPOSITIONS)}, got {kind!r}")
+    sa = rng.randrange(1 << 30)
+    a = fuzz_instance(sa, n_ops=block_ops)
+    info: dict[str, Any] = {"kind": kind, "block_seeds": [sa]}
+    if kind == "padded":
+        orc = brute_force(a, time_limit_s=time_limit_s)
+        inst = a
+    elif kind == "side_by_side":
+        ra = brute_force(a, time_limit_s=time_limit_s)
+        for _ in range(50):  # a second block in the same comm mode
+            sb = rng.randrange(1 << 30)
+            b = fuzz_instance(sb, n_ops=block_ops)
+            if b.comm == a.comm:
+                break
+        else:
+            raise RuntimeError(f"composed_instance({seed}): no second block in {a.comm} comm")
+        info["block_seeds"].append(sb)
+        rb = brute_force(b, time_limit_s=time_limit_s)
+        # with a block that has no placement its ops would cross over: the optimum is not known then
+        if not (ra.feasible and rb.feasible and ra.complete and rb.complete):
+            return composed_instance(seed, n_ops=n_ops, kind="padded", block_ops=block_ops,
+                                     time_limit_s=time_limit_s)
+        far = 4.0 * max(ra.optimum, rb.optimum) or 1.0
+        info["far_us"] = far
+        inst = side_by_side(a, b, far)
+        orc = _known([ra, rb], max)
+    else:
+        sb = rng.randrange(1 << 30)
+        info["block_seeds"].append(sb)
+        a = without_latency(a)
+        b = on_devices_of(fuzz_instance(sb, n_ops=block_ops, n_devices=(a.m, a.m)), a)
+        inst = in_series(a, b)
+        orc = _known([brute_force(a, time_limit_s=time_limit_s), brute_force(b, time_limit_s=time_limit_s)], sum)
+    target = rng.randint(max(n_ops[0], inst.n), max(n_ops[1], inst.n))
+    if target > inst.n:
+        inst = padded(inst, target - inst.n)
+    inst = Instance(f"composed-{seed}-{kind}", list(inst.devices), list(inst.ops), list(inst.edges),
+                    link=inst.link, pairs=dict(inst.pairs), comm=inst.comm)
+    return inst, orc, info

@@ -101,6 +101,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
     from . import commfit, profile, zoo
 
+    if args.workers is not None or args.cluster_spec is not None:
+        return _profile_on_cluster(args, small)
     devices = zoo.resolve_devices(args.devices)
     step = zoo.build_step(args.model, device=devices[0], **_model_options(args))
     link = Link(args.latency, args.bandwidth)
@@ -123,6 +125,52 @@ def cmd_profile(args: argparse.Namespace) -> int:
     return 0
 
 
+def _profile_on_cluster(args: argparse.Namespace, small) -> int:
+    """``profile --workers N`` / ``--cluster-spec FILE``: op times on the first worker under its thread
+    limits, links fitted between workers, memory measured (:func:`dplace.runtime.remote.profile`)."""
+    from dplace.io import save_instance
+
+    from . import remote, zoo
+    from .cluster import LocalWorkers, read_cluster_spec
+
+    if args.workers is not None and args.cluster_spec is not None:
+        raise InvalidInstanceError("profile: give --workers or --cluster-spec, not both")
+    if small:
+        raise InvalidInstanceError("profile: --regress-from is not available with --workers/--cluster-spec")
+    _at_least(args.workers, "--workers", 1)
+    spec = read_cluster_spec(args.cluster_spec) if args.cluster_spec is not None else None
+    step = zoo.build_step(args.model, **_model_options(args))
+
+    def run(cluster, n):
+        names = list(cluster.devices) or [f"CPU:{i}" for i in range(n)]
+        return remote.profile(step, args.batch, cluster, names, steps=args.steps, warmup=args.warmup,
+                              memory=args.memory, progress=cb, name=args.name)
+
+    with _progress(not args.quiet) as cb:
+        if spec is not None:
+            inst = run(spec, len(spec.tasks))
+        else:
+            with LocalWorkers(args.workers) as workers:
+                inst = run(workers.cluster, args.workers)
+    save_instance(inst, args.out)
+    prof = inst.extra["tf"]["profile"]
+    tot = sum(inst.dur[o][0] for o in range(inst.n))
+    print(f"{inst.name}: {inst.n} ops, {len(inst.edges)} edges, sum of op times {tot / 1000:.1f} ms on one worker "
+          f"({prof['cluster']['threads'] or '?'} intra/inter-op thread(s)) -> {args.out}")
+    for f in prof["links"]:
+        print(f"link {f['src']} -> {f['dst']}: latency {f['latency']:.1f} us, bandwidth {f['bandwidth']:.1f} B/us, "
+              f"R^2 {f['r2']:.3f} ({len(f['samples'])} sizes {f['samples'][0][0]}-{f['samples'][-1][0]} B)")
+    mem = prof["memory"]
+    peak = f"{mem['peak_measured'] / 2**20:.2f} MiB" if mem["peak_measured"] is not None else "not measured"
+    print(f"memory of a step on one worker: predicted (sum of op memory) {mem['predicted'] / 2**20:.2f} MiB, "
+          f"measured peak {peak}")
+    om = mem["op_memory"]
+    if om and om["median_rel_error"] is not None:
+        print(f"per-op memory estimate (Celeritas' score): median |estimate - measured| / measured "
+              f"{100 * om['median_rel_error']:.1f}% over {om['n']} ops")
+    return 0
+
+
 def cmd_execute(args: argparse.Namespace) -> int:
     from dplace.io import load_instance, read_json
     from dplace.result import result_from_dict
@@ -131,8 +179,17 @@ def cmd_execute(args: argparse.Namespace) -> int:
     data = read_json(args.result, "result")
     if not isinstance(data, dict) or not isinstance(data.get("placement"), dict):
         raise InvalidInstanceError(f"result {args.result!r}: has no placement")
+    on_cluster = args.workers is not None or args.cluster_spec is not None
+    if args.workers is not None and args.cluster_spec is not None:
+        raise InvalidInstanceError("execute: give --workers or --cluster-spec, not both")
+    _at_least(args.workers, "--workers", 1)
+    cluster_spec = None
+    if args.cluster_spec is not None:
+        from .cluster import read_cluster_spec
+
+        cluster_spec = read_cluster_spec(args.cluster_spec)
     for dev in sorted({str(d) for d in data["placement"].values()} | set(data.get("memory") or {})):
-        if not re.fullmatch(r"(/.*)?[A-Za-z]+:\d+", dev):
+        if not on_cluster and not re.fullmatch(r"(/.*)?[A-Za-z]+:\d+", dev):
             raise InvalidInstanceError(f"result {args.result!r}: device {dev!r} is not a TensorFlow device name "
                                        "(CPU:N or GPU:N; results of dplace profile instances have them)")
 
@@ -155,15 +212,20 @@ def cmd_execute(args: argparse.Namespace) -> int:
                                  if k in ("image_size", "width", "layers", "seq_len", "vocab", "classes", "seed",
                                           "learning_rate", "momentum")})
     devices = list(data.get("memory") or {}) or sorted(set(data["placement"].values()))
-    zoo.ensure_logical_cpus(sum(1 for d in devices if d.upper().startswith("CPU:")) or 1)
-    step = zoo.build_step(model, device=devices[0], **opts)
+    if args.workers is not None and args.workers < len(devices):
+        raise InvalidInstanceError(f"--workers must be >= the result's {len(devices)} devices, got {args.workers}")
+    zoo.ensure_logical_cpus(1 if on_cluster else sum(1 for d in devices if d.upper().startswith("CPU:")) or 1)
+    step = zoo.build_step(model, device=None if on_cluster else devices[0], **opts)
     predicted_from_result = False
     if not args.instance:  # structure only: the predicted time is the result's own makespan
         inst = extract.extract(step, batch, devices)
         predicted_from_result = True
     res = result_from_dict(inst, data)
     with _progress(not args.json, "execute") as cb:
-        rep = execute.execute(inst, res, step, batch, steps=args.steps, warmup=args.warmup, progress=cb)
+        if on_cluster:
+            rep = _execute_on_cluster(args, cluster_spec, inst, res, step, batch, cb)
+        else:
+            rep = execute.execute(inst, res, step, batch, steps=args.steps, warmup=args.warmup, progress=cb)
     if predicted_from_result and data.get("makespan") is not None:
         rep.predicted_us = float(data["makespan"])
     if args.json:
@@ -173,9 +235,13 @@ def cmd_execute(args: argparse.Namespace) -> int:
         from rich.table import Table
 
         t = Table(title=f"{model} batch {batch}: {data.get('method', '?')} on {', '.join(rep.devices)}")
-        for c in ("measured ms", "predicted ms", "moved", "not run", "loss check"):
+        for c in ("measured ms" + (" median (min-max)" if on_cluster else ""), "predicted ms", "moved", "not run",
+                  "loss check"):
             t.add_column(c, justify="right")
-        t.add_row(f"{rep.step_us_mean / 1000:.2f} ± {rep.step_us_std / 1000:.2f}", f"{rep.predicted_us / 1000:.2f}",
+        measured = (f"{rep.step_us_median / 1000:.2f} ({min(rep.extra['steps_us']) / 1000:.2f}-"
+                    f"{max(rep.extra['steps_us']) / 1000:.2f})" if on_cluster
+                    else f"{rep.step_us_mean / 1000:.2f} ± {rep.step_us_std / 1000:.2f}")
+        t.add_row(measured, f"{rep.predicted_us / 1000:.2f}",
                   str(len(rep.ops_moved)), str(rep.ops_not_run),
                   "ok" if rep.loss_ok else f"FAILED {rep.loss_placed} vs {rep.loss_ref}")
         Console().print(t)
@@ -189,7 +255,37 @@ def cmd_execute(args: argparse.Namespace) -> int:
                       f"{d}: expected {w} ran {g} first" for d, w, g in rep.order_mismatches[:5])))
         else:
             print("order: not enforced (TensorFlow's executor order)")
+        if on_cluster:
+            _print_cluster_record(rep)
     return 0 if rep.ok else 1
+
+
+def _execute_on_cluster(args, spec, inst, res, step, batch, cb):
+    """``execute --workers N`` (local workers started and stopped here) or ``--cluster-spec FILE``."""
+    from . import remote
+    from .cluster import LocalWorkers
+
+    if spec is not None:
+        return remote.execute(inst, res, step, batch, spec, steps=args.steps, warmup=args.warmup, progress=cb)
+    with LocalWorkers(args.workers) as workers:
+        return remote.execute(inst, res, step, batch, workers.cluster, steps=args.steps, warmup=args.warmup,
+                              progress=cb)
+
+
+def _print_cluster_record(rep) -> None:
+    x = rep.extra
+    rec = x["record"]
+    busy = ", ".join(f"{k} {v / 1000:.2f}" for k, v in rec.items() if k not in ("span_us", "concurrent_us"))
+    print(f"record (workers' step stats): span {rec['span_us'] / 1000:.2f} ms, busy ms per device: {busy}; "
+          f"two or more busy at once {rec['concurrent_us'] / 1000:.2f} ms")
+    peak, pred = x.get("memory_peak_measured"), x["memory_predicted"]
+    print("memory per device, predicted (sum of op memory) vs measured peak: " + ", ".join(
+        f"{d} {pred[d] / 2**20:.2f} MiB vs " + (f"{peak[d] / 2**20:.2f} MiB" if peak else "not measured")
+        for d in pred))
+    om = x["op_memory"]
+    if om["median_rel_error"] is not None:
+        print(f"per-op memory estimate (Celeritas' score): median |estimate - measured| / measured "
+              f"{100 * om['median_rel_error']:.1f}% over {om['n']} ops")
 
 
 def add_profile(subparsers) -> None:
@@ -211,6 +307,11 @@ def add_profile(subparsers) -> None:
     s.add_argument("--quiet", action="store_true",
                    help="no progress (default: a bar on a terminal, timestamped lines on stderr otherwise)")
     s.add_argument("--out", required=True, help="instance JSON to write")
+    s.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="profile for N local TensorFlow workers (op times on one worker under its thread limits, "
+                        "links fitted between workers, memory measured); devices CPU:0..CPU:N-1")
+    s.add_argument("--cluster-spec", default=None, metavar="FILE", help="profile for the TensorFlow cluster of FILE "
+                   "(the form dplace execute --cluster-spec reads)")
     s.set_defaults(func=cmd_profile)
 
 
@@ -223,4 +324,10 @@ def add_execute(subparsers) -> None:
     s.add_argument("--steps", type=int, default=50, help="timed steps (default 50)")
     s.add_argument("--warmup", type=int, default=5, help="untimed steps first (default 5)")
     s.add_argument("--json", action="store_true", help="print the measurement as JSON")
+    s.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="run on N local TensorFlow worker processes (one per instance device, each pinned to its "
+                        "own core with 1 intra-op and 1 inter-op thread, bound to loopback, stopped on exit)")
+    s.add_argument("--cluster-spec", default=None, metavar="FILE",
+                   help="run on the TensorFlow cluster of FILE: {\"cluster\": {\"worker\": [\"host:port\", ...]}} "
+                        "(TF_CONFIG's form; instance device i on task i's CPU:0, or an optional \"devices\" map)")
     s.set_defaults(func=cmd_execute)

@@ -55,6 +55,7 @@ class ExecReport:
     order_enforced: bool = False  # the Result's per-device order was added as control dependencies
     order_matched: bool | None = None  # measured per-device start order == the Result's (None: not enforced)
     order_mismatches: list[tuple[str, str, str]] = field(default_factory=list)  # (device, expected, ran first)
+    ran_on: dict[str, str] = field(default_factory=dict, repr=False)  # node -> device it ran on (cluster runs)
 
     @property
     def ok(self) -> bool:
@@ -63,6 +64,7 @@ class ExecReport:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        d.pop("ran_on")
         d["ops_moved_count"] = len(self.ops_moved)
         d["ok"] = self.ok
         return d

@@ -1,8 +1,9 @@
 """The ``cpsat`` method: heuristics, hinted model, search, confirmed claims.
 
 Claims (:mod:`dplace.claims`): CP-SAT's bound, OPTIMAL or INFEASIBLE is a claim. It counts only as far as
-a second search *without presolve* confirms it (:func:`confirm_bound`: is there a schedule below the
-claimed bound?). Status ``optimal`` only when the *simulated* makespan reaches the certified bound
+a check CP-SAT's failures cannot share confirms it: brute force on small graphs, else the MILP with HiGHS
+(:func:`_cross_check`, up to ``claims.CROSS_MAX_OPS`` ops); a second search *without presolve*
+(:func:`confirm_bound`: is there a schedule below the claimed bound?) runs first and may only weaken it. Status ``optimal`` only when the *simulated* makespan reaches the certified bound
 (``claims.TOL``, 1e-6 relative). Time: heuristics, model building and hint completion count against the
 limit (:class:`~.model.OutOfTime` -> the heuristic answer, labelled); Ctrl-C stops the search
 (:func:`~.model.run_search`) and the best answer so far comes back with ``interrupted=True``.
@@ -283,14 +284,20 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
            hint_res: Result | None, opts: Any, extra: dict[str, Any], *, budget: Budget | None = None,
            workers: int = 1, seed: int = 0) -> Result:
     """Simulate the solver's answer, keep the hint if it is better, and make the claims through
-    :mod:`dplace.claims`: CP-SAT's bound (or INFEASIBLE) counts only as far as a search without presolve
-    confirms it (:func:`confirm_bound`, in what is left of ``budget``; by default a short check).
+    :mod:`dplace.claims`: CP-SAT's bound (or INFEASIBLE) counts only as far as brute force or the MILP
+    confirms it (a search without presolve, :func:`confirm_bound`, may only weaken it; all in what is left
+    of ``budget``; by default a short check).
     ``lb``: proven bounds of dplace's own (a number is taken as ``dplace.lower_bound``)."""
     T = V.T
     extra = dict(extra)
     cross = inst.n <= claims.CROSS_MAX_OPS
     own = [claims.Bound(lb, "lower_bound")] if isinstance(lb, (int, float)) else list(lb)
     own_ticks = max(math.ceil(b.value / T.tick - 1e-9) for b in own) if own else 0
+    # dplace's own bounds as proven: on exact ticks every makespan is a whole number of ticks, so the
+    # best of them rounded up to one is proven too (no confirmation needed up to it)
+    own_floor = max((b.value for b in own), default=0.0)
+    if T.exact:
+        own_floor = max(own_floor, T.real_bound(own_ticks))
     notes: list[str] = []
     if budget is None:
         budget = Budget(max(0.2, min(2.0, out.wall_s)))
@@ -318,8 +325,13 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
             notes.append(f"a search without presolve found makespan {T.to_us(better.objective_ticks):.9g} below "
                          f"what CP-SAT claimed possible ({T.to_us(claim):.9g}): CP-SAT's presolve was wrong here")
         if claim == math.inf:
-            infeasible_confirmed = got == math.inf
-        if got != math.inf:
+            infeasible_confirmed = got == math.inf and claims.SAME_SOLVER_CONFIRMS
+        if got is None and not claims.SAME_SOLVER_CONFIRMS and claim != math.inf:
+            # the re-solve is an extra: proving nothing in its time vetoes nothing; the claim goes on to the
+            # independent checks as made
+            certified = claims.Bound(T.real_bound(claim), method)
+            notes.append(f"a search without presolve did not finish: {method}'s bound goes to the other checks")
+        elif got != math.inf:
             certified, cn = claims.confirm(claims.Bound(T.real_bound(claim), method),
                                            [("a search without presolve", None if got is None else T.real_bound(got))])
             notes += cn
@@ -338,10 +350,19 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
         ex = claims.exhaustive(inst, lim)
         if inst.n <= claims.EXHAUSTIVE_MAX_OPS:
             _record(extra, "brute force", left, lim, t0)
+    independent = ex is not None  # a check that no CP-SAT failure can share settled the claim
     if ex is None and cross and not stopped and (
-            (certified is not None and certified.value > max(b.value for b in own)) or claim == math.inf):
-        certified, infeasible_confirmed = _cross_check(inst, T, outs, hint_res, own, certified, claim == math.inf,
-                                                       infeasible_confirmed, checks, seed, notes, extra)
+            (certified is not None and certified.value > own_floor) or claim == math.inf):
+        certified, infeasible_confirmed, independent = _cross_check(
+            inst, T, outs, hint_res, own, certified, claim == math.inf, infeasible_confirmed, checks, seed, notes,
+            extra)
+    own_floor = max([own_floor] + [b.value for b in own])  # brute force's optimum may have joined
+    if (not independent and not claims.SAME_SOLVER_CONFIRMS and certified is not None
+            and certified.value > own_floor + claims.tol(own_floor)):
+        notes.append(f"{certified.source} bound {certified.value:.9g} not confirmed by an independent check "
+                     f"(brute force or the other formulation{'' if cross else ': graph above CROSS_MAX_OPS'}): "
+                     "not used")
+        certified = None
     extra["bound_ticks"] = out.bound_ticks
     if ex is not None:  # small graph: brute force is the last word on the claim
         if ex.optimum is None:
@@ -384,10 +405,11 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
 def _cross_check(inst: Instance, T: Ticks, outs: list[SolveOutcome], hint_res: Result | None,
                  own: list[claims.Bound], certified: claims.Bound | None, says_infeasible: bool,
                  infeasible_confirmed: bool, budget: Budget, seed: int, notes: list[str],
-                 extra: dict[str, Any]) -> tuple[claims.Bound | None, bool]:
+                 extra: dict[str, Any]) -> tuple[claims.Bound | None, bool, bool]:
     """CP-SAT's claim (``certified`` so far, or infeasibility) as far as the MILP of
-    :func:`dplace.formulations.milp.cross_check` (HiGHS, presolve off, rescaled times) proves it; a
-    schedule it finds joins ``outs``. Returns (the bound kept, infeasibility confirmed)."""
+    :func:`dplace.formulations.milp.cross_check` (HiGHS, rescaled times) proves it; a
+    schedule it finds joins ``outs``. Returns (the bound kept, infeasibility confirmed, whether the MILP
+    proved anything: without that nothing independent stands behind the claim)."""
     from ..milp import cross_check
 
     inc = None
@@ -398,7 +420,7 @@ def _cross_check(inst: Instance, T: Ticks, outs: list[SolveOutcome], hint_res: R
                 inc = r
     if hint_res is not None and hint_res.memory_ok and (inc is None or hint_res.makespan < inc.makespan):
         inc = hint_res
-    name = "the MILP (HiGHS, presolve off)"
+    name = "the MILP (HiGHS, presolve off)" if says_infeasible else "the MILP (HiGHS)"
     left = budget.left()
     lim = stage_limit("cross check", left, True)
     t0 = time.perf_counter()
@@ -411,10 +433,15 @@ def _cross_check(inst: Instance, T: Ticks, outs: list[SolveOutcome], hint_res: R
     if says_infeasible:
         if got != math.inf:
             notes.append(f"CP-SAT's infeasibility is not confirmed by {name}")
-        return certified, infeasible_confirmed and got == math.inf
+        else:
+            notes.append(f"CP-SAT's infeasibility confirmed by {name}")
+        confirmed = got == math.inf and (infeasible_confirmed or not claims.SAME_SOLVER_CONFIRMS)
+        return certified, confirmed, got == math.inf
     kept, cn = claims.confirm(certified, [(name, got)])
+    if got is not None and kept is not None:
+        cn.append(f"CP-SAT's bound {kept.value:.9g} confirmed by {name}")
     notes += cn
-    return kept, infeasible_confirmed
+    return kept, infeasible_confirmed, got is not None
 
 
 CLAIM_STAGES = ("confirm", "brute force", "cross check")
