@@ -1,4 +1,4 @@
-"""Simulated annealing over placements for graphs of a few thousand ops (parallel comm).
+"""Simulated annealing over placements for graphs of a few thousand ops (both comm modes).
 
 ``portfolio`` runs it on the best start's placement: whole units (colocation groups, single ops) move to
 other devices with room or swap devices, and each placement is judged by its own list schedule
@@ -41,12 +41,13 @@ class AnnealStats:
 
 
 def applies(inst: Instance) -> bool:
-    """Whether :func:`anneal_placement` runs on ``inst``: parallel comm, 2 to :data:`MAX_OPS` ops, more
-    than one device, and the compiled kernels enabled (``DPLACE_KERNEL=python`` turns it off: there is
-    no pure-Python version of the loop)."""
+    """Whether :func:`anneal_placement` runs on ``inst``: 2 to :data:`MAX_OPS` ops, more than one device,
+    and the compiled kernels enabled (``DPLACE_KERNEL=python`` turns it off: there is no pure-Python
+    version of the loop). Both comm modes (sequential: each placement judged by the simulation of its
+    rank order without insertion, :func:`dplace.kernels.anneal._seq_schedule`)."""
     from dplace import kernels
 
-    return inst.comm == "parallel" and 2 <= inst.n <= MAX_OPS and inst.m > 1 and kernels.enabled()
+    return 2 <= inst.n <= MAX_OPS and inst.m > 1 and kernels.enabled()
 
 
 def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: float | None = None, seed: int = 0,
@@ -67,7 +68,7 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     start = [int(d) for d in placement]
     # the temperatures' scale (the same list schedule, timed here in Python: nothing compiled runs in
     # this thread, so a first run that compiles the kernel keeps the clock)
-    m0 = simulate(inst, start, placement_order(inst, start)).makespan
+    m0 = simulate(inst, start, placement_order(inst, start, insertion=inst.comm != "sequential")).makespan
     hi, lo = t_hi * m0, max(t_lo * m0, 1e-12)
     chains = [Annealer(inst, start, units.members, units.allowed) for _ in range(max(1, workers))]
     done = [0] * len(chains)

@@ -41,7 +41,7 @@ from dplace.instance.model import Instance, Op
 from dplace.schedule.ranks import edge_costs, op_costs, upward_rank
 from dplace.registry import register
 from dplace.result import Result, make_result
-from dplace.schedule.simulate import ScheduleState
+from dplace.schedule.simulate import ScheduleState, seq_kernel_wanted
 
 __all__ = ["BaechiOptions", "CappedOptions", "CappedSctOptions", "Clusters", "ForwardGraph", "SctOptions", "build_units",
            "forward_graph", "fuse", "m_etf", "m_etf_capped", "m_sct", "m_sct_capped", "m_topo", "m_topo_capped"]
@@ -540,7 +540,12 @@ def _list_schedule(inst: Instance, cl: Clusters, ur: _UnitRules,
     best-effort because no device had room (then the Result's memory is flagged).
     """
     m = inst.m
-    state = ScheduleState(inst)
+    if seq_kernel_wanted(inst):  # sequential comm on the compiled state (the same times: tests compare)
+        from dplace.kernels.seqstate import ArraySeqState
+
+        state = ArraySeqState(inst)
+    else:
+        state = ScheduleState(inst)
     nc = cl.n
     sct = fav_child is not None
     b = upward_rank(inst, "mean", "mean")

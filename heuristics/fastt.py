@@ -52,7 +52,7 @@ from dplace.schedule.ranks import priority_order, upward_rank
 from dplace.registry import register
 from dplace.result import Result, make_result
 from dplace.schedule.rules import Rules
-from dplace.schedule.simulate import ScheduleState, simulate
+from dplace.schedule.simulate import ScheduleState, seq_kernel_wanted, simulate
 from dplace.instance.transform import Transform, rewrite
 
 # ----------------------------------------------------------------------------------------------- DPOS
@@ -121,7 +121,7 @@ def _choose_cp_device(inst: Instance, rules: Rules, path: list[int], i: int) -> 
 
 def _dpos_schedule(inst: Instance, opts: DposOptions) -> tuple[ScheduleState, list[int], list[int]]:
     """Alg. 1. Returns the schedule state, the critical path and the critical-path devices used."""
-    if kernel_wanted(inst):  # compiled, the same schedule (tests compare)
+    if kernel_wanted(inst) or seq_kernel_wanted(inst):  # compiled, the same schedule (tests compare)
         from dplace.kernels.lists import run_dpos
 
         return run_dpos(inst, opts.insertion, opts.critical_path, opts.cp_one_device)

@@ -46,6 +46,36 @@ def test_every_bound_at_most_brute_force_optimum(integer):
     assert stronger >= 1  # the new bounds do see something the old ones did not
 
 
+@pytest.mark.parametrize("comm", ["sequential", "parallel"])
+def test_pinned_links_at_most_brute_force_and_sees_link_contention(comm):
+    """Pinned producers and consumers on different devices: the forced sends queue on their link in
+    sequential comm. The bound never exceeds the brute-force optimum (both comm modes) and, in
+    sequential comm, exceeds every other cheap bound on some instances."""
+    from dplace.bounds import lower_bound_parts, pinned_links_bound
+
+    rng = random.Random(31)
+    checked = sees = 0
+    for i in range(40):
+        k = rng.randint(2, 3)  # k producers pinned on d0, each feeding a consumer pinned on d1
+        ops = [Op(f"p{j}", rng.randint(1, 3), 0, device="d0") for j in range(k)]
+        ops += [Op(f"c{j}", rng.randint(1, 3), 0, device="d1") for j in range(k)]
+        ops += [Op(f"x{j}", rng.randint(1, 4), 0) for j in range(rng.randint(0, 2))]
+        edges = [Edge(f"p{j}", f"c{j}", float(rng.randint(2, 8))) for j in range(k)]
+        if len(ops) > 2 * k and rng.random() < 0.7:
+            edges.append(Edge("p0", ops[-1].id, float(rng.randint(0, 3))))
+        inst = Instance(f"pl{i}", [Device("d0", 1 << 30), Device("d1", 1 << 30)], ops, edges,
+                        link=Link(float(rng.randint(0, 2)), 1.0), comm=comm)
+        opt = _opt(inst)
+        b = pinned_links_bound(inst)
+        assert b <= opt + TOL * max(1.0, opt), (inst.to_json(), b, opt)
+        others = {n: v for n, v in lower_bound_parts(inst).items() if n != "pinned_links"}
+        sees += b > max(others.values()) + 1e-9
+        checked += 1
+    assert checked == 40
+    if comm == "sequential":
+        assert sees >= 5
+
+
 @pytest.mark.parametrize("seed,blocks", [(1, [4] * 8), (2, [5, 3, 4, 5, 4, 3, 5, 4, 5, 4, 3])])
 def test_bounds_against_exact_optimum_of_series_compositions(seed, blocks):
     inst, opt = series_composition(random.Random(seed), blocks)

@@ -8,12 +8,14 @@ import random
 import pytest
 
 import dplace
+from dplace import kernels
 from dplace import Device, Edge, Instance, Link, Op, ScheduleState, simulate
 from dplace.formats.generate import layered_dag
 from dplace.registry import method_info, methods
 from dplace.testing import random_instance
 
-LIST_SCHEDULERS = ["heft", "m_etf", "m_sct", "dpos", "os_dpos", "m_etf_capped", "m_sct_capped", "os_dpos_model_graph"]
+LIST_SCHEDULERS = ["heft", "heft_links", "m_etf", "m_sct", "dpos", "os_dpos", "m_etf_capped", "m_sct_capped",
+                   "os_dpos_model_graph"]
 
 
 def _same(a: float, b: float) -> bool:
@@ -70,9 +72,19 @@ def test_claimed_equals_simulated_on_1k_op_graphs(comm, method, opts):
     assert _same(res.claimed_makespan, res.makespan), (inst.name, method, opts, res.claimed_makespan, res.makespan)
 
 
-def _random_list_schedule(inst: Instance, rng: random.Random) -> ScheduleState:
+@pytest.mark.skipif(not kernels._numba_ok(), reason="numba not importable")
+@pytest.mark.parametrize("method", LIST_SCHEDULERS)
+def test_claimed_equals_simulated_on_1k_op_graphs_compiled_sequential(monkeypatch, method):
+    """The same in sequential comm on the compiled state (dplace.kernels.seqstate)."""
+    monkeypatch.setenv("DPLACE_KERNEL", "numba")
+    inst = _big("sequential")
+    res = dplace.solve(inst, method)
+    assert _same(res.claimed_makespan, res.makespan), (inst.name, method, res.claimed_makespan, res.makespan)
+
+
+def _random_list_schedule(inst: Instance, rng: random.Random, state=None) -> ScheduleState:
     """Commit the ops in a random topological order to random devices, with or without insertion."""
-    st = ScheduleState(inst)
+    st = ScheduleState(inst) if state is None else state
     indeg = [len(p) for p in inst.pred]
     ready = [o for o in range(inst.n) if indeg[o] == 0]
     while ready:
@@ -124,6 +136,12 @@ def test_1k_op_random_list_schedule_sequential():
     st = _random_list_schedule(inst, rng)
     _assert_state_is_simulation(inst, st)
     assert st.retimed > 0  # the late sends did delay committed work here
+    if kernels._numba_ok():  # the compiled state, the same commits: the same simulation
+        from dplace.kernels.seqstate import ArraySeqState
+
+        got = _random_list_schedule(inst, random.Random(5), ArraySeqState(inst))
+        _assert_state_is_simulation(inst, got)
+        assert (got.start, got.end, got.retimed) == (st.start, st.end, st.retimed)
 
 
 # ---------------------------------------------------------------- hand-made sequential cases

@@ -67,6 +67,58 @@ def pinned_bound(inst: Instance) -> float:
     return max(load) if load else 0.0
 
 
+def pinned_links_bound(inst: Instance) -> float:
+    """Transfers every placement makes: an edge (u, v) whose ends are pinned (own pin or their group's)
+    to devices d1 != d2 needs u's tensor sent on link (d1, d2), at least ``bytes`` of the edge (one send
+    per (u, d2) carrying the largest tensor; ``latency + bytes / bandwidth``). u ends no earlier than
+    r_u = head(u) + p(u), and after the send arrives a consumer still needs q_u = min over those
+    consumers v of p(v) + tail(v) (p: smallest time, head / tail: longest paths with smallest times, no
+    transfers). Each send alone gives r_u + c_u + q_u (both comm modes). In sequential comm a link carries
+    one send at a time, so for every set of its forced sends, min r + sum of c + min q is a bound: taken
+    over the sets {sends whose r is at least a threshold} (sorted by r), the single-machine head-body-
+    tail bound. 0 where nothing is forced apart."""
+    import numpy as np
+
+    if inst.m < 2 or not inst.n or not len(inst.edges):
+        return 0.0
+    pin = inst._pinned_a
+    es, ed = inst._esrc_a, inst._edst_a
+    du, dv = pin[es], pin[ed]
+    forced = np.flatnonzero((du >= 0) & (dv >= 0) & (du != dv))
+    if not len(forced):
+        return 0.0
+    p, head, tail = _heads_tails(inst)
+    sends: dict[tuple[int, int], list[float]] = {}  # (u, d2) -> [bytes, q]
+    ebytes = inst.ebytes
+    for e in forced.tolist():
+        u, v = int(es[e]), int(ed[e])
+        key = (u, int(dv[e]))
+        q = float(p[v] + tail[v])
+        got = sends.get(key)
+        if got is None:
+            sends[key] = [ebytes[e], q]
+        else:
+            got[0] = max(got[0], ebytes[e])
+            got[1] = min(got[1], q)
+    links: dict[tuple[int, int], list[tuple[float, float, float]]] = {}
+    best = 0.0
+    for (u, d2), (b, q) in sends.items():
+        d1 = int(pin[u])
+        c = inst.lat[d1][d2] + b / inst.bw[d1][d2]
+        r = float(head[u] + p[u])
+        best = max(best, r + c + q)
+        links.setdefault((d1, d2), []).append((r, c, q))
+    if inst.comm == "sequential":
+        for items in links.values():
+            items.sort()
+            total, qmin = 0.0, float("inf")
+            for r, c, q in reversed(items):  # the sends with r at least this one's
+                total += c
+                qmin = min(qmin, q)
+                best = max(best, r + total + qmin)
+    return best
+
+
 def _heads_tails(inst: Instance):
     """(p, head, tail) as numpy arrays: p = smallest time, head = longest path to o, tail = longest path
     after o (o excluded), both with smallest times and no transfers."""
@@ -353,6 +405,7 @@ def lower_bound_parts(inst: Instance) -> dict[str, float]:
             "memory_cuts": memory_cuts_bound(inst),
             "energetic": energetic_bound(inst),
             "anchored_work": anchored_work_bound(inst),
+            "pinned_links": pinned_links_bound(inst),
         }
         inst.__dict__["_lower_bound_parts"] = cached
     return dict(cached)

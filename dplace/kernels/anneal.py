@@ -1,6 +1,7 @@
 """Simulated annealing over placements, each judged by a list schedule of that placement (compiled).
 
-A placement is judged by the makespan of one list schedule of it (parallel comm): ops in decreasing
+A placement is judged by the makespan of one list schedule of it (parallel comm; sequential comm: see
+:func:`_seq_schedule`, the simulation of the same rank order without insertion): ops in decreasing
 order of the placement's own upward rank (each op's time on its device plus the longest path after it,
 edges between devices costing their transfer time; ties by topological position), each at its earliest
 start on its device (into an idle gap when one is long enough). That is
@@ -98,15 +99,68 @@ def _schedule(pl, dur, lat, bw, topo, esrc, ebytes, pred_ptr, pred_edge, rank, m
 
 
 @njit
+def _seq_schedule(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, rank, m,
+                  start, end, lfree, arr):
+    """Sequential comm: the simulation of ``pl`` with each device running its ops in ``rank`` order
+    (ties: topological position; no insertion), i.e. ``simulate(inst, pl, placement_order(inst, pl,
+    insertion=False))``: in that order (topological) each op starts when its device is free and its
+    inputs arrived, then sends its tensor once per other device that consumes it (the largest bytes),
+    each when its link (d, d2) is free, links kept in the device's order as the simulator keeps them.
+    O(E + n log n) per placement. lfree (m, m), arr (n * m): scratch."""
+    n = len(topo)
+    key = np.empty(n)
+    for i in range(n):
+        key[i] = -rank[topo[i]]
+    order = topo[np.argsort(key, kind="mergesort")]
+    dfree = np.zeros(m)
+    nb = np.empty(m)
+    for d in range(m):
+        for d2 in range(m):
+            lfree[d, d2] = 0.0
+    mk = 0.0
+    for o in order:
+        d = pl[o]
+        r = dfree[d]
+        for j in range(pred_ptr[o], pred_ptr[o + 1]):
+            p = esrc[pred_edge[j]]
+            a = end[p] if pl[p] == d else arr[p * m + d]
+            if a > r:
+                r = a
+        f = r + dur[o, d]
+        start[o], end[o] = r, f
+        dfree[d] = f
+        if f > mk:
+            mk = f
+        for d2 in range(m):
+            nb[d2] = -1.0
+        for j in range(succ_ptr[o], succ_ptr[o + 1]):
+            e = succ_edge[j]
+            d2 = pl[edst[e]]
+            if d2 != d and ebytes[e] > nb[d2]:
+                nb[d2] = ebytes[e]
+        for d2 in range(m):
+            if nb[d2] >= 0.0:
+                s = lfree[d, d2]
+                s = f if f >= s else s
+                a = s + lat[d, d2] + nb[d2] / bw[d, d2]
+                lfree[d, d2] = a
+                arr[o * m + d2] = a
+    return mk
+
+
+@njit
 def _evaluate(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m,
-              rank, start, end, bs, be, cnt):
+              rank, start, end, bs, be, cnt, seq, lfree, arr):
     _rank(pl, dur, lat, bw, topo, esrc, edst, ebytes, succ_ptr, succ_edge, rank)
+    if seq:
+        return _seq_schedule(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge,
+                             rank, m, start, end, lfree, arr)
     return _schedule(pl, dur, lat, bw, topo, esrc, ebytes, pred_ptr, pred_edge, rank, m, start, end, bs, be, cnt)
 
 
 @njit
 def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge,
-            unit_ptr, unit_members, unit_mem, allowed, capacity, used, iters, t_hi, t_lo, seed, cur):
+            unit_ptr, unit_members, unit_mem, allowed, capacity, used, iters, t_hi, t_lo, seed, cur, seq):
     """``iters`` steps from ``pl`` (changed in place: it ends as the last accepted placement) with the
     temperature going geometrically from t_hi to t_lo; returns (best makespan, best placement, last
     accepted makespan, moves accepted, makespan at the start; ``cur`` < 0: judge the start first)."""
@@ -120,8 +174,10 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
     bs = np.empty((m, n + 1))
     be = np.empty((m, n + 1))
     cnt = np.zeros(m, dtype=np.int64)
+    lfree = np.zeros((m, m))
+    arr = np.empty(n * m if seq else 0)
     args = (dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, rank, start,
-            end, bs, be, cnt)
+            end, bs, be, cnt, seq, lfree, arr)
     if cur < 0:
         cur = _evaluate(pl, *args)
     first = cur
@@ -189,7 +245,8 @@ def list_makespan(inst, placement) -> tuple[float, np.ndarray, np.ndarray]:
     rank, start, end = np.empty(n), np.empty(n), np.empty(n)
     bs, be = np.empty((m, n + 1)), np.empty((m, n + 1))
     mk = _evaluate(pl, a.dur, a.lat, a.bw, a.topo, a.esrc, a.edst, a.ebytes, a.pred_ptr, a.pred_edge, a.succ_ptr,
-                   a.succ_edge, m, rank, start, end, bs, be, np.zeros(m, dtype=np.int64))
+                   a.succ_edge, m, rank, start, end, bs, be, np.zeros(m, dtype=np.int64), a.sequential,
+                   np.zeros((m, m)), np.empty(n * m))
     return float(mk), start, end
 
 
@@ -221,7 +278,7 @@ class Annealer:
         best, best_pl, cur, acc, first = _anneal(self.pl, A.dur, A.lat, A.bw, A.topo, A.esrc, A.edst, A.ebytes, A.pred_ptr,
                                           A.pred_edge, A.succ_ptr, A.succ_edge, a.unit_ptr, a.unit_members,
                                           a.unit_mem, a.allowed, A.capacity, a.used, iters, t_hi, t_lo, seed,
-                                          self.cur)
+                                          self.cur, A.sequential)
         if self.cur < 0:
             self.start_value = float(first)
         self.cur = float(cur)

@@ -140,7 +140,7 @@ def check_memory_feasible(inst) -> None:
 
 def scale_parts(inst) -> dict[str, float]:
     """The cheap bounds that stay linear-time on arrays (see the module's docstring), by name."""
-    from ..bounds import energetic_bound
+    from ..bounds import energetic_bound, pinned_links_bound
 
     return {
         "critical_path": critical_path(inst)[0],
@@ -149,4 +149,5 @@ def scale_parts(inst) -> dict[str, float]:
         "pinned": pinned_bound(inst),
         "memory_path": memory_path_bound(inst),
         "energetic": energetic_bound(inst),
+        "pinned_links": pinned_links_bound(inst),
     }

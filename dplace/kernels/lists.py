@@ -9,10 +9,12 @@ import sys
 import numpy as np
 
 from . import njit
+from . import seqstate as sq
 from .state import (_INF, _rebuild, commit, commit_at, device_free, earliest, ready_on, rules_assign,
                     rules_candidates, rules_fits, rules_forced)
 
 # Python's sum() of floats is compensated (Neumaier) from 3.12 on, plain left to right before
+
 _NEUMAIER = sys.version_info >= (3, 12)
 
 
@@ -150,23 +152,56 @@ def _est_on(I, S, o, d, ready, insertion):
 
 
 @njit
-def heft_loop(I, S, R, order, insertion):
+def _ready_all(I, S, L, o, cand, nc, ready, harm=None):
+    """data_ready of o on cand[:nc] into ready[:nc]: parallel comm (``L`` None) or sequential (``L`` the
+    links of :mod:`dplace.kernels.seqstate`; ``harm``: an array for each device's ``L.harm``)."""
+    if L is None:
+        ready_on(I, S, o, cand, nc, ready)
+    elif harm is None:
+        for i in range(nc):
+            ready[i] = sq.data_ready(I, S, L, o, cand[i])
+    else:
+        for i in range(nc):
+            ready[i] = sq.data_ready(I, S, L, o, cand[i], True)
+            harm[i] = L.harm[0]
+
+
+@njit
+def _commit_at(I, S, L, o, d, ready, t, insertion):
+    if L is None:
+        return commit_at(I, S, o, d, ready, t, insertion)
+    return sq.commit_at(I, S, L, o, d, ready, t, insertion)
+
+
+@njit
+def _commit(I, S, L, o, d, insertion):
+    if L is None:
+        return commit(I, S, o, d, 0.0, False, insertion)
+    return sq.commit(I, S, L, o, d, 0.0, False, insertion)
+
+
+@njit
+def heft_loop(I, S, R, order, insertion, L=None, harm=None, hw=1.0):
     """HEFT's loop (heuristics/heft.py): each op on the candidate device of smallest EFT (first one on
-    ties), then committed there at that est (what ``commit`` would compute again)."""
+    ties), then committed there at that est (what ``commit`` would compute again). ``L``: the link
+    state in sequential comm; ``harm`` (an array of m floats, sequential comm): the link-aware test,
+    EFT + the most a committed send would arrive later (``heft_links``)."""
     cand = np.empty(len(I.capacity), dtype=np.int64)
     ready = np.empty(len(I.capacity))
     for o in order:
         nc = rules_candidates(I, R, o, cand)
-        ready_on(I, S, o, cand, nc, ready)
+        _ready_all(I, S, L, o, cand, nc, ready, harm)
         best_i, best_f, best_s = -1, np.inf, 0.0
         for i in range(nc):
             d = cand[i]
             s = _est_on(I, S, o, d, ready[i], insertion)
             f = s + I.dur[o, d]
+            if harm is not None:
+                f += harm[i] * hw
             if f < best_f:
                 best_i, best_f, best_s = i, f, s
         d = cand[best_i]
-        commit_at(I, S, o, d, ready[best_i], best_s, insertion)
+        _commit_at(I, S, L, o, d, ready[best_i], best_s, insertion)
         rules_assign(I, R, o, d)
 
 
@@ -234,7 +269,7 @@ def _choose_cp_device(I, R, path, i, mark, stamp):
 
 
 @njit
-def dpos_loop(I, S, R, order, path, insertion, use_cp, cp_one_device):
+def dpos_loop(I, S, R, order, path, insertion, use_cp, cp_one_device, L=None):
     """DPOS's loop (heuristics.fastt._dpos_schedule, parallel comm); returns the critical-path devices
     used, in order."""
     cp_pos = np.full(I.dur.shape[0], -1, dtype=np.int64)
@@ -264,7 +299,7 @@ def dpos_loop(I, S, R, order, path, insertion, use_cp, cp_one_device):
         if d < 0:
             best_i, best_f, best_s = -1, np.inf, 0.0
             nc = rules_candidates(I, R, o, cand)
-            ready_on(I, S, o, cand, nc, ready)
+            _ready_all(I, S, L, o, cand, nc, ready)
             for i in range(nc):
                 c = cand[i]
                 st = _est_on(I, S, o, c, ready[i], insertion)
@@ -272,9 +307,9 @@ def dpos_loop(I, S, R, order, path, insertion, use_cp, cp_one_device):
                 if ft < best_f:
                     best_i, best_f, best_s = i, ft, st
             d = cand[best_i]
-            commit_at(I, S, o, d, ready[best_i], best_s, insertion)
+            _commit_at(I, S, L, o, d, ready[best_i], best_s, insertion)
         else:
-            commit(I, S, o, d, 0.0, False, insertion)
+            _commit(I, S, L, o, d, insertion)
         rules_assign(I, R, o, d)
     return np.array(cp_devs, dtype=np.int64)
 
@@ -334,24 +369,29 @@ def _prepare(inst, op_cost: str, comm_cost: str):
     rank = upward_rank_array(inst, op_cost, comm_cost)
     order = rank_order(rank, a)
     I = inst_tuple(a)
-    return a, rank, order, I, new_state(a.n, a.m), new_rules(I, a.n, a.m)
+    L = sq.new_links(a.n, a.m) if a.sequential else None
+    return a, rank, order, I, new_state(a.n, a.m), new_rules(I, a.n, a.m), L
 
 
-def run_heft(inst, insertion: bool = True):
-    """HEFT on ``inst`` (parallel comm): an :class:`~dplace.kernels.state.ArrayState`."""
+def run_heft(inst, insertion: bool = True, link_aware: bool = False):
+    """HEFT on ``inst``: an :class:`~dplace.kernels.state.ArrayState`; ``link_aware`` (sequential comm):
+    ``heft_links``'s test."""
     from .state import ArrayState
 
-    _, _, order, I, S, R = _prepare(inst, "mean", "mean")
-    heft_loop(I, S, R, order, insertion)
+    _, _, order, I, S, R, L = _prepare(inst, "mean", "mean")
+    if link_aware and L is not None:
+        heft_loop(I, S, R, order, insertion, L, np.zeros(len(I.capacity)))
+    else:
+        heft_loop(I, S, R, order, insertion, L)
     return ArrayState(I, S)
 
 
 def run_dpos(inst, insertion: bool, use_cp: bool, cp_one_device: bool):
-    """DPOS on ``inst`` (parallel comm): (ArrayState, critical path, critical-path devices used)."""
+    """DPOS on ``inst``: (ArrayState, critical path, critical-path devices used)."""
     from .state import ArrayState
 
-    a, rank, order, I, S, R = _prepare(inst, "max", "max")
+    a, rank, order, I, S, R, L = _prepare(inst, "max", "max")
     path = (critical_path(rank, a.topo_pos, a.pred_ptr, a.succ_ptr, a.succ_edge, a.edst) if use_cp
             else np.empty(0, dtype=np.int64))
-    cp_devs = dpos_loop(I, S, R, order, path, insertion, use_cp, cp_one_device)
+    cp_devs = dpos_loop(I, S, R, order, path, insertion, use_cp, cp_one_device, L)
     return ArrayState(I, S), path.tolist(), cp_devs.tolist()

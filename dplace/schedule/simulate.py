@@ -179,6 +179,25 @@ def use_kernel(inst: Instance) -> bool:
     return inst.n >= KERNEL_FROM and kernels.enabled()
 
 
+SEQ_KERNEL_FROM = 2_000  # ops from which sequential-comm list schedulers run on the compiled state
+
+
+def seq_kernel_wanted(inst: Instance) -> bool:
+    """Whether list schedulers run ``inst`` (sequential comm) on the compiled state
+    (:mod:`dplace.kernels.seqstate`, the same schedule as :class:`ScheduleState`: tests compare): kernels
+    enabled, from ``SEQ_KERNEL_FROM`` ops (``DPLACE_KERNEL=numba``: any size), and link arrays that fit.
+    The reference re-times a link's queue in Python: 2.4 s for HEFT on 3k ops, minutes on 36k, so the
+    compiled state pays from a few thousand ops even with numba's import."""
+    import os
+
+    from .. import kernels
+
+    if inst.comm != "sequential" or inst.m * inst.m * (inst.n + 1) > 1 << 31:
+        return False
+    big = inst.n >= SEQ_KERNEL_FROM or os.environ.get("DPLACE_KERNEL", "").lower() == "numba"
+    return big and kernels.enabled()
+
+
 def placement_array(inst: Instance, placement: Any) -> np.ndarray:
     """:func:`as_placement` as an int64 array, checked in bulk (a bad placement is worded by
     :func:`as_placement`)."""
@@ -332,6 +351,7 @@ class ScheduleState:
         self._lprev: dict[int, int] = {}  # send -> the send before it on its link (-1: first)
         self._lnext: dict[int, int] = {}  # send -> the send after it on its link (-1: last)
         self._ready = [0.0] * n  # committed op: when its last input arrived (max over its inputs)
+        self.harm = 0.0  # set by data_ready(..., harm=True)
 
     # -- queries
     def fits(self, o: int, d: int, extra_bytes: int = 0) -> bool:
@@ -353,7 +373,7 @@ class ScheduleState:
             self._stale[d] = _INF
         return tl
 
-    def _link_arrival(self, dp: int, d: int, need: dict[int, float]) -> float:
+    def _link_arrival(self, dp: int, d: int, need: dict[int, float], harm: bool = False) -> float:
         """Latest arrival on ``d`` of the sends of producers ``need`` (p -> bytes) on link (dp, d) if
         they were sent with those bytes (new sends join the link in producer order): a walk along the
         link from the first of them, re-timing the sends in between while they move."""
@@ -374,6 +394,8 @@ class ScheduleState:
                     s = end[q] if end[q] >= prev_f else prev_f
                     f = s + lat + tx[2] / bw
                     moved = f != tx[1]
+                    if f - tx[1] > self.harm:
+                        self.harm = f - tx[1]
                     prev_f = f
                 else:
                     prev_f = tx[1]
@@ -385,17 +407,34 @@ class ScheduleState:
             if tx is None or moved or b != tx[2]:
                 s = end[p] if end[p] >= prev_f else prev_f
                 f = s + lat + b / bw
+                if tx is not None and f - tx[1] > self.harm:
+                    self.harm = f - tx[1]  # (a send that others wait for: its consumers too)
                 moved = True
             else:
                 f = tx[1]
             prev_f = f
             if f > out:
                 out = f
+        if harm:  # the sends after the last of them, while they move
+            while moved and i < len(lst):
+                q = lst[i]
+                tx = txs[q * m + d]
+                s = end[q] if end[q] >= prev_f else prev_f
+                f = s + lat + tx[2] / bw
+                moved = f != tx[1]
+                if f - tx[1] > self.harm:
+                    self.harm = f - tx[1]
+                prev_f = f
+                i += 1
         return out
 
-    def data_ready(self, o: int, d: int, insertion: bool = False) -> float:
-        """Time all inputs of ``o`` would be on device ``d`` if ``o`` were committed there."""
+    def data_ready(self, o: int, d: int, insertion: bool = False, harm: bool = False) -> float:
+        """Time all inputs of ``o`` would be on device ``d`` if ``o`` were committed there. With
+        ``harm`` (sequential mode), ``self.harm`` gets the most a committed send on ``o``'s links would
+        arrive later if ``o`` were committed there (0 when none moves): the link-aware schedulers'
+        penalty."""
         inst = self.inst
+        self.harm = 0.0
         t = 0.0
         pl, end, m = self.placement, self.end, inst.m
         seq = self._seq
@@ -429,7 +468,7 @@ class ScheduleState:
                     else:
                         need[p] = tx[2]
                 if grows:
-                    a = self._link_arrival(dp, d, need)
+                    a = self._link_arrival(dp, d, need, harm)
                 else:
                     a = max(txs[p * m + d][1] for p in need)
                 if a > t:

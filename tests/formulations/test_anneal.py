@@ -54,6 +54,22 @@ def test_list_schedule_is_timed_as_the_oracle_times_its_order(seed):
             assert mk == pytest.approx(simulate(inst, pl, placement_order(inst, pl)).makespan, rel=1e-12, abs=1e-12)
 
 
+@pytest.mark.parametrize("seed", range(60))
+def test_sequential_judge_is_the_simulation_of_its_order(seed):
+    """Sequential comm: the judge is the simulation of the placement's rank order without insertion
+    (``placement_order(..., insertion=False)``), as dplace.simulate and the oracle time that order."""
+    inst = fuzz_instance(9000 + seed, n_ops=(3, 14)).replace(comm="sequential")
+    rng = random.Random(seed)
+    for _ in range(5):
+        pl = [rng.choice(inst.allowed_devices(o)) for o in range(inst.n)]
+        mk, start, end = list_makespan(inst, pl)
+        od = placement_order(inst, pl, insertion=False)
+        sim = simulate(inst, pl, od)
+        assert mk == pytest.approx(sim.makespan, rel=1e-12, abs=1e-12)
+        assert max(abs(a - b) for a, b in zip(sim.start, start)) <= 1e-9 * max(1.0, mk)
+        assert time_schedule(inst, pl, od).makespan == pytest.approx(mk, rel=1e-12, abs=1e-12)
+
+
 def _wide(rng: random.Random, layers: int, width: int, m: int, memory: int) -> Instance:
     """Layers of parallel ops, each op fed by two of the layer before; pairs of ops tied by colocation,
     one op pinned; transfers comparable to op times."""
@@ -111,12 +127,21 @@ def test_anneal_keeps_its_clock_and_stops_when_asked(compiled):
     assert st.stopped == "interrupted"
 
 
-def test_applies_only_where_the_list_schedule_is_the_simulators(monkeypatch):
+def test_applies_in_both_comm_modes_with_the_kernels(monkeypatch):
     inst = _wide(random.Random(5), 3, 3, 2, memory=10**6)
     assert applies(inst)
-    assert not applies(inst.replace(comm="sequential"))
+    assert applies(inst.replace(comm="sequential"))
     monkeypatch.setenv("DPLACE_KERNEL", "python")
     assert not applies(inst)
+
+
+def test_portfolio_anneals_in_sequential_comm(compiled):
+    import dplace
+
+    inst = _wide(random.Random(6), 20, 5, 3, memory=10**6).replace(comm="sequential")
+    res = dplace.solve(inst, "portfolio", time_limit_s=6.0)
+    assert check(inst, res).ok
+    assert res.extra["anneal"]["steps"] > 0
 
 
 def test_portfolio_anneals_and_its_answer_is_checked(compiled):

@@ -1,0 +1,97 @@
+"""Sequential communication (issue 25): the list heuristics, old code beside new, on one graph in both
+comm modes. Each cell is one whole process, ``dplace solve GRAPH --method M --out R.json`` (start-up,
+loading, placing, the final simulation and the proven bound), timed by the wall clock; the makespan and
+the bound are read back from R.json.
+
+    .venv/bin/python benchmarks/bench_seqcomm.py --ops 36000
+    .venv/bin/python benchmarks/bench_seqcomm.py --ops 3000 --methods heft,heft_links,m_topo,m_etf,celeritas
+    .venv/bin/python benchmarks/bench_seqcomm.py --ops 36000 --old /work/main/.venv/bin/dplace --timeout 400
+
+``--old``: a ``dplace`` executable of the old code (e.g. the main checkout's venv, run with
+PYTHONPATH unset so that it imports its own checkout); methods it lacks print "-". A run past
+``--timeout`` seconds (wall) is stopped and printed as "> T". Times are "wall/CPU" seconds of the whole
+process (CPU: user + system, what a loaded box distorts least). Prints, per method: new time
+sequential, new time parallel, their CPU ratio (the goal: at most 2), old time sequential, then makespans (old and new,
+sequential; new, parallel) and the proven bound of the sequential graph. Report ``cat /proc/loadavg``
+beside the figures: the box is shared.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NEW = os.path.join(os.path.dirname(sys.executable), "dplace")
+METHODS = "heft,heft_links,m_etf,m_sct,dpos,os_dpos,m_topo,celeritas"
+
+
+def _run(exe: str, graph: str, method: str, timeout: float, out_dir: str) -> tuple[str, float | None, float | None]:
+    """(time cell, makespan, lower bound) of one whole ``dplace solve`` process."""
+    out = os.path.join(out_dir, f"{os.path.basename(graph)}.{method}.{abs(hash(exe))}.json")
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    t = time.perf_counter()
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    try:
+        p = subprocess.run([exe, "solve", graph, "--method", method, "--out", out, "--quiet"], env=env,
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"> {timeout:.0f}", None, None
+    dt = time.perf_counter() - t
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime
+    if p.returncode != 0 or not os.path.exists(out):
+        msg = (p.stderr or p.stdout).strip().splitlines()
+        return ("-" if msg and "unknown method" in msg[-1].lower() else f"exit {p.returncode}"), None, None
+    with open(out) as f:
+        r = json.load(f)
+    return f"{dt:.1f}/{cpu:.1f}", r.get("makespan"), r.get("lower_bound")
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.0f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ops", type=int, default=36000)
+    ap.add_argument("--devices", type=int, default=4)
+    ap.add_argument("--methods", default=METHODS)
+    ap.add_argument("--old", default=None, help="dplace executable of the old code")
+    ap.add_argument("--timeout", type=float, default=600.0)
+    ap.add_argument("--no-parallel", action="store_true", help="only the sequential graph")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        graphs = {}
+        for comm in ("sequential",) + (() if args.no_parallel else ("parallel",)):
+            g = os.path.join(tmp, f"t{args.ops}_{comm}.json")
+            subprocess.run([NEW, "generate", "transformer", "--ops", str(args.ops), "--devices", str(args.devices),
+                            "--comm", comm, "--out", g], check=True, capture_output=True)
+            graphs[comm] = g
+        subprocess.run([NEW, "solve", graphs["sequential"], "--method", "heft", "--quiet"], capture_output=True)
+        print(f"transformer --ops {args.ops} --devices {args.devices}; load {open('/proc/loadavg').read().split()[:3]}")
+        print(f"{'method':11} {'new seq s':>12} {'new par s':>12} {'ratio':>6} {'old seq s':>12} "
+              f"{'old seq makespan':>17} {'new seq makespan':>17} {'new par makespan':>17} {'seq bound':>12}", flush=True)
+        for m in args.methods.split(","):
+            ns, nms, bound = _run(NEW, graphs["sequential"], m, args.timeout, tmp)
+            np_, npm, _ = (("", None, None) if args.no_parallel
+                           else _run(NEW, graphs["parallel"], m, args.timeout, tmp))
+            os_, oms, _ = (_run(args.old, graphs["sequential"], m, args.timeout, tmp) if args.old
+                           else ("", None, None))
+            try:
+                ratio = f"{float(ns.split('/')[1]) / float(np_.split('/')[1]):.1f}"
+            except (ValueError, IndexError):
+                ratio = ""
+            print(f"{m:11} {ns:>12} {np_:>12} {ratio:>6} {os_:>12} {_num(oms):>17} {_num(nms):>17} "
+                  f"{_num(npm):>17} {_num(bound):>12}", flush=True)
+        print(f"load {open('/proc/loadavg').read().split()[:3]}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,694 @@
+""":class:`dplace.schedule.simulate.ScheduleState` for sequential comm on arrays, compiled: ``data_ready`` /
+``est`` / ``commit`` with the sends that wait for each other on a link, and the incremental re-timing
+of a link's queue (``ScheduleState._retime``) and its replay, beside :mod:`dplace.kernels.state` (the
+device orders, idle gaps and placement rules are that module's, shared).
+
+Results are those of the reference, float for float and in the same order: the same recurrences in the
+same operation order (a send's start = max(producer ended, previous send on the link arrived), its
+arrival = start + latency + bytes / bandwidth; an op's start = max(previous op on its device ended, last
+input arrived)); the same items re-timed in the same (time, item) heap order with the same budget
+before a replay, so the same ``retimed`` and ``replays`` counts and the same stale gaps
+(tests compare op by op, both on the schedule after each commit and on whole list schedules).
+
+Layout: the link state ``Links`` (:func:`new_links`) beside the parallel ``State``::
+
+    pos[o]                 labels increasing along each device's order (relabelled when too close)
+    tx_s, tx_f, tx_b[k]    send k = p * m + d2: start, arrival, bytes (tx_b < 0: no send)
+    lprev, lnext[k]        the sends before / after k on its link (-1: none)
+    lk[l, :ln[l]]          link l = d1 * m + d2: its producers in send order (d1's execution order)
+    need_b[p], plist       scratch of data_ready (bytes needed per producer, the producers listed)
+    harm[0]                after data_ready: the most a committed send on o's links would arrive later
+                           if o were committed there (the link-aware schedulers' penalty)
+    pend[k]                send k queued for re-timing; heap_t / heap_x: the re-timing heap (ops as
+                           -1 - o, sends as k >= 0), cnt[0] the number of sends
+
+Functions (compiled)::
+
+    data_ready(I, S, L, o, d) -> float
+    est(I, S, L, o, d, insertion) -> float
+    commit(I, S, L, o, d, start, has_start, insertion) -> float
+    commit_at(I, S, L, o, d, t, insertion) -> float     # commit with its start asked for at t
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from . import njit
+from .state import (_INF, BUDGET, N_PLACED, REPLAYS, RETIMED, _first_from, _gap_add, _rebuild,
+                    _seq_insert, device_free, earliest)
+
+Links = namedtuple("Links", "pos tx_s tx_f tx_b lprev lnext lk ln need_b plist glist pend heap_t heap_x cnt harm")
+
+
+def fits(n: int, m: int) -> bool:
+    """Whether the link arrays of an ``n``-op, ``m``-device instance are small enough to allocate
+    (the per-link producer lists are ``m * m * n`` int64, touched only where used)."""
+    return m * m * (n + 1) <= 1 << 31  # (dplace.schedule.simulate.seq_kernel_wanted asks the same)
+
+
+def new_links(n: int, m: int) -> Links:
+    nk = n * m
+    return Links(
+        pos=np.zeros(n), tx_s=np.zeros(nk), tx_f=np.zeros(nk), tx_b=np.full(nk, -1.0),
+        lprev=np.full(nk, -1, dtype=np.int64), lnext=np.full(nk, -1, dtype=np.int64),
+        lk=np.empty((m * m, n + 1), dtype=np.int64), ln=np.zeros(m * m, dtype=np.int64),
+        need_b=np.full(n, -1.0), plist=np.empty(n + 1, dtype=np.int64),
+        glist=np.empty(n + 1, dtype=np.int64), pend=np.zeros(nk, dtype=np.bool_),
+        heap_t=np.empty(nk + n + 2), heap_x=np.empty(nk + n + 2, dtype=np.int64),
+        cnt=np.zeros(1, dtype=np.int64), harm=np.zeros(1),
+    )
+
+
+# ----------------------------------------------------------------------------------- heap
+
+
+@njit(inline="always")
+def _hpush(L, size, t, x):
+    ht, hx = L.heap_t, L.heap_x
+    i = size
+    while i > 0:
+        p = (i - 1) >> 1
+        if ht[p] < t or (ht[p] == t and hx[p] <= x):
+            break
+        ht[i], hx[i] = ht[p], hx[p]
+        i = p
+    ht[i], hx[i] = t, x
+    return size + 1
+
+
+@njit(inline="always")
+def _hpop(L, size):
+    ht, hx = L.heap_t, L.heap_x
+    size -= 1
+    t, x = ht[size], hx[size]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        if c + 1 < size and (ht[c + 1] < ht[c] or (ht[c + 1] == ht[c] and hx[c + 1] < hx[c])):
+            c += 1
+        if t < ht[c] or (t == ht[c] and x <= hx[c]):
+            break
+        ht[i], hx[i] = ht[c], hx[c]
+        i = c
+    ht[i], hx[i] = t, x
+    return size
+
+
+@njit
+def _heapify(L, size):
+    for i in range(size // 2 - 1, -1, -1):  # sift down (heapq.heapify's result differs in layout only)
+        ht, hx = L.heap_t, L.heap_x
+        t, x = ht[i], hx[i]
+        j = i
+        while True:
+            c = 2 * j + 1
+            if c >= size:
+                break
+            if c + 1 < size and (ht[c + 1] < ht[c] or (ht[c + 1] == ht[c] and hx[c + 1] < hx[c])):
+                c += 1
+            if t < ht[c] or (t == ht[c] and x <= hx[c]):
+                break
+            ht[j], hx[j] = ht[c], hx[c]
+            j = c
+        ht[j], hx[j] = t, x
+
+
+# ----------------------------------------------------------------------------------- links
+
+
+@njit(inline="always")
+def _bisect_pos(L, l, x):
+    """bisect_left of label x among link l's producers (by their labels)."""
+    lo, hi = 0, L.ln[l]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if L.pos[L.lk[l, mid]] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit
+def _link_arrival(I, S, L, dp, d, ps, k, has_harm):
+    """``ScheduleState._link_arrival``: latest arrival on d of the sends of producers ps[:k] (each
+    with need_b bytes) on link (dp, d), walking the link from the first of them."""
+    m = I.lat.shape[0]
+    end, pos, lk = S.end, L.pos, L.lk
+    lat, bw = I.lat[dp, d], I.bw[dp, d]
+    for a in range(1, k):  # by label (insertion sort: a handful of producers)
+        x = ps[a]
+        b = a - 1
+        while b >= 0 and pos[ps[b]] > pos[x]:
+            ps[b + 1] = ps[b]
+            b -= 1
+        ps[b + 1] = x
+    l = dp * m + d
+    n_l = L.ln[l]
+    i = _bisect_pos(L, l, pos[ps[0]])
+    prev_f = L.tx_f[lk[l, i - 1] * m + d] if i else 0.0
+    moved = False
+    out = 0.0
+    for a in range(k):
+        p = ps[a]
+        while i < n_l and pos[lk[l, i]] < pos[p]:  # sends of other producers before p
+            q = lk[l, i]
+            y = q * m + d
+            if moved:
+                s = end[q] if end[q] >= prev_f else prev_f
+                f = s + lat + L.tx_b[y] / bw
+                moved = f != L.tx_f[y]
+                if f - L.tx_f[y] > L.harm[0]:
+                    L.harm[0] = f - L.tx_f[y]
+                prev_f = f
+            else:
+                prev_f = L.tx_f[y]
+            i += 1
+        y = p * m + d
+        has = L.tx_b[y] >= 0.0
+        if has:
+            i += 1  # lk[l, i] is p
+        b = L.need_b[p]
+        if not has or moved or b != L.tx_b[y]:
+            s = end[p] if end[p] >= prev_f else prev_f
+            f = s + lat + b / bw
+            if has and f - L.tx_f[y] > L.harm[0]:
+                L.harm[0] = f - L.tx_f[y]  # (a send that others wait for: its consumers too)
+            moved = True
+        else:
+            f = L.tx_f[y]
+        prev_f = f
+        if f > out:
+            out = f
+    if has_harm:  # the sends after the last of them, while they move
+        while moved and i < n_l:
+            q = lk[l, i]
+            y = q * m + d
+            s = end[q] if end[q] >= prev_f else prev_f
+            f = s + lat + L.tx_b[y] / bw
+            moved = f != L.tx_f[y]
+            if f - L.tx_f[y] > L.harm[0]:
+                L.harm[0] = f - L.tx_f[y]
+            prev_f = f
+            i += 1
+    return out
+
+
+@njit
+def data_ready(I, S, L, o, d, harm=False):
+    """``ScheduleState.data_ready(o, d)`` in sequential mode: inputs on d at the latest arrival, each
+    link's sends re-walked where o would add or lengthen one; with ``harm``, ``L.harm[0]`` gets the most
+    a committed send would arrive later (the walk goes on past o's sends while they move)."""
+    m = I.lat.shape[0]
+    L.harm[0] = 0.0
+    pl, end = S.placement, S.end
+    t = 0.0
+    k = 0
+    ps, nb = L.plist, L.need_b
+    for j in range(I.pred_ptr[o], I.pred_ptr[o + 1]):
+        e = I.pred_edge[j]
+        p = I.esrc[e]
+        dp = pl[p]
+        if dp < 0:
+            raise ValueError("ScheduleState: a predecessor is not committed")
+        if dp == d:
+            a = end[p]
+            if a > t:
+                t = a
+            continue
+        if nb[p] < 0.0:
+            ps[k] = p
+            k += 1
+        if I.ebytes[e] > nb[p]:
+            nb[p] = I.ebytes[e]
+    if k:
+        gl = L.glist
+        for dp in range(m):  # per link (dp, d): the producers o reads over it
+            g = 0
+            for j in range(k):
+                if pl[ps[j]] == dp:
+                    gl[g] = ps[j]
+                    g += 1
+            if g == 0:
+                continue
+            grows = False
+            for j in range(g):
+                p = gl[j]
+                y = p * m + d
+                if L.tx_b[y] < 0.0 or nb[p] > L.tx_b[y]:
+                    grows = True
+                else:
+                    nb[p] = L.tx_b[y]
+            a = 0.0
+            if grows:
+                a = _link_arrival(I, S, L, dp, d, gl, g, harm)
+            else:
+                for j in range(g):
+                    f = L.tx_f[gl[j] * m + d]
+                    if f > a:
+                        a = f
+            if a > t:
+                t = a
+        for j in range(k):
+            nb[ps[j]] = -1.0
+    return t
+
+
+@njit
+def est(I, S, L, o, d, insertion):
+    ready = data_ready(I, S, L, o, d)
+    if not insertion:
+        free = device_free(S, d)
+        return ready if ready > free else free
+    if S.stale[d] < _INF:
+        _rebuild(S, d)
+    return earliest(S, d, ready, I.dur[o, d])
+
+
+# ----------------------------------------------------------------------------------- commit
+
+
+@njit
+def _ready_of(I, S, L, o):
+    m = I.lat.shape[0]
+    pl, en = S.placement, S.end
+    d = pl[o]
+    r = 0.0
+    for j in range(I.pred_ptr[o], I.pred_ptr[o + 1]):
+        e = I.pred_edge[j]
+        p = I.esrc[e]
+        a = en[p] if pl[p] == d else L.tx_f[p * m + d]
+        if a > r:
+            r = a
+    return r
+
+
+@njit
+def commit(I, S, L, o, d, start, has_start, insertion):
+    """``ScheduleState.commit(o, d, start if has_start else None, insertion)``: returns o's start."""
+    ready = data_ready(I, S, L, o, d)
+    if has_start:
+        t = start
+    elif insertion:
+        if S.stale[d] < _INF:
+            _rebuild(S, d)
+        t = earliest(S, d, ready, I.dur[o, d])
+    else:
+        t = device_free(S, d)
+        t = ready if ready > t else t
+    return commit_at(I, S, L, o, d, ready, t, insertion)
+
+
+@njit
+def commit_at(I, S, L, o, d, ready, t, insertion):
+    """``commit`` with o's inputs on d at ``ready`` (``data_ready``) and its start asked for at ``t``."""
+    m = I.lat.shape[0]
+    if S.placement[o] >= 0:
+        raise ValueError("ScheduleState: op committed twice")
+    st, en, pos = S.start, S.end, L.pos
+    pv = S.tail[d]
+    if insertion and pv >= 0 and t < en[pv]:
+        nx = _first_from(S, d, t, True)
+        pv = S.dprev[nx] if nx >= 0 else S.tail[d]
+        while pv >= 0 and st[pv] == t and en[pv] > t:  # a zero-time op goes first
+            pv = S.dprev[pv]
+    if pv >= 0:
+        nx = S.dnext[pv]
+    else:
+        nx = S.blk[S.dbl[d, 0], 0] if S.dnb[d] else -1
+    _seq_insert(S, d, pv, o)
+    if pv == S.tail[d]:
+        S.tail[d] = o
+    S.dprev[o], S.dnext[o] = pv, nx
+    if pv >= 0:
+        S.dnext[pv] = o
+    if nx >= 0:
+        S.dprev[nx] = o
+    lo = pos[pv] if pv >= 0 else 0.0
+    pos[o] = lo + 1.0 if nx < 0 else (lo + pos[nx]) / 2
+    if nx >= 0 and not (lo < pos[o] and pos[o] < pos[nx]):  # too close: number the device's ops again
+        x = S.blk[S.dbl[d, 0], 0]
+        i = 1.0
+        while x >= 0:
+            pos[x] = i
+            i += 1.0
+            x = S.dnext[x]
+    pl = S.placement
+    pl[o] = d
+    S.mem_used[d] += I.mem[o]
+    S.cnt[N_PLACED] += 1
+    st[o] = en[o] = en[pv] if pv >= 0 else 0.0
+    # new or longer sends of o's inputs from other devices (scratch: need_b / plist)
+    nb, ps = L.need_b, L.plist
+    k = 0
+    for j in range(I.pred_ptr[o], I.pred_ptr[o + 1]):
+        e = I.pred_edge[j]
+        p = I.esrc[e]
+        if pl[p] != d:
+            if nb[p] < 0.0:
+                ps[k] = p
+                k += 1
+            if I.ebytes[e] > nb[p]:
+                nb[p] = I.ebytes[e]
+    size = 0
+    for j in range(k):
+        p = ps[j]
+        b = nb[p]
+        nb[p] = -1.0
+        y = p * m + d
+        if L.tx_b[y] < 0.0:  # a new send: where the one before it on the link arrives, below its timing
+            l = pl[p] * m + d
+            i = _bisect_pos(L, l, pos[p])
+            n_l = L.ln[l]
+            for a in range(n_l, i, -1):
+                L.lk[l, a] = L.lk[l, a - 1]
+            L.lk[l, i] = p
+            L.ln[l] = n_l + 1
+            q = L.lk[l, i - 1] * m + d if i else -1
+            r = L.lk[l, i + 1] * m + d if i + 1 < n_l + 1 else -1
+            L.lprev[y], L.lnext[y] = q, r
+            if q >= 0:
+                L.lnext[q] = y
+            if r >= 0:
+                L.lprev[r] = y
+            f0 = L.tx_f[q] if q >= 0 else 0.0
+            L.tx_s[y], L.tx_f[y], L.tx_b[y] = f0, f0, b
+            L.cnt[0] += 1
+            L.heap_x[size] = y
+            size += 1
+        elif b > L.tx_b[y]:
+            L.tx_b[y] = b
+            L.heap_x[size] = y
+            size += 1
+    moved_any = False
+    if size:  # new or longer sends: they may delay committed sends and ops
+        S.ready[o] = _ready_of(I, S, L, o)
+        L.heap_x[size] = -1 - o
+        size += 1
+        moved_any = _retime(I, S, L, size, o)
+    else:
+        S.ready[o] = ready
+        st[o] = en[pv] if pv >= 0 and en[pv] > ready else ready
+        en[o] = st[o] + I.dur[o, d]
+        if nx >= 0 and en[o] > st[nx]:
+            L.heap_x[0] = -1 - nx
+            moved_any = _retime(I, S, L, 1, o)
+    stale = S.stale
+    if moved_any:
+        for dd in range(len(stale)):
+            if S.moved[dd] < stale[dd]:
+                stale[dd] = S.moved[dd]
+            S.moved[dd] = _INF
+    if stale[d] == _INF and insertion:
+        if not _gap_add(S, d, st[o], en[o]):
+            stale[d] = -_INF
+    elif st[o] < stale[d]:
+        stale[d] = st[o]
+    return st[o]
+
+
+@njit(inline="always")
+def _push_op(S, L, size, v):
+    if not S.pending[v]:
+        pv = S.dprev[v]
+        r = S.ready[v]
+        c = S.end[pv] if pv >= 0 and S.end[pv] > r else r
+        if c > S.start[v]:
+            S.pending[v] = True
+            size = _hpush(L, size, c, -1 - v)
+    return size
+
+
+@njit(inline="always")
+def _push_send(S, L, size, y, m, f_prev_or_end):
+    """Queue send y when its start would grow (``f_prev_or_end``: the value just changed)."""
+    if not L.pend[y]:
+        p = y // m
+        c = S.end[p] if S.end[p] >= f_prev_or_end else f_prev_or_end
+        if c > L.tx_s[y]:
+            L.pend[y] = True
+            size = _hpush(L, size, c, y)
+    return size
+
+
+@njit
+def _retime(I, S, L, size, fresh):
+    """``ScheduleState._retime`` on the items heap_x[:size] (sends k >= 0, ops -1 - o). True when some
+    op other than ``fresh`` moved or everything was replayed (then S.moved holds, per device, the
+    earliest start a moved op had, or every device is already stale)."""
+    m = I.lat.shape[0]
+    pl, st, en, rd, dprev = S.placement, S.start, S.end, S.ready, S.dprev
+    tx_s, tx_f, tx_b, lprev, lnext = L.tx_s, L.tx_f, L.tx_b, L.lprev, L.lnext
+    for i in range(size):
+        x = L.heap_x[i]
+        if x >= 0:
+            q = lprev[x]
+            pf = tx_f[q] if q >= 0 else 0.0
+            ep = en[x // m]
+            L.heap_t[i] = ep if ep >= pf else pf
+            L.pend[x] = True
+        else:
+            v = -1 - x
+            pv = dprev[v]
+            r = rd[v]
+            L.heap_t[i] = en[pv] if pv >= 0 and en[pv] > r else r
+            S.pending[v] = True
+    _heapify(L, size)
+    moved_any = False
+    budget = S.cnt[BUDGET] * (S.cnt[N_PLACED] + L.cnt[0] + 250)
+    while size > 0:
+        budget -= 1
+        if budget < 0:  # a long cascade: one replay of everything committed costs less
+            for i in range(size):
+                x = L.heap_x[i]
+                if x >= 0:
+                    L.pend[x] = False
+                else:
+                    S.pending[-1 - x] = False
+            S.moved[:] = _INF
+            _replay(I, S, L)
+            return False
+        t, x = L.heap_t[0], L.heap_x[0]
+        size = _hpop(L, size)
+        if x >= 0:  # a send (p -> d2)
+            p = x // m
+            q = lprev[x]
+            pf = tx_f[q] if q >= 0 else 0.0
+            s = en[p] if en[p] >= pf else pf
+            if s > t:
+                size = _hpush(L, size, s, x)
+                continue
+            L.pend[x] = False
+            d2 = x - p * m
+            dp = pl[p]
+            f = s + I.lat[dp, d2] + tx_b[x] / I.bw[dp, d2]
+            if f == tx_f[x]:
+                tx_s[x] = s
+                continue
+            tx_s[x], tx_f[x] = s, f
+            y = lnext[x]
+            if y >= 0:
+                size = _push_send(S, L, size, y, m, f)
+            for j in range(I.succ_ptr[p], I.succ_ptr[p + 1]):
+                v = I.edst[I.succ_edge[j]]
+                if pl[v] == d2 and f > rd[v]:
+                    rd[v] = f
+                    size = _push_op(S, L, size, v)
+            continue
+        o = -1 - x
+        pv = dprev[o]
+        s = en[pv] if pv >= 0 and en[pv] > rd[o] else rd[o]
+        if s > t:
+            size = _hpush(L, size, s, x)
+            continue
+        S.pending[o] = False
+        d = pl[o]
+        f = s + I.dur[o, d]
+        if s == st[o] and f == en[o]:
+            continue
+        if o != fresh:
+            if st[o] < S.moved[d]:
+                S.moved[d] = st[o]
+            moved_any = True
+            S.cnt[RETIMED] += 1
+        st[o] = s
+        if f == en[o]:
+            continue
+        en[o] = f
+        nx = S.dnext[o]
+        if nx >= 0:
+            size = _push_op(S, L, size, nx)
+        for d2 in range(m):
+            y = o * m + d2
+            if tx_b[y] >= 0.0 and not L.pend[y]:
+                q = lprev[y]
+                pf = tx_f[q] if q >= 0 else 0.0
+                c = f if f >= pf else pf
+                if c > tx_s[y]:
+                    L.pend[y] = True
+                    size = _hpush(L, size, c, y)
+        for j in range(I.succ_ptr[o], I.succ_ptr[o + 1]):
+            v = I.edst[I.succ_edge[j]]
+            if pl[v] == d and f > rd[v]:
+                rd[v] = f
+                size = _push_op(S, L, size, v)
+    return moved_any
+
+
+@njit
+def _replay(I, S, L):
+    """``ScheduleState._replay`` in sequential mode: every committed op and send timed again from
+    scratch in dependency order (the same recurrences, hence the simulator's times), every device's
+    gaps stale."""
+    m = I.lat.shape[0]
+    pl, st, en, rd = S.placement, S.start, S.end, S.ready
+    tx_s, tx_f, tx_b, lprev, lnext = L.tx_s, L.tx_f, L.tx_b, L.lprev, L.lnext
+    n = len(pl)
+    left = np.zeros(n, dtype=np.int64)
+    tleft = np.zeros(n * m, dtype=np.int64)
+    queue = L.heap_x  # items (ops -1 - o, sends k) in an order where each comes after what it needs
+    qn = 0
+    for o in range(n):
+        d = pl[o]
+        if d < 0:
+            continue
+        c = 1 if S.dprev[o] >= 0 else 0
+        c += I.pred_ptr[o + 1] - I.pred_ptr[o]
+        left[o] = c
+        rd[o] = 0.0
+        if c == 0:
+            queue[qn] = -1 - o
+            qn += 1
+        for d2 in range(m):
+            y = o * m + d2
+            if tx_b[y] >= 0.0:
+                tleft[y] = 1 + (1 if lprev[y] >= 0 else 0)
+    qi = 0
+    while qi < qn:
+        x = queue[qi]
+        qi += 1
+        if x >= 0:
+            p = x // m
+            d2 = x - p * m
+            dp = pl[p]
+            q = lprev[x]
+            pf = tx_f[q] if q >= 0 else 0.0
+            s = en[p] if en[p] >= pf else pf
+            f = s + I.lat[dp, d2] + tx_b[x] / I.bw[dp, d2]
+            tx_s[x], tx_f[x] = s, f
+            y = lnext[x]
+            if y >= 0:
+                tleft[y] -= 1
+                if tleft[y] == 0:
+                    queue[qn] = y
+                    qn += 1
+            for j in range(I.succ_ptr[p], I.succ_ptr[p + 1]):
+                v = I.edst[I.succ_edge[j]]
+                if pl[v] != d2:
+                    continue
+                if f > rd[v]:
+                    rd[v] = f
+                left[v] -= 1
+                if left[v] == 0:
+                    queue[qn] = -1 - v
+                    qn += 1
+            continue
+        o = -1 - x
+        d = pl[o]
+        pv = S.dprev[o]
+        s = en[pv] if pv >= 0 and en[pv] > rd[o] else rd[o]
+        f = s + I.dur[o, d]
+        st[o], en[o] = s, f
+        nx = S.dnext[o]
+        if nx >= 0:
+            left[nx] -= 1
+            if left[nx] == 0:
+                queue[qn] = -1 - nx
+                qn += 1
+        for d2 in range(m):
+            y = o * m + d2
+            if tx_b[y] >= 0.0:
+                tleft[y] -= 1
+                if tleft[y] == 0:
+                    queue[qn] = y
+                    qn += 1
+        for j in range(I.succ_ptr[o], I.succ_ptr[o + 1]):
+            v = I.edst[I.succ_edge[j]]
+            if pl[v] != d:
+                continue
+            if f > rd[v]:
+                rd[v] = f
+            left[v] -= 1
+            if left[v] == 0:
+                queue[qn] = -1 - v
+                qn += 1
+    S.cnt[REPLAYS] += 1
+    S.stale[:] = -_INF
+
+
+class ArraySeqState:
+    """The compiled sequential state behind :class:`dplace.schedule.simulate.ScheduleState`'s API (``data_ready``,
+    ``est``, ``eft``, ``commit``, ``device_free``, ``fits``, ``placement``, ``order()``, ``makespan``), for
+    list schedulers whose loop stays in Python (m-ETF / m-SCT): each call runs compiled."""
+
+    def __init__(self, inst) -> None:
+        from . import inst_arrays
+        from .state import inst_tuple, new_state
+
+        a = inst_arrays(inst)
+        self.inst = inst
+        self.I, self.S, self.L = inst_tuple(a), new_state(a.n, a.m), new_links(a.n, a.m)
+        self._dur = a.dur
+
+    def data_ready(self, o: int, d: int, insertion: bool = False) -> float:
+        return data_ready(self.I, self.S, self.L, o, d)
+
+    def est(self, o: int, d: int, insertion: bool = False) -> float:
+        return est(self.I, self.S, self.L, o, d, insertion)
+
+    def eft(self, o: int, d: int, insertion: bool = False) -> float:
+        return est(self.I, self.S, self.L, o, d, insertion) + self._dur[o, d]
+
+    def commit(self, o: int, d: int, start: float | None = None, insertion: bool = False) -> float:
+        return commit(self.I, self.S, self.L, o, d, 0.0 if start is None else float(start), start is not None,
+                      insertion)
+
+    def device_free(self, d: int) -> float:
+        k = int(self.S.tail[d])
+        return float(self.S.end[k]) if k >= 0 else 0.0
+
+    def fits(self, o: int, d: int, extra_bytes: int = 0) -> bool:
+        return int(self.S.mem_used[d]) + self.inst.mem[o] + extra_bytes <= self.inst.capacity[d]
+
+    @property
+    def placement(self) -> list[int]:
+        return self.S.placement.tolist()
+
+    @property
+    def start(self) -> list[float]:
+        return self.S.start.tolist()
+
+    @property
+    def end(self) -> list[float]:
+        return self.S.end.tolist()
+
+    @property
+    def makespan(self) -> float:
+        return float(self.S.end.max()) if len(self.S.end) else 0.0
+
+    @property
+    def retimed(self) -> int:
+        return int(self.S.cnt[RETIMED])
+
+    @property
+    def replays(self) -> int:
+        return int(self.S.cnt[REPLAYS])
+
+    def order(self) -> list[list[int]]:
+        from .state import order_lists
+
+        return order_lists(self.S)

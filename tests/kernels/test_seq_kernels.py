@@ -1,0 +1,90 @@
+"""The compiled sequential-comm state (dplace.kernels.seqstate) against the pure-Python reference
+(dplace.schedule.simulate.ScheduleState), op by op: est on every device before each commit, the start each
+commit returns, every op's start and end after it, the order, the re-timing and replay counts; and
+whole HEFT / DPOS / m-ETF / m-SCT schedules (DPLACE_KERNEL=numba against python) on random instances
+with pins, colocation, memory pressure, per-pair links, zero times and ties."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from dplace import kernels
+from dplace.kernels import state as kstate
+from dplace.schedule.simulate import ScheduleState, simulate
+
+from test_list_kernels import _rand, _same
+
+pytestmark = pytest.mark.skipif(not kernels._numba_ok(), reason="numba not importable")
+
+
+def _seq(seed: int):
+    return _rand(seed).replace(comm="sequential")
+
+
+_CASCADES: list[tuple[int, int]] = []
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_seq_state_commits_like_the_reference(monkeypatch, seed):
+    """Random commits (devices at random, so sends join links before sends already there and lengthen
+    them: long re-timing cascades), some at a start that does not fit; every third seed with a zero
+    cascade budget (every cascade a replay)."""
+    from dplace.kernels.seqstate import ArraySeqState
+
+    inst = _seq(2000 + seed)
+    rng = random.Random(seed)
+    monkeypatch.setattr(kstate, "_BL", rng.choice([2, 3, 5, 256]))
+    if seed % 3 == 0:
+        monkeypatch.setattr(ScheduleState, "_cascade_budget", 0)
+    ref, got = ScheduleState(inst), ArraySeqState(inst)
+    ins = rng.random() < 0.7
+    order = list(inst.topo)
+    if seed % 2:  # a rank-like order: ops committed long after their producers' later neighbours
+        order = sorted(order, key=lambda o: (rng.random() < 0.5, inst.topo_pos[o]))
+        pos = {o: i for i, o in enumerate(order)}
+        if any(pos[inst.esrc[e]] > pos[inst.edst[e]] for e in range(len(inst.edges))):
+            order = list(inst.topo)
+    for o in order:
+        for d in range(inst.m):
+            for q in (ins, not ins) if rng.random() < 0.2 else (ins,):
+                assert got.est(o, d, q) == ref.est(o, d, q)
+            assert got.data_ready(o, d) == ref.data_ready(o, d)
+        d = rng.randrange(inst.m)
+        r = rng.random()
+        start = None if r < 0.6 else ref.est(o, d, ins) if r < 0.8 else ref.data_ready(o, d) + rng.uniform(0, ref.makespan + 1)
+        assert got.commit(o, d, start=start, insertion=ins) == ref.commit(o, d, start=start, insertion=ins)
+        assert got.start == ref.start and got.end == ref.end
+    assert (got.retimed, got.replays) == (ref.retimed, ref.replays)
+    assert got.order() == ref.order()
+    _CASCADES.append((ref.retimed, ref.replays))
+    sim = simulate(inst, ref.placement, ref.order())
+    assert got.makespan == sim.makespan
+
+
+def test_seq_state_cases_cover_cascades_and_replays():
+    """The random commits above re-timed committed ops and replayed (not only appends)."""
+    if len(_CASCADES) == 30:
+        assert sum(r > 50 for r, _ in _CASCADES) >= 5 and sum(p > 10 for _, p in _CASCADES) >= 5
+
+
+def _both(monkeypatch, inst, method: str, **options):
+    from dplace.registry import get_method
+
+    fn = get_method(method)
+    monkeypatch.setattr(kstate, "_BL", (2, 3, 4, 8, 256)[inst.n % 5])
+    monkeypatch.setenv("DPLACE_KERNEL", "python")
+    ref = fn(inst, **options)
+    monkeypatch.setenv("DPLACE_KERNEL", "numba")
+    return ref, fn(inst, **options)
+
+
+@pytest.mark.parametrize("method", ["heft", "heft_links", "dpos", "m_etf", "m_sct"])
+@pytest.mark.parametrize("seed", range(12))
+def test_seq_list_schedulers_are_the_reference(monkeypatch, method, seed):
+    inst = _seq(seed)
+    ref, got = _both(monkeypatch, inst, method)
+    _same(ref, got)
+    assert got.claimed_makespan == got.makespan  # claimed == simulated, exact
+    if seed % 4 == 0 and method in ("heft", "heft_links", "dpos"):
+        _same(*_both(monkeypatch, inst, method, insertion=False))
