@@ -33,7 +33,8 @@ from dplace.formats.generate import transformer_training
 from dplace.heuristics.celeritas import adjusting_placement, fill_placement
 from dplace.heuristics.coarsen import coarsen, coarsen_report
 from dplace.heuristics.orders import cpd_topo_order
-from dplace.schedule.simulate import ScheduleState, simulate
+from dplace.schedule.simulate import simulate
+from dplace.schedule.state import ScheduleState
 from dplace.testing import random_instance
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -14,7 +14,8 @@ from .instance.io import instance_from_dict, instance_to_dict, load_instance, sa
 from .instance.model import Device, Edge, Instance, Link, Op
 from .registry import get_method, method_info, methods, register, solve
 from .result import Result, make_result, result_from_dict
-from .schedule.simulate import Schedule, ScheduleState, simulate
+from .schedule.simulate import Schedule, simulate
+from .schedule.state import ScheduleState
 
 __all__ = [
     "Budget", "CheckReport", "Device", "DplaceError", "Edge", "InfeasibleError", "Instance", "InvalidInstanceError",

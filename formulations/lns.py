@@ -122,7 +122,8 @@ def list_schedule(inst: Instance, placement: Sequence[int], rank: Sequence[float
     """Per-device order for a fixed placement: ready ops by decreasing ``rank`` (ties: topological
     position), each committed at its earliest start (``ScheduleState``; ``insertion``: idle gaps too)."""
     from dplace.schedule.ranks import priority_order
-    from dplace.schedule.simulate import ScheduleState, seq_kernel_wanted
+    from dplace.schedule.simulate import seq_kernel_wanted
+    from dplace.schedule.state import ScheduleState
 
     tp = inst.topo_pos
     if seq_kernel_wanted(inst):  # sequential comm on the compiled state: the same order (tests compare)

@@ -128,7 +128,7 @@ def _virtual_starts(inst: Instance, pieces: Sequence[dict[str, Any]]) -> list[fl
 def stitch(inst: Instance, solutions: Sequence[dict[str, Any]]) -> tuple[list[int], list[list[int]]]:
     """(placement, per-device order) of the whole instance from segment solutions (module docstring)."""
     from dplace.schedule.ranks import priority_order
-    from dplace.schedule.simulate import ScheduleState
+    from dplace.schedule.state import ScheduleState
 
     n, m = inst.n, inst.m
     pl = [-1] * n

@@ -17,7 +17,7 @@ How the pieces fit (one timing model, one set of placement rules):
   fused graph, so no cycle can appear. A cluster is scheduled as one meta-op (its ops back to back).
 * ``_UnitRules`` is :class:`dplace.schedule.rules.Rules` lifted to units: pins, the unit's device once its first
   op is placed, and memory (the whole unit is reserved when its first op is placed: co-adjust, §3.1).
-* The list schedulers ask :class:`dplace.schedule.simulate.ScheduleState` for every time (data ready, earliest
+* The list schedulers ask :class:`dplace.schedule.state.ScheduleState` for every time (data ready, earliest
   start, commit); they keep no clock of their own. m-ETF and m-SCT keep, per device, a heap of
   clusters waiting for data (keyed by data-ready time) and a heap of clusters already available
   (keyed by priority), refreshed lazily, so a step costs O(m log n) instead of a rescan of all
@@ -41,7 +41,8 @@ from dplace.instance.model import Instance, Op
 from dplace.schedule.ranks import edge_costs, op_costs, upward_rank
 from dplace.registry import register
 from dplace.result import Result, make_result
-from dplace.schedule.simulate import ScheduleState, seq_kernel_wanted
+from dplace.schedule.simulate import seq_kernel_wanted
+from dplace.schedule.state import ScheduleState
 
 __all__ = ["BaechiOptions", "CappedOptions", "CappedSctOptions", "Clusters", "ForwardGraph", "SctOptions", "build_units",
            "forward_graph", "fuse", "m_etf", "m_etf_capped", "m_sct", "m_sct_capped", "m_topo", "m_topo_capped"]

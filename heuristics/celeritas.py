@@ -6,7 +6,7 @@
   coarse nodes in CPD-TOPO order fill one device to its memory, then the next; mapped back.
 * ``celeritas`` (§5.2, Alg. 2, eqs. 7-9): fusion, then Adjusting Placement on the coarse graph: each
   coarse node (CPD-TOPO order) stays on the previous node's device d_k unless the earliest start
-  (with insertion, from :class:`dplace.schedule.simulate.ScheduleState`) on the best device d_1 beats it by
+  (with insertion, from :class:`dplace.schedule.state.ScheduleState`) on the best device d_1 beats it by
   more than ``back_cost`` = the longest transfer of its outputs from d_1 back to d_k (eq. 8); a device
   without room has EST = ∞; when all are full, the device using the least memory. The coarse
   placement is mapped back to the original ops, and the simulator schedules the original graph.
@@ -50,7 +50,7 @@ from dplace.instance.model import Instance
 from dplace.registry import register
 from dplace.result import Result, make_result
 from dplace.schedule.rules import Rules
-from dplace.schedule.simulate import ScheduleState
+from dplace.schedule.state import ScheduleState
 
 from .coarsen import Coarsening, ccr, coarsen, coarsen_report
 from .orders import cpd_topo_order, dfs_topo_order

@@ -52,7 +52,8 @@ from dplace.schedule.ranks import priority_order, upward_rank
 from dplace.registry import register
 from dplace.result import Result, make_result
 from dplace.schedule.rules import Rules
-from dplace.schedule.simulate import ScheduleState, seq_kernel_wanted, simulate
+from dplace.schedule.simulate import seq_kernel_wanted, simulate
+from dplace.schedule.state import ScheduleState
 from dplace.instance.transform import Transform, rewrite
 
 # ----------------------------------------------------------------------------------------------- DPOS

@@ -10,7 +10,8 @@ from dplace.schedule.ranks import priority_order, upward_rank
 from dplace.registry import register
 from dplace.result import Result, make_result
 from dplace.schedule.rules import Rules
-from dplace.schedule.simulate import ScheduleState, seq_kernel_wanted
+from dplace.schedule.simulate import seq_kernel_wanted
+from dplace.schedule.state import ScheduleState
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ def heft_links(inst: Instance, *, time_limit_s: float | None = None, seed: int =
     ``comm: "sequential"`` a new send joins its link in producer order, before the sends of producers
     that finish later, and delays them; HEFT's EFT test sees only its own input's arrival. This one
     scores each device by EFT + the most a committed send on the op's links would arrive later
-    (:meth:`dplace.schedule.simulate.ScheduleState.data_ready` with ``harm``), so it stops sending across busy
+    (:meth:`dplace.schedule.state.ScheduleState.data_ready` with ``harm``), so it stops sending across busy
     links for a small gain. With parallel comm it is ``heft``."""
     opts = HeftOptions(**options)
     state = heft_schedule(inst, opts.insertion, link_aware=True)

@@ -192,7 +192,7 @@ def _overlaps(a, b, t, length):
 def test_timeline_insertion_matches_brute_force(st_ops):
     """The gap structure behind ScheduleState.est finds the earliest idle slot a full scan finds
     (zero-length ops: any valid slot)."""
-    from dplace.schedule.simulate import _Timeline
+    from dplace.schedule.timeline import Timeline as _Timeline
 
     tl, busy = _Timeline(), []
     for ready, length in st_ops:

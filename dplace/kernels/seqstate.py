@@ -1,4 +1,4 @@
-""":class:`dplace.schedule.simulate.ScheduleState` for sequential comm on arrays, compiled: ``data_ready`` /
+""":class:`dplace.schedule.state.ScheduleState` for sequential comm on arrays, compiled: ``data_ready`` /
 ``est`` / ``commit`` with the sends that wait for each other on a link, and the incremental re-timing
 of a link's queue (``ScheduleState._retime``) and its replay, beside :mod:`dplace.kernels.state` (the
 device orders, idle gaps and placement rules are that module's, shared).
@@ -631,7 +631,7 @@ def _replay(I, S, L):
 
 
 class ArraySeqState:
-    """The compiled sequential state behind :class:`dplace.schedule.simulate.ScheduleState`'s API (``data_ready``,
+    """The compiled sequential state behind :class:`dplace.schedule.state.ScheduleState`'s API (``data_ready``,
     ``est``, ``eft``, ``commit``, ``device_free``, ``fits``, ``placement``, ``order()``, ``makespan``), for
     list schedulers whose loop stays in Python (m-ETF / m-SCT): each call runs compiled."""
 

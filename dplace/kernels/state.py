@@ -1,4 +1,4 @@
-""":class:`dplace.schedule.simulate.ScheduleState` for parallel comm on arrays, compiled: the list schedulers'
+""":class:`dplace.schedule.state.ScheduleState` for parallel comm on arrays, compiled: the list schedulers'
 est / eft / commit (with and without insertion into idle gaps), and the placement rules of
 :class:`dplace.schedule.rules.Rules` (pins, colocation groups reserving their whole memory at their first op,
 fallback to the device with most free memory).
@@ -68,7 +68,7 @@ def new_state(n: int, m: int, cascade_budget: int | None = None) -> State:
     is ever touched (resident memory grows with the schedule, not with m * n)."""
     cap = n + 2
     if cascade_budget is None:
-        from dplace.schedule.simulate import ScheduleState
+        from dplace.schedule.state import ScheduleState
 
         cascade_budget = ScheduleState._cascade_budget
     cnt = np.zeros(5, dtype=np.int64)

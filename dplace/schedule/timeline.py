@@ -1,5 +1,5 @@
 """Busy time of one resource (a device or a directed link) kept as its idle gaps: the insertion
-queries of :class:`dplace.schedule.simulate.ScheduleState` (HEFT's insertion policy)."""
+queries of :class:`dplace.schedule.state.ScheduleState` (HEFT's insertion policy)."""
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right

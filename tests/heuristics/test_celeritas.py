@@ -11,7 +11,7 @@ from dplace.heuristics.celeritas import adjusting_placement, coarsen_report, fil
 from dplace.heuristics.coarsen import coarsen
 from dplace.heuristics.orders import cpd_topo_order, dfs_topo_order
 from dplace.instance.model import Device, Edge, Instance, Link, Op
-from dplace.schedule.simulate import ScheduleState
+from dplace.schedule.state import ScheduleState
 from dplace.testing import assert_valid_result, instances, random_instance
 
 METHODS = ("standard_evaluation", "order_place", "celeritas", "order_place_balanced", "celeritas_balanced")

@@ -121,7 +121,7 @@ def test_state_commits_like_the_reference(monkeypatch, seed):
     reference's numbers throughout."""
     from dplace.kernels import inst_arrays
     from dplace.kernels.state import REPLAYS, RETIMED, commit, est, inst_tuple, new_state, order_lists
-    from dplace.schedule.simulate import ScheduleState
+    from dplace.schedule.state import ScheduleState
 
     inst = _rand(1000 + seed)
     rng = random.Random(seed)
@@ -154,7 +154,7 @@ def test_state_many_early_insertions(monkeypatch, seed):
     blocks of 2-5 ops split again and again, in the reference's order and times throughout."""
     from dplace.kernels import inst_arrays
     from dplace.kernels.state import commit, est, inst_tuple, new_state, order_lists
-    from dplace.schedule.simulate import ScheduleState
+    from dplace.schedule.state import ScheduleState
 
     rng = random.Random(seed)
     n, m = 400, rng.choice([1, 2, 3])

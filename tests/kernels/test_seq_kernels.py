@@ -1,5 +1,5 @@
 """The compiled sequential-comm state (dplace.kernels.seqstate) against the pure-Python reference
-(dplace.schedule.simulate.ScheduleState), op by op: est on every device before each commit, the start each
+(dplace.schedule.state.ScheduleState), op by op: est on every device before each commit, the start each
 commit returns, every op's start and end after it, the order, the re-timing and replay counts; and
 whole HEFT / DPOS / m-ETF / m-SCT schedules (DPLACE_KERNEL=numba against python) on random instances
 with pins, colocation, memory pressure, per-pair links, zero times and ties."""
@@ -11,7 +11,8 @@ import pytest
 
 from dplace import kernels
 from dplace.kernels import state as kstate
-from dplace.schedule.simulate import ScheduleState, simulate
+from dplace.schedule.simulate import simulate
+from dplace.schedule.state import ScheduleState
 
 from test_list_kernels import _rand, _same
 
