@@ -1,6 +1,6 @@
 """What the other formulation's confirmation of a CP-SAT claim costs (``milp.cross_check``: the MILP with
 HiGHS, presolve off, in HiGHS's child Python), per call and per CP-SAT solve, on fuzz-like instances
-(``dplace.verify.oracle.fuzz_instance`` with a fixed op count).
+(``dplace.verify.fuzz.fuzz_instance`` with a fixed op count).
 
 Table 1, per op count and mode: wall seconds of one ``cross_check`` call (mean, median, max) and how
 often it proved the incumbent (heft's schedule) optimal. Modes: ``fresh`` ends HiGHS's child before every
@@ -22,7 +22,7 @@ import time
 def instances(n: int, k: int, start: int = 0):
     """``k`` fuzz instances of ``n`` ops whose heft schedule keeps memory (the incumbent of a CP-SAT claim)."""
     import dplace
-    from dplace.verify.oracle import fuzz_instance
+    from dplace.verify.fuzz import fuzz_instance
 
     seed = start
     while k > 0 and seed < start + 50 * k:

@@ -1,6 +1,6 @@
 """Differential fuzzing of the methods' claims against the brute-force oracle (``dplace.verify.oracle``).
 
-Each seed gives one ``dplace.verify.oracle.fuzz_instance`` (3-9 ops, 2-3 devices, both comm modes, speeds,
+Each seed gives one ``dplace.verify.fuzz.fuzz_instance`` (3-9 ops, 2-3 devices, both comm modes, speeds,
 per-device times, pins, colocation, per-pair links, binding memory, zero times, ties, magnitudes 1e-3 ..
 1e10 µs). Its optimum comes from ``dplace.verify.oracle.brute_force`` (never from ``dplace.simulate``); every
 method then solves it with a per-instance time limit and ``dplace.verify.oracle.judge`` counts the claims the
@@ -19,7 +19,7 @@ solvers' own claims (the other formulation's check off, a same-solver re-solve c
 shipped above 9 ops before issue 29), ``METHOD/product`` the shipped claims with the other formulation
 confirming them (CP-SAT's by the MILP with HiGHS, the MILP's by CP-SAT). Brute force inside dplace.verify.claims
 (the same oracle: circular) is off at both levels unless --oracle-in-claims.
-``--composed``: instances of 10-40 ops instead (``dplace.verify.oracle.composed_instance``: brute-forced blocks
+``--composed``: instances of 10-40 ops instead (``dplace.verify.fuzz.composed_instance``: brute-forced blocks
 padded with independent zero ops, side by side on disjoint devices, or in series), their optimum known
 from the blocks' brute force.
 Use a separate --out file per --time-limit / --oracle-in-claims setting (rows are keyed by seed and method).
@@ -108,7 +108,8 @@ def instance_of(seed: int, composed: bool, oracle_limit: float = 120.0):
     """(instance, the oracle's word on it, how it was made) of ``seed``: a brute-forced
     ``fuzz_instance`` (3-9 ops), or with ``composed`` a ``composed_instance`` (10-40 ops: brute-forced
     blocks padded with zero ops, side by side on disjoint devices, or in series)."""
-    from dplace.verify.oracle import brute_force, composed_instance, fuzz_instance
+    from dplace.verify.oracle import brute_force
+    from dplace.verify.fuzz import composed_instance, fuzz_instance
 
     if composed:
         return composed_instance(seed, time_limit_s=oracle_limit)
@@ -241,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="let dplace.verify.claims settle claims by brute force as shipped (circular here: off by default)")
     ap.add_argument("--composed", action="store_true",
                     help="instances of 10-40 ops whose optimum is known from brute-forced blocks "
-                         "(dplace.verify.oracle.composed_instance: padded, side by side, in series) instead of 3-9 ops")
+                         "(dplace.verify.fuzz.composed_instance: padded, side by side, in series) instead of 3-9 ops")
     ap.add_argument("--summary-only", action="store_true",
                     help="print the table of every row already in --out (any seeds) without running anything")
     ap.add_argument("--workers", type=int, default=2, help="processes (1: run in this process)")

@@ -8,7 +8,8 @@ import pytest
 import dplace
 from dplace.verify import claims
 from dplace.instance.model import Instance
-from dplace.verify.oracle import COMPOSITIONS, brute_force, composed_instance
+from dplace.verify.oracle import brute_force
+from dplace.verify.fuzz import COMPOSITIONS, composed_instance
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "claims"
 
@@ -102,7 +103,7 @@ def test_cbc_failing_in_its_re_solve_is_an_error_the_claim_rests_on_the_other_ch
     from dplace.errors import SolverError
     from dplace.formulations import milp as M
     from dplace.formulations.milp import backends as MB
-    from dplace.verify.oracle import fuzz_instance, padded
+    from dplace.verify.fuzz import fuzz_instance, padded
 
     real = MB._run_cbc
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import dplace
-from dplace.verify.oracle import brute_force, fuzz_instance, judge
+from dplace.verify.oracle import brute_force, judge
+from dplace.verify.fuzz import fuzz_instance
 
 pytestmark = pytest.mark.solver
 

@@ -28,7 +28,8 @@ def _judged(seed, method, **opts):
     """The claims with dplace.verify.claims' brute force off (it is this same oracle: circular) and the other
     formulation's check on."""
     from dplace.verify import claims
-    from dplace.verify.oracle import brute_force, fuzz_instance, judge
+    from dplace.verify.oracle import brute_force, judge
+    from dplace.verify.fuzz import fuzz_instance
 
     inst = fuzz_instance(seed)
     saved = claims.EXHAUSTIVE_MAX_OPS, claims.CROSS_MAX_OPS

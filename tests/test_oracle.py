@@ -5,7 +5,8 @@ import random
 import pytest
 
 from dplace import Device, Edge, Instance, Link, Op, simulate
-from dplace.verify.oracle import brute_force, exhaustive, fuzz_instance, time_schedule
+from dplace.verify.oracle import brute_force, exhaustive, time_schedule
+from dplace.verify.fuzz import fuzz_instance
 
 
 def _inst(ops, edges, *, m=2, comm="parallel", lat=0.0, bw=1.0, memory=100, speeds=None, pairs=None):

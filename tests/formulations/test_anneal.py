@@ -9,7 +9,8 @@ from dplace.formulations.anneal import anneal_placement, applies
 from dplace.formulations.lns import _Units, placement_order
 from dplace.kernels.anneal import list_makespan
 from dplace.instance.model import Device, Edge, Instance, Op
-from dplace.verify.oracle import fuzz_instance, time_schedule
+from dplace.verify.oracle import time_schedule
+from dplace.verify.fuzz import fuzz_instance
 from dplace.result import make_result
 from dplace.schedule.simulate import simulate
 

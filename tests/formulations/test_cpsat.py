@@ -150,7 +150,7 @@ def test_a_cross_check_that_never_answers_ends_within_its_share(monkeypatch):
     the time left less its graces, so it ends by the deadline; the claim it did not confirm is not used."""
     from dplace.verify import claims
     from dplace.heuristics import highs_worker
-    from dplace.verify.oracle import fuzz_instance
+    from dplace.verify.fuzz import fuzz_instance
 
     hung = 'print("ready", flush=True)\nimport sys, time\nfor line in sys.stdin:\n    time.sleep(3600)\n'
     monkeypatch.setattr(claims, "EXHAUSTIVE_MAX_OPS", 0)

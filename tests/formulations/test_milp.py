@@ -129,7 +129,8 @@ def test_cbc_answer_lost_by_its_preprocessing_is_asked_for_again(monkeypatch):
     preprocessing loses its optimum, CBC says optimal and writes a vector placing no op. It is solved
     again without preprocessing; the optimum (brute force's) comes back, proven."""
     from dplace.verify import claims
-    from dplace.verify.oracle import brute_force, fuzz_instance, judge
+    from dplace.verify.oracle import brute_force, judge
+    from dplace.verify.fuzz import fuzz_instance
 
     inst = fuzz_instance(44809)
     monkeypatch.setattr(M.model, "RESOLUTION", 0.0)

@@ -7,7 +7,8 @@ import pytest
 from dplace.verify.check import check
 from dplace.formulations.twins import jackson_bound, placement_bound, schedule, search, twin_sides
 from dplace.instance.model import Device, Edge, Instance, Op
-from dplace.verify.oracle import fuzz_instance, time_schedule
+from dplace.verify.oracle import time_schedule
+from dplace.verify.fuzz import fuzz_instance
 from dplace.result import make_result
 
 
