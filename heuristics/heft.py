@@ -32,7 +32,8 @@ def heft(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, bu
 
 @register("heft_links", options=HeftOptions,
           summary="HEFT whose EFT test adds the delay its sends impose on committed sends (sequential comm).")
-def heft_links(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def heft_links(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+               **options) -> Result:
     """HEFT planning with the link queues it meets (not in the HEFT paper, hence its own name): in
     ``comm: "sequential"`` a new send joins its link in producer order, before the sends of producers
     that finish later, and delays them; HEFT's EFT test sees only its own input's arrival. This one
