@@ -98,5 +98,5 @@ def test_instance_commands_reproduce_the_bundled_files(clone):
         r = subprocess.run(["bash", "-ec", cmd.strip().replace(".venv/bin/", f"{BIN}/")], cwd=clone, env=env,
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr[-2000:]
-    st = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True, check=True)
+    st = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=clone, capture_output=True, text=True, check=True)
     assert st.stdout == "", st.stdout
