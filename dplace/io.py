@@ -295,9 +295,9 @@ def write_atomic_many(files: Sequence[tuple[str | os.PathLike, Any]]) -> None:
             with os.fdopen(fd, "wb") as fh:
                 if isinstance(data, bytes):
                     fh.write(data)
-                else:  # an iterable of text pieces (a large file written as it is produced)
+                else:  # an iterable of text or UTF-8 pieces (a large file written as it is produced)
                     for piece in data:
-                        fh.write(piece.encode())
+                        fh.write(piece if isinstance(piece, bytes) else piece.encode())
             os.chmod(tmp, 0o666 & ~umask)
         for (p, _), tmp in zip(todo, tmps):
             os.replace(tmp, p)
