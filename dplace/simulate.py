@@ -164,19 +164,12 @@ def memory_use(inst: Instance, placement: Sequence[int]) -> list[int]:
     return used
 
 
-KERNEL_FROM: int | None = None  # ops from which the compiled loop runs (None: when kernels.pays(n))
-
-
 def use_kernel(inst: Instance) -> bool:
     """Whether :func:`simulate` runs the compiled event loop (:mod:`dplace.kernels.sim`) on ``inst``
-    (parallel comm; :func:`dplace.kernels.pays`)."""
+    (parallel comm; the kernel policy, :func:`dplace.kernels.use`)."""
     from . import kernels
 
-    if inst.comm != "parallel":
-        return False
-    if KERNEL_FROM is None:
-        return kernels.pays(inst.n)
-    return inst.n >= KERNEL_FROM and kernels.enabled()
+    return inst.comm == "parallel" and kernels.use(inst.n)
 
 
 def placement_array(inst: Instance, placement: Any) -> np.ndarray:

@@ -45,7 +45,7 @@ def applies(inst: Instance) -> bool:
     no pure-Python version of the loop)."""
     from dplace import kernels
 
-    return inst.comm == "parallel" and 2 <= inst.n <= MAX_OPS and inst.m > 1 and kernels.enabled()
+    return inst.comm == "parallel" and 2 <= inst.n <= MAX_OPS and inst.m > 1 and kernels.use(inst.n, "anneal")
 
 
 def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: float, seed: int = 0,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dplace.kernels.use import wanted as kernel_wanted
+from dplace import kernels
 from dplace.model import Instance
 from dplace.ranks import priority_order, upward_rank
 from dplace.registry import register
@@ -30,7 +30,7 @@ def heft(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **
 def heft_schedule(inst: Instance, insertion: bool = True):
     """HEFT's schedule state (``placement``, ``order()``, ``makespan``); compiled for parallel comm
     when :func:`dplace.kernels.enabled` (the same schedule: tests compare)."""
-    if kernel_wanted(inst):
+    if inst.comm == "parallel" and kernels.use(inst.n, "list"):
         from dplace.kernels.lists import run_heft
 
         return run_heft(inst, insertion)

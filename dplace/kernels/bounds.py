@@ -13,14 +13,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InfeasibleError
-from . import pays
+from . import use
 
 SCALE_FROM = 100_000  # ops: from here lower_bound_parts returns scale_parts (when the kernels are enabled)
 
 
 def use_arrays(inst, at_least: int = 0) -> bool:
-    """Whether the bounds of ``inst`` are computed here (:func:`dplace.kernels.pays`, and ``at_least`` ops)."""
-    return inst.n >= at_least and pays(inst.n)
+    """Whether the bounds of ``inst`` are computed here (:func:`dplace.kernels.use`, and ``at_least`` ops)."""
+    return inst.n >= at_least and use(inst.n)
 
 
 def _min_dur(inst) -> np.ndarray:

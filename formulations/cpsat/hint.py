@@ -133,13 +133,9 @@ def _compiled(inst: Instance, name: str) -> bool:
     """Whether heuristic ``name`` runs a compiled kernel on ``inst`` (asked without importing numba)."""
     if name not in _COMPILED_US:
         return False
-    if name == "m_etf":
-        from dplace.heuristics.baechi import _use_kernel
+    from dplace import kernels
 
-        return _use_kernel(inst)
-    from dplace.kernels.use import wanted
-
-    return wanted(inst)
+    return inst.comm == "parallel" and kernels.use(inst.n, "etf" if name == "m_etf" else "list")
 
 
 def heuristic_cost_s(inst: Instance, name: str, first: bool = False) -> float:
