@@ -39,10 +39,11 @@ print(f"{t1 - t0:.3f} {t2 - t1:.3f} {t3 - t2:.3f} {t4 - t3:.3f}")
 
 
 def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
-    """(cpu s, wall s, stdout) of one child process."""
+    """(cpu s, wall s, stdout) of one child process, run outside any checkout (``python -c`` would import
+    the ``dplace`` of its working directory)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    p = subprocess.run(argv, capture_output=True, text=True, env=env)
+    p = subprocess.run(argv, capture_output=True, text=True, env=env, cwd="/")
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
@@ -64,7 +65,7 @@ def main() -> None:
     ap.add_argument("--dir", default="bench-io-data", help="where the instances are made and results written")
     ap.add_argument("--repeat", type=int, default=2)
     args = ap.parse_args()
-    d = Path(args.dir)
+    d = Path(args.dir).resolve()
     d.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, DPLACE_PROGRESS="quiet")
     installs = {"old": Path(args.old), "new": Path(args.new)}
