@@ -25,6 +25,7 @@ elif _OrToolsFirst not in _sys.meta_path:
     _sys.meta_path.insert(0, _OrToolsFirst)
 
 from .bounds import check_memory_feasible, critical_path_length, lower_bound, lower_bound_parts
+from .budget import Budget
 from .check import CheckReport, check
 from .errors import DplaceError, InfeasibleError, InvalidInstanceError, OptionError, SolverError
 from .io import instance_from_dict, instance_to_dict, load_instance, save_instance
@@ -34,7 +35,7 @@ from .result import Result, make_result, result_from_dict
 from .simulate import Schedule, ScheduleState, simulate
 
 __all__ = [
-    "CheckReport", "Device", "DplaceError", "Edge", "InfeasibleError", "Instance", "InvalidInstanceError",
+    "Budget", "CheckReport", "Device", "DplaceError", "Edge", "InfeasibleError", "Instance", "InvalidInstanceError",
     "Link", "Op", "OptionError", "Result", "Schedule", "ScheduleState", "SolverError", "check", "check_memory_feasible",
     "critical_path_length", "get_method", "instance_from_dict", "instance_to_dict", "load_instance",
     "lower_bound", "lower_bound_parts", "make_result", "method_info", "methods", "register",

@@ -30,6 +30,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from .budget import Budget
 from .errors import InfeasibleError
 from .bounds_memory import memory_cuts_bound
 from .kernels import bounds as kb
@@ -430,17 +431,16 @@ def strong_bound(inst: Instance, *, time_limit_s: float, should_stop=None) -> Bo
     from .bounds_twins import twin_stem_bound, twin_stems
 
     t0 = time.perf_counter()
+    budget = Budget(time_limit_s)
     value, name = lower_bound_with_source(inst)
     if inst.n > 2:
         twins = twin_stems(inst) is not None
         cache: dict[Any, Any] = {}
-        sb = segment_bound(inst, time_limit_s=max(0.0, time_limit_s * (0.5 if twins else 1.0)), should_stop=should_stop,
-                           cache=cache)
+        sb = segment_bound(inst, budget=budget.share(0.5 if twins else 1.0), should_stop=should_stop, cache=cache)
         if sb.best[0] > value:
             value, name = sb.best
         if twins:
-            tb = twin_stem_bound(inst, time_limit_s=max(0.0, time_limit_s - (time.perf_counter() - t0)),
-                                 should_stop=should_stop, cache=cache)
+            tb = twin_stem_bound(inst, budget=budget, should_stop=should_stop, cache=cache)
             if tb is not None and tb.value > value:
                 value, name = tb.value, "twin_stems"
     return BoundPart(name, value, time.perf_counter() - t0)

@@ -41,6 +41,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import progress
+from .budget import Budget
 from .graph import longest_path
 from .model import Device, Edge, Instance, Link, Op
 
@@ -243,9 +245,10 @@ def _one_device(sub: Instance) -> Any:
     return [d] * sub.n, starts
 
 
-def _segment_lb(sub: Instance, time_limit_s: float, workers: int) -> tuple[float, bool, Any]:
+def _segment_lb(sub: Instance, budget: Budget | None, workers: int) -> tuple[float, bool, Any]:
     """Proven lower bound (ticks) of the sub-instance's optimum, whether it is its optimum, and the
-    best schedule CP-SAT found for it as (placement, starts in ticks), None when it was not solved."""
+    best schedule CP-SAT found for it as (placement, starts in ticks), None when it was not solved
+    (``budget`` None or spent). CP-SAT reports under its own label (:func:`dplace.progress.nested`)."""
     from .bounds import anchored_work_bound, critical_path_length, energetic_bound, work_bound
 
     cp_len = max(critical_path_length(sub), work_bound(sub))
@@ -253,11 +256,12 @@ def _segment_lb(sub: Instance, time_limit_s: float, workers: int) -> tuple[float
         cp_len = max(cp_len, energetic_bound(sub, grid=48), anchored_work_bound(sub))
     if sub.n <= 2:  # one op and the cut after it: both on the first op's fastest device is optimal
         return cp_len, False, _one_device(sub)
-    if time_limit_s <= 0:
+    if budget is None or budget.expired():
         return cp_len, False, None
     from .formulations.cpsat import cpsat  # noqa: PLC0415 — formulations imports dplace.bounds
 
-    res = cpsat(sub, time_limit_s=time_limit_s, hint="heft", workers=workers, progress=False, tick=1.0)
+    with progress.nested(f"segment of {sub.n} ops"):
+        res = cpsat(sub, budget=budget, hint="heft", workers=workers, progress=False, tick=1.0)
     lb = res.lower_bound if res.lower_bound is not None else cp_len
     sol = (list(res.placement), list(res.schedule.start)) if res.placement is not None and res.memory_ok else None
     return max(cp_len, lb), res.status == "optimal", sol
@@ -266,14 +270,14 @@ def _segment_lb(sub: Instance, time_limit_s: float, workers: int) -> tuple[float
 def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 3, 0), time_limit_s: float = 30.0,
                   segment_time_s: float = 2.0, max_segment_ops: int = 60, workers: int = 1,
                   should_stop=None, solutions: list[dict[str, Any]] | None = None,
-                  cache: dict[Any, Any] | None = None) -> SegmentBound:
+                  cache: dict[Any, Any] | None = None, budget: Budget | None = None) -> SegmentBound:
     """Sum of proven segment bounds (module docstring).
 
     ``windows`` from wide to narrow: the decomposition with the widest window is used where its segments
     have at most ``max_segment_ops`` ops; a larger segment is bounded by the decomposition of its span with
     the next window (a wider window keeps more ops, so its cuts are cuts of every narrower window and the
-    span between two of them is bounded by the narrower segments inside it). ``time_limit_s`` caps the
-    whole computation: segments left when it runs out (or once ``should_stop()`` is true) count with their
+    span between two of them is bounded by the narrower segments inside it). ``budget`` (else
+    ``time_limit_s`` from now) caps the whole computation: segments left when it runs out (or once ``should_stop()`` is true) count with their
     cheap bounds only (still a bound).
 
     ``solutions``: when a list is given, every segment CP-SAT solved is appended to it as
@@ -287,6 +291,7 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
     import bisect
 
     t0 = time.perf_counter()
+    budget = Budget.resolve(budget, time_limit_s)
     windows = tuple(sorted(set(windows), reverse=True)) or (0,)
     levels = [segments(inst, w) for w in windows]
     path = levels[0][0]
@@ -306,7 +311,7 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
         while k < len(segs) and segs[k].b <= b:
             seg = segs[k]
             k += 1
-            if time_limit_s - (time.perf_counter() - t0) <= 0 or (should_stop is not None and should_stop()):
+            if budget.expired() or (should_stop is not None and should_stop()):
                 # out of time: no sub-instance is built (seconds each on big graphs); the path ops from
                 # c_a up to c_b still run one after the other, which bounds the segment's span
                 lb = sum(min(inst.dur[path[j]]) for j in range(max(seg.a, 0), min(seg.b, len(path))))
@@ -320,10 +325,8 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
             if key in cache:  # repeated layers give the same segment: solved once
                 lb, opt, pl = cache[key]
             else:
-                left = time_limit_s - (time.perf_counter() - t0)
-                if should_stop is not None and should_stop():
-                    left = 0.0
-                lb, opt, pl = _segment_lb(sub, min(segment_time_s, left) if size <= max_segment_ops else 0.0, workers)
+                stop = (should_stop is not None and should_stop()) or size > max_segment_ops
+                lb, opt, pl = _segment_lb(sub, None if stop else budget.child(segment_time_s), workers)
                 cache[key] = (lb, opt, pl)
             if solutions is not None and pl is not None:
                 solutions.append({"level": level, "a": seg.a, "b": seg.b, "members": _members(inst, seg),

@@ -36,6 +36,8 @@ import math
 import time
 from dataclasses import dataclass
 
+from . import progress
+from .budget import Budget
 from .model import Device, Edge, Instance, Link, Op
 
 __all__ = ["TwinStemBound", "twin_stem_bound", "twin_stems"]
@@ -131,15 +133,17 @@ def _stem_instance(inst: Instance, sa: list[int], sb: list[int], la: float, lb: 
 
 
 def twin_stem_bound(inst: Instance, *, time_limit_s: float = 30.0, workers: int = 1, should_stop=None,
-                    cache: dict | None = None) -> TwinStemBound | None:
-    """The twin-stem bound (module docstring) within ``time_limit_s`` (60 % for the rests'
-    segment bounds, the rest for CP-SAT on the stems); None where the graph is not of that shape.
+                    cache: dict | None = None, budget: Budget | None = None) -> TwinStemBound | None:
+    """The twin-stem bound (module docstring) within ``budget`` (else ``time_limit_s`` from now; 60 % for
+    the rests' segment bounds, the rest for CP-SAT on the stems); None where the graph is not of that shape.
     ``cache``: :func:`dplace.bounds_segments.segment_bound`'s, shared with a segment bound of the whole
     graph (the first part's rest has the same segments as the whole graph's critical path there)."""
     from .bounds_segments import segment_bound
     from .formulations.cpsat import cpsat  # noqa: PLC0415 — formulations imports dplace.bounds
 
     t0 = time.perf_counter()
+    budget = Budget.resolve(budget, time_limit_s)
+    rests_budget = budget.share(0.6)
     stems = twin_stems(inst)
     if stems is None:
         return None
@@ -154,9 +158,8 @@ def twin_stem_bound(inst: Instance, *, time_limit_s: float = 30.0, workers: int 
         if not ops:
             ls.append(0.0)
             continue
-        left = 0.6 * time_limit_s - (time.perf_counter() - t0)
         sub = _rest(inst, ops, f"rest{i}")
-        ls.append(segment_bound(sub, time_limit_s=max(0.0, left / (2 - i)), workers=workers,
+        ls.append(segment_bound(sub, budget=rests_budget.share(1.0 / (2 - i)), workers=workers,
                                 should_stop=should_stop, cache=cache).best[0] if sub.n > 2 else 0.0)
         if sub.n <= 2:
             from .bounds import lower_bound
@@ -165,11 +168,11 @@ def twin_stem_bound(inst: Instance, *, time_limit_s: float = 30.0, workers: int 
     total = sum(min(inst.dur[o]) for o in stem) + sum(ls)
     tick = 10.0 ** math.floor(math.log10(max(1.0, total / 1e7)))
     sub = _stem_instance(inst, sa, sb, ls[0], ls[1], tick)
-    left = time_limit_s - (time.perf_counter() - t0)
     cheap = max(sum(min(inst.dur[o]) for o in s) + l for s, l in zip((sa, sb), ls))
     value, opt = cheap, False
-    if left > 0 and not (should_stop is not None and should_stop()):
-        res = cpsat(sub, time_limit_s=left, hint="heft", workers=workers, progress=False, tick=1.0)
+    if not budget.expired() and not (should_stop is not None and should_stop()):
+        with progress.nested("twin stems"):
+            res = cpsat(sub, budget=budget, hint="heft", workers=workers, progress=False, tick=1.0)
         if res.lower_bound is not None and res.lower_bound * tick > value:
             value = res.lower_bound * tick
         opt = res.status == "optimal"

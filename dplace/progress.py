@@ -9,6 +9,8 @@ silent)::
     progress.phase("build CP-SAT model")           # what runs now (resets nothing else)
     progress.update(incumbent=1234.5, bound=1000)  # µs, simulated or proven; None keeps the old value
     progress.note("LNS step 4 improved")           # a one-off message (a line in plain mode)
+    with progress.nested("segment of 40 ops"):      # a sub-problem: its phase, incumbent and bound
+        ...                                         # show under its own label, never as the parent's
 
 A command opens the reporter around its work::
 
@@ -36,7 +38,7 @@ import threading
 import time
 from typing import Any, Iterator, TextIO
 
-__all__ = ["Reporter", "current", "note", "phase", "reporting", "update"]
+__all__ = ["Reporter", "current", "nested", "note", "phase", "reporting", "update"]
 
 MODES = ("auto", "live", "plain", "quiet")
 
@@ -84,6 +86,7 @@ class Reporter:
         self._last_line = -math.inf
         self._dirty = False  # something changed since the last line
         self._urgent = False  # ... and it was the task or the phase
+        self._nest: list[_Sub] = []  # nested solves, innermost last: they take phase() and update()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._live: Any = None
@@ -95,8 +98,23 @@ class Reporter:
             self._phase, self.incumbent, self.bound = None, None, None
             self._changed(urgent=True)
 
+    def push(self, label: str) -> None:
+        """A nested solve starts: until :meth:`pop`, phases and updates are its own."""
+        with self._lock:
+            self._nest.append(_Sub(label))
+            self._changed(urgent=True)
+
+    def pop(self) -> None:
+        with self._lock:
+            if self._nest:
+                self._nest.pop()
+                self._changed(urgent=True)
+
     def phase(self, name: str | None) -> None:
         with self._lock:
+            if self._nest:
+                self._nest[-1].phase = name
+                return
             if name == self._phase:
                 return
             self._phase = name
@@ -104,6 +122,12 @@ class Reporter:
 
     def update(self, *, incumbent: float | None = None, bound: float | None = None, phase: str | None = None) -> None:
         with self._lock:
+            if self._nest:  # a sub-problem's numbers are not the parent's
+                sub = self._nest[-1]
+                sub.phase = phase if phase is not None else sub.phase
+                sub.incumbent = float(incumbent) if incumbent is not None else sub.incumbent
+                sub.bound = float(bound) if bound is not None else sub.bound
+                return
             if phase is not None and phase != self._phase:
                 self._phase = phase
                 self._changed(urgent=True)
@@ -137,6 +161,10 @@ class Reporter:
             s += f" — incumbent {_us(self.incumbent)}, bound {_us(self.bound)}"
             if self.incumbent and self.bound is not None and self.incumbent > 0 and math.isfinite(self.incumbent):
                 s += f" (gap {100 * max(0.0, self.incumbent - self.bound) / self.incumbent:.1f}%)"
+        for sub in self._nest:
+            s += f" › {sub.label}" + (f": {sub.phase}" if sub.phase else "")
+            if sub.incumbent is not None or sub.bound is not None:
+                s += f" [its incumbent {_us(sub.incumbent)}, its bound {_us(sub.bound)}]"
         return s
 
     def __rich__(self) -> Any:
@@ -200,10 +228,28 @@ class Reporter:
                 self._live = None
 
 
+class _Sub:
+    """A nested solve's own line: label, phase, incumbent, bound."""
+
+    __slots__ = ("bound", "incumbent", "label", "phase")
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.phase: str | None = None
+        self.incumbent: float | None = None
+        self.bound: float | None = None
+
+
 class _Null:
     """What :func:`current` returns with no reporter open: every call does nothing."""
 
     mode = "quiet"
+
+    def push(self, label: str) -> None:
+        pass
+
+    def pop(self) -> None:
+        pass
 
     def task(self, name: str | None) -> None:
         pass
@@ -237,6 +283,19 @@ def update(*, incumbent: float | None = None, bound: float | None = None, phase:
 
 def note(message: str) -> None:
     current().note(message)
+
+
+@contextlib.contextmanager
+def nested(label: str) -> Iterator[None]:
+    """A nested solve (a segment's bound, a sub-problem, a confirmation) for the ``with`` block: its
+    phases, incumbent and bound show under ``label`` after the parent's, and never replace the parent's
+    incumbent or bound (a sub-problem's incumbent against the whole graph's bound means nothing)."""
+    rep = current()
+    rep.push(label)
+    try:
+        yield
+    finally:
+        rep.pop()
 
 
 @contextlib.contextmanager

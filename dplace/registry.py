@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import math
 import numbers
 import os
 import pkgutil
-import time
 import typing
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
+from .budget import Budget
 from .bounds import bound_cost_s, lower_bound_with_source, quick_bounds
 from .errors import InfeasibleError, InvalidInstanceError, OptionError, SolverError, bad_option, show_value
 from .model import Instance
@@ -170,8 +171,13 @@ def check_time_limit(time_limit_s: float | None, where: str = "time_limit_s") ->
                                    f"got {time_limit_s!r}")
 
 
-def solve(inst: Instance, method: str, *, time_limit_s: float | None = None, seed: int = 0, **options: Any) -> Result:
-    """Run ``method`` on ``inst`` and return its simulated, bounded :class:`Result`."""
+def solve(inst: Instance, method: str, *, time_limit_s: float | None = None, seed: int = 0,
+          budget: Budget | None = None, **options: Any) -> Result:
+    """Run ``method`` on ``inst`` and return its simulated, bounded :class:`Result`.
+
+    The one :class:`~dplace.budget.Budget` of the call is made here from ``time_limit_s`` (or given as
+    ``budget``, e.g. a share of a caller's) and handed to the method; ``solve_time_s`` is measured on
+    its clock, from the start of this call."""
     if not isinstance(inst, Instance):
         hint = " (load the file first: dplace.load_instance(path))" if isinstance(inst, (str, os.PathLike)) else ""
         raise InvalidInstanceError(f"solve: instance must be a dplace.Instance, got {type(inst).__name__} "
@@ -181,35 +187,53 @@ def solve(inst: Instance, method: str, *, time_limit_s: float | None = None, see
     info = method_info(method)
     opts = validate_options(method, options)
     check_time_limit(time_limit_s)
+    if budget is not None and not isinstance(budget, Budget):
+        raise InvalidInstanceError(f"budget must be a dplace.Budget, got {type(budget).__name__}")
+    budget = Budget.resolve(budget, time_limit_s)
     # a limit too short for every cheap bound: the quickest ones only (weaker, still proven), here and
     # in the method
-    with quick_bounds(time_limit_s is not None and bound_cost_s(inst) > 0.1 * time_limit_s):
-        return _solve(inst, method, info, opts, time_limit_s, seed)
+    with quick_bounds(bound_cost_s(inst) > 0.1 * budget.left()):
+        return _solve(inst, method, info, opts, budget, seed)
 
 
-def _solve(inst: Instance, method: str, info: MethodInfo, opts: dict[str, Any], time_limit_s: float | None,
+def takes_budget(func: Callable[..., Any]) -> bool:
+    """Whether ``func`` accepts ``budget=`` (every method of dplace does; one registered elsewhere may
+    take ``time_limit_s`` only)."""
+    try:
+        return "budget" in inspect.signature(func).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        return False
+
+
+def call_method(func: Callable[..., Result], inst: Instance, budget: Budget, seed: int = 0, **opts: Any) -> Result:
+    """``func(inst, ...)`` under ``budget``: handed the budget itself where it takes one, and the seconds
+    left as ``time_limit_s`` (None without a limit) for what reads only that."""
+    kw: dict[str, Any] = {"time_limit_s": max(0.01, budget.left()) if budget.limited else None, "seed": seed}
+    if takes_budget(func):
+        kw["budget"] = budget
+    return func(inst, **kw, **opts)
+
+
+def _solve(inst: Instance, method: str, info: MethodInfo, opts: dict[str, Any], budget: Budget,
            seed: int) -> Result:
-    t0 = time.perf_counter()
     try:
         lb, src = lower_bound_with_source(inst)
     except InfeasibleError as exc:
         if not info.best_effort:
             return no_solution(inst, method, "infeasible", str(exc), lower_bound=None, options=opts,
-                               solve_time_s=time.perf_counter() - t0)
+                               solve_time_s=budget.elapsed())
         # the paper's best effort for models larger than the devices: a placement that breaks memory,
         # reported as infeasible (memory_ok false), never as a schedule that runs
-        res = info.func(inst, time_limit_s=time_limit_s, seed=seed, **opts)
+        res = call_method(info.func, inst, budget, seed, **opts)
         return replace(res, status="infeasible", message=f"{exc}; best-effort placement (memory exceeded)",
-                       method=method, solve_time_s=time.perf_counter() - t0, options=res.options or opts)
-    if time_limit_s is not None:  # the bound above counts against the limit too
-        time_limit_s = max(0.01, time_limit_s - (time.perf_counter() - t0))
-    try:
-        res = info.func(inst, time_limit_s=time_limit_s, seed=seed, **opts)
+                       method=method, solve_time_s=budget.elapsed(), options=res.options or opts)
+    try:  # the bound above counted against the budget too
+        res = call_method(info.func, inst, budget, seed, **opts)
     except InfeasibleError as exc:  # the method's word: "infeasible" only where no heuristic keeps memory
         from .claims import method_infeasible
 
         return method_infeasible(inst, method, str(exc), lower_bound=lb, bound_source=src, options=opts,
-                                 solve_time_s=time.perf_counter() - t0)
+                                 solve_time_s=budget.elapsed())
     if res.base_instance is not inst:
         raise SolverError(f"method {method!r} answered on instance {res.instance.name!r}, not on {inst.name!r}, "
                           "without a transform saying how one came from the other")
@@ -217,5 +241,5 @@ def _solve(inst: Instance, method: str, info: MethodInfo, opts: dict[str, Any], 
         lb, src = lower_bound_with_source(res.instance)
     if res.lower_bound is not None and res.lower_bound >= lb:
         lb, src = res.lower_bound, res.bound_source
-    return replace(res, method=method, solve_time_s=time.perf_counter() - t0, lower_bound=lb, bound_source=src,
+    return replace(res, method=method, solve_time_s=budget.elapsed(), lower_bound=lb, bound_source=src,
                    options=res.options or opts)

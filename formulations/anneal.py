@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Sequence
 
+from dplace.budget import Budget
 from dplace.model import Instance
 
 __all__ = ["AnnealStats", "anneal_placement", "applies", "kernel_ready"]
@@ -48,10 +49,11 @@ def applies(inst: Instance) -> bool:
     return inst.comm == "parallel" and 2 <= inst.n <= MAX_OPS and inst.m > 1 and kernels.use(inst.n, "anneal")
 
 
-def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: float, seed: int = 0,
-                     workers: int = 1, t_hi: float = 0.003, t_lo: float = 1e-4, should_stop=None
-                     ) -> tuple[list[int], AnnealStats]:
-    """The best placement the annealing judged within ``time_limit_s`` (module docstring) and its stats.
+def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: float | None = None, seed: int = 0,
+                     workers: int = 1, t_hi: float = 0.003, t_lo: float = 1e-4, should_stop=None,
+                     budget: Budget | None = None) -> tuple[list[int], AnnealStats]:
+    """The best placement the annealing judged within ``budget`` (or ``time_limit_s`` from now; module
+    docstring) and its stats.
     Memory, pins and colocation of ``placement`` are kept by every move (a start over memory stays over
     only where it was); the result is never judged worse than the start."""
     from dplace.kernels.anneal import Annealer
@@ -60,7 +62,7 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     from .lns import _Units, placement_order
 
     t0 = time.perf_counter()
-    deadline = t0 + max(0.0, time_limit_s)
+    budget = Budget.resolve(budget, time_limit_s)
     units = _Units(inst)
     start = [int(d) for d in placement]
     # the temperatures' scale (the same list schedule, timed here in Python: nothing compiled runs in
@@ -75,10 +77,9 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
         a = chains[i]
         iters, k = 50, 0
         while not stop.is_set():
-            now = time.perf_counter()
-            if now >= deadline:
+            if budget.expired():
                 break
-            f0 = (now - t0) / max(1e-9, deadline - t0)
+            f0 = min(1.0, budget.elapsed() / max(1e-9, budget.limit_s or 0.0))
             t = time.perf_counter()
             a.step(iters, hi * (lo / hi) ** f0, hi * (lo / hi) ** min(1.0, f0 + 0.02), seed * 7919 + 104729 * i + k)
             took = time.perf_counter() - t
@@ -96,12 +97,12 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
             stopped = "interrupted"
             stop.set()
             break
-        if time.perf_counter() >= deadline:
+        if budget.expired():
             break
         threads[0].join(0.05)
     stop.set()
     for th in threads:  # a chunk ends within ~0.05 s; a first chunk still compiling is not waited for
-        th.join(max(0.0, min(0.2, deadline + 0.2 - time.perf_counter())))
+        th.join(min(0.2, budget.left() + 0.2))
     ran = [c for c, n in zip(chains, done) if n > 0]
     if not ran:
         return start, AnnealStats(m0, m0, 0, 0, len(chains), time.perf_counter() - t0, "compiling")

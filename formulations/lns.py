@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from dplace import claims, progress
+from dplace.budget import Budget
 from dplace.model import Instance
 from dplace.simulate import Schedule, simulate
 
@@ -160,21 +161,23 @@ class _Units:
 
 
 def improve(inst: Instance, placement: Sequence[int], order: Sequence[Sequence[int]] | None, *,
-            time_limit_s: float, seed: int = 0, should_stop=None, target: float | None = None,
-            schedule: Schedule | None = None) -> tuple[list[int], list[list[int]], LnsStats]:
-    """Group-move LNS from ``placement``/``order`` (module docstring) until ``time_limit_s`` has passed,
+            time_limit_s: float | None = None, seed: int = 0, should_stop=None, target: float | None = None,
+            schedule: Schedule | None = None, budget: Budget | None = None,
+            ) -> tuple[list[int], list[list[int]], LnsStats]:
+    """Group-move LNS from ``placement``/``order`` (module docstring) until ``budget`` (or ``time_limit_s``
+    from now) is spent,
     ``should_stop()`` is true or the makespan reaches ``target`` (a proven lower bound). Returns (placement,
     order, stats; ``stats.schedule`` is the answer's simulated schedule); the answer's simulated makespan is
     never above the start's (when the start keeps memory). ``schedule``: the start's, when already
     simulated. Nothing past that is started when the time left cannot pay for a few simulations."""
     t0 = time.perf_counter()
-    deadline = t0 + max(0.0, time_limit_s)
+    budget = Budget.resolve(budget, time_limit_s)
     sim_s = sim_cost_s(inst)
     pl = list(placement)
     sch = schedule if schedule is not None else simulate(inst, pl, [list(x) for x in order] if order is not None else None)
     od = [list(x) for x in (order if order is not None else sch.order)]
     stats = LnsStats(start_makespan=sch.makespan, makespan=sch.makespan, schedule=sch)
-    if deadline - time.perf_counter() < 3 * sim_s or (should_stop is not None and should_stop()):
+    if budget.left() < 3 * sim_s or (should_stop is not None and should_stop()):
         stats.stopped = "interrupted" if should_stop is not None and should_stop() else "time limit"
         stats.wall_s = time.perf_counter() - t0
         return pl, od, stats
@@ -196,7 +199,7 @@ def improve(inst: Instance, placement: Sequence[int], order: Sequence[Sequence[i
             stats.stopped = "reached the bound"
         elif should_stop is not None and should_stop():
             stats.stopped = "interrupted"
-        elif time.perf_counter() >= deadline:
+        elif budget.expired():
             stats.stopped = "time limit"
         else:
             return False
@@ -330,12 +333,12 @@ def improve(inst: Instance, placement: Sequence[int], order: Sequence[Sequence[i
     return pl, od, stats
 
 
-def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: float, t0: float, seed: int = 0,
+def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, seed: int = 0,
                     bound_share: float = 0.25, twins_share: float = 0.6, anneal_share: float = 0.8, options: dict[str, Any] | None = None,
                     extra: dict[str, Any] | None = None, should_stop=None):
     """The large-graph stage of ``portfolio``: a proven bound and the group-move LNS in the budget.
 
-    ``starts``: heuristic name -> Result (already run). Within ``time_limit_s`` counted from ``t0``: the
+    ``starts``: heuristic name -> Result (already run). Within ``budget``: the
     segment bound (:func:`dplace.bounds_segments.segment_bound`, at most ``bound_share`` of what is left),
     the segments' schedules put together (:func:`.stitch.stitch`, start "stitch"), then each start re-ordered by :func:`placement_order` (kept when faster), on graphs of two parts tied by
     colocation the best start's placement searched for ``twins_share`` of what is left by
@@ -346,8 +349,7 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
     from dplace.bounds_segments import segment_bound
     from dplace.result import Result
 
-    deadline = t0 + time_limit_s
-    left = lambda: deadline - time.perf_counter()  # noqa: E731
+    left = budget.left
     extra = dict(extra or {})
     lb, src = lower_bound_with_source(inst)
     best = None  # (makespan, name, placement, order, its simulated schedule)
@@ -356,7 +358,7 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
         progress.phase("segment bound")
         sols: list[dict[str, Any]] = []
         seg_cache: dict[Any, Any] = {}
-        sb = segment_bound(inst, time_limit_s=max(0.0, bound_share * left()), should_stop=should_stop, solutions=sols,
+        sb = segment_bound(inst, budget=budget.share(bound_share), should_stop=should_stop, solutions=sols,
                            cache=seg_cache)
         extra["segment_bound"] = {"value": sb.value, "segments": sb.n_segments, "proven_optimal": sb.proven_optimal,
                                   "memory_cuts": sb.memory_cuts, "time_s": round(sb.time_s, 3)}
@@ -366,7 +368,7 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
 
         if twin_stems(inst) is not None and left() > 1.0:  # two tied parts that begin with chains
             progress.phase("twin-stem bound")
-            tb = twin_stem_bound(inst, time_limit_s=max(0.0, bound_share * left()), should_stop=should_stop,
+            tb = twin_stem_bound(inst, budget=budget.share(bound_share), should_stop=should_stop,
                                  cache=seg_cache)
             if tb is not None:
                 extra["twin_stem_bound"] = {"value": tb.value, "stem": tb.stem, "rests": list(tb.rest_bounds),
@@ -411,12 +413,12 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
 
     if anneal.applies(inst) and anneal_share > 0:
         if left() > 3.0 and not (should_stop is not None and should_stop()):
-            best = _anneal_start(inst, best, tried, left, anneal_share, seed, (options or {}).get("workers"),
+            best = _anneal_start(inst, best, tried, budget, anneal_share, seed, (options or {}).get("workers"),
                                  should_stop, extra)
     elif inst.n <= 20000 and left() > 2.0 and not (should_stop is not None and should_stop()):
-        best = _twins_start(inst, best, tried, left, twins_share, seed, should_stop)
+        best = _twins_start(inst, best, tried, budget, twins_share, seed, should_stop)
     extra.update(winner=best[1], start_makespan=best[0], starts=tried)
-    pl, od, st = improve(inst, best[2], best[3], time_limit_s=max(0.0, left() - 0.2), seed=seed,
+    pl, od, st = improve(inst, best[2], best[3], budget=budget.child(reserve=0.2), seed=seed,
                          should_stop=should_stop, target=lb, schedule=best[4])
     extra["lns"] = {"moves_tried": st.moves_tried, "moves_kept": st.moves_kept, "repairs": st.repairs, "kicks": st.kicks,
                     "start_makespan": st.start_makespan, "makespan": st.makespan, "wall_s": round(st.wall_s, 3)}
@@ -428,7 +430,7 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, time_limit_s: flo
     return claims.settle(res, [claims.Bound(lb, src)])
 
 
-def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], left, share: float, seed: int,
+def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: Budget, share: float, seed: int,
                   workers: int | None, should_stop, extra: dict[str, Any]) -> tuple:
     """The best start's placement improved by :func:`.anneal.anneal_placement` for ``share`` of the time
     left (chains: ``workers``, default the CPU count, at most 4), ordered by :func:`placement_order`;
@@ -437,12 +439,12 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], left, sh
 
     from .anneal import anneal_placement, kernel_ready
 
-    if not kernel_ready() and share * left() < 30.0:  # compiling it would take most of the time
+    if not kernel_ready() and share * budget.left() < 30.0:  # compiling it would take most of the time
         extra["anneal"] = {"skipped": "the annealing kernel is not compiled yet (~10 s) and less than 30 s is left"}
         return best
     progress.phase("anneal: placements judged by their list schedules")
     k = max(1, min(4, workers or os.cpu_count() or 1))
-    pl, st = anneal_placement(inst, best[2], time_limit_s=max(0.0, share * left() - 0.5), seed=seed, workers=k,
+    pl, st = anneal_placement(inst, best[2], budget=budget.share(share).child(reserve=0.5), seed=seed, workers=k,
                               should_stop=should_stop)
     extra["anneal"] = {"start_makespan": st.start_makespan, "makespan": st.makespan, "steps": st.steps,
                        "accepted": st.accepted, "chains": st.chains, "wall_s": round(st.wall_s, 3),
@@ -456,7 +458,7 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], left, sh
     return best
 
 
-def _twins_start(inst: Instance, best: tuple, tried: dict[str, float], left, share: float, seed: int,
+def _twins_start(inst: Instance, best: tuple, tried: dict[str, float], budget: Budget, share: float, seed: int,
                  should_stop) -> tuple:
     """On graphs of two parts tied by colocation (:func:`.twins.twin_sides`): the best start's placement
     improved by :func:`.twins.search` and ordered by :func:`.twins.schedule` (70 % and 30 % of ``share``
@@ -467,10 +469,11 @@ def _twins_start(inst: Instance, best: tuple, tried: dict[str, float], left, sha
     if sides is None or share <= 0:
         return best
     progress.phase("twins: placement search on the two parts' bound")
-    t = share * left()
-    pl, _ = search(inst, best[2], time_limit_s=0.7 * t, seed=seed, should_stop=should_stop)
+    mine = budget.share(share)
+    pl, _ = search(inst, best[2], budget=mine.share(0.7), seed=seed, should_stop=should_stop)
     progress.phase("twins: orders for the placement")
-    od, sch = schedule(inst, pl, sides, time_limit_s=max(0.0, min(0.3 * t, left() - 1.0)), seed=seed,
+    od, sch = schedule(inst, pl, sides, budget=budget.child(None if mine.limit_s is None else 0.3 * mine.limit_s, reserve=1.0),
+                       seed=seed,
                        should_stop=should_stop)
     if sch.memory_ok:
         tried["twins"] = sch.makespan

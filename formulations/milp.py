@@ -46,6 +46,7 @@ from .cpsat import (  # noqa: I001 — OR-Tools before PuLP (see below)
 import pulp  # noqa: E402
 
 from dplace import claims, interrupt
+from dplace.budget import Budget
 from dplace.errors import InfeasibleError, SolverError, bad_option
 from dplace.model import Instance
 from dplace.registry import register
@@ -94,7 +95,7 @@ class MilpModel:
         self.tr: dict[tuple[int, int, int], tuple[Any, Any]] = {}  # (p, d1, d2) -> (ts, te)
         self.classes: list[list[int]] = []  # interchangeable devices (symmetry broken: hints relabelled)
         self.mk = self.prob.add_variable("makespan", lowBound=lb, upBound=big_m)
-        self.deadline: float | None = None  # building raises OutOfTime after this time.perf_counter() value
+        self.budget: Budget | None = None  # building raises OutOfTime once it expired
 
     def X(self, o: int, d: int) -> Any:
         if d not in self.allowed[o]:
@@ -254,7 +255,7 @@ def _add_ordering(P: MilpModel, reach: list[int]) -> None:
     """Disjunctions for pairs with no path between them that may share a device."""
     inst, M = P.inst, P.M
     for a in range(inst.n):
-        _check_time(P.deadline)
+        _check_time(P.budget)
         for b in range(a + 1, inst.n):
             if reach[a] >> b & 1 or reach[b] >> a & 1:
                 continue
@@ -341,11 +342,11 @@ def time_unit(big_m: float) -> float:
     return 10.0**k
 
 
-def build_milp(inst: Instance, big_m: float, lb: float, unit: float = 1.0, deadline: float | None = None) -> MilpModel:
-    """The MILP with times in units of ``unit`` µs (``big_m`` and ``lb`` are given in µs); ``deadline``
-    (a ``time.perf_counter()`` value): :class:`OutOfTime` when it is not built by then."""
+def build_milp(inst: Instance, big_m: float, lb: float, unit: float = 1.0, budget: Budget | None = None) -> MilpModel:
+    """The MILP with times in units of ``unit`` µs (``big_m`` and ``lb`` are given in µs); ``budget``:
+    :class:`OutOfTime` when it is not built before it expires."""
     P = MilpModel(inst, big_m, lb, unit)
-    P.deadline = deadline
+    P.budget = budget
     reach = reachability(inst)
     P.prob += P.mk
     _add_ops(P)
@@ -475,10 +476,10 @@ def cbc_increment(P: MilpModel) -> float:
 
 
 def _run_cbc(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, presolve: bool,
-             stop_by: float | None = None, cbc_sec: float | None = None, preprocess: bool = True,
+             stop_by: Budget | None = None, cbc_sec: float | None = None, preprocess: bool = True,
              ) -> tuple[str, bool]:
     """CBC (PuLP's bundled binary, PuLP's own files and parsers) with ``limit`` seconds and gone by
-    ``stop_by`` (a ``time.perf_counter()`` value; default: the limit). CBC checks its own ``-sec`` only
+    the end of ``stop_by`` (a Budget; default: the limit). CBC checks its own ``-sec`` only
     between nodes and cut passes (on a loaded machine it answered 1-5 s late, and a kill then loses its
     answer: its log and solution are written at the end), so it gets ``-sec`` = the limit (less two graces
     when ``stop_by`` leaves no room: grace = 2.5 % of the limit, 0.1 s at least, a quarter of it at most),
@@ -494,7 +495,7 @@ def _run_cbc(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, presolve
     t_call = time.perf_counter()
     prob = P.prob
     grace = min(max(0.1, 0.025 * limit), 0.25 * limit)
-    t_kill = t_call + limit if stop_by is None else max(stop_by, t_call + 2 * grace)
+    t_kill = t_call + limit if stop_by is None else t_call + max(stop_by.left(), 2 * grace)
     sec = max(0.01, min(limit, t_kill - t_call - 2 * grace)) if cbc_sec is None else cbc_sec
     t_int = min(t_call + limit + grace, t_kill - grace)
     with warnings.catch_warnings():  # PuLP 3 marks its bundled CBC as deprecated (still shipped)
@@ -590,7 +591,7 @@ def _placed(P: MilpModel) -> bool:
 
 
 def _solve(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed: int = 0,
-           presolve: bool = True, stop_by: float | None = None) -> dict[str, Any]:
+           presolve: bool = True, stop_by: Budget | None = None) -> dict[str, Any]:
     """Solve ``P`` with the chosen solver; the bound in ``info["bound"]`` is in model units. ``stop_by``:
     CBC may run past ``limit`` (it answers late on a loaded machine) until then (:func:`_run_cbc`)."""
     prob = P.prob
@@ -643,13 +644,14 @@ def _solve(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed: int 
 
 @register("milp", options=MilpOptions, kind="exact", max_ops=300,
           summary="Pesto-style MILP (PuLP; CBC or HiGHS), big-M from the heuristic, warm start, proven gap.")
-def milp(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def milp(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+         **options) -> Result:
     """Pesto (Middleware'21, §4) MILP with memory limits; see the module docstring. Everything counts
     against the time limit; when it runs out before the solver starts, or on Ctrl-C, the best answer so
     far (the heuristic's) is returned, labelled."""
     opts = MilpOptions(**options)
-    return run_guarded(inst, "milp", opts, time_limit_s, seed,
-                       lambda base, hint, t0, deadline: _milp_search(inst, opts, seed, base, hint, deadline))
+    return run_guarded(inst, "milp", opts, Budget.resolve(budget, time_limit_s, opts.default_time_limit_s), seed,
+                       lambda base, hint, bud: _milp_search(inst, opts, seed, base, hint, bud))
 
 
 def _read_solution(P: MilpModel, info: dict[str, Any], optd: dict[str, Any], extra: dict[str, Any]) -> Result | None:
@@ -707,18 +709,17 @@ def _order_by_choices(P: MilpModel, order: list[list[int]]) -> list[list[int]] |
     return None if out == order else out
 
 
-def _confirm_with_cpsat(inst: Instance, T: Ticks, claim: float, time_limit_s: float, seed: int,
+def _confirm_with_cpsat(inst: Instance, T: Ticks, claim: float, budget: Budget, seed: int,
                        optd: dict[str, Any], extra: dict[str, Any]) -> tuple[float | None, Result | None]:
     """Independent check of the MILP solver's bound ``claim`` (µs; ``inf`` for INFEASIBLE) by the CP-SAT
     model on exact integer ticks, searched without presolve (:func:`cpsat.confirm_bound`): (the bound it
     proves in µs, or None; a Result when it found a schedule below the claim)."""
-    if time_limit_s < 0.05:
+    if budget.left() < 0.05:
         return None, None
     claim_t = claim / T.tick if math.isfinite(claim) else math.inf
     horizon = horizon_ticks(inst, T) if not math.isfinite(claim_t) else max(1, int(math.ceil(claim_t - 1e-9)))
-    V = build_model(inst, T, horizon=horizon, symmetry=True,
-                    deadline=time.perf_counter() + 0.5 * time_limit_s)
-    got, out = confirm_bound(V, claim_t, time_limit_s=max(0.01, time_limit_s - 0.01), workers=1, seed=seed)
+    V = build_model(inst, T, horizon=horizon, symmetry=True, budget=budget.share(0.5))
+    got, out = confirm_bound(V, claim_t, workers=1, seed=seed, budget=budget.child(reserve=0.01))
     res = None
     if out is not None and out.placement is not None:
         res = make_result(inst, "milp", out.placement, out.order, status="feasible", options=optd,
@@ -728,15 +729,15 @@ def _confirm_with_cpsat(inst: Instance, T: Ticks, claim: float, time_limit_s: fl
     return (math.inf if got == math.inf else T.real_bound(got)), res
 
 
-def cross_check(inst: Instance, incumbent: Result | None, floor: float, time_limit_s: float, seed: int = 0,
-                ) -> tuple[float | None, Result | None]:
+def cross_check(inst: Instance, incumbent: Result | None, floor: float, time_limit_s: float | None = None,
+                seed: int = 0, budget: Budget | None = None) -> tuple[float | None, Result | None]:
     """The other formulation's word on a CP-SAT claim: this MILP, solved by HiGHS without presolve, times
     rescaled (:func:`time_unit`), warm-started from ``incumbent`` (a memory-feasible Result, or None when
     CP-SAT claims infeasibility), ``floor``: a proven bound (µs) of dplace's own. Returns (the bound it
     proves in µs, ``inf`` when it proves that no placement fits, None when it proves nothing or has no
-    time; a Result when it found a schedule)."""
-    t0 = time.perf_counter()
-    if time_limit_s < 0.3:
+    time; a Result when it found a schedule). Within ``budget`` (or ``time_limit_s`` from now)."""
+    budget = Budget.resolve(budget, time_limit_s)
+    if budget.left() < 0.3:
         return None, None
     if incumbent is not None:
         big_m = incumbent.makespan * (1 + 1e-6) + 1e-9
@@ -745,7 +746,7 @@ def cross_check(inst: Instance, incumbent: Result | None, floor: float, time_lim
     floor = min(floor, incumbent.makespan) if incumbent is not None else floor
     opts = MilpOptions(solver="highs", threads=1)
     try:
-        P = build_milp(inst, big_m, floor, time_unit(big_m), deadline=t0 + 0.3 * time_limit_s)
+        P = build_milp(inst, big_m, floor, time_unit(big_m), budget=budget.share(0.3))
     except (OutOfTime, InfeasibleError):
         return None, None
     if incumbent is not None:
@@ -753,7 +754,7 @@ def cross_check(inst: Instance, incumbent: Result | None, floor: float, time_lim
         for v in P.prob.variables():
             if v.name in vals:
                 v.setInitialValue(vals[v.name])
-    left = t0 + time_limit_s - time.perf_counter()
+    left = budget.left()
     if left < 0.2:
         return None, None
     info = _solve(P, opts, left, incumbent is not None, seed, presolve=False)
@@ -767,12 +768,12 @@ def cross_check(inst: Instance, incumbent: Result | None, floor: float, time_lim
     return (None if b is None else b * P.unit), res
 
 
-def _model(inst: Instance, big_m: float, floor: float, start: Result | None, deadline: float
+def _model(inst: Instance, big_m: float, floor: float, start: Result | None, budget: Budget
            ) -> tuple[MilpModel, float, bool]:
     """The MILP below ``big_m`` (µs) in its :func:`time_unit`, warm-started from ``start`` (a memory-feasible
     Result) when given: (model, unit, warm)."""
     unit = time_unit(big_m)
-    P = build_milp(inst, big_m, floor, unit, deadline=deadline)
+    P = build_milp(inst, big_m, floor, unit, budget=budget)
     if start is None:
         return P, unit, False
     vals = warm_values(P, start)
@@ -783,7 +784,7 @@ def _model(inst: Instance, big_m: float, floor: float, start: Result | None, dea
 
 
 def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Bound,
-                 hint: tuple[str, Result] | None, deadline: float) -> Result:
+                 hint: tuple[str, Result] | None, budget: Budget) -> Result:
     hres = hint[1] if hint and hint[1].memory_ok else None
     if inst.n > opts.max_ops:  # the model would need O(n^2) ordering binaries: do not build it
         why = (f"milp: {inst.n} ops > max_ops {opts.max_ops}; the ordering model was not built "
@@ -806,19 +807,21 @@ def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Boun
     mk_floor = max(b.value for b in own)
     if hres is not None:  # float noise: a bound computed elsewhere may exceed an optimal hint by an ulp
         mk_floor = min(mk_floor, hres.makespan)
-    P, unit, warm = _model(inst, big_m, mk_floor, hres, deadline)
+    P, unit, warm = _model(inst, big_m, mk_floor, hres, budget)
     # the solver gets part of what is left; the rest re-solves without presolve to confirm its bound
-    left = deadline - time.perf_counter()
+    left = budget.left()
     if left < 0.05:
         raise OutOfTime("no time left for the solver")
     # CP-SAT (presolve off) confirms the bound where its ticks are exact or the graph is small (the other
     # formulation); else a re-solve without presolve does
     Tc = Ticks(inst, None, big_m)
     by_cpsat = Tc.exact or inst.n <= claims.CROSS_MAX_OPS
-    solve_end = time.perf_counter() + max(0.05, (0.8 if by_cpsat else 0.55) * left)
+    solve_end = budget.share(0.8 if by_cpsat else 0.55)
     # a solver answering late may use the time of the check, which has little to confirm then
-    stop_by = max(solve_end, deadline - max(0.3, 0.05 * left))
-    info = _solve(P, opts, solve_end - time.perf_counter(), warm, seed, stop_by=stop_by)
+    stop_by = budget.child(reserve=max(0.3, 0.05 * left))
+    if stop_by.deadline < solve_end.deadline:
+        stop_by = solve_end
+    info = _solve(P, opts, solve_end.seconds(0.05), warm, seed, stop_by=stop_by)
     optd = asdict(opts)
     extra: dict[str, Any] = {}
     cand: list[Result] = []
@@ -841,7 +844,7 @@ def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Boun
             claim = got if claim is None else max(claim, got)  # each a claim of the solver on one model
         fits = [r for r in cand if r.memory_ok]
         best = min(fits, key=lambda r: r.makespan) if fits else None
-        left = solve_end - time.perf_counter()
+        left = solve_end.left()
         if (interrupted or best is None or best.makespan * 10 > big_m or left < 0.1 or interrupt.requested()
                 or claims.reaches(best.makespan, max(b.value for b in own))):
             break
@@ -853,7 +856,7 @@ def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Boun
         except OutOfTime:
             break
         notes.append(f"solved again with big-M {big_m:.9g} from the solver's schedule (was {extra['big_m']:.9g})")
-        info = _solve(P, opts, max(0.05, solve_end - time.perf_counter()), warm, seed, stop_by=stop_by)
+        info = _solve(P, opts, solve_end.seconds(0.05), warm, seed, stop_by=stop_by)
     fits = [r for r in cand if r.memory_ok]
     if fits and not Tc.exact:  # ticks fitted to the best schedule, not to big-M: a coarse tick proves less
         Tc = Ticks(inst, None, min(r.makespan for r in fits))
@@ -864,7 +867,7 @@ def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Boun
     ex = None
     if not interrupted:  # small graph: brute force first (cheap there, the last word; also where the solver
         # proved nothing); the other checks only where it did not complete
-        left = deadline - time.perf_counter() - 0.02
+        left = budget.child(reserve=0.02).left()
         ex = claims.exhaustive(inst, min(left, max(0.2, 0.5 * left)))
         if ex is not None and ex.optimum is not None:
             own.append(claims.Bound(ex.optimum, "brute force"))
@@ -880,10 +883,11 @@ def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Boun
                 check, got = "brute force", ex.optimum
             elif infeasible:
                 got = math.inf
-        left = deadline - time.perf_counter() - 0.02
+        checks = budget.child(reserve=0.02)
+        left = checks.left()
         if ex is None and by_cpsat:
             check = "CP-SAT without presolve"
-            got, r2 = _confirm_with_cpsat(inst, Tc, math.inf if infeasible else claim, left, seed, optd, extra)
+            got, r2 = _confirm_with_cpsat(inst, Tc, math.inf if infeasible else claim, checks, seed, optd, extra)
             if r2 is not None:
                 cand.append(r2)
         elif ex is None and left >= 0.3:

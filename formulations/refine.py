@@ -37,6 +37,7 @@ from typing import Any, Sequence
 
 from dplace import claims, interrupt, progress
 from dplace.bounds import lower_bound
+from dplace.budget import Budget
 from dplace.errors import InfeasibleError, bad_option
 from dplace.model import Instance
 from dplace.registry import method_info, methods, register
@@ -102,25 +103,6 @@ def list_order(inst: Instance, placement: Sequence[int]) -> list[list[int]]:
     return list_schedule(inst, placement, upward_rank(inst, "mean", "mean"))
 
 
-class Budget:
-    """The method's time limit, drawn on by every phase (starting heuristics, coarsening, model building,
-    CP-SAT, mapping back, the final result), so the method returns within about its limit.
-
-    ``left()`` keeps ``reserve`` seconds back for the end; ``est[...]`` holds measured costs of repeated
-    steps (a step starts only when its estimated cost fits in what is left)."""
-
-    def __init__(self, limit: float, t0: float | None = None, reserve: float = 0.05) -> None:
-        self.limit = float(limit)
-        self.t0 = time.perf_counter() if t0 is None else t0
-        self.reserve = reserve
-
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.t0
-
-    def left(self) -> float:
-        return self.limit - self.elapsed() - self.reserve
-
-
 # first estimate of one neighbourhood step's model building (s per op + edge, before one was measured;
 # measured here: 15 s for a 36k-op, 71k-edge graph, 0.45 s for BERT-12's 2k ops)
 _BUILD_S_PER_ELEMENT = 0.15e-3
@@ -138,8 +120,8 @@ def run_heuristics(inst: Instance, names: Sequence[str], clock: Budget, budget_s
     tenth of the whole limit): a heuristic is skipped once it would end past that, or on Ctrl-C, unless
     nothing gave a placement yet; the best by (memory kept, simulated makespan). ``keep``: filled with
     every heuristic's Result."""
-    return _run_heuristics(inst, names, deadline=time.perf_counter() + max(0.0, min(budget_s, clock.left())),
-                           seed=seed, time_limit_s=max(0.05, min(0.1 * clock.limit, budget_s)), keep=keep)
+    return _run_heuristics(inst, names, budget=clock.child(budget_s), seed=seed,
+                           time_limit_s=max(0.05, min(0.1 * clock.limit_s, budget_s)), keep=keep)
 
 
 _COARSEN_S_PER_OP = 3e-5  # CPU s per op of coarsen(n/K): 1.06 s on the 36k-op graph, 0.05 s on BERT-12
@@ -177,7 +159,8 @@ def _coarse_step(inst: Instance, start: Result, K: int, share: float, clock: Bud
             w[start.placement[o]] += inst.dur[o][start.placement[o]] + 1e-9
         vote.append(max(range(inst.m), key=lambda d: (w[d], -d)))
     cands.append((vote, [[k for k in ci.topo if vote[k] == d] for d in range(ci.m)]))
-    h = best_heuristic(ci, "heft")
+    with progress.nested(f"coarse graph ({ci.n} nodes)"):  # its makespans are not the graph's
+        h = best_heuristic(ci, "heft")
     if h is not None:
         cands.append((h[1].placement, _order_of(h[1])))
     best = None
@@ -186,17 +169,16 @@ def _coarse_step(inst: Instance, start: Result, K: int, share: float, clock: Bud
         if memory_fits(ci, pl) and (best is None or (sch is not None and sch.makespan < best[0])):
             best = (sch.makespan if sch is not None else math.inf, (pl, od))
     progress.phase("coarse CP-SAT model")
-    limit = share * clock.left()
+    coarse = clock.share(share)
     V, _ = hinted_model(ci, T, best[1] if best else None, symmetry=True,
-                        hint_time_s=max(0.05, min(0.5, 0.1 * limit)),
+                        hint_time_s=max(0.05, min(0.5, 0.1 * coarse.left())),
                         lb_ticks=int(math.ceil(lower_bound(ci) / T.tick - 1e-9)), windows=True)
-    limit = min(limit, clock.left() - post_s)
-    if limit < 0.05:
+    coarse = coarse.child(clock.child(reserve=post_s).left())  # mapping back keeps its time
+    if coarse.left() < 0.05:
         info["coarse_status"] = "skipped: no time left for the coarse solve"
         return None, info
-    progress.phase(f"coarse CP-SAT ({ci.n} nodes, {limit:.1f} s)")
-    out = solve_model(V, time_limit_s=limit, workers=workers, seed=seed, progress=progress_lines,
-                      label="refine coarse")
+    progress.phase(f"coarse CP-SAT ({ci.n} nodes, {coarse.left():.1f} s)")
+    out = solve_model(V, workers=workers, seed=seed, progress=progress_lines, label="refine coarse", budget=coarse)
     info["coarse_status"] = out.status_name
     if out.placement is None:
         return None, info
@@ -276,11 +258,12 @@ def _lns(inst: Instance, best: Result, opts: RefineOptions, clock: Budget, sim_s
         took = time.perf_counter() - tb
         build_s = max(0.8 * build_s, took)  # keep some memory of a slow first build
         over_s = max(over_s, _OVERRUN_PER_BUILD * took) if iters == 1 else over_s
-        limit = min(opts.step_time_s, clock.left() - over_s - sim_s)
+        step = clock.child(opts.step_time_s, reserve=over_s + sim_s)
+        limit = step.left()
         if vals is None or limit < 0.05 or interrupt.requested():
             continue
         progress.phase(f"LNS step {iters}: CP-SAT ({limit:.1f} s)")
-        out = solve_model(V, time_limit_s=limit, workers=workers, seed=seed + iters)
+        out = solve_model(V, workers=workers, seed=seed + iters, budget=step)
         over_s = max(0.5 * over_s, out.wall_s - limit, 0.0)
         if out.placement is None:
             continue
@@ -309,12 +292,11 @@ def _refine_from(inst: Instance, start_name: str, start: Result, opts: RefineOpt
         T = Ticks(inst, None, start.makespan)
         V, _ = hinted_model(inst, T, (start.placement, _order_of(start)) if start.memory_ok else None,
                             lb_ticks=int(math.ceil(lb / T.tick - 1e-9)), symmetry=True,
-                            hint_time_s=max(0.05, min(0.5, 0.1 * clock.limit, clock.left())))
+                            hint_time_s=max(0.05, min(0.5, 0.1 * clock.limit_s, clock.left())))
         progress.phase("CP-SAT")
-        out = solve_model(V, time_limit_s=max(0.05, clock.left()), workers=workers, seed=seed,
-                          progress=opts.progress, label=method)
+        out = solve_model(V, workers=workers, seed=seed, progress=opts.progress, label=method, budget=clock)
         res = finish(inst, method, V, out, [base], start if start.memory_ok else None, CpsatOptions(workers=opts.workers),
-                     dict(extra, tick_us=T.tick, stage="cpsat"))
+                     dict(extra, tick_us=T.tick, stage="cpsat"), budget=clock.child(seconds=max(0.2, min(2.0, out.wall_s))))
         return replace(res, options=asdict(opts), interrupted=interrupt.requested())
     # the start's own simulated schedule is the answer when nothing improves on it; a simulation's cost
     # (for later steps) is estimated from the graph's size until one is timed
@@ -342,23 +324,26 @@ def _refine_from(inst: Instance, start_name: str, start: Result, opts: RefineOpt
     return claims.settle(out, [base])
 
 
-def _limit(opts: RefineOptions, time_limit_s: float | None) -> float:
-    return opts.default_time_limit_s if time_limit_s is None else float(time_limit_s)
+def _clock(opts: RefineOptions, time_limit_s: float | None, budget: Budget | None) -> Budget:
+    """The method's budget, drawn on by every phase (starting heuristics, coarsening, model building,
+    CP-SAT, mapping back), 0.05 s kept back for the final result."""
+    return Budget.resolve(budget, time_limit_s, opts.default_time_limit_s).child(reserve=0.05)
 
 
 @register("refine", options=RefineOptions, kind="exact",
           summary="Coarsen to K nodes, CP-SAT on the coarse graph, then CP-SAT neighbourhood search.")
-def refine(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def refine(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+           **options) -> Result:
     """Celeritas fusion (§5.1.3) + CP-SAT on the coarse graph + large-neighbourhood search; see module doc."""
     opts = RefineOptions(**options)
-    clock = Budget(_limit(opts, time_limit_s))
+    clock = _clock(opts, time_limit_s, budget)
     if opts.start != "best":
         method_info(opts.start)  # an unknown name is the user's error, before anything runs
     with interrupt.polling():
         if opts.start == "best":
-            scores, got = run_heuristics(inst, heuristic_names(), clock, opts.start_share * clock.limit, seed)
+            scores, got = run_heuristics(inst, heuristic_names(), clock, opts.start_share * clock.limit_s, seed)
         else:
-            scores, got = run_heuristics(inst, [opts.start], clock, opts.start_share * clock.limit, seed)
+            scores, got = run_heuristics(inst, [opts.start], clock, opts.start_share * clock.limit_s, seed)
         if got is None:
             raise InfeasibleError(f"refine: the starting heuristic {opts.start!r} gave no placement ({scores})")
         return _refine_from(inst, got[0], got[1], opts, clock, seed, "refine", {})
@@ -380,20 +365,21 @@ def _portfolio_large(inst: Instance, best: Result, ran: dict[str, Result], score
                                             opts.workers or os.cpu_count() or 1, seed, opts.progress)
         except (InfeasibleError, ValueError):
             pass
-    out = portfolio_large(inst, ran, time_limit_s=clock.limit - clock.reserve, t0=clock.t0, seed=seed,
+    out = portfolio_large(inst, ran, budget=clock, seed=seed,
                           options=asdict(opts), extra={"heuristics": scores}, should_stop=interrupt.requested)
     return None if out is None else replace(out, interrupted=interrupt.requested())
 
 
 @register("portfolio", options=PortfolioOptions, kind="exact",
           summary="Every registered heuristic, the best one refined (refine) within the budget.")
-def portfolio(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def portfolio(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+              **options) -> Result:
     """Run the registered heuristics, keep the best by simulated makespan, refine it."""
     opts = PortfolioOptions(**options)
-    clock = Budget(_limit(opts, time_limit_s))
+    clock = _clock(opts, time_limit_s, budget)
     with interrupt.polling():
         ran: dict[str, Result] = {}
-        scores, got = run_heuristics(inst, heuristic_names(), clock, opts.start_share * clock.limit, seed, keep=ran)
+        scores, got = run_heuristics(inst, heuristic_names(), clock, opts.start_share * clock.limit_s, seed, keep=ran)
         if got is None:
             raise InfeasibleError("portfolio: no heuristic gave a placement")
         if inst.n > opts.K:  # large graphs: segment bound + group-move LNS from every answer so far (lns.py)

@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import heapq
 import random
-import time
 from typing import Sequence
 
+from dplace.budget import Budget
 from dplace.model import Instance
 from dplace.simulate import Schedule, simulate
 
@@ -179,15 +179,15 @@ def _score(inst: Instance, placement: Sequence[int], graph: _Graph) -> tuple[flo
     return v, sum(sorted(js + [cp])[-3:])
 
 
-def search(inst: Instance, placement: Sequence[int], *, time_limit_s: float, seed: int = 0,
-           should_stop=None) -> tuple[list[int], float]:
+def search(inst: Instance, placement: Sequence[int], *, time_limit_s: float | None = None, seed: int = 0,
+           should_stop=None, budget: Budget | None = None) -> tuple[list[int], float]:
     """Unit moves (a colocation group or an ungrouped op to another allowed device with room) that lower
     :func:`placement_bound` (ties: the sum of its three largest terms), first improvement over random
-    sweeps, until no move helps or the time is up. Returns (placement, its bound). Memory: a move is
+    sweeps, until no move helps or ``budget`` (or ``time_limit_s`` from now) is spent. Returns (placement, its bound). Memory: a move is
     only made when the unit fits; a start over memory stays over only where it was."""
     from .lns import _Units
 
-    t_end = time.perf_counter() + max(0.0, time_limit_s)
+    budget = Budget.resolve(budget, time_limit_s)
     rng = random.Random(seed)
     U = _Units(inst)
     pl = list(placement)
@@ -202,7 +202,7 @@ def search(inst: Instance, placement: Sequence[int], *, time_limit_s: float, see
         improved = False
         rng.shuffle(units)
         for u in units:
-            if time.perf_counter() >= t_end or (should_stop is not None and should_stop()):
+            if budget.expired() or (should_stop is not None and should_stop()):
                 return pl, cur[0]
             d0 = pl[U.members[u][0]]
             for d in rng.sample(U.allowed[u], len(U.allowed[u])):
@@ -224,16 +224,18 @@ def search(inst: Instance, placement: Sequence[int], *, time_limit_s: float, see
 
 
 def schedule(inst: Instance, placement: Sequence[int], sides: Sequence[int] | None = None, *,
-             time_limit_s: float = 0.0, seed: int = 0, should_stop=None) -> tuple[list[list[int]], Schedule]:
+             time_limit_s: float = 0.0, seed: int = 0, should_stop=None, budget: Budget | None = None,
+             ) -> tuple[list[list[int]], Schedule]:
     """Per-device orders for ``placement``: list scheduling (insertion) by the tail ``Q[o]`` + op time,
     and, with ``sides``, the same with a head start of 5, 10 or 20 % of the longest path for the side
-    whose longest path is longer (it runs first where both want a device); then, for ``time_limit_s``,
+    whose longest path is longer (it runs first where both want a device); then, within ``budget`` (or
+    ``time_limit_s`` from now),
     the same with a random head start (0-30 %) and priorities scaled by random factors within 2-10 %.
     Returns the order with the shortest simulated makespan (memory is the placement's) and its
     schedule."""
     from .lns import list_schedule
 
-    t_end = time.perf_counter() + max(0.0, time_limit_s)
+    budget = Budget.resolve(budget, time_limit_s)
     H, Q = heads_tails(inst, placement)
     rank = [Q[o] + inst.dur[o][placement[o]] for o in range(inst.n)]
     cp = [0.0, 0.0]
@@ -260,7 +262,7 @@ def schedule(inst: Instance, placement: Sequence[int], sides: Sequence[int] | No
     for f in ((0.0, 0.05, 0.1, 0.2) if sides is not None else (0.0,)):
         attempt(ranks(f, None))
     rng = random.Random(seed)
-    while time.perf_counter() < t_end and not (should_stop is not None and should_stop()):
+    while not budget.expired() and not (should_stop is not None and should_stop()):
         eps = rng.choice((0.02, 0.05, 0.1))
         attempt(ranks(rng.uniform(0.0, 0.3) if sides is not None else 0.0,
                       [1.0 + rng.uniform(-eps, eps) for _ in range(inst.n)]))

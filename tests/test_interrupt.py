@@ -122,7 +122,7 @@ def info(name):
     return dataclasses.replace(mi, func=func)
 registry.method_info = info
 with interrupt.handling(cpsat=False):
-    scores, best = run_heuristics(inst, ["heft", "m_etf", "dpos"], deadline=math.inf)
+    scores, best = run_heuristics(inst, ["heft", "m_etf", "dpos"])
     t = time.time()  # the watcher thread sets the flag (and writes its line) when the OS schedules it
     while not interrupt.requested() and time.time() - t < 30:
         time.sleep(0.01)

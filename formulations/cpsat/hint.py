@@ -8,12 +8,12 @@ it). If CP-SAT finds nothing better the heuristic answer is kept.
 from __future__ import annotations
 
 import contextlib
-import math
 import time
 from typing import Any, Sequence
 
 from ortools.sat.python import cp_model as cp
 
+from dplace.budget import Budget
 from dplace.errors import SolverError
 from dplace.model import Instance
 from dplace.result import Result
@@ -49,7 +49,7 @@ def complete_hint(V: CpModelVars, placement: Sequence[int], order: Sequence[Sequ
     """Values of every variable of ``V.model`` for the schedule of ``placement``/``order`` (the earliest
     one in ticks), found by solving a clone of the model with placement and order fixed; None if the
     schedule does not fit the model (memory). The variables are those of ``V.model`` (same indices)."""
-    H = build_model(V.inst, V.T, hint_only=True, deadline=V.deadline, **V.build_args)
+    H = build_model(V.inst, V.T, hint_only=True, budget=V.budget, **V.build_args)
     md = H.model
     if len(md.proto.variables) != len(V.model.proto.variables):  # pragma: no cover — a build is deterministic
         raise SolverError("complete_hint: the hint model does not match the model")
@@ -93,14 +93,13 @@ def complete_hint(V: CpModelVars, placement: Sequence[int], order: Sequence[Sequ
     sv = cp.CpSolver()
     prm = sv.parameters
     prm.num_workers = 1
-    if V.deadline is not None:
-        time_limit_s = min(time_limit_s, V.deadline - time.perf_counter())
-        _check_time(V.deadline)
-    prm.max_time_in_seconds = max(0.01, time_limit_s)
+    _check_time(V.budget)
+    hint_budget = V.budget.child(time_limit_s) if V.budget is not None else Budget(time_limit_s)
+    prm.max_time_in_seconds = hint_budget.seconds(0.01)
     prm.search_branching = cp.FIXED_SEARCH
     prm.cp_model_presolve = False
     prm.stop_after_first_solution = True
-    st, _ = run_search(sv, md)
+    st, _ = run_search(sv, md, budget=hint_budget)
     if st not in (cp.OPTIMAL, cp.FEASIBLE):
         return None
     return [sv.value(get(i)) for i in range(nv)]
@@ -162,28 +161,29 @@ def slowdown_guess() -> float:
     return min(3.0, max(1.0, load))
 
 
-def run_heuristics(inst: Instance, names: Sequence[str], *, deadline: float, seed: int = 0,
+def run_heuristics(inst: Instance, names: Sequence[str], *, budget: Budget | None = None, seed: int = 0,
                    time_limit_s: float | None = None, keep: dict[str, Result] | None = None,
                    ) -> tuple[dict[str, Any], tuple[str, Result] | None]:
-    """Run the heuristics ``names`` until ``deadline`` (a ``time.perf_counter()`` value) and return
-    (scores, the best (name, Result) by memory kept then simulated makespan, or None).
+    """Run the heuristics ``names`` within ``budget`` (None: all of them) and return (scores, the best
+    (name, Result) by memory kept then simulated makespan, or None).
 
     Budget: a heuristic is skipped once its estimated cost (:func:`heuristic_cost_s`, times the wall/CPU
-    ratio measured so far) would end past ``deadline``, or on Ctrl-C -- unless nothing gave a placement
+    ratio measured so far) would end past the budget, or on Ctrl-C -- unless nothing gave a placement
     yet: the answer is never empty while a heuristic can give one (a Ctrl-C during the heuristics before
     one answered lets that one finish). Order: HEFT first when it fits the
     budget (the all-rounder), else the cheapest one first (on a 36k-op graph HEFT alone takes seconds),
-    then the others in the order given. ``time_limit_s`` is passed to each heuristic. ``keep``: filled with
+    then the others in the order given. Each heuristic is handed ``budget``, no longer than ``time_limit_s``
+    when given. ``keep``: filled with
     every heuristic's Result. Ctrl-C outside a :func:`dplace.interrupt.polling` block raises
     :class:`Interrupted` carrying the best so far."""
     from dplace import interrupt, progress
-    from dplace.registry import method_info
+    from dplace.registry import call_method, method_info
 
+    budget = budget if budget is not None else Budget.unlimited()
     names = list(dict.fromkeys(names))
     slow = slowdown_guess()
     if names:
-        budget = deadline - time.perf_counter()
-        first = "heft" if "heft" in names and heuristic_cost_s(inst, "heft", True) * slow <= budget else min(
+        first = "heft" if "heft" in names and heuristic_cost_s(inst, "heft", True) * slow <= budget.left() else min(
             names, key=lambda nm: heuristic_cost_s(inst, nm))
         names.remove(first)
         names.insert(0, first)
@@ -196,7 +196,7 @@ def run_heuristics(inst: Instance, names: Sequence[str], *, deadline: float, see
                 if interrupt.requested():
                     scores[nm] = {"skipped": "interrupted"}
                     continue
-                left = deadline - time.perf_counter()
+                left = budget.left()
                 need = heuristic_cost_s(inst, nm) * slow
                 if need > left:
                     scores[nm] = {"skipped": f"would not end within the heuristics' budget ({max(0.0, left):.2f} s "
@@ -209,7 +209,7 @@ def run_heuristics(inst: Instance, names: Sequence[str], *, deadline: float, see
             answered = interrupt.polling() if best is None else contextlib.nullcontext()
             try:
                 with answered:
-                    res = method_info(nm).func(inst, time_limit_s=time_limit_s, seed=seed)
+                    res = call_method(method_info(nm).func, inst, budget.child(time_limit_s), seed)
             except Exception as exc:  # noqa: BLE001 — a failing heuristic is reported, not fatal
                 scores[nm] = {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
                 continue
@@ -245,18 +245,18 @@ def hint_heuristics(which: str = "best", exclude: Sequence[str] = ()) -> list[st
 
 
 def best_heuristic(inst: Instance, which: str = "best", *, time_limit_s: float | None = None, seed: int = 0,
-                   exclude: Sequence[str] = (), deadline: float | None = None) -> tuple[str, Result] | None:
+                   exclude: Sequence[str] = (), budget: Budget | None = None) -> tuple[str, Result] | None:
     """The best of :func:`hint_heuristics` by simulated makespan among those that keep memory on the
-    same Instance (else the best of all), run by :func:`run_heuristics` until ``deadline`` (none: all)."""
-    return run_heuristics(inst, hint_heuristics(which, exclude), deadline=math.inf if deadline is None else deadline,
-                          seed=seed, time_limit_s=time_limit_s)[1]
+    same Instance (else the best of all), run by :func:`run_heuristics` within ``budget`` (none: all)."""
+    return run_heuristics(inst, hint_heuristics(which, exclude), budget=budget, seed=seed,
+                          time_limit_s=time_limit_s)[1]
 
 
 def hinted_model(inst: Instance, T: Ticks, start: tuple[Sequence[int], Sequence[Sequence[int]]] | None, *,
                  lb_ticks: int = 0, symmetry: bool = False, fixed: dict[int, int] | None = None,
                  prec: Sequence[tuple[int, int]] = (), reach: list[int] | None = None,
                  hint_time_s: float = 10.0, windows: bool = False,
-                 deadline: float | None = None) -> tuple[CpModelVars, list[int] | None]:
+                 budget: Budget | None = None) -> tuple[CpModelVars, list[int] | None]:
     """The model with a complete hint from ``start`` = (placement, order), if it fits the model.
 
     With a hint, the horizon is the hint's makespan in ticks (simulated on the tick data) and, with
@@ -276,13 +276,13 @@ def hinted_model(inst: Instance, T: Ticks, start: tuple[Sequence[int], Sequence[
         U = int(round(sched.makespan))
         V = build_model(inst, T, horizon=U, lb_ticks=lb_ticks, symmetry=symmetry, fixed=fixed, prec=prec,
                         reach=reach, windows=time_windows(inst, T, U, fixed, prec) if windows else None,
-                        deadline=deadline)
+                        budget=budget)
         vals = complete_hint(V, pl, od, time_limit_s=hint_time_s)
         if vals is not None:
             _add_hint(V, vals)
             return V, vals
     V = build_model(inst, T, horizon=horizon_ticks(inst, T), lb_ticks=lb_ticks, symmetry=symmetry, fixed=fixed,
-                    prec=prec, reach=reach, deadline=deadline)
+                    prec=prec, reach=reach, budget=budget)
     vals = complete_hint(V, pl, od, time_limit_s=hint_time_s) if pl is not None else None
     if vals is not None:
         V.model.add(V.mk <= vals[V.mk.index])  # horizon from the hint

@@ -24,13 +24,13 @@ generalisation (Moirai) for the placement part.
 from __future__ import annotations
 
 import contextlib
-import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
 from ortools.sat.python import cp_model as cp
 
 from dplace import graph, interrupt
+from dplace.budget import Budget
 from dplace.errors import InfeasibleError, InvalidInstanceError, SolverError
 from dplace.model import Instance
 
@@ -60,12 +60,12 @@ def stop_building_on_interrupt() -> Iterator[None]:
         _stop_on_interrupt = old
 
 
-def _check_time(deadline: float | None) -> None:
-    """Raise :class:`OutOfTime` past ``deadline``; KeyboardInterrupt after a Ctrl-C inside
+def _check_time(budget: Budget | None) -> None:
+    """Raise :class:`OutOfTime` once ``budget`` expired; KeyboardInterrupt after a Ctrl-C inside
     :func:`stop_building_on_interrupt`."""
     if _stop_on_interrupt and interrupt.requested():
         raise KeyboardInterrupt
-    if deadline is not None and time.perf_counter() > deadline:
+    if budget is not None and budget.expired():
         raise OutOfTime("the time limit was reached while building the model")
 
 
@@ -110,7 +110,7 @@ class CpModelVars:
     tr: dict[tuple[int, int, int], tuple[Any, Any]] = field(default_factory=dict)  # (p, d1, d2) -> (ts, te)
     symmetric: bool = False  # identical-device symmetry breaking is on (hints must be relabelled)
     build_args: dict[str, Any] = field(default_factory=dict)  # how build_model made it (for complete_hint)
-    deadline: float | None = None  # building raises OutOfTime after this time.perf_counter() value
+    budget: Budget | None = None  # building raises OutOfTime once it expired
 
     def lit(self, o: int, d: int) -> Any:
         return self.x.get((o, d), False)
@@ -187,7 +187,7 @@ def _add_ops(V: CpModelVars, horizon: int, windows: tuple[list[int], list[int]] 
     V.intervals = [[] for _ in range(V.inst.m)]
     for o in range(V.inst.n):
         if o % 512 == 0:
-            _check_time(V.deadline)
+            _check_time(V.budget)
         lo, hi = (0, horizon) if windows is None else (windows[0][o], max(windows[0][o], min(horizon, windows[1][o])))
         s = md.new_int_var(lo, hi, f"s{o}")
         e = md.new_int_var(lo, horizon, f"e{o}")
@@ -273,7 +273,7 @@ def _add_precedence(V: CpModelVars) -> None:
     homog = _homogeneous(inst)
     for k in range(len(inst.esrc)):
         if k % 512 == 0:
-            _check_time(V.deadline)
+            _check_time(V.budget)
         u, v = inst.esrc[k], inst.edst[k]
         md.add(V.s[v] >= V.e[u])
         if inst.comm != "parallel":
@@ -321,7 +321,7 @@ def _add_transfers(V: CpModelVars, horizon: int, reach: list[int], fifo_limit: i
     links: dict[tuple[int, int], list[tuple[int, Any, Any, Any]]] = {}
     for p in range(inst.n):
         if p % 256 == 0:
-            _check_time(V.deadline)
+            _check_time(V.budget)
         if not inst.succ[p]:
             continue
         for d1 in V.allowed[p]:
@@ -375,7 +375,7 @@ def _add_transfers(V: CpModelVars, horizon: int, reach: list[int], fifo_limit: i
             V.relaxed_fifo = True
             continue
         for i in range(len(items)):
-            _check_time(V.deadline)
+            _check_time(V.budget)
             p, _, tsp, tep, wp = items[i]
             for j in range(i + 1, len(items)):
                 q, _, tsq, teq, wq = items[j]
@@ -427,7 +427,7 @@ def _add_symmetry(V: CpModelVars) -> None:
     prev: list[Any] | None = None
     for i, o in enumerate(topo):
         if i % 512 == 0:
-            _check_time(V.deadline)
+            _check_time(V.budget)
         for d in range(1, inst.m):
             if d > i:
                 md.add(V.x[o, d] == 0)
@@ -449,13 +449,12 @@ def build_model(inst: Instance, T: Ticks, *, horizon: int, lb_ticks: int = 0,
                 fixed: dict[int, int] | None = None, symmetry: bool = False,
                 reach: list[int] | None = None, fifo_limit: int = 400,
                 prec: Sequence[tuple[int, int]] = (), hint_only: bool = False,
-                windows: tuple[list[int], list[int]] | None = None, deadline: float | None = None) -> CpModelVars:
+                windows: tuple[list[int], list[int]] | None = None, budget: Budget | None = None) -> CpModelVars:
     """The CP-SAT model of ``inst`` in ticks; ``fixed`` maps ops to a device they must use; ``prec`` adds
     e[a] <= s[b] for each pair (used to keep the order of fixed ops in large-neighbourhood search).
     ``hint_only``: the same variables without the device NoOverlap/cumulative constraints, for
     :func:`complete_hint` (a full device order makes them redundant, and their propagation over large
-    horizons can be slow). ``deadline`` (a ``time.perf_counter()`` value): :class:`OutOfTime` when the
-    model is not built by then."""
+    horizons can be slow). ``budget``: :class:`OutOfTime` when the model is not built before it expires."""
     build_args = dict(horizon=horizon, lb_ticks=lb_ticks, fixed=fixed, symmetry=symmetry, reach=reach,
                       fifo_limit=fifo_limit, prec=prec, windows=windows)
     allowed = []
@@ -464,7 +463,7 @@ def build_model(inst: Instance, T: Ticks, *, horizon: int, lb_ticks: int = 0,
             allowed.append([fixed[o]])
         else:
             allowed.append(inst.allowed_devices(o))
-    V = CpModelVars(inst=inst, T=T, model=cp.CpModel(), allowed=allowed, deadline=deadline)
+    V = CpModelVars(inst=inst, T=T, model=cp.CpModel(), allowed=allowed, budget=budget)
     _add_ops(V, horizon, windows)
     _add_placement(V)
     _add_memory(V)
@@ -587,8 +586,12 @@ def will_break_symmetry(inst: Instance, symmetry: bool, fixed: dict[int, int] | 
     return bool(symmetry and inst.m > 1 and inst.has_identical_devices and not fixed)
 
 
-def run_search(sv: cp.CpSolver, model: cp.CpModel, cb: Any = None) -> tuple[int, bool]:
+def run_search(sv: cp.CpSolver, model: cp.CpModel, cb: Any = None, budget: Budget | None = None) -> tuple[int, bool]:
     """``sv.solve(model, cb)`` with Ctrl-C stopping the search: (status, interrupted).
+
+    ``budget``: the search is stopped (``stop_search``) when it expires, whatever CP-SAT's own
+    ``max_time_in_seconds`` (which it overruns on large NoOverlap models); the best solution found by
+    then is kept, and that is not an interruption.
 
     The search runs in a worker thread while this (main) thread waits; a KeyboardInterrupt here calls
     ``stop_search`` and the solver returns its best solution so far. Under the CLI's two-stage Ctrl-C
@@ -613,9 +616,13 @@ def run_search(sv: cp.CpSolver, model: cp.CpModel, cb: Any = None) -> tuple[int,
     interrupted = False
     th.start()
     # wait on an Event, not Thread.join(timeout): an interrupted join can mark a running thread as stopped
+    timed_out = False
     while not done.is_set():
         try:
-            done.wait(0.05)
+            done.wait(0.02)
+            if budget is not None and not timed_out and budget.expired():
+                timed_out = True
+                sv.stop_search()
         except KeyboardInterrupt:
             interrupted = True
             sv.stop_search()

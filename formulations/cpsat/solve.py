@@ -19,6 +19,7 @@ from typing import Any, Sequence
 from ortools.sat.python import cp_model as cp
 
 from dplace import claims, interrupt
+from dplace.budget import Budget
 from dplace.errors import bad_option
 from dplace.model import Instance
 from dplace.registry import register
@@ -93,15 +94,20 @@ def _params(sv: cp.CpSolver, time_limit_s: float, workers: int, seed: int, log: 
     prm.absolute_gap_limit = 0.0
 
 
-def solve_model(V: CpModelVars, *, time_limit_s: float, workers: int, seed: int, progress: bool = False,
-                log: bool = False, label: str = "cpsat", presolve: bool = True) -> SolveOutcome:
-    """Solve ``V.model``. Its bound and status are the solver's claims: :func:`finish` confirms them."""
+def solve_model(V: CpModelVars, *, time_limit_s: float | None = None, workers: int, seed: int, progress: bool = False,
+                log: bool = False, label: str = "cpsat", presolve: bool = True,
+                budget: Budget | None = None) -> SolveOutcome:
+    """Solve ``V.model`` within ``budget`` (or ``time_limit_s`` from now): CP-SAT is told the limit and
+    stopped at the deadline by dplace (it overruns its own limit on large NoOverlap models); the best
+    solution found by then is kept. Its bound and status are the solver's claims: :func:`finish`
+    confirms them."""
+    budget = Budget.resolve(budget, time_limit_s)
     sv = cp.CpSolver()
-    _params(sv, time_limit_s, workers, seed, log)
+    _params(sv, budget.seconds(0.01, cap=1e9), workers, seed, log)
     sv.parameters.cp_model_presolve = presolve
     cb = _Progress(V, progress, label)
     t0 = time.perf_counter()
-    st, stopped = run_search(sv, V.model, cb)
+    st, stopped = run_search(sv, V.model, cb, budget=budget)
     wall = time.perf_counter() - t0
     name = sv.status_name(st) + (" (interrupted)" if stopped else "")
     ties = None
@@ -115,14 +121,14 @@ def solve_model(V: CpModelVars, *, time_limit_s: float, workers: int, seed: int,
     return SolveOutcome(st, name, pl, order, obj, bound, wall, stopped, presolve, ties)
 
 
-def confirm_bound(V: CpModelVars, claim_ticks: float, *, time_limit_s: float, workers: int, seed: int,
-                  ) -> tuple[float | None, SolveOutcome | None]:
+def confirm_bound(V: CpModelVars, claim_ticks: float, *, time_limit_s: float | None = None, workers: int, seed: int,
+                  budget: Budget | None = None) -> tuple[float | None, SolveOutcome | None]:
     """Independent check of a CP-SAT bound (or infeasibility, ``claim_ticks = inf``): is there a solution
     of makespan below ``claim_ticks``? Asked of a search *without presolve* (CP-SAT's presolve is where
     its wrong OPTIMAL/INFEASIBLE answers came from). Returns (the bound this search proves, in ticks, or
     None when it proves nothing; its outcome, whose solution — if any — beats the claim). Copying the
-    model counts against ``time_limit_s``."""
-    t_in = time.perf_counter()
+    model counts against the budget (``budget``, or ``time_limit_s`` from now)."""
+    budget = Budget.resolve(budget, time_limit_s)
     md = V.model.clone()
     md.clear_hints()
     mk = md.get_int_var_from_proto_index(V.mk.index)
@@ -131,10 +137,10 @@ def confirm_bound(V: CpModelVars, claim_ticks: float, *, time_limit_s: float, wo
     W = CpModelVars(V.inst, V.T, md, V.allowed, x=V.x, s=V.s, e=V.e, mk=V.mk, order_lits=V.order_lits,
                     relaxed_fifo=V.relaxed_fifo, tr=V.tr, symmetric=V.symmetric)
     sv = cp.CpSolver()
-    _params(sv, time_limit_s - (time.perf_counter() - t_in), workers, seed)
+    _params(sv, budget.seconds(0.01, cap=1e9), workers, seed)
     sv.parameters.cp_model_presolve = False
     t0 = time.perf_counter()
-    st, stopped = run_search(sv, md)
+    st, stopped = run_search(sv, md, budget=budget)
     wall = time.perf_counter() - t0
     if stopped:  # cut short: it proves nothing (a solution it found still counts)
         claim_ticks = -math.inf
@@ -151,21 +157,22 @@ def confirm_bound(V: CpModelVars, claim_ticks: float, *, time_limit_s: float, wo
 
 @register("cpsat", options=CpsatOptions, kind="exact",
           summary="CP-SAT: optional intervals per (op, device), NoOverlap, transfers, memory; proven gap.")
-def cpsat(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def cpsat(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+          **options) -> Result:
     """Exact CP-SAT model (OR-Tools scheduling guide; Pesto/Moirai placement constraints), hinted by the
     best heuristic; see the module docstring for the model and the bound. Everything (heuristics, model
     building, hint completion, search, confirmation) counts against the time limit; when it runs out
     before the search, or on Ctrl-C, the best answer so far is returned (``interrupted`` on Ctrl-C)."""
     opts = CpsatOptions(**options)
-    return run_guarded(inst, "cpsat", opts, time_limit_s, seed,
-                       lambda base, hint, t0, deadline: _cpsat_search(inst, opts, seed, base, hint, t0, deadline),
+    return run_guarded(inst, "cpsat", opts, Budget.resolve(budget, time_limit_s, opts.default_time_limit_s), seed,
+                       lambda base, hint, bud: _cpsat_search(inst, opts, seed, base, hint, bud),
                        model_cost_s=model_cost_s(inst))
 
 
-def run_guarded(inst: Instance, method: str, opts: Any, time_limit_s: float | None, seed: int, search: Any,
+def run_guarded(inst: Instance, method: str, opts: Any, budget: Budget, seed: int, search: Any,
                 model_cost_s: float | None = None) -> Result:
     """The frame of an exact method: dplace's own bound, the best heuristic (as hint and fallback,
-    within a fifth of the limit), then ``search(base, hint, t_start, deadline)``.
+    within a fifth of the budget), then ``search(base, hint, budget)``.
 
     The model is not built at all when it cannot pay off: above ``opts.max_ops`` ops (when the options
     have one), or when its estimated CPU cost ``model_cost_s`` exceeds 60 % of the limit; then the
@@ -173,9 +180,7 @@ def run_guarded(inst: Instance, method: str, opts: Any, time_limit_s: float | No
     ``extra["skipped"]`` says why). When the budget runs out before the solver starts
     (:class:`OutOfTime`), or on Ctrl-C, the best answer so far comes back labelled (``interrupted`` on
     Ctrl-C). The answer is never empty while a heuristic gives one."""
-    t_start = time.perf_counter()
-    limit = opts.default_time_limit_s if time_limit_s is None else float(time_limit_s)
-    deadline = t_start + limit
+    limit = budget.left()
     base = claims.base_bound(inst)
     max_ops = getattr(opts, "max_ops", None)
     skip = None
@@ -189,17 +194,17 @@ def run_guarded(inst: Instance, method: str, opts: Any, time_limit_s: float | No
     try:
         if skip is not None:  # the heuristics are the answer: they get the budget, less the clean-up
             hint = best_heuristic(inst, "best" if opts.hint == "none" else opts.hint, seed=seed,
-                                  time_limit_s=max(0.2, 0.1 * limit), deadline=deadline - _cleanup_s(inst))
+                                  time_limit_s=max(0.2, 0.1 * limit), budget=budget.child(reserve=_cleanup_s(inst)))
             stop = interrupt.requested()
             return fallback(inst, method, hint, base, opts, why=skip + ("; interrupted (Ctrl-C)" if stop else ""),
                             skipped=True, interrupted=stop)
         if opts.hint != "none":
             hint = best_heuristic(inst, opts.hint, time_limit_s=max(0.2, 0.05 * limit), seed=seed,
-                                  deadline=t_start + 0.2 * limit)
+                                  budget=budget.share(0.2))
         if interrupt.requested():  # Ctrl-C while the heuristics ran (the first one was let finish)
             return fallback(inst, method, hint, base, opts, interrupted=True, why="interrupted (Ctrl-C) before the search")
         with interrupt.polling():  # Ctrl-C from here: model building stops at its next check, a search
-            return search(base, hint, t_start, deadline)  # with its incumbent, clean-up is not cut off
+            return search(base, hint, budget)  # with its incumbent, clean-up is not cut off
     except Interrupted as exc:
         return fallback(inst, method, exc.best or hint, base, opts, interrupted=True,
                         why="interrupted (Ctrl-C) before the search")
@@ -230,9 +235,9 @@ def fallback(inst: Instance, method: str, hint: tuple[str, Result] | None, base:
 
 
 def _cpsat_search(inst: Instance, opts: CpsatOptions, seed: int, base: claims.Bound,
-                  hint: tuple[str, Result] | None, t_start: float, deadline: float) -> Result:
-    limit = deadline - t_start
-    if model_cost_s(inst) * slowdown_guess() > 0.9 * (deadline - time.perf_counter()):  # the machine's load
+                  hint: tuple[str, Result] | None, budget: Budget) -> Result:
+    limit = budget.limit_s if budget.limit_s is not None else opts.default_time_limit_s
+    if model_cost_s(inst) * slowdown_guess() > 0.9 * budget.left():  # the machine's load
         raise OutOfTime("no time left to build the model")
     horizon_us = hint[1].makespan if hint else None
     T = Ticks(inst, opts.tick, horizon_us)
@@ -252,33 +257,34 @@ def _cpsat_search(inst: Instance, opts: CpsatOptions, seed: int, base: claims.Bo
                 lb_ticks = eb
                 own.append(claims.Bound(T.real_bound(eb), "energetic"))
     t0 = time.perf_counter()
+    # the model and its hint leave time for reading the answer back and simulating it
+    build = budget.child(reserve=_cleanup_s(inst))
     with stop_building_on_interrupt():
-        _check_time(deadline)
+        _check_time(build)
         V, hint_vals = hinted_model(inst, T, start, lb_ticks=lb_ticks, symmetry=opts.symmetry,
-                                    hint_time_s=max(0.05, min(0.1 * limit, deadline - time.perf_counter())),
-                                    deadline=deadline)
-    _record(extra, "model", deadline - t0, deadline - t0, t0)
+                                    hint_time_s=max(0.05, min(0.1 * limit, build.left())), budget=build)
+    _record(extra, "model", build.limit_s, build.limit_s, t0)
     if hint is not None:
         extra.update(hint_method=hint[0], hint_makespan=hint[1].makespan, hint_used=hint_vals is not None)
-    left = deadline - time.perf_counter()
+    left = budget.left()
     if left < 0.02:
         raise OutOfTime("no time left for the search")
     workers = opts.workers or os.cpu_count() or 1
     # the search gets most of what is left; the rest confirms its bound (presolve off) and cleans up
     t0 = time.perf_counter()
-    out = solve_model(V, time_limit_s=max(0.01, 0.8 * left), workers=workers, seed=seed, progress=opts.progress,
-                      log=opts.log)
-    _record(extra, "search", left, max(0.01, 0.8 * left), t0)
-    return finish(inst, "cpsat", V, out, own, hint[1] if hint else None, opts, extra, deadline=deadline,
+    search = budget.share(0.8)
+    out = solve_model(V, workers=workers, seed=seed, progress=opts.progress, log=opts.log, budget=search)
+    _record(extra, "search", left, search.limit_s, t0)
+    return finish(inst, "cpsat", V, out, own, hint[1] if hint else None, opts, extra, budget=budget,
                   workers=workers, seed=seed)
 
 
 def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: float | Sequence[claims.Bound],
-           hint_res: Result | None, opts: Any, extra: dict[str, Any], *, deadline: float | None = None,
+           hint_res: Result | None, opts: Any, extra: dict[str, Any], *, budget: Budget | None = None,
            workers: int = 1, seed: int = 0) -> Result:
     """Simulate the solver's answer, keep the hint if it is better, and make the claims through
     :mod:`dplace.claims`: CP-SAT's bound (or INFEASIBLE) counts only as far as a search without presolve
-    confirms it (:func:`confirm_bound`, in the time left before ``deadline``; by default a short check).
+    confirms it (:func:`confirm_bound`, in what is left of ``budget``; by default a short check).
     ``lb``: proven bounds of dplace's own (a number is taken as ``dplace.lower_bound``)."""
     T = V.T
     extra = dict(extra)
@@ -286,8 +292,9 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
     own = [claims.Bound(lb, "lower_bound")] if isinstance(lb, (int, float)) else list(lb)
     own_ticks = max(math.ceil(b.value / T.tick - 1e-9) for b in own) if own else 0
     notes: list[str] = []
-    if deadline is None:
-        deadline = time.perf_counter() + max(0.2, min(2.0, out.wall_s))
+    if budget is None:
+        budget = Budget(max(0.2, min(2.0, out.wall_s)))
+    checks = budget.child(reserve=_cleanup_s(inst))  # the claim checks leave time for the read-back
     extra.update(solver_status=out.status_name, solve_wall_s=round(out.wall_s, 4))
     outs = [out]
     certified: claims.Bound | None = None
@@ -300,11 +307,11 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
             from ..highs_worker import prestart  # starts now (once per process)
 
             prestart()
-        left = deadline - time.perf_counter() - _cleanup_s(inst)
+        left = checks.left()
         lim = stage_limit("confirm", left, cross)  # with cross: time kept for the other formulation
         t0 = time.perf_counter()
-        got, better = (None, None) if lim < 0.02 else confirm_bound(V, claim, time_limit_s=lim, workers=workers,
-                                                                     seed=seed)
+        got, better = (None, None) if lim < 0.02 else confirm_bound(V, claim, workers=workers, seed=seed,
+                                                                     budget=checks.child(lim))
         extra["confirm_wall_s"] = _record(extra, "confirm", left, lim, t0)
         if better is not None:
             outs.append(better)
@@ -325,7 +332,7 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
     if not stopped and not (out.status == cp.OPTIMAL and claim is not None and claim <= own_ticks):
         # small graph: brute force first (cheap there, and the last word; also where the search proved
         # nothing); the other formulation only where it did not complete
-        left = deadline - time.perf_counter() - _cleanup_s(inst)
+        left = checks.left()
         lim = stage_limit("brute force", left, cross)
         t0 = time.perf_counter()
         ex = claims.exhaustive(inst, lim)
@@ -334,8 +341,7 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
     if ex is None and cross and not stopped and (
             (certified is not None and certified.value > max(b.value for b in own)) or claim == math.inf):
         certified, infeasible_confirmed = _cross_check(inst, T, outs, hint_res, own, certified, claim == math.inf,
-                                                       infeasible_confirmed, deadline - _cleanup_s(inst), seed, notes,
-                                                       extra)
+                                                       infeasible_confirmed, checks, seed, notes, extra)
     extra["bound_ticks"] = out.bound_ticks
     if ex is not None:  # small graph: brute force is the last word on the claim
         if ex.optimum is None:
@@ -377,7 +383,7 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
 
 def _cross_check(inst: Instance, T: Ticks, outs: list[SolveOutcome], hint_res: Result | None,
                  own: list[claims.Bound], certified: claims.Bound | None, says_infeasible: bool,
-                 infeasible_confirmed: bool, deadline: float, seed: int, notes: list[str],
+                 infeasible_confirmed: bool, budget: Budget, seed: int, notes: list[str],
                  extra: dict[str, Any]) -> tuple[claims.Bound | None, bool]:
     """CP-SAT's claim (``certified`` so far, or infeasibility) as far as the MILP of
     :func:`dplace.formulations.milp.cross_check` (HiGHS, presolve off, rescaled times) proves it; a
@@ -393,10 +399,11 @@ def _cross_check(inst: Instance, T: Ticks, outs: list[SolveOutcome], hint_res: R
     if hint_res is not None and hint_res.memory_ok and (inc is None or hint_res.makespan < inc.makespan):
         inc = hint_res
     name = "the MILP (HiGHS, presolve off)"
-    left = deadline - time.perf_counter()
+    left = budget.left()
     lim = stage_limit("cross check", left, True)
     t0 = time.perf_counter()
-    got, res = cross_check(inst, None if says_infeasible else inc, max(b.value for b in own), lim, seed)
+    got, res = cross_check(inst, None if says_infeasible else inc, max(b.value for b in own), seed=seed,
+                           budget=budget.child(lim))
     extra["cross_check_wall_s"] = _record(extra, "cross check", left, lim, t0)
     if res is not None and res.placement is not None:
         outs.append(SolveOutcome(cp.FEASIBLE, "milp check", res.placement, res.order, res.makespan / T.tick, None,
@@ -436,12 +443,12 @@ def stage_limit(stage: str, left: float, cross: bool) -> float:
     raise ValueError(f"unknown stage {stage!r}")
 
 
-def _record(extra: dict[str, Any], stage: str, left: float, limit: float, t0: float) -> float:
+def _record(extra: dict[str, Any], stage: str, left: float | None, limit: float | None, t0: float) -> float:
     """Add a stage to ``extra["stages"]`` (seconds left when it started, its limit, its wall time) and
     return its wall time: where a run's time went."""
     wall = round(time.perf_counter() - t0, 4)
-    extra.setdefault("stages", []).append({"stage": stage, "left_s": round(left, 6), "limit_s": round(limit, 6),
-                                           "wall_s": wall})
+    extra.setdefault("stages", []).append({"stage": stage, "left_s": None if left is None else round(left, 6),
+                                           "limit_s": None if limit is None else round(limit, 6), "wall_s": wall})
     return wall
 
 
