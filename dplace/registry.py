@@ -68,10 +68,15 @@ def load_methods(packages: tuple[str, ...] = _PACKAGES) -> None:
     for pkg_name in packages:
         if pkg_name in _LOADED_PACKAGES:
             continue
-        pkg = importlib.import_module(pkg_name)
-        for mod in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-            if not mod.name.startswith("_"):
-                importlib.import_module(f"{pkg_name}.{mod.name}")
+        from . import interrupt
+
+        # a Ctrl-C now only sets the flag (the solve that follows answers at once): KeyboardInterrupt in the
+        # middle of a native library's import (OR-Tools, pandas) leaves it half-initialised in the process
+        with interrupt.polling():
+            pkg = importlib.import_module(pkg_name)
+            for mod in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+                if not mod.name.startswith("_"):
+                    importlib.import_module(f"{pkg_name}.{mod.name}")
         _LOADED_PACKAGES.add(pkg_name)  # only once all imported (a Ctrl-C during the imports loads again)
     _LOADED = _LOADED_PACKAGES >= set(_PACKAGES)
 
