@@ -13,7 +13,7 @@ Prints three tables:
    (ScheduleState, insertion) and on the original graph (simulator);
 4. ``--classic N``: the gap to the proven optimum (cpsat) on classic task graphs with unlimited memory
    (``formulations._brute.task_graph``: 10 and 14 tasks, 2/4/8 processors, CCR 0.1/1/10, N seeds) of
-   celeritas and order_place with ``balance`` (default) and without (the paper's behaviour), and heft;
+   celeritas and order_place (the paper's setting) and their ``*_balanced`` variants, and heft;
    the real graphs (table 2) are run in both settings too.
 """
 from __future__ import annotations
@@ -83,7 +83,7 @@ def real_table(methods: list[str], time_limit: float) -> Table | None:
                    + glob.glob(os.path.join(ROOT, "instances", "tf", "*.json")))
     if not paths:
         return None
-    tab = Table(title="Table-2 analog on the bundled real graphs (R=200, M=0.25) and makespans (µs); ':paper' = balance=False")
+    tab = Table(title="Table-2 analog on the bundled real graphs (R=200, M=0.25) and makespans (µs)")
     for col in ["instance", "nodes", "nodes fused", "CCR", "CCR fused", "lower bound"] + methods:
         tab.add_column(col, justify="right")
     for p in paths:
@@ -93,8 +93,7 @@ def real_table(methods: list[str], time_limit: float) -> Table | None:
         lb = None
         for m in methods:
             t0 = time.perf_counter()
-            name, _, variant = m.partition(":")
-            res = dplace.solve(inst, name, time_limit_s=time_limit, **({"balance": False} if variant else {}))
+            res = dplace.solve(inst, m, time_limit_s=time_limit)
             dt = time.perf_counter() - t0
             lb = res.lower_bound if res.lower_bound is not None else lb
             if res.makespan is None:
@@ -149,8 +148,8 @@ def claim_table(n: int) -> Table:
 def classic_table(seeds: int, time_limit: float) -> Table:
     from dplace.formulations._brute import task_graph
 
-    runs = [("celeritas", {}), ("celeritas", {"balance": False}), ("order_place", {}),
-            ("order_place", {"balance": False}), ("heft", {})]
+    runs = [("celeritas_balanced", {}), ("celeritas", {}), ("order_place_balanced", {}), ("order_place", {}),
+            ("heft", {})]
     gaps: list[list[float]] = [[] for _ in runs]
     unproven = 0
     for n in (10, 14):
@@ -189,8 +188,8 @@ def main(argv=None) -> int:
     con = Console(width=max(Console().width, 180))
     con.print(transformer_table(args.ops, args.repeat))
     if not args.no_real:
-        methods = [m for m in ("celeritas", "celeritas:paper", "order_place", "order_place:paper",
-                               "standard_evaluation", "heft", "m_sct") if m.split(":")[0] in dplace.methods()]
+        methods = [m for m in ("celeritas_balanced", "celeritas", "order_place_balanced", "order_place",
+                               "standard_evaluation", "heft", "m_sct") if m in dplace.methods()]
         tab = real_table(methods, args.time_limit)
         con.print(tab if tab is not None else "no instances/*.json yet")
         tab = sweep_table([(200, 0.25), (200, 0.1), (200, 0.05), (50, 0.25), (20, 0.25)])

@@ -55,7 +55,8 @@ def _evaluate_ok(inst, res) -> bool:
             and abs(again.makespan - res.makespan) <= 1e-6 * max(1.0, res.makespan))
 
 
-DP = "os_dpos_dp"  # pseudo-method of this script: os_dpos with data_parallel=True
+DP = "os_dpos_dp"  # pseudo-method of this script: os_dpos with data_parallel=True (os_dpos's default now)
+OS = ("os_dpos", "os_dpos_model_graph", DP)  # the OS-DPOS methods (their rows show splits)
 
 
 def _fmt(x, spec=",.0f"):
@@ -72,10 +73,10 @@ def generated(console: Console, n_ops: int, devices: list[int], max_runs: int, m
     for m in devices:
         inst = transformer_training(n_ops, m)
         for method in methods:
-            opts = {"max_dpos_runs": max_runs} if method in ("os_dpos", DP) and max_runs is not None else {}
+            opts = {"max_dpos_runs": max_runs} if method in OS and max_runs is not None else {}
             r = _row(inst, method, **opts)
             table.add_row(str(m), str(inst.n), method, f"{r['time_s']:.2f}", _fmt(r["makespan"]), _fmt(r["fifo"]),
-                          _fmt(r["lb"]), str(r["splits"]) if method in ("os_dpos", DP) else "-", _fmt(r["runs"], "d"),
+                          _fmt(r["lb"]), str(r["splits"]) if method in OS else "-", _fmt(r["runs"], "d"),
                           r["stopped"] or "-", str(r["memory_ok"]))
             console.print(f"  done: m={m} {method} {r['time_s']:.2f}s", style="dim")
     console.print(table)
@@ -98,9 +99,9 @@ def real(console: Console, pattern: str, max_runs: int, methods: list[str]) -> N
                 table.add_row(os.path.basename(path), str(inst.n), str(inst.m), "-", method, "not registered",
                               "", "", "", "", "")
                 continue
-            opts = {"max_dpos_runs": max_runs} if method in ("os_dpos", DP) and max_runs is not None else {}
+            opts = {"max_dpos_runs": max_runs} if method in OS and max_runs is not None else {}
             r = _row(inst, method, **opts)
-            if method in ("os_dpos", DP):
+            if method in OS:
                 dp = (f"; data-parallel graph of {r['replicas']} replicas" if r["replicas"]
                       else f"; {r['dp_skipped']}" if r["dp_skipped"] else "")
                 console.print(f"  {os.path.basename(path)}: {method} kept {r['splits']} splits {r['split_list']} "
@@ -108,7 +109,7 @@ def real(console: Console, pattern: str, max_runs: int, methods: list[str]) -> N
             gap = None if r["makespan"] in (None, 0) or r["lb"] is None else (r["makespan"] - r["lb"]) / r["makespan"]
             table.add_row(os.path.basename(path), str(inst.n), str(inst.m), _fmt(r["lb"]), method,
                           _fmt(r["makespan"]), _fmt(gap, ".1%"), f"{r['time_s']:.2f}", _fmt(r["fifo"]),
-                          str(r["splits"]) if method in ("os_dpos", DP) else "-", str(r["memory_ok"]))
+                          str(r["splits"]) if method in OS else "-", str(r["memory_ok"]))
     console.print(table)
 
 
@@ -120,15 +121,15 @@ def main() -> int:
     ap.add_argument("--max-dpos-runs", type=int, default=None,
                     help="OS-DPOS cap on DPOS re-runs (default: none, the paper's whole loop)")
     ap.add_argument("--instances", default="instances/*.json,instances/tf/*.json", help="comma list of globs")
-    ap.add_argument("--methods", default="", help="comma list (default: dpos,os_dpos / heft,m_etf,dpos,os_dpos); "
+    ap.add_argument("--methods", default="", help="comma list (default: dpos,os_dpos_model_graph / heft,m_etf,dpos,os_dpos,os_dpos_model_graph); "
                     f"{DP}: os_dpos from the data-parallel input graph")
     args = ap.parse_args()
     console = Console(width=200)
     chosen = [m for m in args.methods.split(",") if m]
     if args.part in ("generated", "all"):
-        generated(console, args.ops, args.devices, args.max_dpos_runs, chosen or ["dpos", "os_dpos"])
+        generated(console, args.ops, args.devices, args.max_dpos_runs, chosen or ["dpos", "os_dpos_model_graph"])
     if args.part in ("real", "all"):
-        real(console, args.instances, args.max_dpos_runs, chosen or ["heft", "m_etf", "dpos", "os_dpos"])
+        real(console, args.instances, args.max_dpos_runs, chosen or ["heft", "m_etf", "dpos", "os_dpos", "os_dpos_model_graph"])
     return 0
 
 

@@ -38,6 +38,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import networkx as nx
 
+from .budget import Budget
 from .model import Device, Edge, Instance, Link, Op
 
 __all__ = ["OracleResult", "Timing", "brute_force", "exhaustive", "fuzz_instance", "time_schedule"]
@@ -367,14 +368,14 @@ def _tails(M: _Model, pl: list[int]) -> list[float]:
 
 
 class _Search:
-    def __init__(self, M: _Model, deadline: float, max_nodes: int | None) -> None:
+    def __init__(self, M: _Model, budget: Budget, max_nodes: int | None) -> None:
         self.M = M
         self.best = math.inf
         self.best_pl: list[int] | None = None
         self.best_seq: list[int] | None = None
         self.nodes = 0
         self.schedules = 0
-        self.deadline = deadline
+        self.budget = budget
         self.max_nodes = max_nodes
         self.stopped = False
 
@@ -393,7 +394,7 @@ class _Search:
                 return
             self.nodes += 1
             if self.max_nodes is not None and self.nodes > self.max_nodes or (
-                    self.nodes & 1023) == 0 and _time.perf_counter() > self.deadline:
+                    self.nodes & 1023) == 0 and self.budget.expired():
                 self.stopped = True
                 return
             if st.n_done == M.n:
@@ -445,21 +446,21 @@ class _Search:
 
 
 def brute_force(inst: Instance, *, time_limit_s: float | None = None, max_nodes: int | None = None,
-                symmetry: bool = True) -> OracleResult:
+                symmetry: bool = True, budget: Budget | None = None) -> OracleResult:
     """The optimum of ``inst`` over every memory-feasible placement and every per-device order.
 
     ``complete`` is False (and the optimum only an upper bound, ``feasible`` False only meaning "none
-    found yet") if ``time_limit_s`` or ``max_nodes`` ran out first.
+    found yet") if ``budget`` (or ``time_limit_s`` from now) or ``max_nodes`` ran out first.
     """
     t0 = _time.perf_counter()
+    budget = Budget.resolve(budget, time_limit_s)
     M = _Model(inst)
-    deadline = t0 + time_limit_s if time_limit_s is not None else math.inf
-    search = _Search(M, deadline, max_nodes)
+    search = _Search(M, budget, max_nodes)
     feasible: list[tuple[float, list[int]]] = []
     n_pl = 0
     for pl in _placements(M, symmetry):
         n_pl += 1
-        if (n_pl & 1023) == 0 and _time.perf_counter() > deadline:
+        if (n_pl & 1023) == 0 and budget.expired():
             search.stopped = True  # many devices: even listing the placements ran out of time
             break
         if not M.fits(pl):

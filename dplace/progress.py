@@ -38,7 +38,7 @@ import threading
 import time
 from typing import Any, Iterator, TextIO
 
-__all__ = ["Reporter", "current", "nested", "note", "phase", "reporting", "update"]
+__all__ = ["Reporter", "current", "nested", "note", "phase", "reporting", "silenced", "update"]
 
 MODES = ("auto", "live", "plain", "quiet")
 
@@ -283,6 +283,42 @@ def update(*, incumbent: float | None = None, bound: float | None = None, phase:
 
 def note(message: str) -> None:
     current().note(message)
+
+
+@contextlib.contextmanager
+def silenced() -> Iterator[None]:
+    """The C-level stdout sent to /dev/null for the block: libraries that print from native code (METIS's
+    "***Cannot bisect a graph with 0 vertices!", HiGHS's banner) do not write to the terminal. C's own
+    stdout buffer is flushed before the descriptor is given back, so nothing leaks out later."""
+    fd = 1  # C's stdout, whatever Python's sys.stdout is now (a test's capture, a notebook)
+    try:
+        sys.stdout.flush()
+    except (AttributeError, ValueError, OSError):
+        pass
+    try:
+        saved = os.dup(fd)
+    except OSError:
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), fd)
+            try:
+                yield
+            finally:
+                _flush_c_stdout()
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
+
+
+def _flush_c_stdout() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):  # pragma: no cover - no C library to ask
+        pass
 
 
 @contextlib.contextmanager

@@ -35,6 +35,8 @@ class MethodInfo:
     kind: str  # "heuristic" | "exact" | "baseline"
     max_ops: int | None = None  # larger instances are left out of default comparisons
     best_effort: bool = False  # places instances whose memory cannot fit (status stays "infeasible")
+    paper: str = ""  # the paper and sections the method follows ("" for none)
+    variant_of: str | None = None  # a dplace variant of this paper method (what differs: the summary)
 
 
 _METHODS: dict[str, MethodInfo] = {}
@@ -42,17 +44,19 @@ _LOADED = False
 
 
 def register(name: str, *, options: type | None = None, summary: str = "", kind: str = "heuristic",
-             max_ops: int | None = None, best_effort: bool = False):
+             max_ops: int | None = None, best_effort: bool = False, paper: str = "", variant_of: str | None = None):
     """Decorator: register ``func`` as method ``name``. ``max_ops``: the largest instance the method is
     meant for (``dplace compare`` leaves it out above that unless asked by name). ``best_effort``: the
     method still places an instance proven not to fit in memory (:func:`solve` then returns its
-    placement with status ``infeasible``)."""
+    placement with status ``infeasible``). ``paper``: the paper and sections it follows; a method named
+    after a paper runs the paper's algorithm with the paper's settings. ``variant_of``: the paper method
+    this one departs from (dplace's improvement, under its own name; the summary says what differs)."""
 
     def deco(func: Callable[..., Result]) -> Callable[..., Result]:
         if name in _METHODS and _METHODS[name].func is not func:
             raise ValueError(f"method {name!r} registered twice")
         doc = summary or (func.__doc__ or "").strip().splitlines()[0] if (summary or func.__doc__) else ""
-        _METHODS[name] = MethodInfo(name, func, options, doc, kind, max_ops, best_effort)
+        _METHODS[name] = MethodInfo(name, func, options, doc, kind, max_ops, best_effort, paper, variant_of)
         return func
 
     return deco
@@ -100,6 +104,13 @@ def method_info(name: str) -> MethodInfo:
     if name not in _METHODS:
         raise InvalidInstanceError(f"method: unknown method {name!r}; valid: {', '.join(sorted(_METHODS))}")
     return _METHODS[name]
+
+
+def paper_variants() -> dict[str, str]:
+    """{paper method: its dplace variant} for every registered ``variant_of`` (the last one registered
+    when a paper method has several)."""
+    load_methods()
+    return {info.variant_of: name for name, info in sorted(_METHODS.items()) if info.variant_of}
 
 
 def get_method(name: str) -> Callable[..., Result]:

@@ -212,3 +212,64 @@ def stemmed_twins(seed: int, *, k: int = 2, r: int = 2, m: int = 2) -> Instance:
     comm = rng.choice(["parallel", "sequential"])
     return Instance(f"stemmed{seed}", [Device(d, mem, 1.0) for d in names], ops, edges,
                     link=Link(scale * rng.choice([0, 1]), rng.choice([1.0, 2.0])), comm=comm)
+
+
+def series_block(rng: random.Random, k: int, tag: str) -> tuple[list[str], list[int], dict[tuple[int, int], int]]:
+    """A random DAG on ops s, b1..bk, t with every op reachable from s and reaching t: (names, times,
+    bytes per edge (i, j) of name indices)."""
+    names = [f"{tag}s"] + [f"{tag}b{i}" for i in range(k)] + [f"{tag}t"]
+    times = [rng.randint(1, 9) for _ in names]
+    edges = set()
+    for i in range(1, k + 1):
+        edges.add((rng.randrange(0, i), i))
+        edges.add((i, rng.randint(i + 1, k + 1)))
+    for _ in range(k // 2):
+        a = rng.randrange(0, k + 1)
+        b = rng.randrange(a + 1, k + 2)
+        edges.add((a, b))
+    nbytes = {e: rng.randint(0, 6) for e in sorted(edges)}
+    return names, times, nbytes
+
+
+def block_instance(names: list[str], times: list[int], nbytes: dict[tuple[int, int], int], m: int,
+                   lat: float) -> Instance:
+    """One :func:`series_block` alone, on ``m`` identical devices with unlimited memory."""
+    ops = [Op(nm, t, 0) for nm, t in zip(names, times)]
+    edges = [Edge(names[a], names[b], float(nb)) for (a, b), nb in nbytes.items()]
+    return Instance("block", [Device(f"d{d}", 1 << 30) for d in range(m)], ops, edges, link=Link(lat, 1.0))
+
+
+def block_optimum(inst: Instance) -> float:
+    """The optimum of a small instance by :func:`dplace.oracle.brute_force` (independent of the simulator)."""
+    from .oracle import brute_force
+
+    res = brute_force(inst)
+    assert res.complete and res.optimum is not None, inst.name
+    return res.optimum
+
+
+def series_composition(rng: random.Random, blocks: list[int], m: int = 2, lat: float = 2.0) -> tuple[Instance, float]:
+    """Blocks chained through shared ops (block i's sink is block i+1's source) and the optimum.
+
+    Identical devices, unlimited memory, parallel transfers. Every op of block i+1 is a descendant of the
+    shared op x and every op of block i an ancestor, so in any schedule block i occupies
+    [start(s_i), end(t_i)] and consecutive blocks overlap exactly on x's run: makespan = sum of block
+    spans - sum of the shared ops' times >= sum OPT(B_i) - sum p(x). Conversely, optimal block schedules,
+    devices renamed so x sits on one device in both and shifted to meet at x, form one schedule
+    (nothing of block i+1 starts before x ends, nothing of block i ends after x starts). So
+    OPT = sum OPT(B_i) - sum p(x), each OPT(B_i) by brute force (:func:`block_optimum`)."""
+    ops, edges, opt = [], [], 0.0
+    prev_sink = None
+    for i, k in enumerate(blocks):
+        names, times, nbytes = series_block(rng, k, f"B{i}")
+        if prev_sink is not None:  # share: this block's source is the previous sink
+            names[0] = prev_sink[0]
+            times[0] = prev_sink[1]
+        opt += block_optimum(block_instance(names, times, nbytes, m, lat))
+        if prev_sink is not None:
+            opt -= prev_sink[1]
+        ops.extend(Op(nm, t, 0) for j, (nm, t) in enumerate(zip(names, times)) if not (prev_sink and j == 0))
+        edges.extend(Edge(names[a], names[b], float(nb)) for (a, b), nb in nbytes.items())
+        prev_sink = (names[-1], times[-1])
+    inst = Instance("series", [Device(f"d{d}", 1 << 30) for d in range(m)], ops, edges, link=Link(lat, 1.0))
+    return inst, opt

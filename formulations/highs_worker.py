@@ -9,9 +9,10 @@ other work) and answers one request after another.
 A request is the path of a JSON file: the MPS model (written by PuLP), an absolute deadline
 (``time.time()``; the child's start-up counts against it), presolve, seed, threads, the MIP start by
 column name, a stop file (HiGHS's MIP callback polls it: Ctrl-C and overruns ask HiGHS to stop and answer
-with its incumbent), the log file and the answer file. The child answers with one line on stdout once
-the answer file is written. A child that has not answered within the limit and a grace is asked to
-stop, and killed when it has not answered a grace later (no answer, never an overrun); the next request
+with its incumbent), the log file, the answer file and (optional, ``options``) further HiGHS options by
+name. The child answers with one line on stdout once the answer file is written. A child that has not
+answered within the limit and a grace is asked to stop, and killed when it has not answered a grace later
+(no answer, never an overrun); the next request
 starts a new one. A child serves the process that started it, one request at a time: a forked process,
 or a second thread while the first waits, gets a child of its own for that request.
 
@@ -53,6 +54,8 @@ def run(a):
     if not a["presolve"]:
         h.setOptionValue("presolve", "off")
     h.readModel(a["mps"])
+    for k, v in (a.get("options") or {}).items():  # e.g. an LP's solver = ipm, run_crossover = off
+        h.setOptionValue(k, v)
     h.setOptionValue("time_limit", max(0.01, float(a["deadline"]) - time.time()))  # start-up counts too
     def _stop(e):
         if os.path.exists(a["stop"]):

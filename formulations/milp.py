@@ -596,21 +596,21 @@ def _solve(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed: int 
     CBC may run past ``limit`` (it answers late on a loaded machine) until then (:func:`_run_cbc`)."""
     prob = P.prob
     info: dict[str, Any] = {}
+    budget = Budget(limit)
     if opts.solver == "cbc":
-        t0 = time.perf_counter()
         start = {v.name: v.varValue for v in prob.variables()}  # the warm start (a run overwrites it)
         text, interrupted = _run_cbc(P, opts, limit, warm, presolve, stop_by)
         inc = cbc_increment(P)
         result, bound, proven = _cbc_bound(text, inc)
         if (presolve and not interrupted and _has_solution(P) and not _placed(P)
-                and time.perf_counter() - t0 < limit - 0.05):
+                and budget.left() > 0.05):
             # CBC's preprocessing lost its answer ("Postprocessed model is infeasible": mapped back, its
             # solution broke the original rows at tolerance): CBC still said optimal and wrote a vector that
             # places no op. Its claim stands (confirmed like any); the schedule is asked for again
             # without preprocessing, from the same warm start.
             for v in prob.variables():
                 v.varValue = start[v.name]
-            text2, interrupted = _run_cbc(P, opts, limit - (time.perf_counter() - t0), warm, presolve, stop_by,
+            text2, interrupted = _run_cbc(P, opts, budget.left(), warm, presolve, stop_by,
                                           preprocess=False)
             info["cbc_again"] = (f"CBC's answer ({result}) placed no op (its preprocessing lost it): solved again "
                                  "without preprocessing")
@@ -628,9 +628,8 @@ def _solve(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, seed: int 
         info["bound"] = None if interrupted else bound
         info["proven_optimal"] = proven
     else:
-        t0 = time.perf_counter()
         info = _solve_highs(P, opts, limit, warm, seed, presolve)
-        left = limit - (time.perf_counter() - t0)
+        left = budget.left()
         if presolve and info["solver_result"] == "Optimal" and info["bound"] is None and left > 0.3:
             # HiGHS's presolve called the model infeasible (it is not: seed 41257, the same model without
             # presolve is solved) and HiGHS kept the warm start as "Optimal" with a dual bound of -inf:

@@ -44,7 +44,7 @@ from dplace.registry import method_info, methods, register
 from dplace.result import Result, make_result
 
 from .cpsat import (
-    Ticks, best_heuristic, finish, hint_heuristics, hinted_model, memory_fits, reachability, slowdown_guess,
+    OutOfTime, Ticks, best_heuristic, finish, hint_heuristics, hinted_model, memory_fits, reachability, slowdown_guess,
     solve_model, tick_schedule,
 )
 from .lns import sim_cost_s
@@ -198,8 +198,9 @@ def _coarse_step(inst: Instance, start: Result, K: int, share: float, clock: Bud
 
 
 def _lns_model(inst: Instance, cur: Result, window: Sequence[int], T: Ticks, reach: list[int], lb_ticks: int,
-               hint_time_s: float):
-    """Free the ops of ``window``; keep the others on their device and in their order (model + hint)."""
+               hint_time_s: float, budget: Budget | None = None):
+    """Free the ops of ``window``; keep the others on their device and in their order (model + hint);
+    :class:`~.cpsat.OutOfTime` when ``budget`` is spent first."""
     free = set(window)
     pl = cur.placement
     order = _order_of(cur)
@@ -209,7 +210,7 @@ def _lns_model(inst: Instance, cur: Result, window: Sequence[int], T: Ticks, rea
         kept = [o for o in ops if o not in free]
         prec.extend(zip(kept, kept[1:]))
     return hinted_model(inst, T, (pl, order), fixed=fixed, prec=prec, reach=reach, hint_time_s=hint_time_s,
-                        lb_ticks=lb_ticks, windows=True)
+                        lb_ticks=lb_ticks, windows=True, budget=budget)
 
 
 def _lns(inst: Instance, best: Result, opts: RefineOptions, clock: Budget, sim_s: float, lb: float,
@@ -253,8 +254,13 @@ def _lns(inst: Instance, best: Result, opts: RefineOptions, clock: Budget, sim_s
             rng.shuffle(others)
             window += others[: w - len(window)]
         tb = time.perf_counter()
-        V, vals = _lns_model(inst, best, window, T, reach, lb_ticks,
-                             hint_time_s=max(0.05, min(opts.step_time_s, clock.left() - over_s - sim_s)))
+        try:  # the build is stopped when only the simulation of its answer's time is left
+            V, vals = _lns_model(inst, best, window, T, reach, lb_ticks,
+                                 hint_time_s=max(0.05, min(opts.step_time_s, clock.left() - over_s - sim_s)),
+                                 budget=clock.child(reserve=sim_s))
+        except OutOfTime:
+            stop = "time limit (a step's model was not built in time)"
+            break
         took = time.perf_counter() - tb
         build_s = max(0.8 * build_s, took)  # keep some memory of a slow first build
         over_s = max(over_s, _OVERRUN_PER_BUILD * took) if iters == 1 else over_s

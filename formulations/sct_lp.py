@@ -13,7 +13,15 @@ Variables (one-line meanings):
 
 The optimum is a lower bound of the *SCT relaxation* (infinite devices, one fixed delay per edge),
 not of dplace's problem: callers store it as ``extra["sct_lp_objective"]``, never as ``lower_bound``.
-Solved with GLOP or HiGHS, both through OR-Tools' pywraplp; never a commercial solver.
+
+Solvers. ``ipm`` (Baechi's "interior point method"): HiGHS's interior-point solver with crossover off,
+through highspy in :mod:`highs_worker`'s child Python. The LP is often degenerate (several favourite
+children reach the optimum); a simplex method returns one vertex of that optimal face, chosen by its
+pivoting, so the favourites depend on the solver and on the order of rows and columns. An interior point
+without crossover converges towards the middle of the face, where tied children share x, so none of
+them falls under the threshold and the rounding does not depend on the LP's order (tested by permuting
+it). ``highs`` (OR-Tools' bundled HiGHS, dual simplex) and ``glop`` (OR-Tools' simplex): faster vertex
+solutions, kept for ``m_sct_capped`` and comparison; never a commercial solver.
 """
 from __future__ import annotations
 
@@ -23,6 +31,7 @@ import sys
 import time
 from dataclasses import dataclass
 
+from dplace.budget import Budget
 from dplace.errors import SolverError
 
 __all__ = ["SctLpSolution", "favorite_children", "solve_sct_lp", "solve_sct_lp_windows"]
@@ -78,7 +87,7 @@ def _rows(n: int, k: list[float], edges: list[tuple[int, int, float]]):
     return rows
 
 
-def solve_sct_lp(k: list[float], edges: list[tuple[int, int, float]], *, solver: str = "highs",
+def solve_sct_lp(k: list[float], edges: list[tuple[int, int, float]], *, solver: str = "ipm",
                  time_limit_s: float | None = None) -> SctLpSolution:
     """Solve eq. (2)'s LP relaxation for tasks with times ``k`` and edges (i, j, c_ij), no parallel edges."""
     t0 = time.perf_counter()
@@ -86,12 +95,19 @@ def solve_sct_lp(k: list[float], edges: list[tuple[int, int, float]], *, solver:
     ncol = n + 1 + len(edges)
     if n == 0:
         return SctLpSolution(0.0, [], [], "optimal", 0.0)
-    rows = _rows(n, k, edges)
     backend = {"glop": "GLOP", "highs": "HIGHS_LP"}.get(solver)
-    if backend is not None:
-        obj, vals, status = _solve(backend, ncol, n, rows, time_limit_s)
+    if solver == "ipm":
+        # in units of the LP's largest time: unscaled (µs from 1 to 1e5 in one window) IPX reported this
+        # always-feasible LP primal infeasible (transformer_training(12000, 4), window of 2,000 clusters)
+        unit = max([*k, *(c for _, _, c in edges), 0.0]) or 1.0
+        rows = _rows(n, [x / unit for x in k], [(a, b, c / unit) for a, b, c in edges])
+        obj, vals, status = _solve_ipm(ncol, n, rows, time_limit_s)
+        if vals is not None:
+            obj, vals = obj * unit, [v * unit if j <= n else v for j, v in enumerate(vals)]
+    elif backend is not None:
+        obj, vals, status = _solve(backend, ncol, n, _rows(n, k, edges), time_limit_s)
     else:
-        raise SolverError(f"sct_lp: solver must be highs or glop, got {solver!r}")
+        raise SolverError(f"sct_lp: solver must be ipm, highs or glop, got {solver!r}")
     if vals is None:
         return SctLpSolution(None, _greedy_x(n, edges), [0.0] * n, status, time.perf_counter() - t0)
     x = [min(1.0, max(0.0, v)) for v in vals[n + 1:]]
@@ -146,6 +162,62 @@ def _solve(backend: str, ncol: int, n: int, rows, time_limit_s):
     return None, None, {pywraplp.Solver.NOT_SOLVED: "time_limit"}.get(st, f"status_{st}")
 
 
+def _mps(ncol: int, n: int, rows) -> str:
+    """The LP as free-format MPS: columns s0..s{n-1} (>= 0), w (>= 0), x0.. in [0, 1]; rows r0.. (>=)."""
+    def name(j: int) -> str:
+        return f"s{j}" if j < n else ("w" if j == n else f"x{j - n - 1}")
+
+    cols: list[list[str]] = [[] for _ in range(ncol)]
+    cols[n].append("obj 1")
+    out = ["NAME sct", "ROWS", " N obj"]
+    out.extend(f" G r{i}" for i in range(len(rows)))
+    for i, (_, terms) in enumerate(rows):
+        for j, coef in terms:
+            cols[j].append(f"r{i} {coef!r}")
+    out.append("COLUMNS")
+    for j in range(ncol):
+        out.extend(f" {name(j)} {entry}" for entry in (cols[j] or ["obj 0"]))
+    out.append("RHS")
+    out.extend(f" rhs r{i} {lb!r}" for i, (lb, _) in enumerate(rows) if lb != 0)
+    out.append("BOUNDS")
+    out.extend(f" UP bnd x{e} 1" for e in range(ncol - n - 1))
+    out.append("ENDATA")
+    return "\n".join(out) + "\n"
+
+
+IPM_OPTIONS = {"solver": "ipm", "run_crossover": "off"}  # Baechi §2.4: interior point, no vertex sought
+
+
+def _solve_ipm(ncol: int, n: int, rows, time_limit_s):
+    """HiGHS's interior-point method without crossover (highspy, in :mod:`highs_worker`'s child Python:
+    highspy cannot share a process with OR-Tools). No answer within the limit: (None, None, "time_limit")."""
+    import tempfile
+
+    from dplace import interrupt
+
+    from . import highs_worker
+
+    limit = 3600.0 if time_limit_s is None else max(0.05, highs_worker.limit_within(time_limit_s))
+    with tempfile.TemporaryDirectory(prefix="dplace_sct_") as tmp:
+        path = os.path.join(tmp, "sct.mps")
+        with open(path, "w") as fh:
+            fh.write(_mps(ncol, n, rows))
+        args = {"mps": path, "deadline": time.time() + limit, "threads": 1, "seed": 0, "presolve": True,
+                "stop": os.path.join(tmp, "stop"), "log_file": os.path.join(tmp, "highs.log"),
+                "out": os.path.join(tmp, "out.json"), "hint": None, "options": IPM_OPTIONS}
+        try:
+            out, _ = highs_worker.solve(args, limit, interrupt.on_request)
+        except highs_worker.SolverFailed as exc:
+            raise SolverError(f"sct_lp: HiGHS child failed: {exc}") from None
+    if out is None:
+        return None, None, "time_limit"
+    values = out.get("values")
+    if out["status"] != "Optimal" or values is None:
+        return None, None, "time_limit" if out["status"] == "Time limit reached" else out["status"]
+    return float(out["objective"]), [values[f"s{j}"] if j < n else (values["w"] if j == n else values[f"x{j - n - 1}"])
+                                     for j in range(ncol)], "optimal"
+
+
 @dataclass
 class SctLpWindows:
     x: list[float]  # per edge; edges between windows get 1.0 (never favorite)
@@ -161,19 +233,21 @@ class SctLpWindows:
 
 
 def solve_sct_lp_windows(k: list[float], edges: list[tuple[int, int, float]], *, window: int = 0,
-                         solver: str = "glop", time_limit_s: float | None = None) -> SctLpWindows:
+                         solver: str = "ipm", time_limit_s: float | None = None,
+                         budget: Budget | None = None) -> SctLpWindows:
     """Solve the LP on consecutive windows of ``window`` tasks (tasks numbered in a topological order).
 
     ``window <= 0`` or ``window >= len(k)`` solves the one global LP. Otherwise each window's LP only
     sees the edges inside it; an edge between windows gets x = 1 (not a favorite), which keeps the
     degree constraints of eq. (2) satisfied. This is a speed device for very large graphs (the simplex
     time grows faster than linearly): the per-window optima are reported, never a global value.
-    Windows left when ``time_limit_s`` runs out get the greedy fallback.
+    Windows left when the budget (``budget``, or ``time_limit_s`` from now) runs out get the greedy fallback.
     """
     t0 = time.perf_counter()
+    budget = Budget.resolve(budget, time_limit_s)
     n = len(k)
     if window <= 0 or window >= n:
-        sol = solve_sct_lp(k, edges, solver=solver, time_limit_s=time_limit_s)
+        sol = solve_sct_lp(k, edges, solver=solver, time_limit_s=budget.left() if budget.limited else None)
         return SctLpWindows(sol.x, sol.objective, [sol.objective], [sol.status], time.perf_counter() - t0)
     x = [1.0] * len(edges)
     by_window: dict[int, list[int]] = {}
@@ -186,8 +260,8 @@ def solve_sct_lp_windows(k: list[float], edges: list[tuple[int, int, float]], *,
         hi = min(n, lo + window)
         ids = by_window.get(wi, [])
         sub = [(edges[i][0] - lo, edges[i][1] - lo, edges[i][2]) for i in ids]
-        left = None if time_limit_s is None else time_limit_s - (time.perf_counter() - t0)
-        if left is not None and left <= 0:
+        left = budget.left() if budget.limited else None
+        if budget.expired():
             sol = SctLpSolution(None, _greedy_x(hi - lo, sub), [], "time_limit", 0.0)
         else:
             sol = solve_sct_lp(k[lo:hi], sub, solver=solver, time_limit_s=left)

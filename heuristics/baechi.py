@@ -6,7 +6,12 @@ How the pieces fit (one timing model, one set of placement rules):
 
 * ``build_units`` groups ops that must or should share a device: colocation groups (always: they
   are hard constraints here), backward ops with their forward op (``forward_of``, §3.2 (ii)/§3.3 (ii)),
-  and an op whose output feeds exactly one op with that op (co-placement, §3.2 (i)).
+  and an op whose output feeds exactly one op with that op (co-placement, §3.2 (i)). The paper's
+  methods cap soft units only by memory (a unit must fit the smallest device, dplace's choice);
+  the ``*_capped`` variants (dplace's) also at ``unit_cap`` x total/m of memory and of work.
+* Forward-operator-based placement (§3.3 (ii), the paper's methods): when one device could hold the
+  whole model, only the forward graph (:func:`forward_graph`) is placed and each backward op takes its
+  forward op's device; otherwise every op is placed, each forward/backward pair forced into one unit.
 * ``fuse`` merges directly connected ops of one unit into clusters, only in Baechi's safe cases
   (§3.3, Fig. 5 d/e): the source has out-degree <= 1 or the destination in-degree <= 1 in the current
   fused graph, so no cycle can appear. A cluster is scheduled as one meta-op (its ops back to back).
@@ -21,52 +26,92 @@ How the pieces fit (one timing model, one set of placement rules):
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from dplace import kernels
+from dplace.budget import Budget
 from dplace.columns import forward_of_index
-from dplace.errors import bad_option
+from dplace.errors import InvalidInstanceError, bad_option
 from dplace.graph import DisjointSets, components, queue_order
-from dplace.model import Instance
+from dplace.model import Instance, Op
 from dplace.ranks import edge_costs, op_costs, upward_rank
 from dplace.registry import register
 from dplace.result import Result, make_result
 from dplace.simulate import ScheduleState
 
-__all__ = ["BaechiOptions", "SctOptions", "Clusters", "build_units", "fuse", "m_topo", "m_etf", "m_sct"]
+__all__ = ["BaechiOptions", "CappedOptions", "CappedSctOptions", "Clusters", "ForwardGraph", "SctOptions", "build_units",
+           "forward_graph", "fuse", "m_etf", "m_etf_capped", "m_sct", "m_sct_capped", "m_topo", "m_topo_capped"]
 
 
 @dataclass(frozen=True)
 class BaechiOptions:
+    """The paper's §3 design options, all on by default as in Baechi."""
+
     colocation_coadjust: bool = True  # §3.1: placing a group's first op reserves memory for the whole group
     coplacement: bool = True  # §3.2 (i): an op whose output feeds only one op goes with that op
     fusion: bool = True  # §3.3 (i): fuse ops of one co-placement unit, safe cases only
-    forward_placement: bool = True  # §3.3 (ii): a backward op (field forward_of) goes with its forward op
-    unit_cap: float = 1.0  # dplace addition: a soft unit holds at most unit_cap x (total memory, work)/m
+    # §3.3 (ii) forward-operator-based placement: when one device could hold the whole model, place the
+    # forward graph and put each backward op (field forward_of) on its forward op's device; otherwise
+    # place every op with each forward/backward pair forced into one unit (§3.2 (ii))
+    forward_placement: bool = True
+
+
+def _check_unit_cap(value: float) -> None:
+    if not (value > 0):
+        raise bad_option("unit_cap", "> 0", value)
+
+
+@dataclass(frozen=True)
+class CappedOptions(BaechiOptions):
+    """Options of the ``*_capped`` variants (dplace's, not the paper's)."""
+
+    unit_cap: float = 1.0  # a soft unit holds at most unit_cap x (total memory, work)/m
 
     def __post_init__(self) -> None:
-        if not (self.unit_cap > 0):
-            raise bad_option("unit_cap", "> 0", self.unit_cap)
+        _check_unit_cap(self.unit_cap)
+
+
+LP_SOLVERS = ("ipm", "highs", "glop")
 
 
 @dataclass(frozen=True)
 class SctOptions(BaechiOptions):
     threshold: float = 0.1  # §2.4: x_ij < threshold after the LP => j is i's favorite child
-    lp_solver: str = "highs"  # "highs" (OR-Tools' bundled HiGHS, faster here) or "glop"; see formulations/sct_lp.py
-    # None: the paper's one global LP up to GLOBAL_LP_MAX clusters, windows of LP_WINDOW beyond;
-    # n > 0: windows of n clusters (dplace addition); 0: always the global LP
+    # "ipm": HiGHS's interior-point method without crossover (the paper's "interior point method", through
+    # highspy in a child process); "highs" (dual simplex, OR-Tools' bundled HiGHS) or "glop" (simplex):
+    # a vertex of the optimal face, which on degenerate LPs gives other favourites. See formulations/sct_lp.py
+    lp_solver: str = "ipm"
+    # None: the paper's one global LP up to GLOBAL_LP_MAX clusters, windows of LP_WINDOW beyond (dplace
+    # addition, for speed); n > 0: windows of n clusters (dplace addition); 0: always the global LP
     lp_window: int | None = None
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         if not (0.0 < self.threshold < 1.0):
             raise bad_option("threshold", "in (0, 1)", self.threshold)
-        if self.lp_solver not in ("highs", "glop"):
-            raise bad_option("lp_solver", "highs or glop", self.lp_solver)
+        if self.lp_solver not in LP_SOLVERS:
+            raise bad_option("lp_solver", " or ".join(LP_SOLVERS), self.lp_solver)
         if self.lp_window is not None and int(self.lp_window) < 0:
             raise bad_option("lp_window", ">= 0", self.lp_window)
+
+
+@dataclass(frozen=True)
+class CappedSctOptions(SctOptions):
+    """Options of ``m_sct_capped``: unit cap and the dual-simplex LP (the project's former defaults)."""
+
+    lp_solver: str = "highs"
+    unit_cap: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_unit_cap(self.unit_cap)
+
+
+def _unit_cap(opts: BaechiOptions) -> float | None:
+    """The soft-unit cap of a ``*_capped`` variant; None for the paper's methods (no cap)."""
+    return getattr(opts, "unit_cap", None)
 
 
 # ----------------------------------------------------------------------------------------- units
@@ -80,23 +125,33 @@ def _forward_pairs(inst: Instance) -> list[tuple[int, int]]:
     return list(zip(fwd[back].tolist(), back.tolist()))
 
 
+def _caps(inst: Instance, opts: BaechiOptions, total_mem: float, total_work: float) -> tuple[float, float, bool]:
+    """(memory cap, work cap of a soft unit, whether forward/backward pairs obey them).
+
+    The paper's methods: soft units are limited only by memory -- a unit must fit the smallest device
+    (dplace's choice: Baechi does not say what happens to a co-placement chain larger than a device) --
+    and pairs are forced together within that limit. ``*_capped``: also at most unit_cap x total/m of
+    memory and of work, and pairs ignore the cap only when one device could hold the whole model."""
+    cap = _unit_cap(opts)
+    if cap is None:
+        return float(min(inst.capacity)), math.inf, True
+    return (min(min(inst.capacity), cap * total_mem / inst.m), cap * total_work / inst.m,
+            total_mem > max(inst.capacity))
+
+
 def build_units(inst: Instance, opts: BaechiOptions | None = None) -> list[int]:
     """Unit id (a representative op index) per op: the ops each unit must or should share a device.
 
     Colocation groups are always merged (hard). Soft merges (forward/backward pairs, co-placement)
-    never join two different pins and keep a unit within ``unit_cap`` x total/m of memory and of work,
-    so a chain of co-placements cannot collapse the graph onto one device. Forward/backward pairs
-    ignore that cap when one device could hold the whole model (Baechi's "memory is sufficient").
+    never join two different pins and keep within the caps of :func:`_caps`.
     """
     opts = opts or BaechiOptions()
-    n, m = inst.n, inst.m
+    n = inst.n
     dsu = DisjointSets(n)
     mem = list(inst.mem)
     work = op_costs(inst, "mean")
     pin = list(inst.pinned)
-    total_mem, total_work = sum(inst.mem), sum(work)
-    mem_cap = min(min(inst.capacity), opts.unit_cap * total_mem / m)
-    work_cap = opts.unit_cap * total_work / m
+    mem_cap, work_cap, pairs_capped = _caps(inst, opts, sum(inst.mem), sum(work))
     umem, uwork = mem[:], work[:]
 
     def merge(a: int, b: int, capped: bool) -> None:
@@ -116,9 +171,8 @@ def build_units(inst: Instance, opts: BaechiOptions | None = None) -> list[int]:
         for o in g[1:]:
             merge(g[0], o, capped=False)
     if opts.forward_placement:
-        sufficient = total_mem <= max(inst.capacity)
         for f, b in _forward_pairs(inst):
-            merge(f, b, capped=not sufficient)
+            merge(f, b, capped=pairs_capped)
     if opts.coplacement:
         edst = inst.edst
         for o in inst.topo:
@@ -126,6 +180,84 @@ def build_units(inst: Instance, opts: BaechiOptions | None = None) -> list[int]:
             if len(outs) == 1:
                 merge(o, next(iter(outs)), capped=True)
     return components(dsu, range(n))
+
+
+# ------------------------------------------------------------------------- forward-only (§3.3 ii)
+@dataclass(frozen=True)
+class ForwardGraph:
+    """The graph Baechi places under forward-operator-based placement (§3.3 (ii)).
+
+    ``inst``: the ops of the original graph that are not followers, with the edges among them (the
+    induced subgraph: an op whose inputs all came from backward ops becomes a source), each op holding
+    its own memory plus its followers'. A *follower* is an op whose ``forward_of`` names another op,
+    that has no pin and whose colocation group, if any, is its lead's (hard constraints keep other such
+    ops in the placed graph, without their ``forward_of``). Backward ops that name no forward op (a
+    gradient sum, an optimizer update) are placed with the forward graph: Baechi does not say. ``kept[i]``: op of the original graph behind op i of ``inst``; ``lead[o]``:
+    the original op whose device o takes (o itself when kept; ``forward_of`` followed to a kept op)."""
+
+    inst: Instance
+    kept: list[int]
+    lead: list[int]
+
+    def expand(self, placement: list[int]) -> list[int]:
+        """A placement of ``inst`` as a placement of the original graph (followers on their lead's device)."""
+        at = {o: i for i, o in enumerate(self.kept)}
+        return [placement[at[ld]] for ld in self.lead]
+
+
+def forward_graph(inst: Instance) -> ForwardGraph | None:
+    """The forward graph of ``inst`` when Baechi places only it: some op carries ``forward_of`` and one
+    device could hold the whole model (sum of op memory <= the largest device). None otherwise, or when
+    the forward graph is not a valid instance (a pinned op with its followers' memory beyond its device)."""
+    fwd = forward_of_index(inst)
+    n = inst.n
+    cand = (fwd >= 0) & (np.asarray(inst.pinned) < 0)
+    if not cand.any() or sum(inst.mem) > max(inst.capacity):
+        return None
+    group = inst.group_of
+    lead = list(range(n))
+    for o in np.flatnonzero(cand).tolist():
+        r, steps = o, 0
+        while cand[r] and steps <= n:  # forward_of may chain (a backward op of a backward op)
+            r, steps = int(fwd[r]), steps + 1
+        if cand[r] or (group[o] >= 0 and group[o] != group[r]):
+            continue  # a forward_of cycle, or a colocation group the lead is not in: stays placed
+        lead[o] = r
+    if all(lead[o] == o for o in range(n)):
+        return None
+    kept = [o for o in range(n) if lead[o] == o]
+    extra_mem = [0] * n
+    for o in range(n):
+        if lead[o] != o:
+            extra_mem[lead[o]] += inst.mem[o]
+    ops = []
+    for o in kept:
+        op = inst.ops[o]
+        ops.append(Op(op.id, op.time, int(op.memory) + extra_mem[o], op.type, op.colocation, op.device,
+                      {k: v for k, v in op.extra.items() if k != "forward_of"}))
+    keep = set(kept)
+    edges = [ed for e, ed in enumerate(inst.edges) if inst.esrc[e] in keep and inst.edst[e] in keep]
+    try:
+        sub = inst.replace(name=f"{inst.name}+forward", ops=ops, edges=edges)
+    except InvalidInstanceError:
+        return None
+    return ForwardGraph(sub, kept, lead)
+
+
+def _forward_only(inst: Instance, opts: BaechiOptions, method: str, options: dict, place) -> Result | None:
+    """Forward-operator-based placement (§3.3 (ii)) for the paper's methods: ``place(forward instance)``
+    -> Result on it, expanded to ``inst``. The per-device order is left to the executor (as Baechi leaves
+    it to TensorFlow): the simulator runs ready ops in the order their inputs arrive. None when it does not
+    apply (option off, a ``*_capped`` variant, no pairing, or memory short)."""
+    if not opts.forward_placement or _unit_cap(opts) is not None:
+        return None
+    fg = forward_graph(inst)
+    if fg is None:
+        return None
+    sub = place(fg.inst)
+    extra = {**sub.extra, "forward_only": {"placed_ops": fg.inst.n, "followers": inst.n - fg.inst.n,
+                                           "forward_makespan": sub.makespan}}
+    return make_result(inst, method, fg.expand(sub.placement), None, options=options, extra=extra)
 
 
 # ---------------------------------------------------------------------------------------- fusion
@@ -297,13 +429,11 @@ def _prepare_arrays(inst: Instance, opts: BaechiOptions):
     from dplace.kernels.levels import op_cost_mean
 
     a = kernels.inst_arrays(inst)
-    n, m = inst.n, inst.m
+    n = inst.n
     work = op_cost_mean(a)
-    total_mem, total_work = int(a.mem.sum()), sum(work.tolist())
-    mem_cap = min(min(inst.capacity), opts.unit_cap * total_mem / m)
-    work_cap = opts.unit_cap * total_work / m
+    mem_cap, work_cap, pairs_capped = _caps(inst, opts, int(a.mem.sum()), sum(work.tolist()))
     fwd = _forward_pairs(inst) if opts.forward_placement else []
-    units = kb.units(a, work, np.array(fwd, dtype=np.int64).reshape(-1, 2), total_mem > max(inst.capacity),
+    units = kb.units(a, work, np.array(fwd, dtype=np.int64).reshape(-1, 2), pairs_capped,
                      opts.coplacement, mem_cap, work_cap)
     label = kb.fuse(a, units) if opts.fusion else np.arange(n)
     return units, kb.cluster_arrays(a, label)
@@ -351,11 +481,21 @@ def _extra(inst: Instance, units: list[int], cl: Clusters) -> dict:
 
 
 # ------------------------------------------------------------------------------------------ m-TOPO
-@register("m_topo", options=BaechiOptions, summary="Baechi m-TOPO: BFS topological order, fill devices up to total/m + largest op.")
-def m_topo(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+@register("m_topo", options=BaechiOptions, paper="Baechi §2.2, §3 (SoCC'20)",
+          summary="Baechi §2.2 m-TOPO: BFS topological order, fill devices up to total/m + largest op; §3 as in the paper.")
+def m_topo(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+           **options) -> Result:
     """m-TOPO (Baechi §2.2): walk a BFS topological order, fill devices in id order up to
-    Cap = sum(d_i)/m + max(d_i); each device runs its ops in that order."""
-    opts = BaechiOptions(**options)
+    Cap = sum(d_i)/m + max(d_i); each device runs its ops in that order. §3 options as the paper's
+    (no unit cap; forward-only placement when one device holds the model). Ties: the BFS queues sources in
+    the instance's topological order and children in edge order (dplace's choice)."""
+    return _m_topo(inst, "m_topo", BaechiOptions(**options), options, Budget.resolve(None, time_limit_s))
+
+
+def _m_topo(inst: Instance, method: str, opts: BaechiOptions, options: dict, budget: Budget) -> Result:
+    fo = _forward_only(inst, opts, method, options, lambda g: _m_topo(g, method, opts, options, budget))
+    if fo is not None:
+        return fo
     units, cl, ur = _prepare(inst, opts)
     cap = sum(inst.mem) / inst.m + (max(inst.mem) if inst.n else 0)
     # BFS (M-TOPO) order over the cluster graph; with singleton clusters this is m_topo_order(inst)
@@ -381,7 +521,7 @@ def m_topo(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, 
         for o in cl.ops[c]:
             placement[o] = d
             order[d].append(o)
-    return make_result(inst, "m_topo", placement, order, options=options,
+    return make_result(inst, method, placement, order, options=options,
                        extra={**_extra(inst, units, cl), "cap_bytes": cap, "fallbacks": fallbacks})
 
 
@@ -501,20 +641,29 @@ def _list_schedule(inst: Instance, cl: Clusters, ur: _UnitRules,
     return state, fallbacks
 
 
-@register("m_etf", options=BaechiOptions, summary="Baechi m-ETF: earliest (op, device) start first; full devices dropped.")
-def m_etf(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+@register("m_etf", options=BaechiOptions, paper="Baechi §2.3, §3 (SoCC'20)",
+          summary="Baechi §2.3 m-ETF: earliest (op, device) start first, full devices dropped; §3 as in the paper.")
+def m_etf(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+          **options) -> Result:
     """m-ETF (Baechi §2.3, ETF of Hwang et al. 1989 made memory-aware): a queue of (op, device) pairs
-    by earliest schedulable time; a pair whose device cannot hold the op is dropped."""
-    opts = BaechiOptions(**options)
+    by earliest schedulable time; a pair whose device cannot hold the op is dropped. §3 options as the
+    paper's. Ties (the paper is silent): larger bottom level, then topological position, then device id."""
+    return _m_etf(inst, "m_etf", BaechiOptions(**options), options, Budget.resolve(None, time_limit_s))
+
+
+def _m_etf(inst: Instance, method: str, opts: BaechiOptions, options: dict, budget: Budget) -> Result:
+    fo = _forward_only(inst, opts, method, options, lambda g: _m_etf(g, method, opts, options, budget))
+    if fo is not None:
+        return fo
     if _use_kernel(inst):
         units, ca = _prepare_arrays(inst, opts)
         pl, order, makespan, fallbacks = _schedule_arrays(inst, units, ca, opts.colocation_coadjust, None)
         extra = {"units": int(np.count_nonzero(units == np.arange(inst.n))), "clusters": ca.n, "ops": inst.n}
-        return make_result(inst, "m_etf", pl, order, options=options, claimed_makespan=makespan,
+        return make_result(inst, method, pl, order, options=options, claimed_makespan=makespan,
                            extra={**extra, "fallbacks": fallbacks})
     units, cl, ur = _prepare(inst, opts)
     state, fallbacks = _list_schedule(inst, cl, ur, None)
-    return make_result(inst, "m_etf", state.placement, state.order(), options=options,
+    return make_result(inst, method, state.placement, state.order(), options=options,
                        claimed_makespan=state.makespan, extra={**_extra(inst, units, cl), "fallbacks": fallbacks})
 
 
@@ -538,22 +687,35 @@ def _cluster_lp_data(inst: Instance, cl: Clusters) -> tuple[list[float], list[tu
 # HiGHS / global HiGHS: 881 clusters 0.70 / 0.31 / 0.30; 2,673: 2.27 / 1.05 / 2.91; 3,175: 1.09 / 1.93 /
 # 2.25; 10,665: 7.54 / 4.50 / 23.17. The global LP is only faster on small LPs, and its placements were
 # not better beyond them (700,793 vs 668,507 µs at 2,673 clusters), so it is the default up to 2,000.
+# The interior point (m_sct's "ipm", load ~10): windows of 1,000 / global, 10,665 clusters 2.3 / 8.4 s;
+# 31,977 clusters 3.5 / 98 s. The windows beyond 2,000 clusters are dplace's, for speed (the paper: one LP).
 GLOBAL_LP_MAX = 2000
 LP_WINDOW = 1000
 
 
-@register("m_sct", options=SctOptions, summary="Baechi m-SCT: SCT favorite-child LP (GLOP/HiGHS), rounded, memory-aware list scheduling.")
-def m_sct(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
-    """m-SCT (Baechi §2.4; SCT of Hanen & Munier): solve the favorite-child LP relaxation (eq. 2),
-    round x_ij < threshold to "favorite", then list-schedule like ETF preferring each favorite child
-    on its parent's device and urgent ops; a full device is excluded."""
+@register("m_sct", options=SctOptions, paper="Baechi §2.4 eq. 2, §3 (SoCC'20)",
+          summary="Baechi §2.4 m-SCT: favourite-child LP (eq. 2) by interior point, x < 0.1 rounded, memory-aware SCT list scheduling.")
+def m_sct(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+          **options) -> Result:
+    """m-SCT (Baechi §2.4; SCT of Hanen & Munier): solve the favorite-child LP relaxation (eq. 2) by an
+    interior-point method without crossover (HiGHS ``ipm``), round x_ij < threshold to "favorite", then
+    list-schedule like ETF preferring each favorite child on its parent's device and urgent ops; a full
+    device is excluded. §3 options as the paper's. Ties (the paper is silent): see :func:`_list_schedule`;
+    two children under the threshold (possible only above 0.5): the smaller x, then edge order."""
+    return _m_sct(inst, "m_sct", SctOptions(**options), options, Budget.resolve(budget, time_limit_s))
+
+
+def _m_sct(inst: Instance, method: str, opts: SctOptions, options: dict, budget: Budget) -> Result:
+    """m-SCT under ``budget``: the LP gets what is left of it (windows left at its end: greedy favourites)."""
     from dplace.formulations.sct_lp import favorite_children, solve_sct_lp_windows
 
-    opts = SctOptions(**options)
+    fo = _forward_only(inst, opts, method, options, lambda g: _m_sct(g, method, opts, options, budget))
+    if fo is not None:
+        return fo
     units, cl, ur = _prepare(inst, opts)
     k, edges = _cluster_lp_data(inst, cl)
     window = int(opts.lp_window) if opts.lp_window is not None else (0 if cl.n <= GLOBAL_LP_MAX else LP_WINDOW)
-    lp = solve_sct_lp_windows(k, edges, window=window, solver=opts.lp_solver, time_limit_s=time_limit_s)
+    lp = solve_sct_lp_windows(k, edges, window=window, solver=opts.lp_solver, budget=budget)
     fav_child, _ = favorite_children(cl.n, edges, lp.x, opts.threshold)
     state, fallbacks = _list_schedule(inst, cl, ur, fav_child)
     extra = {**_extra(inst, units, cl), "fallbacks": fallbacks,
@@ -562,5 +724,28 @@ def m_sct(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, *
              "sct_lp_windows": len(lp.window_objectives), "favorite_children": sum(1 for f in fav_child if f >= 0)}
     if len(lp.window_objectives) > 1:
         extra["sct_lp_window_objectives"] = lp.window_objectives
-    return make_result(inst, "m_sct", state.placement, state.order(), options=options,
+    return make_result(inst, method, state.placement, state.order(), options=options,
                        claimed_makespan=state.makespan, extra=extra)
+
+
+# ------------------------------------------------------------------------------ dplace's variants
+def _register_capped(paper_name: str, impl, options: type, paper: str, more: str = ""):
+    """Register ``<paper_name>_capped``: ``impl`` with co-placement units capped at ``unit_cap`` x
+    (total memory, total work) / m, forward/backward pairs as units of the whole graph (no forward-only
+    placement; pairs capped too when memory is short) -- the project's settings before the paper
+    methods got the paper's -- and ``more``."""
+    name = f"{paper_name}_capped"
+
+    def place(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+              **opts) -> Result:
+        return impl(inst, name, options(**opts), opts, Budget.resolve(budget, time_limit_s))
+
+    place.__name__ = place.__qualname__ = name
+    place.__doc__ = f":func:`{paper_name}` with dplace's unit cap{more}: see :func:`_register_capped`."
+    summary = f"{paper_name} with dplace's unit cap (soft units <= unit_cap x total/m memory and work), whole graph placed{more}."
+    return register(name, options=options, paper=paper, variant_of=paper_name, summary=summary)(place)
+
+
+m_topo_capped = _register_capped("m_topo", _m_topo, CappedOptions, "Baechi §2.2, §3")
+m_etf_capped = _register_capped("m_etf", _m_etf, CappedOptions, "Baechi §2.3, §3")
+m_sct_capped = _register_capped("m_sct", _m_sct, CappedSctOptions, "Baechi §2.4, §3", ", LP by dual simplex (HiGHS)")

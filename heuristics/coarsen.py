@@ -30,8 +30,8 @@ cycle (Theorem 1) and, in a training graph, a variable and its update op sit at 
 so merging would swallow the graph; and allowing only one group per cluster cuts a training graph into
 thousands of tiny clusters (measured: 12,006 instead of 197 clusters on the 36k-op Transformer). So a
 group is *moved*: its **anchor** is the cluster holding its largest member (by memory, then earliest
-in the order); ``expand`` puts every member of the group on the anchor's device, and the coarse
-Instance counts the group's whole memory in the anchor cluster (and none of it elsewhere), so per-
+in the order; with ``anchor_first``, as Celeritas §6.1 says, its member earliest in the order);
+``expand`` puts every member of the group on the anchor's device, and the coarse Instance counts the group's whole memory in the anchor cluster (and none of it elsewhere), so per-
 device memory of the expanded placement equals that of the coarse placement. Times and edges stay
 with the cluster an op is in, so the coarse *timing* is approximate for moved ops (usually small
 update/read ops) — the simulator of the original graph has the last word. A cluster of several ops whose memory with
@@ -302,7 +302,7 @@ def fusion_breakpoints(inst: Instance, order: Sequence[int], R: int, mem_limit: 
 
 def coarsen(inst: Instance, order: Sequence[int] | None = None, R: int = 200, M: float | None = None,
             max_nodes: int | None = None, *, mem_limit: int | None = None, work_limit: float | None = None,
-            pins_alone: bool = False) -> Coarsening:
+            pins_alone: bool = False, anchor_first: bool = False) -> Coarsening:
     """Optimal Operation Fusion of ``inst`` (Celeritas Alg. 1) and the coarse graph.
 
     ``order``: a topological order of op indices (default: CPD-TOPO). ``R``: exploration range (most
@@ -310,6 +310,8 @@ def coarsen(inst: Instance, order: Sequence[int] | None = None, R: int = 200, M:
     (default 0.25); ``mem_limit`` gives it in bytes instead. ``work_limit``: most µs of mean op time
     per cluster (None: no limit, the paper's). ``pins_alone``: pinned ops never share a cluster with
     unpinned ones. ``max_nodes``: ask for at most K clusters (merge pass, see the module docstring).
+    ``anchor_first``: a colocation group's anchor is the cluster of its member earliest in ``order``
+    (Celeritas §6.1: the group follows its first placed node) instead of its largest member's.
     """
     if order is None:
         from dplace.heuristics.orders import cpd_topo_order
@@ -339,15 +341,15 @@ def coarsen(inst: Instance, order: Sequence[int] | None = None, R: int = 200, M:
     if big:  # the same clusters and coarse instance, with numpy
         seq = seq.astype(np.int64, copy=False)
         bps, _ = fusion_breakpoints(inst, seq, int(R), lim, work_limit=work_limit, pins_alone=pins_alone)
-        bps = _split_heavy_arrays(inst, seq, bps)
+        bps = _split_heavy_arrays(inst, seq, bps, anchor_first)
         if max_nodes is not None and len(bps) - 1 > max_nodes:
-            bps = _merge_to(inst, order, bps, max_nodes)
-        return _build_arrays(inst, order, seq, bps, int(R), lim)
+            bps = _merge_to(inst, order, bps, max_nodes, anchor_first)
+        return _build_arrays(inst, order, seq, bps, int(R), lim, anchor_first)
     bps, _ = fusion_breakpoints(inst, order, int(R), lim, work_limit=work_limit, pins_alone=pins_alone)
-    bps = _split_heavy(inst, order, bps)
+    bps = _split_heavy(inst, order, bps, anchor_first)
     if max_nodes is not None and len(bps) - 1 > max_nodes:
-        bps = _merge_to(inst, order, bps, max_nodes)
-    return _build(inst, order, bps, int(R), lim)
+        bps = _merge_to(inst, order, bps, max_nodes, anchor_first)
+    return _build(inst, order, bps, int(R), lim, anchor_first)
 
 
 def _order_ok(inst: Instance, order: list[int]) -> bool:
@@ -362,7 +364,7 @@ def _order_ok(inst: Instance, order: list[int]) -> bool:
     return bool((pos[inst._esrc_a] < pos[inst._edst_a]).all())
 
 
-def _merge_to(inst: Instance, order: Sequence[int], bps: list[int], K: int) -> list[int]:
+def _merge_to(inst: Instance, order: Sequence[int], bps: list[int], K: int, first: bool = False) -> list[int]:
     """Merge adjacent clusters, heaviest connection first, until at most K remain (or none can)."""
     c = edge_costs(inst, "mean")
     cap = min(inst.capacity)
@@ -378,8 +380,8 @@ def _merge_to(inst: Instance, order: Sequence[int], bps: list[int], K: int) -> l
                     pk = inst.pinned[o]
             pins.append(pk)
         # memory with each group counted at its anchor: additive when clusters merge (the merged
-        # cluster holds the group's largest member, so it becomes the anchor)
-        cmem = _cluster_memory(inst, nseg, seg_of, _anchors(inst, order, seg_of))
+        # cluster holds the group's largest -- or first -- member, so it becomes the anchor)
+        cmem = _cluster_memory(inst, nseg, seg_of, _anchors(inst, order, seg_of, first))
         keys = list(zip(cmem, pins))
         w = [0.0] * (nseg - 1)
         for e in range(len(inst.esrc)):
@@ -406,11 +408,14 @@ def _merge_to(inst: Instance, order: Sequence[int], bps: list[int], K: int) -> l
     return bps
 
 
-def _anchors(inst: Instance, order: Sequence[int], cluster_of: list[int]) -> list[int]:
-    """Per colocation group: the cluster of its largest member (by memory, then earliest in ``order``)."""
+def _anchors(inst: Instance, order: Sequence[int], cluster_of: list[int], first: bool = False) -> list[int]:
+    """Per colocation group: the cluster of its largest member (by memory, then earliest in ``order``);
+    ``first``: of its member earliest in ``order`` (Celeritas §6.1)."""
     at = [0] * inst.n
     for i, o in enumerate(order):
         at[o] = i
+    if first:
+        return [cluster_of[min(ms, key=lambda o: at[o])] for ms in inst.groups]
     return [cluster_of[min(ms, key=lambda o: (-inst.mem[o], at[o]))] for ms in inst.groups]
 
 
@@ -425,7 +430,7 @@ def _cluster_memory(inst: Instance, nk: int, cluster_of: list[int], anchor: list
     return mk
 
 
-def _split_heavy(inst: Instance, order: Sequence[int], bps: list[int]) -> list[int]:
+def _split_heavy(inst: Instance, order: Sequence[int], bps: list[int], first: bool = False) -> list[int]:
     """Cut into single ops every cluster of several ops that anchored groups make too big for a device.
 
     Repeats until none is left (a cut can move an anchor); single ops always fit (the Instance checked
@@ -438,7 +443,7 @@ def _split_heavy(inst: Instance, order: Sequence[int], bps: list[int]) -> list[i
         for k in range(nk):
             for o in order[bps[k]:bps[k + 1]]:
                 cluster_of[o] = k
-        cmem = _cluster_memory(inst, nk, cluster_of, _anchors(inst, order, cluster_of))
+        cmem = _cluster_memory(inst, nk, cluster_of, _anchors(inst, order, cluster_of, first))
         heavy = {k for k in range(nk) if bps[k + 1] - bps[k] > 1 and cmem[k] > small}
         if not heavy:
             return bps
@@ -451,7 +456,7 @@ def _split_heavy(inst: Instance, order: Sequence[int], bps: list[int]) -> list[i
         bps = new
 
 
-def _build(inst: Instance, order: list[int], bps: list[int], R: int, lim: int) -> Coarsening:
+def _build(inst: Instance, order: list[int], bps: list[int], R: int, lim: int, first: bool = False) -> Coarsening:
     n, m = inst.n, inst.m
     nk = len(bps) - 1
     cluster_of = [0] * n
@@ -461,7 +466,7 @@ def _build(inst: Instance, order: list[int], bps: list[int], R: int, lim: int) -
         members.append(ms)
         for o in ms:
             cluster_of[o] = k
-    anchor = _anchors(inst, order, cluster_of)
+    anchor = _anchors(inst, order, cluster_of, first)
     cmem = _cluster_memory(inst, nk, cluster_of, anchor)
     dur = inst.dur
     dnames = [dv.name for dv in inst.devices]
@@ -508,15 +513,17 @@ def _labels(n: int, order: np.ndarray, bps: Sequence[int]) -> np.ndarray:
     return cluster_of
 
 
-def _anchors_arrays(a, order: np.ndarray, cluster_of: np.ndarray) -> np.ndarray:
-    """:func:`_anchors` with numpy: per group the cluster of its largest member, earliest in ``order``."""
+def _anchors_arrays(a, order: np.ndarray, cluster_of: np.ndarray, first: bool = False) -> np.ndarray:
+    """:func:`_anchors` with numpy: per group the cluster of its largest member, earliest in ``order``
+    (``first``: of its member earliest in ``order``)."""
     if len(a.group_ptr) <= 1:
         return np.zeros(0, dtype=np.int64)
     at = np.empty(a.n, dtype=np.int64)
     at[order] = np.arange(len(order))
     ms = a.group_members
     gid = np.repeat(np.arange(len(a.group_ptr) - 1), np.diff(a.group_ptr))
-    best = ms[np.lexsort((at[ms], -a.mem[ms], gid))][a.group_ptr[:-1]]
+    keys = (at[ms], gid) if first else (at[ms], -a.mem[ms], gid)
+    best = ms[np.lexsort(keys)][a.group_ptr[:-1]]
     return cluster_of[best]
 
 
@@ -530,7 +537,7 @@ def _cluster_memory_arrays(a, nk: int, cluster_of: np.ndarray, anchor: np.ndarra
     return mk
 
 
-def _split_heavy_arrays(inst: Instance, order: Sequence[int], bps: list[int]) -> list[int]:
+def _split_heavy_arrays(inst: Instance, order: Sequence[int], bps: list[int], first: bool = False) -> list[int]:
     """:func:`_split_heavy` with numpy."""
     a = kernels.inst_arrays(inst)
     order = np.asarray(order, dtype=np.int64)
@@ -539,7 +546,7 @@ def _split_heavy_arrays(inst: Instance, order: Sequence[int], bps: list[int]) ->
         b = np.asarray(bps, dtype=np.int64)
         nk = len(b) - 1
         cluster_of = _labels(inst.n, order, b)
-        cmem = _cluster_memory_arrays(a, nk, cluster_of, _anchors_arrays(a, order, cluster_of))
+        cmem = _cluster_memory_arrays(a, nk, cluster_of, _anchors_arrays(a, order, cluster_of, first))
         heavy = ((b[1:] - b[:-1]) > 1) & (cmem > small)
         if not heavy.any():
             return bps
@@ -574,7 +581,8 @@ class _ClusterFields(Mapping):
         return word in ("size", "first")
 
 
-def _build_arrays(inst: Instance, order: list[int], o_arr: np.ndarray, bps: list[int], R: int, lim: int) -> Coarsening:
+def _build_arrays(inst: Instance, order: list[int], o_arr: np.ndarray, bps: list[int], R: int, lim: int,
+                  first: bool = False) -> Coarsening:
     """:func:`_build` with numpy and the compiled cluster sums: the same coarse instance (``o_arr``:
     ``order`` as an int64 array)."""
     from dplace.kernels import celeritas as kc
@@ -584,7 +592,7 @@ def _build_arrays(inst: Instance, order: list[int], o_arr: np.ndarray, bps: list
     b = np.asarray(bps, dtype=np.int64)
     nk = len(b) - 1
     cluster_of = _labels(inst.n, o_arr, b)
-    anchor = _anchors_arrays(a, o_arr, cluster_of)
+    anchor = _anchors_arrays(a, o_arr, cluster_of, first)
     cmem = _cluster_memory_arrays(a, nk, cluster_of, anchor)
     t = kc.cluster_time(a, o_arr, b)
     last = np.full(nk, -1, dtype=np.int64)  # each cluster's last pinned member (its pin)

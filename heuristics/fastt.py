@@ -33,18 +33,18 @@ the ``size`` rows, as even as possible, frac_i = size_i / size):
     instance's own AddN/Concat/Split ops) and hold the bytes they output.
   * ops whose ``forward_of`` names the split op lose that field; split specs of other ops that list it
     in ``cut`` now list the node that gives its output.
-Data-parallel input graph (``data_parallel_instance``, option ``data_parallel``): when the model fits
-one device, §5.2 starts OS-DPOS from the model replicated once per device, each replica on its share of
+Data-parallel input graph (``data_parallel_instance``; ``os_dpos`` by default, ``os_dpos_model_graph``
+never): when the model fits one device, §5.2 starts OS-DPOS from the model replicated once per device, each replica on its share of
 the batch, gradients summed where they reach the shared variables (rules in the function's docstring).
 """
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from dplace import kernels
+from dplace.budget import Budget
 from dplace.errors import InvalidInstanceError, bad_option
 from dplace.graph import longest_path
 from dplace.model import Edge, Instance, Op
@@ -178,9 +178,13 @@ def _dpos_result(inst: Instance, method: str, opts: DposOptions, options: dict[s
     })
 
 
-@register("dpos", options=DposOptions, summary="FastT DPOS: critical-path devices + EFT with insertion, with execution order.")
-def dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
-    """FastT DPOS (Yi et al., Middleware'20, §5.1 Alg. 1); deterministic, ``seed`` unused."""
+@register("dpos", options=DposOptions, paper="FastT §5.1 Alg. 1 (Middleware'20)",
+          summary="FastT DPOS: critical-path devices + EFT with insertion, with execution order.")
+def dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+         **options) -> Result:
+    """FastT DPOS (Yi et al., Middleware'20, §5.1 Alg. 1) with the paper's settings; deterministic, ``seed``
+    unused. Ties (the paper is silent): equal ranks by topological position, equal finish times by
+    device id, critical-path devices by (average time, more ops fitting, device id)."""
     opts = DposOptions(**options)
     return _dpos_result(inst, "dpos", opts, options)
 
@@ -581,16 +585,15 @@ def fastt_origin(base: Instance, g: Instance) -> list[int]:
 
 
 @dataclass(frozen=True)
-class OsDposOptions:
+class ModelGraphOsDposOptions:
+    """Options of ``os_dpos_model_graph`` (and, with ``data_parallel``, of ``os_dpos``)."""
+
     insertion: bool = True  # DPOS's insertion into idle slots
     critical_path: bool = True  # DPOS's critical-path devices
     cp_one_device: bool = False  # DPOS's public-code variant (see DposOptions)
     split_overhead_us: float = 0.0  # added to each sub-op's time
     max_dpos_runs: int | None = None  # cap on DPOS re-runs on split graphs; None: the paper's whole loop
     copy_bytes_per_us: float | None = None  # split/concat/reduce copy speed; None: from the instance
-    # start from the data-parallel graph (one replica per device) when the model fits one device, as
-    # §5.2 does; False: start from the graph given
-    data_parallel: bool = False
 
     def __post_init__(self) -> None:
         if not 0 <= self.split_overhead_us < math.inf:  # NaN fails too
@@ -599,6 +602,18 @@ class OsDposOptions:
             raise bad_option("max_dpos_runs", ">= 0", self.max_dpos_runs)
         if self.copy_bytes_per_us is not None and not 0 < self.copy_bytes_per_us < math.inf:
             raise bad_option("copy_bytes_per_us", "> 0", self.copy_bytes_per_us)
+
+
+@dataclass(frozen=True)
+class OsDposOptions(ModelGraphOsDposOptions):
+    # §5.2: start from the data-parallel graph (one replica per device) when the model fits one device
+    # and the graph names its batch inputs; False: start from the graph given (os_dpos_model_graph)
+    data_parallel: bool = True
+
+
+# what the result says about the split pieces' times (FastT re-profiles each split shape, §4)
+LINEAR_SHARE_NOTE = ("split pieces timed as a linear share of the op's time (plus split_overhead_us): FastT "
+                     "profiles the split shapes, and this instance carries no measured times for them")
 
 
 def placed_critical_path(inst: Instance, placement: Sequence[int]) -> list[int]:
@@ -613,30 +628,54 @@ def _splittable(inst: Instance, o: int) -> bool:
     return bool(split_dims(inst.ops[o])) and inst.pinned[o] < 0 and inst.group_of[o] < 0
 
 
-@register("os_dpos", options=OsDposOptions,
-          summary="FastT OS-DPOS: DPOS plus splitting of critical-path ops (batch/channel).")
-def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
-    """FastT OS-DPOS (Yi et al., Middleware'20, §5.2 Alg. 2); never worse than DPOS on the same graph.
+@register("os_dpos", options=OsDposOptions, paper="FastT §5.2 Alg. 2 (Middleware'20)",
+          summary="FastT §5.2 OS-DPOS: from the data-parallel graph when the model fits one device, DPOS plus "
+                  "splitting of critical-path ops.")
+def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+            **options) -> Result:
+    """FastT OS-DPOS (Yi et al., Middleware'20, §5.2 Alg. 2); never worse than DPOS on its input graph.
 
-    Stops trying splits after ``max_dpos_runs`` DPOS re-runs or ``time_limit_s`` seconds (keeping the
-    best graph so far). The Result is on the split graph (``res.instance``) when a split was kept.
-    With ``data_parallel`` (and a model that fits one device) the input graph is the data-parallel
-    one: never worse than DPOS on that graph, and not compared with DPOS on the model graph.
-    A split whose graph breaks memory is never kept (unless DPOS's own placement already does).
+    The input graph is the data-parallel one (:func:`data_parallel_instance`) when the model fits one
+    device and the graph names its batch inputs (§5.2), else the graph given (``extra`` says why). Stops
+    trying splits after ``max_dpos_runs`` DPOS re-runs or ``time_limit_s`` seconds (keeping the best
+    graph so far). The Result is on the rewritten graph (``res.instance``, with its transform) when it
+    is not the given one. A split whose graph breaks memory is never kept (unless DPOS's own placement
+    already does). Split pieces take a linear share of the op's time (``extra["split_timing"]``).
+    Where the paper is silent: ops are tried by decreasing time on their device (ties: topological
+    position); dims in name order, n from 2 up; a split is kept only if it improves the makespan by
+    more than 1e-9 relative.
     """
-    opts = OsDposOptions(**options)
+    return _os_dpos(inst, "os_dpos", OsDposOptions(**options), options, Budget.resolve(budget, time_limit_s))
+
+
+@register("os_dpos_model_graph", options=ModelGraphOsDposOptions, paper="FastT §5.2 Alg. 2", variant_of="os_dpos",
+          summary="os_dpos on the graph as given (no data-parallel input graph), so its placement is of the given ops.")
+def os_dpos_model_graph(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
+                        budget: Budget | None = None, **options) -> Result:
+    """:func:`os_dpos` started from the graph given even when the model fits one device: its result is a
+    placement of the given ops unless a split is kept (what ``portfolio`` and ``refine`` can use)."""
+    return _os_dpos(inst, "os_dpos_model_graph", ModelGraphOsDposOptions(**options), options,
+                    Budget.resolve(budget, time_limit_s))
+
+
+def _os_dpos(inst: Instance, method: str, opts: ModelGraphOsDposOptions, options: dict[str, Any],
+             budget: Budget) -> Result:
     given = inst
-    t0 = time.perf_counter()
     dopts = DposOptions(insertion=opts.insertion, critical_path=opts.critical_path, cp_one_device=opts.cp_one_device)
     bw = copy_bandwidth(inst) if opts.copy_bytes_per_us is None else float(opts.copy_bytes_per_us)
     dp_info: dict[str, Any] = {}
-    if opts.data_parallel:
-        if fits_one_device(inst):
+    if getattr(opts, "data_parallel", False):
+        if not fits_one_device(inst):
+            dp_info["data_parallel_skipped"] = "the model does not fit one device: the model graph is the input"
+        elif not batch_inputs(inst):
+            dp_info["data_parallel_skipped"] = ("the graph names no batch inputs (extra.tf.inputs or ops with "
+                                                "extra.batch_input = true): the model graph is the input")
+        else:
             inst = data_parallel_instance(inst, copy_bytes_per_us=bw)
             dp_info[DP_KEY] = {k: v for k, v in inst.extra[DP_KEY].items() if k != "of"}
-        else:
-            dp_info["data_parallel_skipped"] = "the model does not fit one device: the model graph is the input"
-    best = _dpos_result(inst, "os_dpos", dopts, options)
+    t_run = budget.elapsed()
+    best = _dpos_result(inst, method, dopts, options)
+    run_s = budget.elapsed() - t_run  # a trial (split, DPOS, simulation) costs about one DPOS run
     dpos_makespan = best.makespan
     cap = math.inf if opts.max_dpos_runs is None else opts.max_dpos_runs
     cur = inst
@@ -652,10 +691,13 @@ def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
         out_of_budget = False
         for dim, size in sorted(split_dims(cur.ops[o]).items()):
             for n in range(2, min(cur.m, size) + 1):
-                if runs >= cap or (time_limit_s is not None and time.perf_counter() - t0 > time_limit_s):
+                # a trial is begun only when it and what follows a kept split (its simulation, the split
+                # graph's bound in dplace.solve: about one more run) end within the budget
+                if runs >= cap or budget.left() < 2 * run_s:
                     out_of_budget = True
                     break
                 runs += 1
+                t_run = budget.elapsed()
                 g = split_instance(cur, [[op_id, dim, n]], overhead_us=opts.split_overhead_us, copy_bytes_per_us=bw)
                 if sum(g.mem) > sum(g.capacity):  # pieces of a partial sum each hold it whole
                     continue
@@ -664,11 +706,12 @@ def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
                 if sched.memory_ok or not best.memory_ok:  # a split must not break memory
                     if trial_best is None or sched.makespan < trial_best[0] - 1e-9:
                         trial_best = (sched.makespan, (g, run), [op_id, dim, n])
+                run_s = max(run_s, budget.elapsed() - t_run)
             if out_of_budget:
                 break
         if trial_best is not None and trial_best[0] < best.makespan - 1e-9 * max(1.0, best.makespan):
             cur, run = trial_best[1]
-            best = _dpos_result(cur, "os_dpos", dopts, options, run)
+            best = _dpos_result(cur, method, dopts, options, run)
             splits.append(trial_best[2])
         else:
             if out_of_budget:
@@ -689,6 +732,8 @@ def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
         "dpos_runs": runs,
         "stopped": stopped,
     }
+    if splits:
+        extra["split_timing"] = LINEAR_SHARE_NOTE
     transform = None
     if best.instance is not given:
         params = {k: extra[k] for k in (DP_KEY, "splits", "split_overhead_us", "split_copy_bytes_per_us") if k in extra}

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dplace import kernels
+from dplace.budget import Budget
 from dplace.model import Instance
 from dplace.ranks import priority_order, upward_rank
 from dplace.registry import register
@@ -18,7 +19,8 @@ class HeftOptions:
 
 
 @register("heft", options=HeftOptions, summary="HEFT list scheduling, insertion-based, memory-aware.")
-def heft(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def heft(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+         **options) -> Result:
     """HEFT (Topcuoglu et al., IEEE TPDS 2002, §4.1): ops by decreasing upward rank, each on the device
     of earliest finish time with insertion; devices without room (memory, colocation) are skipped."""
     opts = HeftOptions(**options)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dplace import progress
+from dplace.budget import Budget
 from dplace.errors import SolverError, bad_option
 from dplace.model import Instance
 from dplace.ranks import op_costs
@@ -38,7 +40,8 @@ def _scale(values: list[float]) -> list[int]:
 
 
 @register("metis", options=MetisOptions, summary="Metis k-way partition (time/bytes weights), memory repaired or flagged, FIFO order.", kind="baseline")
-def metis(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, **options) -> Result:
+def metis(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None,
+          **options) -> Result:
     """k-way METIS partition (Karypis & Kumar 1998) via pymetis, as the Metis baseline of Baechi §5."""
     opts = MetisOptions(**options)
     try:
@@ -84,8 +87,9 @@ def metis(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, *
             starts.append(len(nbrs))
         ew = _scale(wts) if wts else None
         mopts = pymetis.Options(seed=int(seed) & 0x7FFFFFFF, ufactor=int(opts.ufactor))
-        res = pymetis.part_graph(m, pymetis.CSRAdjacency(starts, nbrs), vweights=_scale(vwork),
-                                 eweights=ew, options=mopts)
+        with progress.silenced():  # METIS prints e.g. "***Cannot bisect a graph with 0 vertices!" on stdout
+            res = pymetis.part_graph(m, pymetis.CSRAdjacency(starts, nbrs), vweights=_scale(vwork),
+                                     eweights=ew, options=mopts)
         part = [int(p) for p in res.vertex_part]
     dev_of_part = _map_parts(inst, part, vmem, vpin, m)
     dev = [vpin[v] if vpin[v] >= 0 else dev_of_part[part[v]] for v in range(nv)]

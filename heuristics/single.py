@@ -1,6 +1,7 @@
 """``single``: every op on the one fastest device that holds them all (a baseline)."""
 from __future__ import annotations
 
+from dplace.budget import Budget
 from dplace.errors import InfeasibleError
 from dplace.model import Instance
 from dplace.registry import register
@@ -8,7 +9,7 @@ from dplace.result import Result, make_result
 
 
 @register("single", summary="Every op on one device: the fastest single device that holds them all.", kind="baseline")
-def single(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0) -> Result:
+def single(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, budget: Budget | None = None) -> Result:
     """Single-device baseline (the "single GPU" placement Baechi, SoCC'20, §5 compares against).
 
     All ops on the one device that fits them and finishes first; infeasible if none holds them."""

@@ -10,6 +10,7 @@ import time
 from typing import Sequence
 
 from dplace import claims
+from dplace.budget import Budget
 from dplace.errors import InfeasibleError, SolverError
 
 from .chain import Chain, communication_time
@@ -27,31 +28,35 @@ def _int_scale(values: Sequence[float]) -> tuple[float, bool]:
     return 1000.0, True
 
 
-def _solver(time_limit_s: float | None, seed: int):
+def _solver(budget: Budget, seed: int):
     from ortools.sat.python import cp_model
 
     s = cp_model.CpSolver()
-    if time_limit_s is not None:
-        s.parameters.max_time_in_seconds = float(time_limit_s)
+    if budget.limited:
+        s.parameters.max_time_in_seconds = budget.seconds(0.01)
     s.parameters.num_workers = 2
     s.parameters.random_seed = int(seed)
     return s
 
 
-def _solve_alloc(m, b, L: int, P: int, time_limit_s: float | None, seed: int, presolve: bool = True):
-    """Solve an allocation model: (solver, status, allocation or None when no solution was found)."""
+def _solve_alloc(m, b, L: int, P: int, budget: Budget, seed: int, presolve: bool = True):
+    """Solve an allocation model within ``budget`` (the search is stopped by dplace at its deadline):
+    (solver, status, allocation or None when no solution was found)."""
     from ortools.sat.python import cp_model
 
-    solver = _solver(time_limit_s, seed)
+    from dplace.formulations.cpsat.model import run_search
+
+    solver = _solver(budget, seed)
     solver.parameters.cp_model_presolve = presolve
-    st = solver.Solve(m)
+    st, _ = run_search(solver, m, budget=budget)
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return solver, st, None
     return solver, st, [next(p for p in range(P) if solver.Value(b[l, p])) for l in range(L)]
 
 
 def contiguous_cpsat(chain: Chain, processors: int | None = None, memory: float | None = None, *,
-                    time_limit_s: float | None = 30.0, seed: int = 0) -> PipelineSolution:
+                    time_limit_s: float | None = 30.0, seed: int = 0,
+                    budget: Budget | None = None) -> PipelineSolution:
     """CP-SAT model of the contiguous problem with the **1F1B* NCA model**: layer l's NCA is the
     number z_l of its group (groups of consecutive stages counted from the end, each group's summed
     u_F + u_B ≤ T), so memory of stage p is Σ_l [l in p](W_l + z_l·a_l) ≤ M; minimise T ≥ every stage
@@ -61,6 +66,7 @@ def contiguous_cpsat(chain: Chain, processors: int | None = None, memory: float 
     from ortools.sat.python import cp_model
 
     t0 = time.perf_counter()
+    budget = Budget.resolve(budget, time_limit_s)
     _check_cost(chain)
     P = processors or chain.processors
     M = memory if memory is not None else chain.memory
@@ -134,7 +140,7 @@ def contiguous_cpsat(chain: Chain, processors: int | None = None, memory: float 
             for p in range(P):
                 m.Add(sum((W[l] + A[l]) * b[l, p] for l in range(L)) <= Mi)
     m.Minimize(T)
-    solver, st, alloc = _solve_alloc(m, b, L, P, time_limit_s, seed)
+    solver, st, alloc = _solve_alloc(m, b, L, P, budget, seed)
     if st == cp_model.INFEASIBLE:
         raise InfeasibleError(f"chain {chain.name!r}: no contiguous allocation on {P} processors fits in memory {M}")
     if alloc is None:
@@ -171,7 +177,7 @@ def _integral_memory(chain: Chain) -> bool:
 
 def general_cpsat(chain: Chain, processors: int | None = None, memory: float | None = None, *,
                  time_limit_s: float | None = 30.0, seed: int = 0, hint: bool = True,
-                 max_position_size: int = 2000) -> PipelineSolution:
+                 max_position_size: int = 2000, budget: Budget | None = None) -> PipelineSolution:
     """CP-SAT models of general (non-contiguous) allocations: a processor may hold any set of layers;
     minimise the period T subject to memory. Two NCA models:
 
@@ -194,6 +200,7 @@ def general_cpsat(chain: Chain, processors: int | None = None, memory: float | N
     With ``hint`` the contiguous DP solution seeds the search and is returned if nothing better is
     found (it is a general allocation too)."""
     t0 = time.perf_counter()
+    budget = Budget.resolve(budget, time_limit_s)
     _check_cost(chain)
     P = processors or chain.processors
     M = memory if memory is not None else chain.memory
@@ -209,12 +216,12 @@ def general_cpsat(chain: Chain, processors: int | None = None, memory: float | N
             seed_sol = contiguous_dp(chain, P, M)
         except InfeasibleError:
             seed_sol = None
-    deadline = None if time_limit_s is None else time.perf_counter() + float(time_limit_s)
     sol = PipelineSolution("general_cpsat", chain, P, M, "unknown", extra={"rounded_times": rounded})
-    # 1. load model
+    # 1. load model (half the budget when the position model may follow)
     notes: list[str] = []
-    got = _load_model(data, seed_sol, time_limit_s, seed, notes)
     activ = M is not None and any(data["A"])
+    got = _load_model(data, seed_sol, budget.share(0.5) if activ and 2 * L * P <= max_position_size else budget,
+                      seed, notes)
     best: tuple[Pattern, list[int], list[int | None], str, float] | None = None  # pattern, alloc, origin, model, claim
     bound = None
     exact = not rounded and _integral_memory(chain)  # the load model is then a relaxation of the real problem
@@ -233,10 +240,9 @@ def general_cpsat(chain: Chain, processors: int | None = None, memory: float | N
     # 2. position model
     if not proven and activ:
         if 2 * L * P <= max_position_size:
-            left = None if deadline is None else max(1.0, deadline - time.perf_counter())
             incumbent = min([x for x in (best and best[0].period, seed_sol.period if seed_sol and seed_sol.ok else None)
                              if x is not None], default=None)
-            got2 = _position_model(chain, data, seed_sol, left, seed, incumbent)
+            got2 = _position_model(chain, data, seed_sol, budget, seed, incumbent)
             if got2 == "infeasible" and best is None and seed_sol is None:
                 raise InfeasibleError(f"chain {chain.name!r}: no allocation on {P} processors fits in memory {M}")
             if isinstance(got2, tuple):
@@ -329,7 +335,7 @@ def _load_floor(data) -> int:
     return max(max(u), -(-sum(u) // data["P"]))
 
 
-def _load_model(data, seed_sol, time_limit_s, seed, notes: list[str]):
+def _load_model(data, seed_sol, budget: Budget, seed, notes: list[str]):
     """Relaxation with every NCA = 1: (allocation, T, confirmed bound or None) | "infeasible" | None.
 
     CP-SAT's verdicts are claims: INFEASIBLE counts only when a search without presolve agrees, and its
@@ -338,12 +344,11 @@ def _load_model(data, seed_sol, time_limit_s, seed, notes: list[str]):
     from ortools.sat.python import cp_model
 
     L, P, sc = data["L"], data["P"], data["sc"]
-    check_s = 5.0 if time_limit_s is None else min(5.0, float(time_limit_s))
     m, T, b = _load_cp(data, seed_sol)
-    solver, st, alloc = _solve_alloc(m, b, L, P, time_limit_s, seed)
-    if st == cp_model.INFEASIBLE:
+    solver, st, alloc = _solve_alloc(m, b, L, P, budget, seed)
+    if st == cp_model.INFEASIBLE:  # the check without presolve: at most 5 s
         m, T, b = _load_cp(data, None)
-        solver, st, alloc = _solve_alloc(m, b, L, P, check_s, seed, presolve=False)
+        solver, st, alloc = _solve_alloc(m, b, L, P, budget.child(5.0), seed, presolve=False)
         if st == cp_model.INFEASIBLE:
             return "infeasible"
         notes.append("load model: INFEASIBLE with presolve not confirmed by a search without it")
@@ -357,7 +362,7 @@ def _load_model(data, seed_sol, time_limit_s, seed, notes: list[str]):
     else:
         below = int(math.ceil(bound_ticks - 1e-9)) - 1
         m2, _, b2 = _load_cp(data, None, below=below)
-        solver2, st2, _ = _solve_alloc(m2, b2, L, P, check_s, seed, presolve=False)
+        solver2, st2, _ = _solve_alloc(m2, b2, L, P, budget.child(5.0), seed, presolve=False)
         if st2 == cp_model.INFEASIBLE:
             confirmed = float(below + 1)
         else:
@@ -366,7 +371,7 @@ def _load_model(data, seed_sol, time_limit_s, seed, notes: list[str]):
     return alloc, solver.Value(T) / sc, None if confirmed is None else confirmed / sc
 
 
-def _position_model(chain, data, seed_sol, time_limit_s, seed, incumbent):
+def _position_model(chain, data, seed_sol, budget: Budget, seed, incumbent):
     """The position-NCA model: (pattern, allocation, origin, T, bound, optimal) | "infeasible" | None."""
     from ortools.sat.python import cp_model
 
@@ -449,7 +454,7 @@ def _position_model(chain, data, seed_sol, time_limit_s, seed, incumbent):
             m.AddHint(qv[op.kind, op.layer], q)
     m.Minimize(T)
     # CP-SAT's presolve overruns the time limit on the larger models
-    solver, st, alloc = _solve_alloc(m, b, L, P, time_limit_s, seed, presolve=2 * L * P <= 400)
+    solver, st, alloc = _solve_alloc(m, b, L, P, budget, seed, presolve=2 * L * P <= 400)
     if st == cp_model.INFEASIBLE:
         return "infeasible"
     if alloc is None:

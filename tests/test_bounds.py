@@ -12,7 +12,7 @@ from dplace.bounds import (
 from dplace.bounds_segments import segment_bound, segments
 from dplace.errors import InfeasibleError
 from dplace.model import Device, Edge, Instance, Link, Op
-from dplace.testing import random_instance
+from dplace.testing import random_instance, series_composition
 from formulations._brute import brute_force
 
 pytestmark = pytest.mark.solver  # the segment bound runs CP-SAT
@@ -46,58 +46,9 @@ def test_every_bound_at_most_brute_force_optimum(integer):
     assert stronger >= 1  # the new bounds do see something the old ones did not
 
 
-def _block(rng, k, tag):
-    """A random DAG on ops s, b1..bk, t with every op reachable from s and reaching t."""
-    names = [f"{tag}s"] + [f"{tag}b{i}" for i in range(k)] + [f"{tag}t"]
-    times = [rng.randint(1, 9) for _ in names]
-    edges = set()
-    for i in range(1, k + 1):
-        edges.add((rng.randrange(0, i), i))
-        edges.add((i, rng.randint(i + 1, k + 1)))
-    for _ in range(k // 2):
-        a = rng.randrange(0, k + 1)
-        b = rng.randrange(a + 1, k + 2)
-        edges.add((a, b))
-    nbytes = {e: rng.randint(0, 6) for e in sorted(edges)}
-    return names, times, nbytes
-
-
-def _block_instance(names, times, nbytes, m, lat):
-    ops = [Op(nm, t, 0) for nm, t in zip(names, times)]
-    edges = [Edge(names[a], names[b], float(nb)) for (a, b), nb in nbytes.items()]
-    return Instance("block", [Device(f"d{d}", 1 << 30) for d in range(m)], ops, edges, link=Link(lat, 1.0))
-
-
-def _series(rng, blocks, m=2, lat=2.0):
-    """Blocks chained through shared ops (block i's sink is block i+1's source) and the optimum.
-
-    Identical devices, unlimited memory, parallel transfers. Every op of block i+1 is a descendant of the
-    shared op x and every op of block i an ancestor, so in any schedule block i occupies
-    [start(s_i), end(t_i)] and consecutive blocks overlap exactly on x's run: makespan = sum of block
-    spans - sum of the shared ops' times >= sum OPT(B_i) - sum p(x). Conversely, optimal block schedules,
-    devices renamed so x sits on one device in both and shifted to meet at x, form one schedule
-    (nothing of block i+1 starts before x ends, nothing of block i ends after x starts). So
-    OPT = sum OPT(B_i) - sum p(x), each OPT(B_i) by brute force."""
-    ops, edges, opt = [], [], 0.0
-    prev_sink = None
-    for i, k in enumerate(blocks):
-        names, times, nbytes = _block(rng, k, f"B{i}")
-        if prev_sink is not None:  # share: this block's source is the previous sink
-            names[0] = prev_sink[0]
-            times[0] = prev_sink[1]
-        opt += brute_force(_block_instance(names, times, nbytes, m, lat))[0]
-        if prev_sink is not None:
-            opt -= prev_sink[1]
-        ops.extend(Op(nm, t, 0) for j, (nm, t) in enumerate(zip(names, times)) if not (prev_sink and j == 0))
-        edges.extend(Edge(names[a], names[b], float(nb)) for (a, b), nb in nbytes.items())
-        prev_sink = (names[-1], times[-1])
-    inst = Instance("series", [Device(f"d{d}", 1 << 30) for d in range(m)], ops, edges, link=Link(lat, 1.0))
-    return inst, opt
-
-
 @pytest.mark.parametrize("seed,blocks", [(1, [4] * 8), (2, [5, 3, 4, 5, 4, 3, 5, 4, 5, 4, 3])])
 def test_bounds_against_exact_optimum_of_series_compositions(seed, blocks):
-    inst, opt = _series(random.Random(seed), blocks)
+    inst, opt = series_composition(random.Random(seed), blocks)
     assert 30 <= inst.n <= 60
     parts = {b.name: b.value for b in bound_portfolio(inst, segments=True, time_limit_s=20.0)}
     for name, v in parts.items():
@@ -110,7 +61,7 @@ def test_bounds_against_exact_optimum_of_series_compositions(seed, blocks):
 
 
 def test_segments_cut_only_where_every_kept_op_is_comparable():
-    inst, _ = _series(random.Random(3), [4, 5, 4, 4, 5, 4, 4])
+    inst, _ = series_composition(random.Random(3), [4, 5, 4, 4, 5, 4, 4])
     for w in (0, 2, 8):
         path, segs = segments(inst, w)
         anc = {o: set() for o in range(inst.n)}
@@ -233,7 +184,7 @@ def test_cheap_parts_are_what_lower_bound_takes():
 
 
 def test_segment_bound_respects_its_time_limit_and_stays_a_bound():
-    inst, opt = _series(random.Random(4), [5] * 8)
+    inst, opt = series_composition(random.Random(4), [5] * 8)
     sb = segment_bound(inst, time_limit_s=0.0)  # nothing solved: each segment counts its critical path
     assert critical_path_length(inst) - 1e-9 <= sb.value <= opt + 1e-9
 
@@ -241,7 +192,7 @@ def test_segment_bound_respects_its_time_limit_and_stays_a_bound():
 def test_compare_sets_the_segment_bound_beside_the_methods(tmp_path, capsys):
     from dplace.cli import main
 
-    inst, opt = _series(random.Random(6), [5] * 10)
+    inst, opt = series_composition(random.Random(6), [5] * 10)
     assert inst.n >= 50
     path = tmp_path / "s.json"
     path.write_text(inst.to_json())

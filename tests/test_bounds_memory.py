@@ -10,10 +10,8 @@ from dplace.bounds_memory import forced_cut_cost
 from dplace.bounds_segments import critical_path_ops, segment_bound
 from dplace.errors import InfeasibleError, InvalidInstanceError
 from dplace.model import Device, Edge, Instance, Link, Op
-from dplace.testing import random_instance
+from dplace.testing import block_instance, random_instance, series_block
 from formulations._brute import brute_force
-
-from test_bounds import _block, _block_instance
 
 pytestmark = pytest.mark.solver  # the segment bound runs CP-SAT
 
@@ -56,7 +54,7 @@ def _chain_optimum(times, mems, nbytes, cap, lat, m=2):
 
 def test_forced_cuts_reach_the_optimum_of_a_memory_bound_series_composition():
     """A 10-op chain whose ops do not fit on one device (memory 15 each, devices of 100), then six
-    memory-free blocks in series (as in test_bounds._series: the optimum is the sum of the parts' optima
+    memory-free blocks in series (as in dplace.testing.series_composition: the optimum is the sum of the parts' optima
     minus the shared ops' times; the chain's by enumeration, the blocks' by brute force). The devices are
     renamed per block only, which memory-free blocks allow."""
     rng = random.Random(7)
@@ -70,9 +68,9 @@ def test_forced_cuts_reach_the_optimum_of_a_memory_bound_series_composition():
     opt = _chain_optimum(times, mems, nbytes, cap, lat)
     prev = (names[-1], times[-1])
     for i in range(6):
-        bn, bt, bb = _block(rng, 4, f"B{i}")
+        bn, bt, bb = series_block(rng, 4, f"B{i}")
         bn[0], bt[0] = prev
-        opt += brute_force(_block_instance(bn, bt, bb, 2, lat))[0] - prev[1]
+        opt += brute_force(block_instance(bn, bt, bb, 2, lat))[0] - prev[1]
         ops.extend(Op(nm, t, 0) for nm, t in zip(bn[1:], bt[1:]))
         edges.extend(Edge(bn[a], bn[b], float(nb)) for (a, b), nb in bb.items())
         prev = (bn[-1], bt[-1])

@@ -117,3 +117,32 @@ def test_solve_hands_one_budget_to_the_method_and_times_on_its_clock():
 
 def test_budget_is_exported():
     assert dplace.Budget is Budget
+
+
+def test_no_remaining_time_computed_by_hand():
+    """Time flows one way: the product's phases ask a Budget how much is left; nobody adds a limit to a
+    clock reading or subtracts one from a deadline by hand. (Process watchdogs that kill a solver child
+    a grace after its limit keep their own stopwatch: formulations/highs_worker.py, milp._run_cbc, the
+    bench harness in dplace/study.)"""
+    import pathlib
+    import re
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    pattern = re.compile(r"(perf_counter|monotonic)\(\) *\+ *\w*(limit|left|budget)|deadline *- *time\.|"
+                         r"time_limit_s *- *\(|limit *- *\(time\.")
+    found = []
+    for pkg in ("dplace", "formulations", "heuristics", "pipeline"):
+        for path in sorted((root / pkg).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            if rel in ("dplace/budget.py", "formulations/highs_worker.py") or rel.startswith("dplace/study/"):
+                continue
+            for i, line in enumerate(path.read_text().splitlines(), 1):
+                if pattern.search(line):
+                    found.append(f"{rel}:{i}: {line.strip()}")
+    assert not found, "\n".join(found)
+
+
+def test_every_registered_method_takes_a_budget():
+    from dplace.registry import method_info, methods, takes_budget
+
+    assert [m for m in methods() if not takes_budget(method_info(m).func)] == []

@@ -64,8 +64,8 @@ def _cli(*args):
 
 
 def _interrupt(cmd, marker, *, n=1, cwd=None, timeout=120.0):
-    """Run ``cmd``, wait for ``marker`` on its stderr, send ``n`` SIGINTs; returns (rc, stdout, stderr, s)
-    where s is the time from the first SIGINT to the exit."""
+    """Run ``cmd``, wait for ``marker`` on its stderr, send ``n`` SIGINTs; returns (rc, stdout, stderr).
+    What each test checks is a flag or an exit code, not a time (a timed assert flakes under load)."""
     env = dict(os.environ, DPLACE_PROGRESS="plain")
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
     err: list[str] = []
@@ -81,20 +81,18 @@ def _interrupt(cmd, marker, *, n=1, cwd=None, timeout=120.0):
     t.start()
     try:
         assert seen.wait(timeout), f"never saw {marker!r}: {''.join(err)[-2000:]}"
-        t0 = time.monotonic()
         for i in range(n):
             if i:
                 time.sleep(0.3)
             p.send_signal(signal.SIGINT)
         out = p.stdout.read()
         rc = p.wait(timeout=60)
-        took = time.monotonic() - t0
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
     t.join(5)
-    return rc, out, "".join(err), took
+    return rc, out, "".join(err)
 
 
 @pytest.fixture(scope="module")
@@ -141,27 +139,27 @@ def test_ctrl_c_during_the_first_heuristic_lets_it_answer():
 @pytest.mark.solver
 def test_solve_cpsat_ctrl_c_returns_incumbent(mid, tmp_path):
     out = tmp_path / "r.json"
-    rc, stdout, stderr, took = _interrupt(_cli("solve", mid, "--method", "cpsat", "--time-limit", 60, "--json",
+    rc, stdout, stderr = _interrupt(_cli("solve", mid, "--method", "cpsat", "--time-limit", 60, "--json",
                                                "--out", out), "cpsat: solution")
     assert rc == 130, stderr[-2000:]
     data = json.loads(out.read_text())
     assert data["interrupted"] is True and data["makespan"] is not None and data["status"] == "feasible"
     assert json.loads(stdout)["makespan"] == data["makespan"]
     assert "interrupted" in stderr and "Traceback" not in stderr
-    assert took < 30  # far below the 60 s limit: the search stopped
+    assert data["solve_time_s"] < 60  # the search stopped before its own limit
 
 
 @pytest.mark.solver
 @pytest.mark.parametrize("method", ["refine", "portfolio"])
 def test_refine_portfolio_ctrl_c(method, tmp_path):
     out = tmp_path / "r.json"
-    rc, stdout, stderr, took = _interrupt(_cli("solve", BERT, "--method", method, "--time-limit", 120, "--out", out),
+    rc, stdout, stderr = _interrupt(_cli("solve", BERT, "--method", method, "--time-limit", 120, "--out", out),
                                           "LNS step")
     assert rc == 130, stderr[-2000:]
     data = json.loads(out.read_text())
     assert data["interrupted"] is True and data["method"] == method and data["check"] == "valid"
-    assert data["extra"]["lns_stopped"] == "interrupted"
-    assert took < 30 and "Traceback" not in stderr
+    assert data["extra"]["lns_stopped"] == "interrupted"  # stopped by the Ctrl-C, not by its limit
+    assert "Traceback" not in stderr
 
 
 def test_second_ctrl_c_exits_at_once():
@@ -170,9 +168,9 @@ def test_second_ctrl_c_exits_at_once():
             "with interrupt.handling(cpsat=False), interrupt.polling():\n"
             "    print('ready', file=sys.stderr, flush=True); time.sleep(60)\n"
             "sys.exit(0)\n")
-    rc, _, stderr, took = _interrupt([sys.executable, "-c", code], "ready", n=2)
+    rc, _, stderr = _interrupt([sys.executable, "-c", code], "ready", n=2)
+    # rc 130: the second Ctrl-C exited (the sleep would have ended with 0)
     assert rc == 130 and "exiting now" in stderr and "best answer so far" in stderr, stderr
-    assert took < 10
 
 
 def test_ctrl_c_outside_polling_code_raises_keyboard_interrupt():
@@ -182,14 +180,14 @@ def test_ctrl_c_outside_polling_code_raises_keyboard_interrupt():
             "        print('ready', file=sys.stderr, flush=True); time.sleep(60)\n"
             "    except KeyboardInterrupt:\n"
             "        sys.exit(7)\n")
-    rc, _, stderr, took = _interrupt([sys.executable, "-c", code], "ready")
-    assert rc == 7 and took < 10, stderr
+    rc, _, stderr = _interrupt([sys.executable, "-c", code], "ready")
+    assert rc == 7, stderr  # KeyboardInterrupt raised in the sleep (else it would end with 0)
 
 
 @pytest.mark.solver
 def test_compare_ctrl_c_keeps_finished_rows(mid, tmp_path):
     out = tmp_path / "c.json"
-    rc, stdout, stderr, took = _interrupt(
+    rc, stdout, stderr = _interrupt(
         _cli("compare", mid, "--methods", "heft,cpsat,m_etf", "--time-limit", 60, "--out", out), "cpsat: solution")
     assert rc == 130, stderr[-2000:]
     data = json.loads(out.read_text())
@@ -198,14 +196,14 @@ def test_compare_ctrl_c_keeps_finished_rows(mid, tmp_path):
     assert rows["heft"]["makespan"] is not None and rows["heft"]["interrupted"] is False
     assert rows["cpsat"]["interrupted"] is True and rows["cpsat"]["makespan"] is not None
     assert rows["m_etf"]["status"] == "not run"
-    assert "cpsat" in stdout and took < 30
+    assert "cpsat" in stdout
 
 
 @pytest.mark.solver
 def test_bench_ctrl_c_writes_reports_of_finished_rows(tmp_path):
     small = os.path.join(os.path.dirname(__file__), "..", "instances", "suites", "small", "small_01_lowccr.json")
     out = tmp_path / "study"
-    rc, stdout, stderr, took = _interrupt(
+    rc, stdout, stderr = _interrupt(
         _cli("bench", small, BERT, "--methods", "heft,refine", "--time-limit", 60, "--workers", 1, "--no-plots",
              "--out", out), "pair(s) to run")
     assert rc == 130, stderr[-2000:]
@@ -213,7 +211,7 @@ def test_bench_ctrl_c_writes_reports_of_finished_rows(tmp_path):
     assert res["params"]["interrupted"] is True and res["params"]["pairs_planned"] == 4
     assert res["params"]["pairs_finished"] == len(res["rows"]) == len(list((out / "rows").glob("*.json"))) < 4
     assert "**Interrupted**" in (out / "report.md").read_text()
-    assert "interrupted" in stderr and took < 20 and "Traceback" not in stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr
 
 
 @pytest.mark.solver
@@ -222,13 +220,13 @@ def test_solve_cpsat_ctrl_c_during_the_heuristics_keeps_the_best_so_far(tmp_path
     goes at the first heuristic progress line: plain progress prints at most once a second, and the
     heuristics can all end within that second; the model building after them also returns the hint.)"""
     out = tmp_path / "r.json"
-    rc, stdout, stderr, took = _interrupt(_cli("solve", BERT, "--method", "cpsat", "--time-limit", 60, "--json",
+    rc, stdout, stderr = _interrupt(_cli("solve", BERT, "--method", "cpsat", "--time-limit", 60, "--json",
                                                "--out", out), "heuristic ")
     assert rc == 130, stderr[-2000:]
     data = json.loads(out.read_text())
     assert data["interrupted"] is True and data["status"] == "heuristic" and data["check"] == "valid"
     assert data["extra"]["returned"] == "hint" and "Ctrl-C" in data["extra"]["stopped"]
-    assert "Traceback" not in stderr and took < 30
+    assert "Traceback" not in stderr
 
 
 _REPEAT = """

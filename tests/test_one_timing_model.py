@@ -13,7 +13,7 @@ from dplace.formats.generate import layered_dag
 from dplace.registry import method_info, methods
 from dplace.testing import random_instance
 
-LIST_SCHEDULERS = ["heft", "m_etf", "m_sct", "dpos", "os_dpos"]
+LIST_SCHEDULERS = ["heft", "m_etf", "m_sct", "dpos", "os_dpos", "m_etf_capped", "m_sct_capped", "os_dpos_model_graph"]
 
 
 def _same(a: float, b: float) -> bool:

@@ -9,7 +9,7 @@ from dplace.formulations.stitch import stitch
 from dplace.result import make_result
 from dplace.simulate import simulate
 
-from test_bounds import _series
+from dplace.testing import series_composition
 
 pytestmark = pytest.mark.solver  # the segment bound runs CP-SAT
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.solver  # the segment bound runs CP-SAT
 def test_stitch_reaches_the_optimum_of_series_compositions(seed, blocks):
     # every block is a segment solved exactly (test_bounds proves the optimum is the sum of the blocks'):
     # placed back to back, the pieces' schedules are an optimal schedule of the whole
-    inst, opt = _series(random.Random(seed), blocks)
+    inst, opt = series_composition(random.Random(seed), blocks)
     sols = []
     segment_bound(inst, time_limit_s=20.0, solutions=sols)
     assert sols and all(len(s["members"]) == len(s["placement"]) == len(s["start"]) for s in sols)

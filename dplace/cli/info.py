@@ -83,8 +83,10 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def add_methods(subparsers: Any) -> argparse.ArgumentParser:
     s = subparsers.add_parser("methods", help="list registered methods and their options",
-                              description="List every registered method: kind (heuristic, exact, baseline), options "
-                              "with their defaults (give them to solve as -o KEY=VALUE) and a one-line summary.")
+                              description="List every registered method: kind (heuristic, exact, baseline), the paper and "
+                              "sections it follows (a method named after a paper runs it with the paper's settings; "
+                              "a dplace variant says which paper method it departs from, its summary what differs), "
+                              "options with their defaults (give them to solve as -o KEY=VALUE) and a one-line summary.")
     s.add_argument("--json", action="store_true", help="print JSON instead of a table")
     s.set_defaults(func=cmd_methods)
     return s
@@ -103,16 +105,18 @@ def cmd_methods(args: argparse.Namespace) -> int:
             for f in dataclasses.fields(info.options):
                 default = f.default if f.default is not dataclasses.MISSING else None
                 opts[f.name] = default
-        rows.append({"name": name, "kind": info.kind, "summary": info.summary, "options": opts})
+        follows = info.paper + (f"; dplace variant of {info.variant_of}" if info.variant_of else "")
+        rows.append({"name": name, "kind": info.kind, "summary": info.summary, "options": opts, "follows": follows})
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
     from rich.table import Table
 
     t = Table(title="dplace methods")
-    for col in ("method", "kind", "options (defaults)", "summary"):
+    for col in ("method", "kind", "follows", "options (defaults)", "summary"):
         t.add_column(col)
     for r in rows:
-        t.add_row(r["name"], r["kind"], ", ".join(f"{k}={v}" for k, v in r["options"].items()), r["summary"])
+        t.add_row(r["name"], r["kind"], r["follows"], ", ".join(f"{k}={v}" for k, v in r["options"].items()),
+                  r["summary"])
     console().print(t)
     return 0

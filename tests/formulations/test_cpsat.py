@@ -110,11 +110,13 @@ def test_times_no_power_of_ten_represents_are_proven_optimal(comm):
 
 def test_time_limit_respected_and_gap_reported():
     """A 1-s limit: on a machine loaded by parallel test suites it may run out before the search; the
-    answer then says so (the heuristic's, labelled), else the search's with its gap."""
+    answer then says so (the heuristic's, labelled), else the search's with its gap. No wall-clock
+    assert (it would flake on a loaded machine): every stage was given at most the time left when it
+    started (the limit itself: tests/test_limits.py, benchmarks/bench_limits.py)."""
     inst = task_graph(30, 4, 10.0, seed=5)
-    t0 = time.perf_counter()
     res = dplace.solve(inst, "cpsat", time_limit_s=1.0, progress=False, workers=2)
-    assert time.perf_counter() - t0 < 6.0
+    for st in res.extra.get("stages", []):
+        assert st["limit_s"] <= st["left_s"] + 1e-9 <= 1.0 + 1e-9, st
     if res.status == "heuristic":
         assert res.extra["returned"] == "hint" and "before the search" in res.extra["stopped"]
         return
@@ -231,8 +233,7 @@ def test_ctrl_c_returns_best_so_far():
             break
     time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=30)
-    assert time.perf_counter() - t0 < 45
+    out, _ = proc.communicate(timeout=30)  # far below the 60-s limit, or TimeoutExpired: the search stopped
     assert proc.returncode == 0
     line = [x for x in out.splitlines() if x.startswith("RESULT")][0]
     status, mk = line.split()[1], float(line.split()[2])

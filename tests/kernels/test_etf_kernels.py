@@ -114,7 +114,7 @@ def test_units_and_fusion_match_the_reference():
     from dplace.kernels import baechi as kb
 
     for inst in _cases(60, 1):
-        for opts in (baechi.BaechiOptions(), baechi.BaechiOptions(unit_cap=0.3, forward_placement=False),
+        for opts in (baechi.BaechiOptions(), baechi.CappedOptions(), baechi.CappedOptions(unit_cap=0.3, forward_placement=False),
                      baechi.BaechiOptions(coplacement=False)):
             units = baechi.build_units(inst, opts)
             ku, ca = baechi._prepare_arrays(inst, opts)
@@ -125,7 +125,7 @@ def test_units_and_fusion_match_the_reference():
                 [ref_c for ref_c in baechi.fuse(inst, None).of])
 
 
-@pytest.mark.parametrize("method", ["m_etf", "m_sct", "m_topo"])
+@pytest.mark.parametrize("method", ["m_etf", "m_sct", "m_topo", "m_etf_capped"])
 def test_baechi_methods_match_the_reference(monkeypatch, method):
     count = 40 if method == "m_etf" else 15
     for inst in _cases(count, 2 + len(method)):

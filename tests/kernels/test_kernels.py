@@ -56,7 +56,7 @@ def test_one_policy_by_size_and_one_setting(monkeypatch):
 
 
 def test_no_other_place_reads_the_setting():
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     readers = [p.relative_to(root).as_posix() for d in ("dplace", "heuristics", "formulations", "pipeline", "runtime")
                for p in (root / d).rglob("*.py") if '"DPLACE_KERNEL"' in p.read_text()]
     assert readers == ["dplace/kernels/__init__.py"]
@@ -137,7 +137,7 @@ def test_compiled_simulator_equals_the_reference():
 
     rng = random.Random(11)
     insts = [i for i in contract_instances() if i.comm == "parallel"]
-    insts += [load_instance(p) for p in sorted(Path(__file__).parents[1].glob("instances/*.json"))]
+    insts += [load_instance(p) for p in sorted(Path(__file__).parents[2].glob("instances/*.json"))]
     insts = [i for i in insts if i.comm == "parallel" and i.n <= 3000]
     insts += [random_instance(rng, comm="parallel", n_ops=rng.randint(1, 40), integer=rng.random() < 0.7,
                               edge_prob=rng.choice([0.1, 0.3]), n_devices=rng.randint(1, 4)) for _ in range(60)]

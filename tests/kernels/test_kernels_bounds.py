@@ -17,7 +17,7 @@ from dplace.testing import contract_instances, random_instance
 def _instances():
     rng = random.Random(21)
     out = list(contract_instances())
-    out += [load_instance(p) for p in sorted(Path(__file__).parents[1].glob("instances/*.json"))]
+    out += [load_instance(p) for p in sorted(Path(__file__).parents[2].glob("instances/*.json"))]
     out += [random_instance(rng, n_ops=rng.randint(1, 30), integer=rng.random() < 0.5,
                             memory_slack=rng.choice([0.3, 0.6, 3.0])) for _ in range(80)]
     return out
