@@ -65,9 +65,9 @@ def upward_rank(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean") 
 
 
 def upward_rank_array(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean") -> np.ndarray:
-    """:func:`upward_rank` on arrays, compiled (:mod:`dplace.kernels.lists`): the same floats."""
+    """:func:`upward_rank` on arrays, compiled (:mod:`dplace.kernels.levels`): the same floats."""
     from .kernels import inst_arrays
-    from .kernels.lists import longest_from as longest_from_arrays, op_costs as op_cost_array
+    from .kernels.levels import longest_from as longest_from_arrays, op_costs as op_cost_array
 
     a = inst_arrays(inst)
     return longest_from_arrays(a, op_cost_array(a.dur, op_cost), edge_cost_array(inst, comm_cost))

@@ -60,7 +60,7 @@ def ccr(inst: Instance) -> float:
     if inst.n == 0 or not inst.n_edges:
         return 0.0
     lk = inst.link
-    if kernels.pays(inst.n):  # the same sums on arrays (no per-op lists)
+    if kernels.use(inst.n):  # the same sums on arrays (no per-op lists)
         from dplace.kernels.levels import op_cost_mean
 
         a = kernels.inst_arrays(inst)
