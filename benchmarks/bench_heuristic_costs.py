@@ -7,7 +7,9 @@ kernel from its on-disk cache; ``warm`` is the heuristic alone. CPU seconds (``t
 the table uses: on a loaded machine wall time is several times larger. Run it twice after a kernel changed
 (the first run of a changed kernel compiles it).
 
-  .venv/bin/python benchmarks/bench_heuristic_costs.py /work/wt/notes/base/t36k.json
+  .venv/bin/python benchmarks/bench_heuristic_costs.py t36k.json
+
+t36k.json: `.venv/bin/dplace generate transformer --ops 36000 --devices 4 --out t36k.json`.
 """
 from __future__ import annotations
 

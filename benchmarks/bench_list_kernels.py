@@ -2,11 +2,13 @@
 of the schedule loop alone (rank, priority order, est/commit; no make_result), and whether the two give
 the same placement, order and makespan. Prints a table.
 
-    .venv/bin/python benchmarks/bench_list_kernels.py /work/wt/notes/base/t36k.json
+    .venv/bin/python benchmarks/bench_list_kernels.py t36k.json
     .venv/bin/python benchmarks/bench_list_kernels.py big.npz --methods heft --no-reference
 
 The first compiled call in a fresh install compiles the kernels (printed as "compile"); later processes
 load them from numba's cache.
+
+t36k.json: `.venv/bin/dplace generate transformer --ops 36000 --devices 4 --out t36k.json`.
 """
 from __future__ import annotations
 

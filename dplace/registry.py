@@ -62,17 +62,27 @@ def register(name: str, *, options: type | None = None, summary: str = "", kind:
     return deco
 
 
-def load_methods() -> None:
-    """Import every module of the method packages so their ``@register`` lines run."""
+_PACKAGES = ("dplace.heuristics", "dplace.formulations")
+_LOADED_PACKAGES: set[str] = set()
+
+
+def load_methods(packages: tuple[str, ...] = _PACKAGES) -> None:
+    """Import every module of the method packages (default: all) so their ``@register`` lines run."""
     global _LOADED
-    if _LOADED:
-        return
-    _LOADED = True
-    for pkg_name in ("dplace.heuristics", "dplace.formulations"):
-        pkg = importlib.import_module(pkg_name)
-        for mod in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-            if not mod.name.startswith("_"):
-                importlib.import_module(f"{pkg_name}.{mod.name}")
+    for pkg_name in packages:
+        if pkg_name in _LOADED_PACKAGES:
+            continue
+        from . import interrupt
+
+        # a Ctrl-C now only sets the flag (the solve that follows answers at once): KeyboardInterrupt in the
+        # middle of a native library's import (OR-Tools, pandas) leaves it half-initialised in the process
+        with interrupt.polling():
+            pkg = importlib.import_module(pkg_name)
+            for mod in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+                if not mod.name.startswith("_"):
+                    importlib.import_module(f"{pkg_name}.{mod.name}")
+        _LOADED_PACKAGES.add(pkg_name)  # only once all imported (a Ctrl-C during the imports loads again)
+    _LOADED = _LOADED_PACKAGES >= set(_PACKAGES)
 
 
 def methods() -> list[str]:
@@ -83,10 +93,14 @@ def methods() -> list[str]:
 
 def method_info(name: str) -> MethodInfo:
     """The registry entry of method ``name`` (function, options dataclass, summary, kind, ``max_ops``);
-    an unknown name is an :class:`InvalidInstanceError` listing the valid ones."""
-    load_methods()
+    an unknown name is an :class:`InvalidInstanceError` listing the valid ones. A heuristic's name is
+    looked up after importing the heuristics only (the exact methods load OR-Tools and PuLP: 0.5 s of
+    CPU a fresh process need not pay for a heuristic)."""
+    load_methods(_PACKAGES[:1])
     if not isinstance(name, str):
         raise InvalidInstanceError(f"method must be a method name (a string), got {type(name).__name__}")
+    if name not in _METHODS:
+        load_methods()
     if name not in _METHODS:
         raise InvalidInstanceError(f"method: unknown method {name!r}; valid: {', '.join(sorted(_METHODS))}")
     return _METHODS[name]

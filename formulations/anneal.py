@@ -47,7 +47,7 @@ def applies(inst: Instance) -> bool:
     rank order without insertion, :func:`dplace.kernels.anneal._seq_schedule`)."""
     from dplace import kernels
 
-    return 2 <= inst.n <= MAX_OPS and inst.m > 1 and kernels.enabled()
+    return 2 <= inst.n <= MAX_OPS and inst.m > 1 and kernels.use(inst.n, "anneal")
 
 
 def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: float | None = None, seed: int = 0,

@@ -33,7 +33,6 @@ import numpy as np
 
 from dplace import kernels
 from dplace.budget import Budget
-from dplace.kernels import gate
 from dplace.instance.columns import forward_of_index
 from dplace.errors import InvalidInstanceError, bad_option
 from dplace.instance.graph import DisjointSets, components, queue_order
@@ -414,7 +413,7 @@ class _UnitRules:
 
 
 def _prepare(inst: Instance, opts: BaechiOptions) -> tuple[list[int], Clusters, _UnitRules]:
-    if gate.worth(inst.n, gate.LIST_FROM):  # the same units and clusters, compiled
+    if kernels.use(inst.n, "etf"):  # the same units and clusters, compiled
         ku, ca = _prepare_arrays(inst, opts)
         units = ku.tolist()
         cl = Clusters(*ca.lists())
@@ -475,7 +474,7 @@ def _schedule_arrays(inst: Instance, units: np.ndarray, ca, reserve_whole: bool,
 def _use_kernel(inst: Instance) -> bool:
     """The compiled list scheduler: numba on and parallel comm (sequential comm stays on the reference,
     whose sends re-time committed work)."""
-    return inst.comm == "parallel" and gate.worth(inst.n, gate.LIST_FROM)
+    return inst.comm == "parallel" and kernels.use(inst.n, "etf")
 
 
 def _extra(inst: Instance, units: list[int], cl: Clusters) -> dict:

@@ -45,7 +45,6 @@ import numpy as np
 from dplace.budget import Budget
 from dplace import kernels
 from dplace.errors import bad_option
-from dplace.kernels import gate
 from dplace.instance.model import Instance
 from dplace.registry import register
 from dplace.result import Result, make_result
@@ -166,7 +165,7 @@ def adjusting_placement(inst: Instance, order: list[int] | None = None,
     """
     if order is None:
         order = cpd_topo_order(inst)
-    if trace is None and inst.comm == "parallel" and gate.worth(gate.size(inst)):  # the same, compiled
+    if trace is None and inst.comm == "parallel" and kernels.use(kernels.size(inst), "large"):  # the same, compiled
         from dplace.kernels.adjust import adjusting_placement as compiled
 
         return compiled(inst, order)
@@ -211,7 +210,7 @@ def _work_limit(inst: Instance, split: int | None, total: float | None = None) -
 
 def _total_time(inst: Instance) -> float:
     """Summed op times over all devices, op by op (compiled row sums on large graphs, same floats)."""
-    if gate.worth(inst.n):
+    if kernels.use(inst.n, "large"):
         from dplace.kernels.levels import row_sums
 
         return sum(row_sums(kernels.inst_arrays(inst)).tolist())
@@ -220,7 +219,7 @@ def _total_time(inst: Instance) -> float:
 
 def _widest(inst: Instance, cz: Coarsening) -> float:
     """Most mean work in one cluster of several ops."""
-    if gate.worth(inst.n):
+    if kernels.use(inst.n, "large"):
         from dplace.kernels.levels import row_sums, segment_sums
 
         ptr = np.asarray(cz.breakpoints, dtype=np.int64)

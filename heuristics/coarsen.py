@@ -52,9 +52,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from dplace import kernels
-from dplace.kernels import gate
 from dplace.errors import InvalidInstanceError
-from dplace.formats.generate import ccr  # the one CCR definition: mean transfer time / mean op time
+from dplace.schedule.ranks import ccr  # the one CCR definition: mean transfer time / mean op time
 from dplace.instance.graph import NotADag, digraph, topological_order
 from dplace.instance.columns import Columns, RowTimes
 from dplace.instance.model import Device, Edge, Instance, Op
@@ -135,7 +134,7 @@ class Coarsening:
         """Placement of the original ops from a placement of the coarse ops (list or {id: name});
         ``array``: as a numpy array on large graphs (what :func:`dplace.result.make_result` takes)."""
         pl = as_placement(self.coarse, coarse_placement)
-        if gate.worth(self.instance.n):  # the same with numpy
+        if kernels.use(self.instance.n, "large"):  # the same with numpy
             a = kernels.inst_arrays(self.instance)
             cl = self.__dict__.get("_cluster_a")
             out = np.asarray(pl, dtype=np.int64)[np.asarray(self.cluster_of, dtype=np.int64) if cl is None else cl]
@@ -224,7 +223,7 @@ def fusion_breakpoints(inst: Instance, order: Sequence[int], R: int, mem_limit: 
         raise InvalidInstanceError(f"coarsen: R must be >= 1, got {R!r}")
     if n == 0:
         return [0], 0.0
-    if gate.worth(inst.n):  # the same DP compiled
+    if kernels.use(inst.n, "large"):  # the same DP compiled
         from dplace.kernels import celeritas as kc
         from dplace.kernels.levels import edge_cost_mean, op_cost_mean
 
@@ -321,7 +320,7 @@ def coarsen(inst: Instance, order: Sequence[int] | None = None, R: int = 200, M:
     order = list(order)
     if len(order) != inst.n:
         raise InvalidInstanceError(f"coarsen: order must list all {inst.n} ops, got {len(order)}")
-    big = gate.worth(inst.n)  # arrays and kernels: the order made an array once
+    big = kernels.use(inst.n, "large")  # arrays and kernels: the order made an array once
     seq = np.asarray(order) if big else order
     if not _order_ok(inst, seq):  # the reference's walk names the first offence
         pos = [-1] * inst.n
@@ -629,7 +628,7 @@ def _build_arrays(inst: Instance, order: list[int], o_arr: np.ndarray, bps: list
         link=inst.link, pairs=inst.pairs, comm=inst.comm,
         extra={"coarsened_from": inst.name, "R": R, "mem_limit": lim},
     )
-    coarse._from_ops = gate.size(inst)  # its orders and placement run compiled too (kernels.gate.size)
+    coarse._from_ops = kernels.size(inst)  # its orders and placement run compiled too (kernels.size)
     cz = Coarsening(inst, coarse, cluster_of.tolist(), Runs(order, bps), order, R, lim, oversize, cut, anchor.tolist(),
                     moved)
     cz._cluster_a = cluster_of  # expand's index array

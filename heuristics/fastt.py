@@ -43,8 +43,8 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping, Sequence
 
+from dplace import kernels
 from dplace.budget import Budget
-from dplace.kernels.use import wanted as kernel_wanted
 from dplace.errors import InvalidInstanceError, bad_option
 from dplace.instance.graph import longest_path
 from dplace.instance.model import Edge, Instance, Op
@@ -122,7 +122,7 @@ def _choose_cp_device(inst: Instance, rules: Rules, path: list[int], i: int) -> 
 
 def _dpos_schedule(inst: Instance, opts: DposOptions) -> tuple[ScheduleState, list[int], list[int]]:
     """Alg. 1. Returns the schedule state, the critical path and the critical-path devices used."""
-    if kernel_wanted(inst) or seq_kernel_wanted(inst):  # compiled, the same schedule (tests compare)
+    if (inst.comm == "parallel" and kernels.use(inst.n, "list")) or seq_kernel_wanted(inst):  # compiled, the same schedule (tests compare)
         from dplace.kernels.lists import run_dpos
 
         return run_dpos(inst, opts.insertion, opts.critical_path, opts.cp_one_device)

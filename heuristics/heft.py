@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dplace import kernels
 from dplace.budget import Budget
-from dplace.kernels.use import wanted as kernel_wanted
 from dplace.instance.model import Instance
 from dplace.schedule.ranks import priority_order, upward_rank
 from dplace.registry import register
@@ -48,9 +48,9 @@ def heft_links(inst: Instance, *, time_limit_s: float | None = None, seed: int =
 
 def heft_schedule(inst: Instance, insertion: bool = True, link_aware: bool = False):
     """HEFT's schedule state (``placement``, ``order()``, ``makespan``); compiled when
-    :func:`dplace.kernels.enabled` and the graph is big enough (the same schedule: tests compare).
+    :func:`dplace.kernels.use` says so (the same schedule: tests compare).
     ``link_aware``: :func:`heft_links`'s test (sequential comm)."""
-    if kernel_wanted(inst) or seq_kernel_wanted(inst):
+    if (inst.comm == "parallel" and kernels.use(inst.n, "list")) or seq_kernel_wanted(inst):
         from dplace.kernels.lists import run_heft
 
         return run_heft(inst, insertion, link_aware)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import numpy as np
 
 from dplace import kernels
-from dplace.kernels import gate
 from dplace.instance.graph import NotADag, generation_order, longest_to, queue_order
 from dplace.instance.model import Instance
 from dplace.schedule.ranks import edge_costs, op_costs, upward_rank
@@ -99,7 +98,7 @@ def dfs_topo_order(inst: Instance) -> list[int]:
     Among several children freed by the same op, the first in edge order comes out first.
     """
     # reverse scan: the first child in edge order ends at the head
-    if gate.worth(gate.size(inst)):
+    if kernels.use(kernels.size(inst), "large"):
         return _head_order_arrays(inst, None)
     return _queue_order(inst, to_head=True, scan=reversed)
 
@@ -125,7 +124,7 @@ def cpd_topo_order(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean
     cpath and each freed one is pushed to the head, so the freed child of largest cpath (the one on
     the critical path) comes out next. Ties are broken by topological position (earlier first).
     """
-    if gate.worth(gate.size(inst)) and op_cost == comm_cost == "mean":
+    if kernels.use(kernels.size(inst), "large") and op_cost == comm_cost == "mean":
         from dplace.kernels.levels import cpath as kcpath
 
         return _head_order_arrays(inst, kcpath(kernels.inst_arrays(inst)))

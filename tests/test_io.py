@@ -3,9 +3,12 @@ import json
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dplace.errors import InvalidInstanceError
-from dplace.instance.io import instance_from_dict, instance_to_dict, load_instance, save_instance, write_atomic_many
+from dplace.instance.io import (_SLOW, _bulk_columns, fast_loads, instance_from_dict, instance_to_dict, load_instance, save_instance,
+                       write_atomic_many)
+from dplace.instance.model import Instance
 from dplace.testing import contract_instances, instances
 
 
@@ -39,3 +42,39 @@ def test_load_errors_name_the_file(tmp_path):
     bad.write_text("{")
     with pytest.raises(InvalidInstanceError, match=r"instance '.*bad.json': not JSON"):
         load_instance(bad)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False) | st.integers(-2**63, 2**64 - 1), max_size=20))
+def test_fast_loads_reads_what_json_reads(values):
+    text = json.dumps({"v": values, "s": "é\\u00e9\n"}).encode()
+    fast = fast_loads(text)
+    if fast is _SLOW:  # only with a run of 19 digits (an integer from 1e18), which json reads
+        assert any(len(str(abs(x))) >= 19 for x in values if isinstance(x, int))
+        return
+    again = json.loads(text)
+    assert fast == again and [type(x) for x in fast["v"]] == [type(x) for x in again["v"]]
+
+
+@pytest.mark.parametrize("text", [b"[NaN]", b"[1e400]", b'["\\ud800"]', b"{", b"[" + b"9" * 19 + b"]",
+                                  b'{"a": 18446744073709551616}', b"\xef\xbb\xbf{}"])
+def test_fast_loads_leaves_to_json_what_orjson_reads_otherwise(text):
+    assert fast_loads(text) is _SLOW
+
+
+@settings(max_examples=40, deadline=None)
+@given(instances())
+def test_columns_at_once_equal_the_per_op_loop(inst):
+    data = json.loads(json.dumps(instance_to_dict(inst)))
+    fast = instance_from_dict(data)
+    data["ops"].append(7)  # not an object: no bulk columns; the loop names it
+    with pytest.raises(InvalidInstanceError, match=r"ops\[\d+\] must be an object"):
+        instance_from_dict(data)
+    data["ops"].pop()
+    assert _bulk_columns(data["ops"], data.get("edges", [])) is not None or any(
+        isinstance(od["time"], dict) or not isinstance(od["id"], str) for od in data["ops"])
+    slow = Instance(fast.name, fast.devices, fast.ops, fast.edges, link=fast.link, pairs=fast.pairs, comm=fast.comm,
+                    extra=fast.extra)
+    assert instance_to_dict(fast) == instance_to_dict(slow) == instance_to_dict(inst)
+    assert (fast.dur, fast.mem, fast.pinned, fast.groups, fast.esrc, fast.ebytes) == \
+        (slow.dur, slow.mem, slow.pinned, slow.groups, slow.esrc, slow.ebytes)

@@ -129,3 +129,21 @@ def test_not_an_npz(tmp_path):
         load_npz(p)
     with pytest.raises(InvalidInstanceError, match="no such file"):
         load_npz(tmp_path / "missing.npz")
+
+
+@pytest.mark.parametrize("method", ["heft", "single"])
+def test_result_as_npz_holds_what_the_json_holds(tmp_path, method):
+    from dplace.instance.npz import result_dict_from_npz
+
+    inst = _odd_instance().replace(comm="parallel")
+    save_instance(inst, tmp_path / "i.json")
+    for out in ("r.json", "r.npz"):
+        assert main(["solve", str(tmp_path / "i.json"), "--method", method, "--out", str(tmp_path / out)]) == 0
+        assert main(["evaluate", str(tmp_path / "i.json"), str(tmp_path / out)]) == 0
+    want = json.loads((tmp_path / "r.json").read_text())
+    got = result_dict_from_npz(tmp_path / "r.npz")
+    strip = lambda d: {k: v for k, v in d.items() if k not in ("solve_time_s", "extra")}  # noqa: E731
+    assert strip(got) == strip(want)
+    (tmp_path / "bad.npz").write_bytes(b"not a zip")
+    with pytest.raises(InvalidInstanceError, match=r"result '.*bad.npz': not a readable result .npz"):
+        result_dict_from_npz(tmp_path / "bad.npz")

@@ -32,3 +32,23 @@ def test_odd_names_and_array_schedules():
     _same(dplace.solve(inst, "heft"))
     res = make_result(inst, "x", np.array([0, 1, 1, 0, 0, 1]), [np.array([0, 3, 4]), np.array([1, 2, 5])])
     _same(res, {"check": "valid"})
+
+
+def test_compact_per_op_entries_hold_the_same_value(monkeypatch):
+    """From ``COMPACT_FROM`` ops the per-op entries are one orjson line each: the same JSON value."""
+    import dplace.result as result_mod
+
+    monkeypatch.setattr(result_mod, "COMPACT_FROM", 0)
+    rng = random.Random(5)
+    for _ in range(10):
+        inst = random_instance(rng, n_ops=rng.randint(1, 12), comm=rng.choice(["parallel", "sequential"]))
+        res = dplace.solve(inst, rng.choice(["heft", "m_etf", "dpos"]))
+        text = b"".join(x if isinstance(x, bytes) else x.encode() for x in res.json_chunks({"check": "valid"}))
+        assert json.loads(text) == {**res.to_dict(), "check": "valid"}
+        assert text.count(b"\n") < 60  # one line per entry
+    ids = ['a", "b', "q\\", 'é"x', "tab\there"]
+    inst = Instance("w", [Device("d0", 100), Device('d"1', 100, 2.0)], [Op(x, 1e17 + i) for i, x in enumerate(ids)],
+                    [Edge(ids[0], ids[1], 3.0)])
+    res = dplace.solve(inst, "heft")
+    text = b"".join(x if isinstance(x, bytes) else x.encode() for x in res.json_chunks())
+    assert json.loads(text) == res.to_dict()

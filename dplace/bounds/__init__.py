@@ -52,8 +52,10 @@ def work_bound(inst: Instance) -> float:
     speed, so makespan >= total work / sum of speeds. With per-device times every op needs at least
     its smallest time on some device, so makespan >= sum of smallest times / device count.
     """
-    if all(not isinstance(op.time, dict) for op in inst.ops):
-        total = sum(float(op.time) for op in inst.ops)
+    cols = inst.columns  # the ops' times as given, without building Op objects
+    times = cols.time.tolist() if hasattr(cols.time, "tolist") else cols.time  # an array (.npz) or a list
+    if not cols.time_map and all(not isinstance(t, dict) for t in times):
+        total = sum(float(t) for t in times)
         return total / sum(dev.speed for dev in inst.devices)
     return sum(min(row) for row in inst.dur) / inst.m
 

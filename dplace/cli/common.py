@@ -105,10 +105,15 @@ def load(path: str):
     return load_instance(path)
 
 
-def write_outputs(args: argparse.Namespace, res, data: dict | None = None) -> None:
-    """Write --out (``data``), --gantt and --trace together: all of them or, on an error, none."""
+def write_outputs(args: argparse.Namespace, res, data: dict | None = None, npz_extra: dict | None = None) -> None:
+    """Write --out (``data``; a ``.npz`` --out: the result's arrays with ``npz_extra`` added), --gantt and
+    --trace together: all of them or, on an error, none."""
     files: list[tuple[str, str | bytes]] = []
-    if data is not None and getattr(args, "out", None):  # a dict, or its JSON text in pieces
+    if data is not None and getattr(args, "out", None) and str(args.out).endswith(".npz"):  # arrays + JSON meta
+        from ..instance.npz import result_to_npz_bytes
+
+        files.append((args.out, result_to_npz_bytes(res, data if isinstance(data, dict) else npz_extra)))
+    elif data is not None and getattr(args, "out", None):  # a dict, or its JSON text in pieces
         files.append((args.out, json.dumps(data, indent=1) + "\n" if isinstance(data, dict) else data))
     if getattr(args, "gantt", None):
         from ..viz import gantt_png

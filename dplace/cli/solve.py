@@ -25,7 +25,8 @@ def add_solve(subparsers: Any) -> argparse.ArgumentParser:
     s.add_argument("--method", required=True, help="a registered method (see: dplace methods)")
     add_run_args(s)
     s.add_argument("--out", metavar="FILE.json",
-                   help="write the dplace-result/1 JSON here (parent directories are created)")
+                   help="write the dplace-result/1 JSON here (parent directories are created); a name ending in "
+                   ".npz writes the same result as numpy arrays (evaluate reads either)")
     s.add_argument("-o", "--option", action="append", metavar="KEY=VALUE", help="a method option (repeatable)")
     s.add_argument("--R", type=int, default=None, help="celeritas: fusion exploration range")
     s.add_argument("--M", type=float, default=None, help="celeritas: cluster memory limit (fraction of device memory)")
@@ -53,7 +54,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
             rep = check(res.instance, res)
             res = replace(res, interrupted=res.interrupted or interrupt.requested())
             progress.phase("write")
-            write_outputs(args, res, res.json_chunks({"check": rep.summary()}))  # = to_dict() + check
+            write_outputs(args, res, res.json_chunks({"check": rep.summary()}),  # = to_dict() + check
+                          npz_extra={"check": rep.summary()})
     if args.json:
         data = res.to_dict()
         data["check"] = rep.summary()
@@ -75,7 +77,7 @@ def add_evaluate(subparsers: Any) -> argparse.ArgumentParser:
                               "with a bound that does not reach the makespan, is an error (exit 2). Exit 1 when the "
                               "file's schedule is invalid or its makespan differs from the re-simulation.")
     s.add_argument("instance", help="the dplace-instance/1 JSON file the result was made for")
-    s.add_argument("result", help="dplace-result/1 JSON file (from solve --out)")
+    s.add_argument("result", help="dplace-result/1 JSON file, or its .npz form (from solve --out)")
     s.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_picture_args(s, "the re-simulated schedule")
     s.set_defaults(func=cmd_evaluate)
@@ -91,7 +93,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     check_outputs(args, "instance", "result")
     inst = load(args.instance)
-    data = read_json(args.result, "result")
+    if str(args.result).endswith(".npz"):
+        from ..instance.npz import result_dict_from_npz
+
+        data = result_dict_from_npz(args.result)
+    else:
+        data = read_json(args.result, "result")
     if not isinstance(data, dict):
         raise InvalidInstanceError(f"result {args.result!r}: must be a JSON object")
     res = result_from_dict(inst, data)  # on the rewritten graph when the result has a transform (OS-DPOS)

@@ -37,9 +37,10 @@ def add_convert(subparsers: Any) -> None:
         "  stg               Standard Task Graph set file (Kasahara): task costs as µs, no communication\n"
         "  instance          a dplace instance (.json or .npz), written in the form --out's suffix names\n\n"
         "The MIT-licensed data of the first two are at github.com/msr-fiddle/dnn-partitioning and\n"
-        "github.com/msr-fiddle/pipedream (copies here under /work/shared/data; instances/README.md lists\n"
-        "the commands that made the bundled instances).",
-        epilog="example:\n  dplace convert dnn-partitioning bert_L-12_training.json --devices 4 "
+        "github.com/msr-fiddle/pipedream (the files used here are in the repository, instances/sources/ with\n"
+        "their licences; instances/README.md lists the commands that made the bundled instances).",
+        epilog="example (from the repository root):\n  dplace convert dnn-partitioning "
+        "instances/sources/dnn-partitioning/throughput-inputs/OperatorGraphs/bert_L-12_training.json --devices 4 "
         "--memory-fraction 0.35 --out bert.json")
     p.add_argument("format", choices=FORMATS, help="format of INPUT: " + ", ".join(FORMATS) + " (described above)")
     p.add_argument("input", help="the file to convert")

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import kernels
+from ..schedule.ranks import ccr  # noqa: F401 - the one CCR definition, re-exported
 from ..instance.columns import Columns
 from ..errors import InvalidInstanceError
 from ..instance.model import Device, Edge, Instance, Link, Op
@@ -53,23 +54,6 @@ def default_memory(total_bytes: int, n_devices: int) -> int:
 
 def _devices(n_devices: int, memory: int, prefix: str = "gpu") -> list[Device]:
     return [Device(f"{prefix}{d}", int(memory), 1.0) for d in range(n_devices)]
-
-
-def ccr(inst: Instance) -> float:
-    """The instance's CCR (see the module docstring): mean transfer time over mean op time."""
-    if inst.n == 0 or not inst.n_edges:
-        return 0.0
-    lk = inst.link
-    if kernels.pays(inst.n):  # the same sums on arrays (no per-op lists)
-        from dplace.kernels.levels import op_cost_mean
-
-        a = kernels.inst_arrays(inst)
-        mean_t = sum(op_cost_mean(a).tolist()) / inst.n
-        mean_c = sum((lk.latency + a.ebytes / lk.bandwidth).tolist()) / inst.n_edges
-    else:
-        mean_t = sum(sum(row) / len(row) for row in inst.dur) / inst.n
-        mean_c = sum(lk.latency + b / lk.bandwidth for b in inst.ebytes) / len(inst.ebytes)
-    return mean_c / mean_t if mean_t > 0 else math.inf
 
 
 # ---------------------------------------------------------------------------------------------- layered

@@ -190,3 +190,66 @@ def from_instance_file(path: str | os.PathLike, *, devices: Any = None, memory: 
     if name is not None and name != inst.name:
         changes["name"] = name
     return inst.replace(**changes) if changes else inst
+
+
+RESULT_FORMAT = "dplace-result-npz/1"
+
+
+def result_to_npz_bytes(res: Any, extra: Mapping[str, Any] | None = None) -> bytes:
+    """A Result as ``.npz``: what :meth:`dplace.result.Result.to_dict` holds, the per-op entries as arrays
+    (``placement`` device index per op, ``order_ptr``/``order`` op indices per device, ``start``/``end``,
+    ``transfers`` as six columns), the rest as JSON in ``meta``; :func:`result_dict_from_npz` gives the dict
+    back (``dplace evaluate`` reads either form)."""
+    data = res.to_dict(per_op=False)
+    data.update(extra or {})
+    arrays: dict[str, np.ndarray] = {}
+    s = res.schedule
+    if res.placement is not None and s is not None:
+        order = res.order if res.order is not None else s.order
+        arrays["placement"] = np.asarray(res.placement, dtype=np.int64)
+        arrays["order_ptr"] = np.cumsum([0] + [len(x) for x in order]).astype(np.int64)
+        arrays["order"] = np.asarray([o for ops in order for o in ops], dtype=np.int64)
+        arrays["start"] = np.asarray(s.start, dtype=np.float64)
+        arrays["end"] = np.asarray(s.end, dtype=np.float64)
+        cols = list(zip(*s.transfers)) or [()] * 6
+        for k, col, dt in zip(("t_op", "t_src", "t_dst", "t_start", "t_end", "t_bytes"), cols,
+                              (np.int64, np.int64, np.int64, np.float64, np.float64, np.float64)):
+            arrays[k] = np.asarray(col, dtype=dt)
+        for k in ("placement", "order", "schedule", "transfers"):
+            data.pop(k, None)
+    meta = {"format": RESULT_FORMAT, "ids": res.instance.columns.ids if "placement" in arrays else [],
+            "devices": [d.name for d in res.instance.devices], "result": data}
+    arrays["meta"] = _blob(json.dumps(meta))
+    buf = _io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def result_dict_from_npz(path: str | os.PathLike) -> dict[str, Any]:
+    """The ``dplace-result/1`` dict of a result written by :func:`result_to_npz_bytes`; errors are one
+    line naming the file."""
+    where = f"result {str(path)!r}"
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+        meta = json.loads(_text(arrays["meta"]))
+        data, ids, dn = dict(meta["result"]), meta["ids"], meta["devices"]
+        if meta.get("format") != RESULT_FORMAT:
+            raise InvalidInstanceError(f"{where}: format must be {RESULT_FORMAT!r}, got {meta.get('format')!r}")
+        if "placement" in arrays:
+            pl = arrays["placement"].tolist()
+            ptr, flat = arrays["order_ptr"].tolist(), arrays["order"].tolist()
+            data["placement"] = {o: dn[d] for o, d in zip(ids, pl)}
+            data["order"] = {dn[d]: [ids[o] for o in flat[ptr[d]:ptr[d + 1]]] for d in range(len(ptr) - 1)}
+            data["schedule"] = [{"op": o, "device": dn[d], "start": st, "end": en}
+                                for o, d, st, en in zip(ids, pl, arrays["start"].tolist(), arrays["end"].tolist())]
+            cols = [arrays[k].tolist() for k in ("t_op", "t_src", "t_dst", "t_start", "t_end", "t_bytes")]
+            data["transfers"] = [{"op": ids[p], "src": dn[a], "dst": dn[b], "start": st, "end": en, "bytes": nb}
+                                 for p, a, b, st, en, nb in zip(*cols)]
+    except FileNotFoundError:
+        raise InvalidInstanceError(f"{where}: no such file") from None
+    except InvalidInstanceError:
+        raise
+    except (OSError, ValueError, KeyError, IndexError, TypeError, zipfile.BadZipFile, EOFError) as exc:
+        raise InvalidInstanceError(f"{where}: not a readable result .npz ({exc.__class__.__name__})") from None
+    return data

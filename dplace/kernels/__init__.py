@@ -1,9 +1,10 @@
 """Compiled kernels (numba) for large graphs, beside the pure-Python reference code they must match.
 
 The pure-Python code stays the reference: every kernel has a test that compares its output with the
-reference's on the test graphs (identical placements, orders and times). ``enabled()`` says whether the
-kernels are used: numba importable and ``DPLACE_KERNEL`` not set to ``python`` (``DPLACE_KERNEL=python``
-runs the reference everywhere, e.g. to compare or to debug).
+reference's on the test graphs (identical placements, orders and times). One function decides where
+they run, :func:`use` (by size and availability), with one setting, ``DPLACE_KERNEL`` (:func:`mode`):
+``python`` runs the reference everywhere, ``numba`` the kernels at every size. The compiled graph
+passes every method shares (longest paths, levels, mean op and edge costs) live in :mod:`.levels`.
 
 Compiled functions are cached on disk (``cache=True``): the first call in a fresh install compiles them
 (seconds), later processes load them.
@@ -11,11 +12,12 @@ Compiled functions are cached on disk (``cache=True``): the first call in a fres
 from __future__ import annotations
 
 import os
+import sys
 from functools import lru_cache
 
 from .arrays import InstArrays, inst_arrays
 
-__all__ = ["enabled", "pays", "njit", "inst_arrays", "InstArrays"]
+__all__ = ["FROM", "enabled", "mode", "njit", "inst_arrays", "InstArrays", "size", "use"]
 
 
 @lru_cache(maxsize=1)
@@ -25,21 +27,54 @@ def _numba_ok() -> bool:
     return find_spec("numba") is not None
 
 
+# ---------------------------------------------------------------------------- the one kernel policy
+# Below these sizes the pure-Python reference runs: importing numba and loading the cached kernels
+# (0.3-0.8 s of CPU in a fresh process) costs more than the kernel saves; measured on the 36k-op
+# Transformer (benchmarks/bench_heuristic_costs.py, bench_list_kernels.py).
+FROM = {
+    "list": 5_000,  # HEFT / DPOS list schedulers (kernels.lists): 1.0-1.6 µs per op x device vs 8-10
+    "etf": 10_000,  # m-ETF / m-SCT list scheduler and Baechi's units (kernels.baechi): m_etf 3.0 -> 1.2 s
+    "large": 100_000,  # Baechi / Celeritas / coarsening passes: mid-size graphs keep the reference's timing
+    "graph": 100_000,  # simulate, bounds, levels: also from WARM_FROM once numba is imported anyway
+    "anneal": 0,  # the annealing loop has no Python version: compiled whenever numba is there
+    "seqlist": 2_000,  # list schedulers on the compiled sequential-comm state (kernels.seqstate): the reference
+    # re-times a link's queue in Python (2.4 s for HEFT on 3k ops, minutes on 36k)
+}
+WARM_FROM = 2_000  # "graph" kernels from here when numba is already imported (only the cached kernel loads)
+
+
+def mode() -> str:
+    """The one setting: ``DPLACE_KERNEL`` = ``numba`` (compiled kernels at every size: tests compare them
+    with the reference), ``python`` (never: the reference everywhere, to compare or debug), anything
+    else or unset: ``auto`` (by size, :func:`use`). Read at call time, so tests switch with
+    ``monkeypatch.setenv``."""
+    m = os.environ.get("DPLACE_KERNEL", "auto").lower()
+    return m if m in ("numba", "python") else "auto"
+
+
+def use(n: int, kind: str = "graph") -> bool:
+    """The one kernel policy: whether a compiled kernel of family ``kind`` (a key of :data:`FROM`) runs
+    on a graph of ``n`` ops — numba installed, and :func:`mode` ``numba``, or ``auto`` with ``n`` at
+    least ``FROM[kind]`` (``graph`` kernels also from :data:`WARM_FROM` when numba is already imported
+    in this process). Call sites add only what the kernel cannot do (e.g. sequential comm)."""
+    m = mode()
+    if m == "python" or not _numba_ok():
+        return False
+    if m == "numba" or n >= FROM[kind]:
+        return True
+    return kind == "graph" and n >= WARM_FROM and "numba" in sys.modules
+
+
 def enabled() -> bool:
-    """True when the compiled kernels are to be used (read at call time, so tests can switch)."""
-    return os.environ.get("DPLACE_KERNEL", "numba").lower() != "python" and _numba_ok()
+    """True when compiled kernels may run at all (numba installed, ``DPLACE_KERNEL`` not ``python``)."""
+    return mode() != "python" and _numba_ok()
 
 
-SMALL, LARGE = 2_000, 100_000  # ops
-
-
-def pays(n: int) -> bool:
-    """Whether a compiled kernel is worth using on ``n`` ops: enabled, and ``n`` >= ``LARGE``, or ``n`` >=
-    ``SMALL`` with numba already imported in this process (then only the cached kernel is loaded, not
-    numba itself: below ``LARGE`` importing numba would cost more than the kernel saves)."""
-    import sys
-
-    return n >= SMALL and enabled() and (n >= LARGE or "numba" in sys.modules)
+def size(inst) -> int:
+    """The op count that decides for ``inst``: a graph derived from a larger one (a coarse graph, marked
+    ``_from_ops`` by :func:`dplace.heuristics.coarsen.coarsen`) counts as that one, so a 13k-node coarse
+    graph of a 360k-op graph runs compiled where numba is already loaded."""
+    return max(inst.n, getattr(inst, "_from_ops", 0))
 
 
 def clear_stale_cache(folder: str, sources: list[str]) -> bool:

@@ -13,14 +13,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InfeasibleError
-from . import pays
+from . import use
 
 SCALE_FROM = 100_000  # ops: from here lower_bound_parts returns scale_parts (when the kernels are enabled)
 
 
 def use_arrays(inst, at_least: int = 0) -> bool:
-    """Whether the bounds of ``inst`` are computed here (:func:`dplace.kernels.pays`, and ``at_least`` ops)."""
-    return inst.n >= at_least and pays(inst.n)
+    """Whether the bounds of ``inst`` are computed here (:func:`dplace.kernels.use`, and ``at_least`` ops)."""
+    return inst.n >= at_least and use(inst.n)
 
 
 def _min_dur(inst) -> np.ndarray:
@@ -29,7 +29,7 @@ def _min_dur(inst) -> np.ndarray:
 
 def heads_tails(inst) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`dplace.bounds._heads_tails`: (smallest time, longest path to o, longest path after o)."""
-    from .paths import longest_to, tails
+    from .levels import longest_to_via as longest_to, tails
 
     p = _min_dur(inst)
     ptr, edges = inst._succ_csr
@@ -41,7 +41,7 @@ def critical_path(inst) -> tuple[float, list[int]]:
     """:func:`dplace.instance.graph.longest_path` with smallest times, no transfers: (length, ops first to last)."""
     if not inst.n:
         return 0.0, []
-    from .paths import longest_to
+    from .levels import longest_to_via as longest_to
 
     p = _min_dur(inst)
     ptr, edges = inst._succ_csr

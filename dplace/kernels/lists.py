@@ -4,80 +4,13 @@ what the pure-Python reference (heuristics/heft.py, heuristics/fastt.py, dplace/
 for float: same summation order, same tie-breaking (tests compare them)."""
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
 from . import njit
 from . import seqstate as sq
+from .levels import _longest_from, longest_from, op_costs  # noqa: F401 - re-exported: the rank kernels' parts
 from .state import (_INF, _rebuild, commit, commit_at, device_free, earliest, ready_on, rules_assign,
                     rules_candidates, rules_fits, rules_forced)
-
-# Python's sum() of floats is compensated (Neumaier) from 3.12 on, plain left to right before
-
-_NEUMAIER = sys.version_info >= (3, 12)
-
-
-@njit
-def _row_sums(dur, neumaier):
-    n, m = dur.shape
-    out = np.empty(n)
-    for o in range(n):
-        if m == 0:
-            out[o] = 0.0
-            continue
-        s = dur[o, 0]  # sum() starts from the int 0: 0 + x is x
-        if neumaier:
-            c = 0.0
-            for j in range(1, m):
-                x = dur[o, j]
-                t = s + x
-                if abs(s) >= abs(x):
-                    c += (s - t) + x
-                else:
-                    c += (x - t) + s
-                s = t
-            if c != 0.0 and np.isfinite(c):
-                s += c
-        else:
-            for j in range(1, m):
-                s += dur[o, j]
-        out[o] = s
-    return out
-
-
-def op_costs(dur: np.ndarray, how: str) -> np.ndarray:
-    """:func:`dplace.schedule.ranks.op_costs` on the (n, m) time array."""
-    n, m = dur.shape
-    if how == "mean":
-        return _row_sums(dur, _NEUMAIER) / m
-    if how == "max":
-        return dur.max(axis=1) if m else np.zeros(n)
-    if how == "min":
-        return dur.min(axis=1) if m else np.zeros(n)
-    raise ValueError(f"how must be mean, max or min, got {how!r}")
-
-
-@njit
-def _longest_from(topo, w, c, succ_ptr, succ_edge, edst):
-    n = len(w)
-    frm = np.zeros(n)
-    for i in range(len(topo) - 1, -1, -1):
-        u = topo[i]
-        best = 0.0
-        for k in range(succ_ptr[u], succ_ptr[u + 1]):
-            e = succ_edge[k]
-            x = c[e] + frm[edst[e]]
-            if x > best:
-                best = x
-        frm[u] = w[u] + best
-    return frm
-
-
-def longest_from(a, w: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """:func:`dplace.instance.graph.longest_from` (own=True) on the instance's arrays."""
-    return _longest_from(a.topo, w, c, a.succ_ptr, a.succ_edge, a.edst)
-
 
 @njit
 def _before(rank, tp, a, b):

@@ -1,8 +1,12 @@
-"""Upward ranks (HEFT's rank_u, FastT's rank) shared by the list schedulers. O(V + E)."""
+"""Upward ranks (HEFT's rank_u, FastT's rank) shared by the list schedulers, O(V + E); op and edge costs; the
+instance's CCR (mean transfer time over mean op time, the one definition generators and coarsening use)."""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
+from .. import kernels
 from ..instance.graph import longest_from, ready_order
 from ..instance.model import Instance
 
@@ -65,9 +69,9 @@ def upward_rank(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean") 
 
 
 def upward_rank_array(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean") -> np.ndarray:
-    """:func:`upward_rank` on arrays, compiled (:mod:`dplace.kernels.lists`): the same floats."""
+    """:func:`upward_rank` on arrays, compiled (:mod:`dplace.kernels.levels`): the same floats."""
     from ..kernels import inst_arrays
-    from ..kernels.lists import longest_from as longest_from_arrays, op_costs as op_cost_array
+    from ..kernels.levels import longest_from as longest_from_arrays, op_costs as op_cost_array
 
     a = inst_arrays(inst)
     return longest_from_arrays(a, op_cost_array(a.dur, op_cost), edge_cost_array(inst, comm_cost))
@@ -81,3 +85,20 @@ def priority_order(inst: Instance, key) -> list[int]:
     ``key`` must be distinct per op (add ``inst.topo_pos[o]`` to break ties). O((V + E) log V).
     """
     return ready_order(inst, key)
+
+
+def ccr(inst: Instance) -> float:
+    """The instance's CCR (the communication-to-computation ratio): mean transfer time over mean op time."""
+    if inst.n == 0 or not inst.n_edges:
+        return 0.0
+    lk = inst.link
+    if kernels.use(inst.n):  # the same sums on arrays (no per-op lists)
+        from dplace.kernels.levels import op_cost_mean
+
+        a = kernels.inst_arrays(inst)
+        mean_t = sum(op_cost_mean(a).tolist()) / inst.n
+        mean_c = sum((lk.latency + a.ebytes / lk.bandwidth).tolist()) / inst.n_edges
+    else:
+        mean_t = sum(sum(row) / len(row) for row in inst.dur) / inst.n
+        mean_c = sum(lk.latency + b / lk.bandwidth for b in inst.ebytes) / len(inst.ebytes)
+    return mean_c / mean_t if mean_t > 0 else math.inf

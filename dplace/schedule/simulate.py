@@ -1,4 +1,4 @@
-"""The one timing model of dplace: ``simulate`` and the incremental ``ScheduleState``.
+"""The one timing model of dplace: ``simulate`` (the incremental ``ScheduleState`` of list schedulers is in :mod:`.state`).
 
 Rules:
 * one op at a time per device; an op starts when its device is free and all its inputs have arrived;
@@ -160,38 +160,23 @@ def memory_use(inst: Instance, placement: Sequence[int]) -> list[int]:
     return used
 
 
-KERNEL_FROM: int | None = None  # ops from which the compiled loop runs (None: when kernels.pays(n))
-
-
 def use_kernel(inst: Instance) -> bool:
     """Whether :func:`simulate` runs the compiled event loop (:mod:`dplace.kernels.sim`) on ``inst``
-    (parallel comm; :func:`dplace.kernels.pays`)."""
+    (parallel comm; the kernel policy, :func:`dplace.kernels.use`)."""
     from .. import kernels
 
-    if inst.comm != "parallel":
-        return False
-    if KERNEL_FROM is None:
-        return kernels.pays(inst.n)
-    return inst.n >= KERNEL_FROM and kernels.enabled()
-
-
-SEQ_KERNEL_FROM = 2_000  # ops from which sequential-comm list schedulers run on the compiled state
+    return inst.comm == "parallel" and kernels.use(inst.n)
 
 
 def seq_kernel_wanted(inst: Instance) -> bool:
     """Whether list schedulers run ``inst`` (sequential comm) on the compiled state
-    (:mod:`dplace.kernels.seqstate`, the same schedule as :class:`ScheduleState`: tests compare): kernels
-    enabled, from ``SEQ_KERNEL_FROM`` ops (``DPLACE_KERNEL=numba``: any size), and link arrays that fit.
-    The reference re-times a link's queue in Python: 2.4 s for HEFT on 3k ops, minutes on 36k, so the
-    compiled state pays from a few thousand ops even with numba's import."""
-    import os
-
+    (:mod:`dplace.kernels.seqstate`, the same schedule as :class:`ScheduleState`: tests compare): the one
+    kernel policy for ``seqlist`` (:func:`dplace.kernels.use`), and link arrays that fit."""
     from .. import kernels
 
     if inst.comm != "sequential" or inst.m * inst.m * (inst.n + 1) > 1 << 31:
         return False
-    big = inst.n >= SEQ_KERNEL_FROM or os.environ.get("DPLACE_KERNEL", "").lower() == "numba"
-    return big and kernels.enabled()
+    return kernels.use(inst.n, "seqlist")
 
 
 def placement_array(inst: Instance, placement: Any) -> np.ndarray:

@@ -122,7 +122,8 @@ class Interrupted(KeyboardInterrupt):
 
 
 # CPU µs per (op x device) of each heuristic, run a second time in one process on the 36k-op, 4-device
-# transformer (parallel comm; /work/wt/notes/base/t36k.json): `benchmarks/bench_heuristic_costs.py`.
+# transformer (parallel comm; `dplace generate transformer --ops 36000 --devices 4 --out t36k.json`):
+# `benchmarks/bench_heuristic_costs.py`.
 # The first heuristic run on an instance also builds its lazy indexes (_FIRST_US); the compiled list
 # schedulers (dplace.kernels: HEFT, DPOS from 5,000 ops, m-ETF from 10,000, parallel comm) cost
 # _COMPILED_US, plus importing numba and loading their kernels once per process (_NUMBA_S), and otherwise
@@ -143,13 +144,9 @@ def _compiled(inst: Instance, name: str) -> bool:
     """Whether heuristic ``name`` runs a compiled kernel on ``inst`` (asked without importing numba)."""
     if name not in _COMPILED_US:
         return False
-    if name in ("m_etf", "m_etf_capped"):
-        from dplace.heuristics.baechi import _use_kernel
+    from dplace import kernels
 
-        return _use_kernel(inst)
-    from dplace.kernels.use import wanted
-
-    return wanted(inst)
+    return inst.comm == "parallel" and kernels.use(inst.n, "etf" if name in ("m_etf", "m_etf_capped") else "list")
 
 
 def heuristic_cost_s(inst: Instance, name: str, first: bool = False) -> float:

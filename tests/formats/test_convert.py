@@ -1,4 +1,4 @@
-"""dplace.formats converters: every format (fixtures made here, real shared data where fast), one-line errors,
+"""dplace.formats converters: every format (fixtures made here, the real source files bundled in instances/sources), one-line errors,
 the CLI, the bundled instances, and the hand-worked optima of instances/tiny by brute force."""
 from __future__ import annotations
 
@@ -18,10 +18,9 @@ from dplace.instance.io import load_instance
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTANCES = ROOT / "instances"
-SHARED = Path("/work/shared/data")
-DNN = SHARED / "dnn-partitioning" / "throughput-inputs"
-PIPEDREAM = SHARED / "pipedream-profiles"
-needs_shared = pytest.mark.skipif(not SHARED.exists(), reason="shared data not on this machine")
+SOURCES = INSTANCES / "sources"  # the real inputs the bundled instances came from (in the repository)
+DNN = SOURCES / "dnn-partitioning" / "throughput-inputs"
+PIPEDREAM = SOURCES / "pipedream-profiles"
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:
@@ -134,7 +133,6 @@ def test_op_type_from_name():
     assert op_type_from_name("99") == "Variable"
 
 
-@needs_shared
 @pytest.mark.parametrize("rel", ["OperatorGraphs/bert_l-3_training.json", "LayerGraphs/resnet50_training.json"])
 def test_dnn_partitioning_real(rel):
     src = json.loads((DNN / rel).read_text())
@@ -226,7 +224,6 @@ def test_pipedream_errors(tmp_path, text, match):
     assert str(p) in _one_line_error(from_pipedream, p, match=match)
 
 
-@needs_shared
 @pytest.mark.parametrize("model", ["resnet18", "gnmt"])
 def test_pipedream_real(model):
     path = PIPEDREAM / f"{model}.graph.txt"
@@ -383,7 +380,6 @@ def test_bundled_real_instances(name):
     assert res.memory_ok and dplace.check(inst, res).ok
 
 
-@needs_shared
 def test_bundled_match_their_command():
     """The bundled files are what instances/README.md's command produces (the converter did not drift)."""
     src = {"bert12_training_4dev": "OperatorGraphs/bert_L-12_training.json",

@@ -19,13 +19,6 @@ from dplace.instance.model import Device, Edge, Instance, Link, Op
 pytestmark = pytest.mark.skipif(not kernels.enabled(), reason="numba not importable")
 
 
-@pytest.fixture(autouse=True)
-def _kernels_at_every_size(monkeypatch):
-    """The kernels run from 2,000 ops (dplace.kernels.gate); here on the small test graphs too."""
-    from dplace.kernels import gate
-
-    for mod, name in ((kernels, "SMALL"), (kernels, "LARGE"), (gate, "LIST_FROM")):
-        monkeypatch.setattr(mod, name, 0)
 
 
 def _instance(rng: random.Random, n: int, m: int, *, comm: str = "parallel", slack: float | None = None) -> Instance:

@@ -1,5 +1,7 @@
 """The kernels' array form of an instance says what the instance says (edges, CSR lists, groups, links)."""
 import random
+import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -39,6 +41,27 @@ def test_arrays_match_the_instance():
         _check(inst)
 
 
+def test_one_policy_by_size_and_one_setting(monkeypatch):
+    """kernels.use decides everywhere: DPLACE_KERNEL=python never, numba at every size, else by size."""
+    monkeypatch.setenv("DPLACE_KERNEL", "python")
+    assert not any(kernels.use(n, kind) for n in (0, 10**7) for kind in kernels.FROM)
+    monkeypatch.setenv("DPLACE_KERNEL", "numba")
+    assert all(kernels.use(n, kind) for n in (0, 10**7) for kind in kernels.FROM)
+    monkeypatch.delenv("DPLACE_KERNEL")
+    for kind, at in kernels.FROM.items():
+        assert kernels.use(at, kind) and (at == 0 or not kernels.use(at - 1, kind) or kind == "graph")
+    monkeypatch.setitem(sys.modules, "numba", sys.modules.get("numba") or object())
+    assert kernels.use(kernels.WARM_FROM, "graph") and not kernels.use(kernels.WARM_FROM - 1, "graph")
+    assert not kernels.use(kernels.WARM_FROM, "large")
+
+
+def test_no_other_place_reads_the_setting():
+    root = Path(__file__).resolve().parents[2]
+    readers = [p.relative_to(root).as_posix() for d in ("dplace", "heuristics", "formulations", "pipeline", "runtime")
+               for p in (root / d).rglob("*.py") if '"DPLACE_KERNEL"' in p.read_text()]
+    assert readers == ["dplace/kernels/__init__.py"]
+
+
 def test_switch(monkeypatch):
     monkeypatch.setenv("DPLACE_KERNEL", "python")
     assert not kernels.enabled()
@@ -73,14 +96,12 @@ def _same_schedule(inst, placement, order=None):
     sim_mod = importlib.import_module("dplace.schedule.simulate")
 
     def run(kernel):
-        old, sim_mod.KERNEL_FROM = sim_mod.KERNEL_FROM, 0
-        os.environ["DPLACE_KERNEL"] = "numba" if kernel else "python"
+        os.environ["DPLACE_KERNEL"] = "numba" if kernel else "python"  # numba: the kernels at every size
         try:
             return sim_mod.simulate(inst, placement, order)
         except Exception as exc:  # noqa: BLE001 - the same error, worded the same
             return f"{type(exc).__name__}: {exc}"
         finally:
-            sim_mod.KERNEL_FROM = old
             os.environ.pop("DPLACE_KERNEL")
 
     ref, got = run(False), run(True)

@@ -12,7 +12,7 @@ from dplace.pipeline.pattern import _batch_sequence
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAINS = ROOT / "instances" / "chains"
-PROFILES = Path("/work/shared/data/pipedream-profiles")
+PROFILES = ROOT / "instances" / "sources" / "pipedream-profiles"
 
 
 def singletons(chain: Chain) -> list[tuple[int, int]]:

@@ -34,7 +34,6 @@ def test_chain_errors_name_field_and_value(data, msg):
     assert msg in str(ei.value) and "\n" not in str(ei.value)
 
 
-@pytest.mark.skipif(not PROFILES.exists(), reason="shared PipeDream profiles not present")
 def test_pipedream_converter_matches_bundled():
     c = chain_from_pipedream(PROFILES / "gnmt.graph.txt", processors=4)
     assert c.L == 48
