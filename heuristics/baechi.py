@@ -83,7 +83,7 @@ class SctOptions(BaechiOptions):
     threshold: float = 0.1  # §2.4: x_ij < threshold after the LP => j is i's favorite child
     # "ipm": HiGHS's interior-point method without crossover (the paper's "interior point method", through
     # highspy in a child process); "highs" (dual simplex, OR-Tools' bundled HiGHS) or "glop" (simplex):
-    # a vertex of the optimal face, which on degenerate LPs gives other favourites. See formulations/sct_lp.py
+    # a vertex of the optimal face, which on degenerate LPs gives other favourites. See heuristics/sct_lp.py
     lp_solver: str = "ipm"
     # None: the paper's one global LP up to GLOBAL_LP_MAX clusters, windows of LP_WINDOW beyond (dplace
     # addition, for speed); n > 0: windows of n clusters (dplace addition); 0: always the global LP

@@ -1,6 +1,6 @@
 """Compiled list schedulers for parallel comm: HEFT's and DPOS's whole loop (priority order, placement
 rules, est/commit of :mod:`dplace.kernels.state`), the upward rank and the priority order. Each gives
-what the pure-Python reference (heuristics/heft.py, heuristics/fastt.py, dplace/ranks.py) gives, float
+what the pure-Python reference (heuristics/heft.py, heuristics/fastt.py, dplace/schedule/ranks.py) gives, float
 for float: same summation order, same tie-breaking (tests compare them)."""
 from __future__ import annotations
 

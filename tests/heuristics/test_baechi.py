@@ -1,4 +1,4 @@
-"""Tests for Baechi's placers (heuristics/baechi.py) and the SCT LP (formulations/sct_lp.py)."""
+"""Tests for Baechi's placers (heuristics/baechi.py) and the SCT LP (heuristics/sct_lp.py)."""
 from __future__ import annotations
 
 import random
