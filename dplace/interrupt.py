@@ -66,6 +66,15 @@ def requested() -> bool:
     return _flag.is_set()
 
 
+def stop_point() -> None:
+    """Raise ``KeyboardInterrupt`` once a stop was requested: for loops that have no answer to stop with
+    (the steps of ``execute`` and ``profile``). The handler's own ``KeyboardInterrupt`` can be lost: raised
+    while a finalizer runs (TensorFlow's, between steps), Python prints "Exception ignored" and goes on;
+    the flag set by the watcher is not lost (seen in CI: a run went on after its Ctrl-C)."""
+    if _flag.is_set():
+        raise KeyboardInterrupt
+
+
 def request() -> None:
     """Ask the running work to stop with its best answer (what the first Ctrl-C does, minus the line)."""
     with _lock:

@@ -20,6 +20,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from dplace import interrupt
 from dplace.errors import InvalidInstanceError
 
 from .cluster import Cluster, ClusterError
@@ -179,6 +180,7 @@ class SessionStep:
 
     def run(self, trace: bool = False):
         tf = _tf()
+        interrupt.stop_point()
         self._check_alive()
         level = tf.compat.v1.RunOptions.FULL_TRACE if trace else tf.compat.v1.RunOptions.NO_TRACE
         opts = tf.compat.v1.RunOptions(trace_level=level, timeout_in_ms=self.timeout_ms)
@@ -477,6 +479,7 @@ def fit_links(cluster: Cluster, devices: list[str], *, sizes: list[int], reps: i
                     sess.run(fetch)
                     ts = []
                     for _ in range(reps):
+                        interrupt.stop_point()
                         t0 = time.perf_counter()
                         sess.run(fetch)
                         ts.append((time.perf_counter() - t0) * 1e6)
