@@ -216,7 +216,8 @@ def test_fusion_and_coarse_graph_match_the_reference(monkeypatch):
     rng = random.Random(12)
     for inst in _cases(40, 12):
         kw = dict(R=rng.choice([1, 2, 3, 7, 200]), M=rng.choice([0.05, 0.25, 1.0]),
-                  work_limit=rng.choice([None, 1.0, 4.0, 30.0]), pins_alone=rng.random() < 0.5)
+                  work_limit=rng.choice([None, 1.0, 4.0, 30.0]), pins_alone=rng.random() < 0.5,
+                  anchor_first=rng.random() < 0.5)
         if rng.random() < 0.3:
             kw["max_nodes"] = rng.randint(1, 6)
         ref, got = _both(monkeypatch, lambda: _coarse_fields(coarsen(inst, **kw)))
