@@ -144,7 +144,7 @@ def test_sequential_comm_stays_on_the_reference(monkeypatch):
 
 
 def test_heap_pops_in_tuple_order():
-    from dplace.kernels.baechi import _hpop, _hpush
+    from dplace.kernels.etf import _hpop, _hpush
 
     rng = random.Random(5)
     keys = [(float(rng.randint(0, 3)), float(rng.randint(0, 2)), i) for i in range(300)]
