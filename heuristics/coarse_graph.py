@@ -395,7 +395,7 @@ def _build_arrays(inst: Instance, order: list[int], o_arr: np.ndarray, bps: list
     """:func:`_build` with numpy and the compiled cluster sums: the same coarse instance (``o_arr``:
     ``order`` as an int64 array)."""
     from dplace.kernels import celeritas as kc
-    from dplace.kernels.levels import edge_cost_mean
+    from dplace.kernels import levels
 
     a = kernels.inst_arrays(inst)
     b = np.asarray(bps, dtype=np.int64)
@@ -421,7 +421,7 @@ def _build_arrays(inst: Instance, order: list[int], o_arr: np.ndarray, bps: list
     keys, inv = np.unique(ku[cut_e] * nk + kv[cut_e], return_inverse=True)
     nbytes = np.zeros(len(keys))
     np.add.at(nbytes, inv.reshape(-1), a.ebytes[cut_e])  # in edge order, as the reference's dict
-    cut = sum(edge_cost_mean(a)[cut_e].tolist())
+    cut = sum(levels.edge_costs(a, "mean")[cut_e].tolist())
     # the reference's Op/Edge objects as columns: per-device times, pins as device codes, no type or
     # colocation, extra {size, first}
     dnames = [dv.name for dv in inst.devices]

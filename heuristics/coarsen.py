@@ -96,11 +96,11 @@ def fusion_breakpoints(inst: Instance, order: Sequence[int], R: int, mem_limit: 
         return [0], 0.0
     if kernels.use(inst.n, "large"):  # the same DP compiled
         from dplace.kernels import celeritas as kc
-        from dplace.kernels.levels import edge_cost_mean, op_cost_mean
+        from dplace.kernels import levels
 
         a = kernels.inst_arrays(inst)
-        return kc.fusion_breakpoints(a, order, edge_cost_mean(a), R, mem_limit, work_limit, pins_alone,
-                                     op_cost_mean(a))
+        return kc.fusion_breakpoints(a, order, levels.edge_costs(a, "mean"), R, mem_limit, work_limit, pins_alone,
+                                     levels.op_cost_mean(a))
     c = edge_costs(inst, "mean")
     pos = [0] * inst.n
     for i, o in enumerate(order):

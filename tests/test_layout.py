@@ -4,7 +4,10 @@
   (``formulations``, ``heuristics``, ``pipeline``, ``runtime``) at module level or inside functions; it reaches
   them only through the registry's ``load_methods`` (by name);
 - no private name (``_x``) and no private module is imported from another package;
-- no import circle between the top-level packages (the core, its shells, each method package).
+- no import circle between the top-level packages (the core, its shells, each method package);
+- no import circle between the rooms of the core (``dplace/instance``, ``schedule``, ``verify``, ``bounds``,
+  ``kernels``, and each top-level module such as ``registry``, ``plugins``, ``result``), counting imports
+  inside functions too (only ``if TYPE_CHECKING:`` imports are left out: they never run).
 """
 from __future__ import annotations
 
@@ -103,3 +106,55 @@ def test_no_import_circle_between_packages():
         if a != b:
             g.add_edge(a, b)
     assert list(nx.simple_cycles(g)) == []
+
+
+def _runtime_nodes(tree: ast.AST):
+    """The nodes of ``tree`` outside ``if TYPE_CHECKING:`` blocks."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                todo.extend(child.orelse)
+            else:
+                todo.append(child)
+
+
+def _room(module: str) -> str:
+    """A core module's room: its subpackage of ``dplace`` (``dplace.schedule``), or the top-level module."""
+    return ".".join(module.split(".")[:2])
+
+
+def _room_graph() -> nx.DiGraph:
+    g = nx.DiGraph()
+    for path, module, package in _modules():
+        if not _is_core(package) or package.startswith(SHELLS):
+            continue
+        for node in _runtime_nodes(ast.parse(path.read_text())):
+            targets = []
+            if isinstance(node, ast.ImportFrom):
+                base = package.split(".")
+                if node.level > 1:
+                    base = base[: -(node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else [])) if node.level else node.module or ""
+                targets = [f"{target}.{a.name}" for a in node.names] if target == "dplace" else [target]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            for target in targets:
+                if not target.startswith("dplace.") or not _is_core(target) or target.startswith(SHELLS):
+                    continue
+                a, b = _room(module), _room(target)
+                if a != b:
+                    g.add_edge(a, b)
+                    g[a][b].setdefault("at", []).append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    return g
+
+
+def test_no_import_circle_between_rooms_of_the_core():
+    """Inside the core, imports between rooms go one way (the kernels below the schedule and the bounds,
+    the table of methods below the rooms that look a method up)."""
+    g = _room_graph()
+    circles = [[(a, b, g[a][b]["at"][0]) for a, b in zip(c, c[1:] + c[:1])] for c in nx.simple_cycles(g)]
+    assert circles == []
+    assert {("dplace.schedule", "dplace.kernels"), ("dplace.bounds", "dplace.kernels")} <= set(g.edges)

@@ -119,7 +119,7 @@ def test_random_list_schedules_are_the_simulation(seed):
 
 def test_replay_fallback_is_the_simulation(monkeypatch):
     """With no budget for incremental re-timing every knock-on effect is a full replay: same result."""
-    monkeypatch.setattr(ScheduleState, "_cascade_budget", 0)
+    monkeypatch.setattr(kernels, "CASCADE_BUDGET", 0)
     replays = 0
     for seed in range(60):
         rng = random.Random(1000 + seed)

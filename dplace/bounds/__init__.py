@@ -383,6 +383,20 @@ def quick_bounds(on: bool = True) -> Iterator[None]:
         _QUICK.reset(token)
 
 
+def scale_parts(inst: Instance) -> dict[str, float]:
+    """The cheap bounds that stay linear-time on arrays (:mod:`dplace.kernels.bounds`), by name: what
+    :func:`lower_bound_parts` returns from ``kernels.bounds.SCALE_FROM`` ops on."""
+    return {
+        "critical_path": kb.critical_path(inst)[0],
+        "work": kb.work_bound(inst),
+        "longest_op": kb.longest_op(inst),
+        "pinned": kb.pinned_bound(inst),
+        "memory_path": kb.memory_path_bound(inst, devices_needed),
+        "energetic": energetic_bound(inst),
+        "pinned_links": pinned_links_bound(inst),
+    }
+
+
 def lower_bound_parts(inst: Instance) -> dict[str, float]:
     """The cheap bounds, by name (all proven; :func:`lower_bound` is their max). Computed once per
     Instance (an Instance is read-only once built) and kept on it; within :func:`quick_bounds` only the
@@ -396,7 +410,7 @@ def lower_bound_parts(inst: Instance) -> dict[str, float]:
                 "longest_op": max((min(row) for row in inst.dur), default=0.0), "pinned": pinned_bound(inst)}
         return dict(quick)
     if cached is None and kb.use_arrays(inst, kb.SCALE_FROM):
-        cached = inst.__dict__["_lower_bound_parts"] = kb.scale_parts(inst)
+        cached = inst.__dict__["_lower_bound_parts"] = scale_parts(inst)
     if cached is None:
         cached = {
             "critical_path": critical_path_length(inst),
@@ -487,7 +501,7 @@ def register_solver_bound(name: str, *, portfolio: Callable[..., list[BoundPart]
 
 
 def _solver_bounds() -> list[tuple[Callable[..., list[BoundPart]], Callable[..., tuple[float, str]]]]:
-    from ..registry import load_methods
+    from ..plugins import load_methods
 
     load_methods()  # imports formulations/, whose bound modules register themselves
     return list(_SOLVER_BOUNDS.values())

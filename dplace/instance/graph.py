@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DisjointSets", "NotADag", "ancestors", "components", "descendants", "digraph", "edge_on_cycle", "generation_order",
-    "is_dag", "linear_extensions", "longest_from", "longest_path", "longest_to", "queue_order",
+    "is_dag", "linear_extensions", "link_means", "longest_from", "longest_path", "longest_to", "queue_order",
     "ready_order", "topological_order", "union_find",
 ]
 
@@ -253,6 +253,16 @@ def longest_path(g, order: Sequence[int], w: Sequence[float],
 
 
 # ----------------------------------------------------------------------------------- union-find
+
+def link_means(lat, bw, m: int) -> tuple[float, float]:
+    """Mean latency and mean 1 / bandwidth over the ordered pairs of distinct devices (``m >= 2``), the
+    mean edge cost's two scalars (``lat + bytes * inv``); ``lat[a][b]``, ``bw[a][b]`` as lists or
+    arrays, summed as Python floats in pair order (so lists and arrays give the same floats)."""
+    pairs = [(a, b) for a in range(m) for b in range(m) if a != b]
+    lat_mean = sum(float(lat[a][b]) for a, b in pairs) / len(pairs)
+    inv = sum(1.0 / float(bw[a][b]) for a, b in pairs) / len(pairs)
+    return lat_mean, inv
+
 
 def critical_path_ops(inst) -> list[int]:
     """Ops of one longest path with every op on its fastest device and no transfers (first to last)."""

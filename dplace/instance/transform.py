@@ -51,7 +51,7 @@ def rewrite(kind: str) -> Callable[[Rewrite], Rewrite]:
 def apply(base: Instance, kind: str, params: Mapping[str, Any]) -> tuple[Instance, Transform]:
     """The rewritten instance and its :class:`Transform`; an unknown ``kind`` or bad ``params`` is an
     :class:`InvalidInstanceError`."""
-    from ..registry import load_methods
+    from ..plugins import load_methods
 
     load_methods()  # rewrites live in the method modules
     if kind not in _REWRITES:

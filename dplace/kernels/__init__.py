@@ -27,6 +27,11 @@ def _numba_ok() -> bool:
     return find_spec("numba") is not None
 
 
+# Re-timing steps per committed op or send before one full replay is cheaper: the sequential-comm
+# state's cascade budget, read when a state is made or re-timed by ScheduleState and by its compiled
+# twin alike (tests set it to 0 to force replays)
+CASCADE_BUDGET = 4
+
 # ---------------------------------------------------------------------------- the one kernel policy
 # Below these sizes the pure-Python reference runs: importing numba and loading the cached kernels
 # (0.3-0.8 s of CPU in a fresh process) costs more than the kernel saves; measured on the 36k-op

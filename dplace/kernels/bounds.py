@@ -3,7 +3,8 @@
 :func:`~dplace.instance.graph.longest_from`, so the values are equal to the last bit), the other parts with numpy,
 sums taken in the reference's order. No per-op Python lists are built.
 
-:func:`scale_parts` is what :func:`dplace.bounds.lower_bound_parts` returns from ``SCALE_FROM`` ops on:
+:func:`dplace.bounds.scale_parts` (built from these) is what :func:`dplace.bounds.lower_bound_parts`
+returns from ``SCALE_FROM`` ops on:
 ``critical_path``, ``work``, ``longest_op``, ``pinned``, ``memory_path`` and ``energetic`` (each the same
 value as the reference's); the parts whose reference walks every op in Python (``anchored_work``, and any
 part not listed here) are left out there, so the bound is the max of fewer proven bounds: still a bound.
@@ -73,10 +74,14 @@ def pinned_bound(inst) -> float:
     return max(load) if load else 0.0
 
 
-def memory_path_bound(inst) -> float:
-    """:func:`dplace.bounds.memory_path_bound` on arrays."""
-    from ..bounds import devices_needed
+def longest_op(inst) -> float:
+    """The ``longest_op`` part of :func:`dplace.bounds.lower_bound_parts`: the largest smallest op time."""
+    return float(_min_dur(inst).max()) if inst.n else 0.0
 
+
+def memory_path_bound(inst, devices_needed) -> float:
+    """:func:`dplace.bounds.memory_path_bound` on arrays; ``devices_needed``: the reference's
+    :func:`dplace.bounds.devices_needed` (handed in: the kernels never import the bounds room)."""
     length, path = critical_path(inst)
     if len(path) < 2 or inst.m < 2:
         return length
@@ -136,18 +141,3 @@ def check_memory_feasible(inst) -> None:
         need = sum(mem[pinned == d].tolist())
         if need > cap[d]:
             raise InfeasibleError(f"device {inst.devices[d].name!r}: pinned ops need {need} bytes, it holds {cap[d]}")
-
-
-def scale_parts(inst) -> dict[str, float]:
-    """The cheap bounds that stay linear-time on arrays (see the module's docstring), by name."""
-    from ..bounds import energetic_bound, pinned_links_bound
-
-    return {
-        "critical_path": critical_path(inst)[0],
-        "work": work_bound(inst),
-        "longest_op": float(_min_dur(inst).max()) if inst.n else 0.0,
-        "pinned": pinned_bound(inst),
-        "memory_path": memory_path_bound(inst),
-        "energetic": energetic_bound(inst),
-        "pinned_links": pinned_links_bound(inst),
-    }

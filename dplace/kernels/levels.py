@@ -15,9 +15,10 @@ import sys
 
 import numpy as np
 
+from ..instance.graph import link_means
 from . import njit
 
-__all__ = ["op_costs", "op_cost_mean", "edge_cost_mean", "longest_from", "longest_to", "longest_to_via", "tails", "row_sums",
+__all__ = ["op_costs", "op_cost_mean", "edge_costs", "longest_from", "longest_to", "longest_to_via", "tails", "row_sums",
            "segment_sums", "upward_rank", "cpath"]
 
 # Python's sum() of floats is compensated (Neumaier) from 3.12 on, plain left to right before
@@ -132,16 +133,24 @@ def segment_sums(x, order, ptr):
     return out
 
 
-def edge_cost_mean(a) -> np.ndarray:
-    """``ranks.edge_costs(inst, "mean")`` as an array (Python's loop for the two scalars: m x m values;
-    :func:`dplace.schedule.ranks.edge_cost_array` does the same on the instance's lists)."""
+def edge_costs(a, how: str = "mean") -> np.ndarray:
+    """:func:`dplace.schedule.ranks.edge_costs` on arrays (mean, max or zero), the same floats: the mean's
+    two scalars from :func:`dplace.instance.graph.link_means` (the one definition), each edge's the same
+    operations."""
     m = a.m
-    if m < 2:
+    if how == "zero" or m < 2:
         return np.zeros(len(a.esrc))
-    pairs = [(x, y) for x in range(m) for y in range(m) if x != y]
-    lat = sum(float(a.lat[x, y]) for x, y in pairs) / len(pairs)
-    inv = sum(1.0 / float(a.bw[x, y]) for x, y in pairs) / len(pairs)
-    return lat + a.ebytes * inv
+    if how == "mean":
+        lat, inv = link_means(a.lat, a.bw, m)
+        return lat + a.ebytes * inv
+    if how == "max":
+        out = np.full(len(a.esrc), -np.inf)
+        for x in range(m):
+            for y in range(m):
+                if x != y:
+                    np.maximum(out, float(a.lat[x, y]) + a.ebytes / float(a.bw[x, y]), out=out)
+        return out
+    raise ValueError(f"how must be mean, max or zero, got {how!r}")
 
 
 @njit
@@ -172,12 +181,12 @@ def longest_to(a, w: np.ndarray, c: np.ndarray) -> np.ndarray:
                        np.asarray(c, dtype=np.float64))
 
 
-def upward_rank(a) -> np.ndarray:
-    """``ranks.upward_rank(inst, "mean", "mean")`` (= Celeritas' blevel)."""
-    return longest_from(a, op_cost_mean(a), edge_cost_mean(a))
+def upward_rank(a, op_cost: str = "mean", comm_cost: str = "mean") -> np.ndarray:
+    """``ranks.upward_rank(inst, op_cost, comm_cost)`` (with means: Celeritas' blevel)."""
+    return longest_from(a, op_costs(a.dur, op_cost), edge_costs(a, comm_cost))
 
 
 def cpath(a) -> np.ndarray:
     """``orders.cpath(inst)`` with mean costs: tlevel + blevel."""
-    w, c = op_cost_mean(a), edge_cost_mean(a)
+    w, c = op_cost_mean(a), edge_costs(a, "mean")
     return longest_to(a, w, c) + longest_from(a, w, c)

@@ -293,13 +293,12 @@ def rank_order(rank, a):
 
 
 def _prepare(inst, op_cost: str, comm_cost: str):
-    from dplace.schedule.ranks import upward_rank_array
-
     from . import inst_arrays
+    from .levels import upward_rank
     from .state import inst_tuple, new_rules, new_state
 
     a = inst_arrays(inst)
-    rank = upward_rank_array(inst, op_cost, comm_cost)
+    rank = upward_rank(a, op_cost, comm_cost)
     order = rank_order(rank, a)
     I = inst_tuple(a)
     L = sq.new_links(a.n, a.m) if a.sequential else None

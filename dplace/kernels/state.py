@@ -50,7 +50,7 @@ State = namedtuple("State", "placement start end ready dprev dnext blk bn dbl dn
 RulesState = namedtuple("RulesState", "used group_dev group_mem placed")
 
 # cnt: [ops committed, ops re-timed by later commits, replays, re-timing steps per committed op before a
-# replay (ScheduleState._cascade_budget), blocks of device orders in use]
+# replay (kernels.CASCADE_BUDGET), blocks of device orders in use]
 N_PLACED, RETIMED, REPLAYS, BUDGET, N_BLOCKS = 0, 1, 2, 3, 4
 # Device orders: blk[b, :bn[b]] the ops of block b in order; dbl[d, :dnb[d]] device d's blocks in order;
 # where[o] the block holding o; tail[d] d's last op (-1: none); seqn[d] its number of ops. Every block
@@ -68,9 +68,9 @@ def new_state(n: int, m: int, cascade_budget: int | None = None) -> State:
     is ever touched (resident memory grows with the schedule, not with m * n)."""
     cap = n + 2
     if cascade_budget is None:
-        from dplace.schedule.state import ScheduleState
+        from . import CASCADE_BUDGET
 
-        cascade_budget = ScheduleState._cascade_budget
+        cascade_budget = CASCADE_BUDGET
     cnt = np.zeros(5, dtype=np.int64)
     cnt[BUDGET] = cascade_budget
     bl = max(2, _BL)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .. import kernels
-from ..instance.graph import longest_from, ready_order
+from ..instance.graph import link_means, longest_from, ready_order
 from ..instance.model import Instance
 
 
@@ -23,43 +23,16 @@ def op_costs(inst: Instance, how: str = "mean") -> list[float]:
 
 
 def edge_costs(inst: Instance, how: str = "mean") -> list[float]:
-    """Per-edge transfer cost over ordered pairs of distinct devices: mean, max or zero."""
+    """Per-edge transfer cost over ordered pairs of distinct devices: mean, max or zero
+    (:func:`dplace.kernels.levels.edge_costs` on arrays, the same floats)."""
     if how == "zero" or inst.m < 2:
         return [0.0] * len(inst.esrc)
-    pairs = _pairs(inst)
     if how == "mean":
-        lat, inv = _pair_means(inst, pairs)
+        lat, inv = link_means(inst.lat, inst.bw, inst.m)
         return [lat + nb * inv for nb in inst.ebytes]
     if how == "max":
+        pairs = [(a, b) for a in range(inst.m) for b in range(inst.m) if a != b]
         return [max(inst.lat[a][b] + nb / inst.bw[a][b] for a, b in pairs) for nb in inst.ebytes]
-    raise ValueError(f"how must be mean, max or zero, got {how!r}")
-
-
-def _pairs(inst: Instance) -> list[tuple[int, int]]:
-    return [(a, b) for a in range(inst.m) for b in range(inst.m) if a != b]
-
-
-def _pair_means(inst: Instance, pairs: list[tuple[int, int]]) -> tuple[float, float]:
-    """Mean latency and mean 1 / bandwidth over ordered pairs of distinct devices."""
-    lat = sum(inst.lat[a][b] for a, b in pairs) / len(pairs)
-    inv = sum(1.0 / inst.bw[a][b] for a, b in pairs) / len(pairs)
-    return lat, inv
-
-
-def edge_cost_array(inst: Instance, how: str = "mean") -> np.ndarray:
-    """:func:`edge_costs` as a numpy array, the same floats (each edge's the same operations)."""
-    eb = np.asarray(inst.ebytes, dtype=np.float64)
-    if how == "zero" or inst.m < 2:
-        return np.zeros(len(eb))
-    pairs = _pairs(inst)
-    if how == "mean":
-        lat, inv = _pair_means(inst, pairs)
-        return lat + eb * inv
-    if how == "max":
-        out = np.full(len(eb), -np.inf)
-        for a, b in pairs:
-            np.maximum(out, inst.lat[a][b] + eb / inst.bw[a][b], out=out)
-        return out
     raise ValueError(f"how must be mean, max or zero, got {how!r}")
 
 
@@ -69,12 +42,10 @@ def upward_rank(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean") 
 
 
 def upward_rank_array(inst: Instance, op_cost: str = "mean", comm_cost: str = "mean") -> np.ndarray:
-    """:func:`upward_rank` on arrays, compiled (:mod:`dplace.kernels.levels`): the same floats."""
-    from ..kernels import inst_arrays
-    from ..kernels.levels import longest_from as longest_from_arrays, op_costs as op_cost_array
+    """:func:`upward_rank` on arrays, compiled (:func:`dplace.kernels.levels.upward_rank`): the same floats."""
+    from ..kernels.levels import upward_rank as upward_rank_arrays
 
-    a = inst_arrays(inst)
-    return longest_from_arrays(a, op_cost_array(a.dur, op_cost), edge_cost_array(inst, comm_cost))
+    return upward_rank_arrays(kernels.inst_arrays(inst), op_cost, comm_cost)
 
 
 def priority_order(inst: Instance, key) -> list[int]:

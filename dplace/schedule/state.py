@@ -6,6 +6,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, bisect_right
 
+from .. import kernels
 from ..errors import InvalidInstanceError
 from ..instance.model import Instance
 from .events import run_events
@@ -37,8 +38,6 @@ class ScheduleState:
     feed it in turn (then its committed start is later than the ``est`` it was chosen by). Parallel
     mode never re-times.
     """
-
-    _cascade_budget = 4  # re-timing steps per committed op or send before one full replay is cheaper
 
     def __init__(self, inst: Instance) -> None:
         self.inst = inst
@@ -350,7 +349,7 @@ class ScheduleState:
                     hpush(heap, (c, x))
 
         moved: dict[int, float] = {}
-        budget = self._cascade_budget * (self.n_placed + len(txs) + 250)
+        budget = kernels.CASCADE_BUDGET * (self.n_placed + len(txs) + 250)
         while heap:
             budget -= 1
             if budget < 0:  # a long cascade: one replay of everything committed costs less

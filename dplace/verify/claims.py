@@ -249,7 +249,7 @@ def no_placement(inst: Instance, method: str, message: str, *, solver_says_infea
 
 def _keeps_memory(inst: Instance, time_limit_s: float) -> Result | None:
     """HEFT's answer when its placement keeps memory (it refutes any "infeasible"), else None."""
-    from ..registry import get_method
+    from ..plugins import get_method
 
     try:
         cand = get_method("heft")(inst, time_limit_s=time_limit_s)

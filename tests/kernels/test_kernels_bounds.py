@@ -43,7 +43,7 @@ def test_bounds_on_arrays_equal_the_reference(inst):
     assert tail.tolist() == longest_from(inst, inst.topo, w, own=False)
     parts = {k: v for k, v in bounds.lower_bound_parts(inst).items() if k in ("critical_path", "work",
                                                                               "longest_op", "pinned", "memory_path")}
-    got = kb.scale_parts(inst)
+    got = bounds.scale_parts(inst)
     for k, v in parts.items():
         assert got[k] == v, k
     assert got["energetic"] == bounds.energetic_bound(inst)

@@ -127,7 +127,7 @@ def test_state_commits_like_the_reference(monkeypatch, seed):
     rng = random.Random(seed)
     monkeypatch.setattr(kstate, "_BL", rng.choice([2, 3, 5, 256]))
     if seed % 3 == 0:  # every cascade too long: replays
-        monkeypatch.setattr(ScheduleState, "_cascade_budget", 0)
+        monkeypatch.setattr(kernels, "CASCADE_BUDGET", 0)
     ref = ScheduleState(inst)
     I = inst_tuple(inst_arrays(inst))
     S = new_state(inst.n, inst.m)

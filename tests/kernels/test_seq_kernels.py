@@ -37,7 +37,7 @@ def test_seq_state_commits_like_the_reference(monkeypatch, seed):
     rng = random.Random(seed)
     monkeypatch.setattr(kstate, "_BL", rng.choice([2, 3, 5, 256]))
     if seed % 3 == 0:
-        monkeypatch.setattr(ScheduleState, "_cascade_budget", 0)
+        monkeypatch.setattr(kernels, "CASCADE_BUDGET", 0)
     ref, got = ScheduleState(inst), ArraySeqState(inst)
     ins = rng.random() < 0.7
     order = list(inst.topo)
