@@ -47,6 +47,13 @@ class MilpOptions:
 
 
 RESOLUTION = 1e-8  # times below this fraction of big-M are left out of the model (MilpModel.coef)
+# CBC's integer tolerance (its default 1e-7): a binary within it of 0 or 1 counts as integral, so an LP
+# answer it accepts may break a big-M row by this x M once rounded. At 1e-7 that swallowed times of
+# 1e-8..1e-7 x M (kept by RESOLUTION): CBC took such node answers as integral, its exact check then
+# rejected them (cyclic orders of tiny ops) and the nodes stayed pruned: its warm start "optimal" 15 %
+# above the optimum, "proven infeasible" without presolve (tests/fixtures/claims/series-1000424.json).
+# Kept a factor 10 below RESOLUTION.
+INTEGRALITY = 1e-9
 
 
 class MilpModel:
