@@ -87,7 +87,7 @@ class MilpModel:
         Above M: a longer time cannot occur in a schedule below M either way, and coefficients of 1e10
         beside a big-M of 30 left CBC's rows wrong by 1e-3 (it answered infeasible, and optima above the
         simulated optimum). Below the resolution: times under what a big-M row resolves (CBC's integer
-        tolerance 1e-7 x M) broke CBC: op times of 5e-10 x M (10 µs beside transfers of 1e10 µs) and its
+        tolerance x M: 1e-7 x M by default, so CBC is given ``INTEGRALITY``, a factor 10 below) broke CBC: op times of 5e-10 x M (10 µs beside transfers of 1e10 µs) and its
         preprocessing lost its own optimum (mapped back, its solution broke the original rows: it still said
         optimal and wrote a vector of zeros); op times of 1e-9 x M and it called the hint optimal at the
         root, 3e5 times the optimum. Both only lower the model's values: its bounds stay proven, its
