@@ -45,6 +45,23 @@ def test_composed_instances_are_10_to_40_ops():
     assert all(10 <= n <= 40 for n in sizes) and len(set(sizes)) > 3
 
 
+def test_mixed_instances_are_10_ops_and_more_with_magnitudes_far_apart():
+    """fuzz_claims --mixed: parallel comm, at least 10 ops, op or transfer times 1e5 and more apart."""
+    from dplace.verify.fuzz import mixed_instance
+
+    kinds = set()
+    for s in range(8):
+        inst, orc, info = mixed_instance(s)
+        kinds.add(info["kind"])
+        assert inst.n >= 10 and inst.comm == "parallel" and orc.complete
+        times = [t for row in inst.dur for t in row if t > 0]
+        times += [inst.transfer_time(k, a, b) for k in range(len(inst.esrc)) for a in range(inst.m)
+                  for b in range(inst.m) if a != b]
+        times = [t for t in times if t > 0]
+        assert max(times) / min(times) >= 1e5, (s, info)
+    assert kinds == {"mixed-padded", "mixed-series"}
+
+
 @pytest.mark.solver
 @pytest.mark.parametrize("name", ["padded-61.json", "padded-1143.json"])
 def test_cpsat_wrong_optimal_above_9_ops_is_caught_by_the_milp(name):
