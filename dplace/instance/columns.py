@@ -142,11 +142,15 @@ class RawExtras:
 
     def __init__(self, rows: list, known: set) -> None:
         self._rows, self._known = rows, known
+        self._found: list[tuple[int, dict[str, Any]]] | None = None
 
     def items(self) -> Iterator[tuple[int, dict[str, Any]]]:
-        known = self._known
-        return ((i, {k: v for k, v in r.items() if k not in known})
-                for i, r in enumerate(self._rows) if not r.keys() <= known)
+        if self._found is None:  # once; the rows are then no longer needed
+            known = self._known
+            self._found = [(i, {k: v for k, v in r.items() if k not in known})
+                           for i, r in enumerate(self._rows) if not r.keys() <= known]
+            self._rows = []
+        return iter(self._found)
 
     def may_contain(self, word: str) -> bool:
         return True
