@@ -395,6 +395,11 @@ def _m_sct(inst: Instance, method: str, opts: SctOptions, options: dict, budget:
     if fo is not None:
         return fo
     units, cl, ur = _prepare(inst, opts)
+    if budget.expired():  # the limit came during the preparation: no LP; every cluster by the deadline rule
+        pl, order, makespan, fallbacks, cut = _list_schedule(inst, cl, ur, [-1] * cl.n, budget)
+        return make_result(inst, method, pl, order, options=options, claimed_makespan=makespan,
+                           extra={**_extra(inst, units, cl), "fallbacks": fallbacks, **cut,
+                                  "sct_lp_status": "not solved: the time limit came before it"})
     k, edges = _cluster_lp_data(inst, cl)
     window = int(opts.lp_window) if opts.lp_window is not None else (0 if cl.n <= GLOBAL_LP_MAX else LP_WINDOW)
     # the LP gets half of what is left, the list schedule the rest

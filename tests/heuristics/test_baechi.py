@@ -369,3 +369,8 @@ def test_list_schedule_cut_at_the_time_limit_is_complete_and_valid(method, seed,
             assert 0 <= cut["clusters_placed_by_method"] < cut["clusters"]
             assert res.memory_ok or not full.memory_ok or res.extra["fallbacks"] > 0
     assert cuts
+    if method == "m_sct":  # expired before the LP: not solved, said so
+        res = dplace.solve(inst, method, budget=Budget(0.0), **OFF)
+        _valid(inst, res)
+        assert res.extra["time_limit"]["clusters_placed_by_method"] == 0
+        assert res.extra["sct_lp_status"].startswith("not solved")
