@@ -184,6 +184,8 @@ def _list_schedule(inst: Instance, cl: Clusters, ur: _UnitRules, fav_child: list
     else:
         state = ScheduleState(inst)
     nc = cl.n
+    if budget is not None and budget.expired():  # before the ranks and the ready queues are built
+        return _complete_by_deadline(inst, cl, ur, state, [False] * nc, [len(p) for p in cl.pred], 0, 0)
     sct = fav_child is not None
     b = upward_rank(inst, "mean", "mean")
     prio = [-max(b[o] for o in ops) for ops in cl.ops]  # bigger bottom level first
@@ -300,10 +302,17 @@ def _complete_by_deadline(inst: Instance, cl: Clusters, ur: _UnitRules, state: S
     free = [inst.capacity[d] - ur.used[d] for d in range(inst.m)]
     queue = [c for c in range(cl.n) if not done[c] and need[c] == 0]
     for c in queue:  # grows as clusters become ready
-        cands = ur.candidates(c)
+        f = ur.forced(c)
+        if f >= 0:
+            cands = [f] if ur.fits(c, f) else []
+        else:
+            need_c = ur.need(c)
+            cands = [d for d in range(inst.m) if free[d] >= need_c]
         if cands:
-            near = [placement[cl.ops[p][-1]] for p in cl.pred[c]]
-            d = next((x for x in near if x in cands), max(cands, key=lambda x: (free[x], -x)))
+            d = next((x for x in (placement[cl.ops[p][-1]] for p in cl.pred[c]) if x in cands),
+                     None) if cl.pred[c] else None
+            if d is None:
+                d = max(cands, key=lambda x: (free[x], -x))
         else:
             d = ur.fallback(c)
             fallbacks += 1
