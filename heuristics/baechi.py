@@ -22,6 +22,9 @@ How the pieces fit (one timing model, one set of placement rules):
   clusters waiting for data (keyed by data-ready time) and a heap of clusters already available
   (keyed by priority), refreshed lazily, so a step costs O(m log n) instead of a rescan of all
   ready ops.
+
+Compiled twins: :mod:`dplace.kernels.baechi` (units, fusion) and :mod:`dplace.kernels.etf` (the m-ETF /
+m-SCT list scheduler, parallel comm); tests/kernels/test_etf_kernels.py compares them with this code.
 """
 from __future__ import annotations
 

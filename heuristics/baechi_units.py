@@ -1,6 +1,9 @@
 """Baechi's building blocks (Jeon et al., SoCC'20, §3), used by the placers in :mod:`.baechi`: the options,
 co-placement units (colocation and forward/backward pairs), the forward-only graph (§3.3 ii), fusion of
-units into clusters, and the memory rules a placer keeps per unit."""
+units into clusters, and the memory rules a placer keeps per unit.
+
+Compiled twin of the units and the fusion: :mod:`dplace.kernels.baechi` (tests/kernels/test_etf_kernels.py).
+"""
 from __future__ import annotations
 
 import heapq

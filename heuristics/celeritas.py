@@ -34,6 +34,9 @@ Where the paper is silent, dplace chose: CPD-TOPO ties by topological position; 
 keeps the previous node's device; the fill's "next device" is the next device id, wrapping to an
 earlier one with room; op costs for the levels are mean times over devices and mean transfer times
 over device pairs (:mod:`dplace.heuristics.orders`).
+
+Compiled twins (from ``kernels.FROM`` sizes): :mod:`dplace.kernels.adjust` (Adjusting Placement) and
+:mod:`dplace.kernels.celeritas` (orders, fusion); tests/kernels/test_etf_kernels.py compares them with this code.
 """
 from __future__ import annotations
 

@@ -45,6 +45,8 @@ If no merge is possible any more, more than K clusters remain; ``len(c.members)`
 
 The coarse graph, its builders and :class:`Coarsening` (the map back) are in
 :mod:`dplace.heuristics.coarse_graph`; this module is the dynamic program.
+
+Compiled twin of the dynamic program: :mod:`dplace.kernels.celeritas` (tests/kernels/test_etf_kernels.py).
 """
 from __future__ import annotations
 

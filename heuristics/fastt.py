@@ -12,6 +12,8 @@ execution order (ops per device sorted by start) is part of the Result and the s
 decreasing compute time, try every split dimension and n in 2..m (re-running DPOS on the split graph),
 keep the best split only if the makespan improves, stop at the first op that does not improve.
 The split and data-parallel graphs are built in :mod:`.fastt_graphs`.
+
+Compiled twin of DPOS: :mod:`dplace.kernels.lists` (``run_dpos``; tests/kernels/test_list_kernels.py).
 """
 from __future__ import annotations
 

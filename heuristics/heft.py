@@ -1,4 +1,8 @@
-"""``heft``: HEFT list scheduling (Topcuoglu, Hariri, Wu, IEEE TPDS 2002), insertion-based, memory-aware."""
+"""``heft``: HEFT list scheduling (Topcuoglu, Hariri, Wu, IEEE TPDS 2002), insertion-based, memory-aware.
+
+Compiled twin: :mod:`dplace.kernels.lists` (``run_heft``; tests/kernels/test_list_kernels.py,
+test_seq_kernels.py).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -10,6 +10,8 @@ costs used here come from :mod:`dplace.schedule.ranks`: by default an op costs i
 devices (``edge_costs(inst, "mean")``: mean latency + bytes × mean 1/bandwidth). Pass
 ``op_cost="min"`` / ``comm_cost="zero"`` for the transfer-free, fastest-device levels. Everything is
 O(V + E) and returns plain lists indexed by op.
+
+Compiled twin of Celeritas' orders: :mod:`dplace.kernels.celeritas` (tests/kernels/test_etf_kernels.py).
 """
 from __future__ import annotations
 

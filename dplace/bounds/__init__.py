@@ -21,6 +21,8 @@ the makespan of every schedule that keeps pins, colocation and memory:
 :func:`lower_bound` is the max of the cheap ones (printed by default); :func:`bound_portfolio` runs all of
 them, with the time each took, for ``dplace info --bounds``. Within :func:`quick_bounds` (a time limit too
 short for them all) it is the max of the ``QUICK_PARTS`` only: a weaker bound, still proven.
+
+Compiled twin of the cheap bounds: :mod:`dplace.kernels.bounds` (tests/kernels/test_kernels_bounds.py).
 """
 from __future__ import annotations
 

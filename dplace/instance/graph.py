@@ -17,6 +17,9 @@ solve of the 36k-op graph (:func:`ready_order`, :func:`longest_to`, :func:`longe
   :func:`longest_to` / :func:`longest_from` (every op's level) and :func:`longest_path` (one path);
 * :func:`union_find` (``networkx.utils.UnionFind``), :class:`DisjointSets` (the same on lists, for
   Baechi) and :func:`components`.
+
+Compiled twins of the longest paths: :mod:`dplace.kernels.levels` and :mod:`dplace.kernels.bounds`
+(tests/kernels/test_kernels_bounds.py, test_list_kernels.py).
 """
 from __future__ import annotations
 

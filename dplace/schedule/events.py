@@ -2,6 +2,8 @@
 by the rules in :mod:`dplace.simulate`'s docstring. ``simulate`` calls it on a whole instance;
 ``ScheduleState`` calls it to re-time everything it has committed (its replay), with ``active``
 marking the committed ops.
+
+Compiled twin of the parallel-comm event loop: :mod:`dplace.kernels.sim` (tests/kernels/test_kernels.py).
 """
 from __future__ import annotations
 

@@ -1,5 +1,9 @@
 """Upward ranks (HEFT's rank_u, FastT's rank) shared by the list schedulers, O(V + E); op and edge costs; the
-instance's CCR (mean transfer time over mean op time, the one definition generators and coarsening use)."""
+instance's CCR (mean transfer time over mean op time, the one definition generators and coarsening use).
+
+Compiled twin: :mod:`dplace.kernels.levels` (costs, upward ranks; tests/kernels/test_kernels.py,
+test_list_kernels.py).
+"""
 from __future__ import annotations
 
 import math

@@ -1,6 +1,7 @@
 """The incremental schedule state of list schedulers (:class:`ScheduleState`), timed by the simulator's own
 rules (:mod:`.simulate`): the committed ops are always their simulation. Sequential comm from 2,000 ops runs
-on the compiled twin :class:`dplace.kernels.seqstate.ArraySeqState` (same API; tests compare them op by op)."""
+on the compiled twin :class:`dplace.kernels.seqstate.ArraySeqState` (same API; tests compare them op by op).
+Parallel comm: the compiled twin is :mod:`dplace.kernels.state` (tests/kernels/test_list_kernels.py)."""
 from __future__ import annotations
 
 import heapq

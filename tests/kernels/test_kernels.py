@@ -180,3 +180,20 @@ def test_a_changed_kernel_source_clears_the_compiled_cache(tmp_path):
     src.write_text("x = 2\n")
     assert clear_stale_cache(str(cache), [str(src)])  # a source changed: cleared
     assert not (cache / "lists.heft_loop-1.py311.nbi").exists() and (cache / "other.pyc").exists()
+
+
+def test_op_and_edge_costs_on_arrays_equal_the_reference():
+    """kernels.levels' costs (the twin) and dplace.schedule.ranks' (the reference): the same floats."""
+    from dplace.kernels import levels
+    from dplace.schedule import ranks
+
+    rng = random.Random(21)
+    insts = list(contract_instances()) + [random_instance(rng, n_devices=rng.randint(1, 5)) for _ in range(40)]
+    for inst in insts:
+        a = kernels.inst_arrays(inst)
+        for how in ("mean", "max", "zero"):
+            assert levels.edge_costs(a, how).tolist() == ranks.edge_costs(inst, how), how
+        for how in ("mean", "max", "min"):
+            assert levels.op_costs(a.dur, how).tolist() == ranks.op_costs(inst, how), how
+        for op_cost, comm_cost in (("mean", "mean"), ("max", "max"), ("min", "zero")):
+            assert ranks.upward_rank_array(inst, op_cost, comm_cost).tolist() == ranks.upward_rank(inst, op_cost, comm_cost)
