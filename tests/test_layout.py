@@ -158,3 +158,52 @@ def test_no_import_circle_between_rooms_of_the_core():
     circles = [[(a, b, g[a][b]["at"][0]) for a, b in zip(c, c[1:] + c[:1])] for c in nx.simple_cycles(g)]
     assert circles == []
     assert {("dplace.schedule", "dplace.kernels"), ("dplace.bounds", "dplace.kernels")} <= set(g.edges)
+
+
+# Circles between the modules/subpackages of the method packages that are still there (issue 26, left
+# for a later pass): each must go, none may be added. Fixing one means deleting its line here.
+KNOWN_METHOD_CIRCLES = {
+    frozenset({"dplace.formulations.cpsat", "dplace.formulations.milp"}),  # cpsat's claim checked by milp.cross_check
+    frozenset({"dplace.formulations.cpsat", "dplace.formulations.frame"}),  # frame's run_guarded uses cpsat.hint
+    frozenset({"dplace.formulations.cpsat", "dplace.formulations.frame", "dplace.formulations.milp"}),
+    frozenset({"dplace.formulations.anneal", "dplace.formulations.lns"}),
+    frozenset({"dplace.formulations.lns", "dplace.formulations.twins"}),
+    frozenset({"dplace.formulations.bounds_twins", "dplace.formulations.lns", "dplace.formulations.twins"}),
+    frozenset({"dplace.runtime.execute", "dplace.runtime.profile"}),
+    frozenset({"dplace.runtime.memory", "dplace.runtime.remote"}),
+}
+
+
+def _method_room(module: str) -> str | None:
+    """A method-package module's room: its subpackage or module right below the package
+    (``dplace.formulations.cpsat``, ``dplace.formulations.frame``); None outside the method packages."""
+    if module.startswith(tuple(p + "." for p in METHOD_PACKAGES)):
+        return ".".join(module.split(".")[:3])
+    return None
+
+
+def test_no_new_import_circle_inside_the_method_packages():
+    names = {module for _p, module, _pkg in _modules()}
+    g = nx.DiGraph()
+    for path, module, package in _modules():
+        a = _method_room(module)
+        if a is None:
+            continue
+        for node in _runtime_nodes(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = package.split(".")
+                if node.level > 1:
+                    base = base[: -(node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else [])) if node.level else node.module or ""
+                targets = [f"{target}.{x.name}" if f"{target}.{x.name}" in names else target for x in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [x.name for x in node.names]
+            else:
+                continue
+            for target in targets:
+                b = _method_room(target)
+                if b is not None and b != a:
+                    g.add_edge(a, b)
+    found = {frozenset(c) for c in nx.simple_cycles(g)}
+    assert sorted(map(sorted, found - KNOWN_METHOD_CIRCLES)) == [], "a new import circle"
+    assert sorted(map(sorted, KNOWN_METHOD_CIRCLES - found)) == [], "a circle was removed: delete its line"
