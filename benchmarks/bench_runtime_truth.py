@@ -149,7 +149,8 @@ def main() -> None:
             om = mem["op_memory"] or {}
             con.print(f"[bold]{model}[/] batch {batch}: {inst.n} ops, sum of op times "
                       f"{sum(inst.dur[o][0] for o in range(inst.n)) / 1000:.1f} ms, profiled in "
-                      f"{time.perf_counter() - t0:.0f} s; links {links}; memory one worker: predicted "
+                      f"{time.perf_counter() - t0:.0f} s; links {links} (latency fitted, less the receive cost); "
+                      f"receive cost per tensor (transfer_cpu) {inst.transfer_cpu:.1f} us; memory one worker: predicted "
                       f"{mem['predicted'] / 2**20:.1f} MiB, measured peak "
                       f"{(mem['peak_measured'] or 0) / 2**20:.1f} MiB; per-op memory median rel. error "
                       f"{100 * (om.get('median_rel_error') or 0):.1f}% over {om.get('n')} ops; load {loadavg()}")

@@ -22,7 +22,6 @@ import argparse
 import os
 import statistics
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -30,34 +29,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 def loadavg() -> str:
     with open("/proc/loadavg") as fh:
         return " ".join(fh.read().split()[:3])
-
-
-def build(tf, cfg: str, n: int, a: str, b: str, heavy: int, size: int):
-    g = tf.Graph()
-    h_dev = a if cfg in ("base_a", "send") else b
-    with g.as_default():
-        with tf.device(h_dev):
-            m = tf.constant(1.0 / size, shape=(size, size))
-            h = m
-            for _ in range(heavy):
-                h = tf.matmul(h, m)
-            hs = tf.reduce_sum(h)
-        if cfg.startswith("fan"):
-            with tf.device(a if cfg == "fanout" else b):
-                v = tf.constant([1.0] * 16)
-                p = v * 2.0
-            with tf.device(b):
-                outs = [p + float(i) for i in range(n)]
-                s = tf.reduce_sum(tf.add_n(outs))
-        else:
-            with tf.device(a):
-                v = tf.constant([1.0] * 16)
-                ps = [v * float(i) for i in range(n)]
-            with tf.device(b if cfg in ("send", "recv") else a):
-                s = tf.reduce_sum(tf.add_n(ps))
-        with tf.device(a):
-            out = hs + s
-    return g, out
 
 
 def main(argv=None) -> int:
@@ -69,38 +40,16 @@ def main(argv=None) -> int:
     ap.add_argument("--size", type=int, default=512)
     args = ap.parse_args(argv)
     from dplace.runtime.cluster import LocalWorkers
-    from dplace.runtime.zoo import _tf
+    from dplace.runtime.recvcost import probe_graph, time_probes
 
-    tf = _tf()
     cfgs = ("base_a", "send", "base_b", "recv", "fan_base", "fanout")
-    times: dict[str, list[float]] = {c: [] for c in cfgs}
     with LocalWorkers(2) as w:
         cl = w.cluster
         a, b = cl.task_device(0), cl.task_device(1)
-        conf = tf.compat.v1.ConfigProto(allow_soft_placement=False)
-        conf.graph_options.rewrite_options.disable_meta_optimizer = True
-        conf.graph_options.optimizer_options.opt_level = tf.compat.v1.OptimizerOptions.L0
-        conf.graph_options.optimizer_options.do_constant_folding = False
-        sessions = {}
-        for c in cfgs:
-            g, out = build(tf, c, args.n, a, b, args.heavy, args.size)
-            sess = tf.compat.v1.Session(cl.target, graph=g, config=conf)
-            for _ in range(3):
-                sess.run(out)
-            sessions[c] = (sess, out)
+        graphs = {c: probe_graph(c, args.n, a, b, heavy=args.heavy, size=args.size) for c in cfgs}
         loads = [loadavg()]
-        for _ in range(args.reps):
-            for c in cfgs:
-                sess, out = sessions[c]
-                ts = []
-                for _ in range(args.steps):
-                    t0 = time.perf_counter()
-                    sess.run(out)
-                    ts.append((time.perf_counter() - t0) * 1e6)
-                times[c].append(statistics.median(ts))
-            loads.append(loadavg())
-        for sess, _ in sessions.values():
-            sess.close()
+        times = time_probes(cl.target, graphs, rounds=args.reps, steps=args.steps, warmup=3)
+        loads.append(loadavg())
     med = {c: statistics.median(v) for c, v in times.items()}
     print(f"N = {args.n} transfers per step; heavy chain {args.heavy} x matmul {args.size}^2; "
           f"{args.reps} rounds x {args.steps} steps; loadavg {loads[0]} .. {loads[-1]}")
