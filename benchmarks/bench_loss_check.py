@@ -1,8 +1,8 @@
 """Why a placed step's loss can differ from the single-device step's: a lost update, or float reordering?
 
 For one model, on 2 local workers: the loss of the first ``--loss-steps`` steps of several placements
-(all on one worker — no transfer at all, only another executor's op order and kernels —, random ones,
-a half split) against the client's single-device step, in float32 and then in float64
+(all on one worker — no transfer at all, only another executor's op order and kernels — and random
+ones) against the client's single-device step, in float32 and then in float64
 (``keras.config.set_floatx``). Reordering shrinks by ~1e-9 in float64; a lost or misplaced update does
 not shrink at all.
 
@@ -37,17 +37,8 @@ def one(model: str, dtype: str, loss_steps: int) -> list[dict]:
     opts, batch = MODELS[model]
     step = zoo.build_step(model, **opts)
     inst = extract.extract(step, batch, ["CPU:0", "CPU:1"])
-    half = set(inst.topo[: inst.n // 2])
-    split = [0 if o in half else 1 for o in range(inst.n)]
-    for members in inst.groups:
-        d = split[min(members, key=lambda o: inst.topo_pos[o])]
-        for o in members:
-            split[o] = d
-    for o in range(inst.n):
-        if inst.pinned[o] >= 0:
-            split[o] = inst.pinned[o]
     placements = {"one worker": [0] * inst.n, "random 0": random_placement(inst, 0),
-                  "random 1": random_placement(inst, 1), "half split": split}
+                  "random 1": random_placement(inst, 1)}
     rows = []
     with LocalWorkers(2) as w:
         for name, pl in placements.items():
