@@ -288,7 +288,7 @@ def _start_times(fn, x, y, handles) -> dict[str, int]:
     import os
     import tempfile
 
-    from .profile import xplane_events
+    from .xplane import xplane_events
 
     tf = _tf()
     with tempfile.TemporaryDirectory(prefix="dplace-order-") as logdir:
