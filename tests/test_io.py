@@ -78,3 +78,24 @@ def test_columns_at_once_equal_the_per_op_loop(inst):
     assert instance_to_dict(fast) == instance_to_dict(slow) == instance_to_dict(inst)
     assert (fast.dur, fast.mem, fast.pinned, fast.groups, fast.esrc, fast.ebytes) == \
         (slow.dur, slow.mem, slow.pinned, slow.groups, slow.esrc, slow.ebytes)
+
+
+def test_a_file_s_unknown_fields_are_collected_on_first_use(tmp_path):
+    """load_instance keeps the parsed ops/edges and collects their unknown fields when first asked: the
+    same Op/Edge extras, forward_of index and .npz as the copying path."""
+    from dplace.instance.columns import forward_of_index
+    from dplace.instance.npz import instance_to_npz_bytes
+
+    data = {"format": "dplace-instance/1", "name": "x", "devices": [{"name": "d0", "memory": 100}],
+            "ops": [{"id": "a", "time": 1, "split": {"dims": {"batch": 2}}}, {"id": "b", "time": 2},
+                    {"id": "c", "time": 3, "forward_of": "a"}],
+            "edges": [{"src": "a", "dst": "b", "bytes": 4, "tag": [1]}, {"src": "b", "dst": "c"}]}
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps(data))
+    lazy, copied = load_instance(path), instance_from_dict(json.loads(json.dumps(data)))
+    assert [op.extra for op in lazy.ops] == [op.extra for op in copied.ops] == \
+        [{"split": {"dims": {"batch": 2}}}, {}, {"forward_of": "a"}]
+    assert [ed.extra for ed in lazy.edges] == [{"tag": [1]}, {}]
+    assert forward_of_index(lazy).tolist() == forward_of_index(copied).tolist() == [-1, -1, 0]
+    assert instance_to_dict(lazy) == instance_to_dict(copied) == json.loads(json.dumps(instance_to_dict(copied)))
+    assert instance_to_npz_bytes(lazy) == instance_to_npz_bytes(copied)

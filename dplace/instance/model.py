@@ -416,8 +416,8 @@ class Instance:
         else:
             index = self.op_index
             try:
-                src = np.array([index[x] for x in cols.src], dtype=np.int64)
-                dst = np.array([index[x] for x in cols.dst], dtype=np.int64)
+                src = np.fromiter(map(index.__getitem__, cols.src), dtype=np.int64, count=len(cols.src))
+                dst = np.fromiter(map(index.__getitem__, cols.dst), dtype=np.int64, count=len(cols.dst))
             except (KeyError, TypeError):
                 return False
         nbytes = bulk_numbers(cols.nbytes, MAX_BYTES)
@@ -591,7 +591,7 @@ class Instance:
 
     def __repr__(self) -> str:
         tc = f", transfer_cpu={self.transfer_cpu:g}" if self.transfer_cpu else ""
-        return f"Instance({self.name!r}, ops={self.n}, edges={len(self.edges)}, devices={self.m}, comm={self.comm!r}{tc})"
+        return f"Instance({self.name!r}, ops={self.n}, edges={self.n_edges}, devices={self.m}, comm={self.comm!r}{tc})"
 
     # ------------------------------------------------------------------ (de)serialisation
     @classmethod
