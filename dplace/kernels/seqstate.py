@@ -1,7 +1,16 @@
 """:class:`dplace.schedule.state.ScheduleState` for sequential comm on arrays, compiled: ``data_ready`` /
 ``est`` / ``commit`` with the sends that wait for each other on a link, and the incremental re-timing
 of a link's queue (``ScheduleState._retime``) and its replay, beside :mod:`dplace.kernels.state` (the
-device orders, idle gaps and placement rules are that module's, shared).
+device orders and idle gaps of :mod:`dplace.kernels.orders`, the placement rules of
+:mod:`dplace.kernels.rules` and the heap of :mod:`dplace.kernels.heap` are shared; the link state and
+``data_ready`` are :mod:`dplace.kernels.seqlinks`', re-exported here).
+
+A deliberate pair: ``_retime`` / ``_replay`` here and in :mod:`dplace.kernels.state` (parallel comm) are
+the same settling loop, this one with sends as heap items beside the ops. One generic loop would need
+the link arrays in the parallel state's hot path; the two are kept apart and each is tested op by op
+against the one reference, :class:`dplace.schedule.state.ScheduleState` (``tests/kernels/``), and
+against each other where they must agree (a sequential instance whose links carry one send at a time
+is timed as in parallel comm: ``test_seq_kernels.py::test_seq_state_equals_parallel_state_without_queues``).
 
 Results are those of the reference, float for float and in the same order: the same recurrences in the
 same operation order (a send's start = max(producer ended, previous send on the link arrived), its
@@ -10,7 +19,7 @@ input arrived)); the same items re-timed in the same (time, item) heap order wit
 before a replay, so the same ``retimed`` and ``replays`` counts and the same stale gaps
 (tests compare op by op, both on the schedule after each commit and on whole list schedules).
 
-Layout: the link state ``Links`` (:func:`new_links`) beside the parallel ``State``::
+Layout: the link state ``Links`` (:func:`dplace.kernels.seqlinks.new_links`) beside the parallel ``State``::
 
     pos[o]                 labels increasing along each device's order (relabelled when too close)
     tx_s, tx_f, tx_b[k]    send k = p * m + d2: start, arrival, bytes (tx_b < 0: no send)
@@ -31,242 +40,19 @@ Functions (compiled)::
 """
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 
 from . import njit
-from .state import (_INF, BUDGET, N_PLACED, REPLAYS, RETIMED, _first_from, _gap_add, _rebuild,
-                    _seq_insert, device_free, earliest)
-
-Links = namedtuple("Links", "pos tx_s tx_f tx_b lprev lnext lk ln need_b plist glist pend heap_t heap_x cnt harm")
-
-
-def fits(n: int, m: int) -> bool:
-    """Whether the link arrays of an ``n``-op, ``m``-device instance are small enough to allocate
-    (the per-link producer lists are ``m * m * n`` int64, touched only where used)."""
-    return m * m * (n + 1) <= 1 << 31  # (dplace.schedule.simulate.seq_kernel_wanted asks the same)
-
-
-def new_links(n: int, m: int) -> Links:
-    nk = n * m
-    return Links(
-        pos=np.zeros(n), tx_s=np.zeros(nk), tx_f=np.zeros(nk), tx_b=np.full(nk, -1.0),
-        lprev=np.full(nk, -1, dtype=np.int64), lnext=np.full(nk, -1, dtype=np.int64),
-        lk=np.empty((m * m, n + 1), dtype=np.int64), ln=np.zeros(m * m, dtype=np.int64),
-        need_b=np.full(n, -1.0), plist=np.empty(n + 1, dtype=np.int64),
-        glist=np.empty(n + 1, dtype=np.int64), pend=np.zeros(nk, dtype=np.bool_),
-        heap_t=np.empty(nk + n + 2), heap_x=np.empty(nk + n + 2, dtype=np.int64),
-        cnt=np.zeros(1, dtype=np.int64), harm=np.zeros(1),
-    )
-
-
-# ----------------------------------------------------------------------------------- heap
-
-
-@njit(inline="always")
-def _hpush(L, size, t, x):
-    ht, hx = L.heap_t, L.heap_x
-    i = size
-    while i > 0:
-        p = (i - 1) >> 1
-        if ht[p] < t or (ht[p] == t and hx[p] <= x):
-            break
-        ht[i], hx[i] = ht[p], hx[p]
-        i = p
-    ht[i], hx[i] = t, x
-    return size + 1
-
-
-@njit(inline="always")
-def _hpop(L, size):
-    ht, hx = L.heap_t, L.heap_x
-    size -= 1
-    t, x = ht[size], hx[size]
-    i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= size:
-            break
-        if c + 1 < size and (ht[c + 1] < ht[c] or (ht[c + 1] == ht[c] and hx[c + 1] < hx[c])):
-            c += 1
-        if t < ht[c] or (t == ht[c] and x <= hx[c]):
-            break
-        ht[i], hx[i] = ht[c], hx[c]
-        i = c
-    ht[i], hx[i] = t, x
-    return size
-
-
-@njit
-def _heapify(L, size):
-    for i in range(size // 2 - 1, -1, -1):  # sift down (heapq.heapify's result differs in layout only)
-        ht, hx = L.heap_t, L.heap_x
-        t, x = ht[i], hx[i]
-        j = i
-        while True:
-            c = 2 * j + 1
-            if c >= size:
-                break
-            if c + 1 < size and (ht[c + 1] < ht[c] or (ht[c + 1] == ht[c] and hx[c + 1] < hx[c])):
-                c += 1
-            if t < ht[c] or (t == ht[c] and x <= hx[c]):
-                break
-            ht[j], hx[j] = ht[c], hx[c]
-            j = c
-        ht[j], hx[j] = t, x
-
-
-# ----------------------------------------------------------------------------------- links
-
-
-@njit(inline="always")
-def _bisect_pos(L, l, x):
-    """bisect_left of label x among link l's producers (by their labels)."""
-    lo, hi = 0, L.ln[l]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if L.pos[L.lk[l, mid]] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@njit
-def _link_arrival(I, S, L, dp, d, ps, k, has_harm):
-    """``ScheduleState._link_arrival``: latest arrival on d of the sends of producers ps[:k] (each
-    with need_b bytes) on link (dp, d), walking the link from the first of them."""
-    m = I.lat.shape[0]
-    end, pos, lk = S.end, L.pos, L.lk
-    lat, bw = I.lat[dp, d], I.bw[dp, d]
-    for a in range(1, k):  # by label (insertion sort: a handful of producers)
-        x = ps[a]
-        b = a - 1
-        while b >= 0 and pos[ps[b]] > pos[x]:
-            ps[b + 1] = ps[b]
-            b -= 1
-        ps[b + 1] = x
-    l = dp * m + d
-    n_l = L.ln[l]
-    i = _bisect_pos(L, l, pos[ps[0]])
-    prev_f = L.tx_f[lk[l, i - 1] * m + d] if i else 0.0
-    moved = False
-    out = 0.0
-    for a in range(k):
-        p = ps[a]
-        while i < n_l and pos[lk[l, i]] < pos[p]:  # sends of other producers before p
-            q = lk[l, i]
-            y = q * m + d
-            if moved:
-                s = end[q] if end[q] >= prev_f else prev_f
-                f = s + lat + L.tx_b[y] / bw
-                moved = f != L.tx_f[y]
-                if f - L.tx_f[y] > L.harm[0]:
-                    L.harm[0] = f - L.tx_f[y]
-                prev_f = f
-            else:
-                prev_f = L.tx_f[y]
-            i += 1
-        y = p * m + d
-        has = L.tx_b[y] >= 0.0
-        if has:
-            i += 1  # lk[l, i] is p
-        b = L.need_b[p]
-        if not has or moved or b != L.tx_b[y]:
-            s = end[p] if end[p] >= prev_f else prev_f
-            f = s + lat + b / bw
-            if has and f - L.tx_f[y] > L.harm[0]:
-                L.harm[0] = f - L.tx_f[y]  # (a send that others wait for: its consumers too)
-            moved = True
-        else:
-            f = L.tx_f[y]
-        prev_f = f
-        if f > out:
-            out = f
-    if has_harm:  # the sends after the last of them, while they move
-        while moved and i < n_l:
-            q = lk[l, i]
-            y = q * m + d
-            s = end[q] if end[q] >= prev_f else prev_f
-            f = s + lat + L.tx_b[y] / bw
-            moved = f != L.tx_f[y]
-            if f - L.tx_f[y] > L.harm[0]:
-                L.harm[0] = f - L.tx_f[y]
-            prev_f = f
-            i += 1
-    return out
-
-
-@njit
-def data_ready(I, S, L, o, d, harm=False):
-    """``ScheduleState.data_ready(o, d)`` in sequential mode: inputs on d at the latest arrival, each
-    link's sends re-walked where o would add or lengthen one; with ``harm``, ``L.harm[0]`` gets the most
-    a committed send would arrive later (the walk goes on past o's sends while they move)."""
-    m = I.lat.shape[0]
-    L.harm[0] = 0.0
-    pl, end = S.placement, S.end
-    t = 0.0
-    k = 0
-    ps, nb = L.plist, L.need_b
-    for j in range(I.pred_ptr[o], I.pred_ptr[o + 1]):
-        e = I.pred_edge[j]
-        p = I.esrc[e]
-        dp = pl[p]
-        if dp < 0:
-            raise ValueError("ScheduleState: a predecessor is not committed")
-        if dp == d:
-            a = end[p]
-            if a > t:
-                t = a
-            continue
-        if nb[p] < 0.0:
-            ps[k] = p
-            k += 1
-        if I.ebytes[e] > nb[p]:
-            nb[p] = I.ebytes[e]
-    if k:
-        gl = L.glist
-        for dp in range(m):  # per link (dp, d): the producers o reads over it
-            g = 0
-            for j in range(k):
-                if pl[ps[j]] == dp:
-                    gl[g] = ps[j]
-                    g += 1
-            if g == 0:
-                continue
-            grows = False
-            for j in range(g):
-                p = gl[j]
-                y = p * m + d
-                if L.tx_b[y] < 0.0 or nb[p] > L.tx_b[y]:
-                    grows = True
-                else:
-                    nb[p] = L.tx_b[y]
-            a = 0.0
-            if grows:
-                a = _link_arrival(I, S, L, dp, d, gl, g, harm)
-            else:
-                for j in range(g):
-                    f = L.tx_f[gl[j] * m + d]
-                    if f > a:
-                        a = f
-            if a > t:
-                t = a
-        for j in range(k):
-            nb[ps[j]] = -1.0
-    return t
+from .heap import heapify, hpop, hpush
+from .orders import (_INF, BUDGET, N_PLACED, REPLAYS, RETIMED, _first_from, _gap_add, _rebuild, _seq_insert,
+                     device_free, earliest)
+from .seqlinks import Links, _bisect_pos, data_ready, fits, new_links  # noqa: F401 - re-exported
+from .state import est_at, push_op
 
 
 @njit
 def est(I, S, L, o, d, insertion):
-    ready = data_ready(I, S, L, o, d)
-    if not insertion:
-        free = device_free(S, d)
-        return ready if ready > free else free
-    if S.stale[d] < _INF:
-        _rebuild(S, d)
-    return earliest(S, d, ready, I.dur[o, d])
+    return est_at(I, S, o, d, data_ready(I, S, L, o, d), insertion)
 
 
 # ----------------------------------------------------------------------------------- commit
@@ -412,18 +198,6 @@ def commit_at(I, S, L, o, d, ready, t, insertion):
 
 
 @njit(inline="always")
-def _push_op(S, L, size, v):
-    if not S.pending[v]:
-        pv = S.dprev[v]
-        r = S.ready[v]
-        c = S.end[pv] if pv >= 0 and S.end[pv] > r else r
-        if c > S.start[v]:
-            S.pending[v] = True
-            size = _hpush(L, size, c, -1 - v)
-    return size
-
-
-@njit(inline="always")
 def _push_send(S, L, size, y, m, f_prev_or_end):
     """Queue send y when its start would grow (``f_prev_or_end``: the value just changed)."""
     if not L.pend[y]:
@@ -431,7 +205,19 @@ def _push_send(S, L, size, y, m, f_prev_or_end):
         c = S.end[p] if S.end[p] >= f_prev_or_end else f_prev_or_end
         if c > L.tx_s[y]:
             L.pend[y] = True
-            size = _hpush(L, size, c, y)
+            size = hpush(L.heap_t, L.heap_x, size, c, y)
+    return size
+
+
+@njit(inline="always")
+def _feed(I, S, L, size, p, d, f):
+    """p's output is on device d at f: its consumers on d whose inputs now arrive later are queued."""
+    rd = S.ready
+    for j in range(I.succ_ptr[p], I.succ_ptr[p + 1]):
+        v = I.edst[I.succ_edge[j]]
+        if S.placement[v] == d and f > rd[v]:
+            rd[v] = f
+            size = push_op(S, L.heap_t, L.heap_x, size, v)
     return size
 
 
@@ -457,7 +243,7 @@ def _retime(I, S, L, size, fresh):
             r = rd[v]
             L.heap_t[i] = en[pv] if pv >= 0 and en[pv] > r else r
             S.pending[v] = True
-    _heapify(L, size)
+    heapify(L.heap_t, L.heap_x, size)
     moved_any = False
     budget = S.cnt[BUDGET] * (S.cnt[N_PLACED] + L.cnt[0] + 250)
     while size > 0:
@@ -473,14 +259,14 @@ def _retime(I, S, L, size, fresh):
             _replay(I, S, L)
             return False
         t, x = L.heap_t[0], L.heap_x[0]
-        size = _hpop(L, size)
+        size = hpop(L.heap_t, L.heap_x, size)
         if x >= 0:  # a send (p -> d2)
             p = x // m
             q = lprev[x]
             pf = tx_f[q] if q >= 0 else 0.0
             s = en[p] if en[p] >= pf else pf
             if s > t:
-                size = _hpush(L, size, s, x)
+                size = hpush(L.heap_t, L.heap_x, size, s, x)
                 continue
             L.pend[x] = False
             d2 = x - p * m
@@ -493,17 +279,13 @@ def _retime(I, S, L, size, fresh):
             y = lnext[x]
             if y >= 0:
                 size = _push_send(S, L, size, y, m, f)
-            for j in range(I.succ_ptr[p], I.succ_ptr[p + 1]):
-                v = I.edst[I.succ_edge[j]]
-                if pl[v] == d2 and f > rd[v]:
-                    rd[v] = f
-                    size = _push_op(S, L, size, v)
+            size = _feed(I, S, L, size, p, d2, f)
             continue
         o = -1 - x
         pv = dprev[o]
         s = en[pv] if pv >= 0 and en[pv] > rd[o] else rd[o]
         if s > t:
-            size = _hpush(L, size, s, x)
+            size = hpush(L.heap_t, L.heap_x, size, s, x)
             continue
         S.pending[o] = False
         d = pl[o]
@@ -521,22 +303,37 @@ def _retime(I, S, L, size, fresh):
         en[o] = f
         nx = S.dnext[o]
         if nx >= 0:
-            size = _push_op(S, L, size, nx)
+            size = push_op(S, L.heap_t, L.heap_x, size, nx)
         for d2 in range(m):
             y = o * m + d2
-            if tx_b[y] >= 0.0 and not L.pend[y]:
+            if tx_b[y] >= 0.0:
                 q = lprev[y]
-                pf = tx_f[q] if q >= 0 else 0.0
-                c = f if f >= pf else pf
-                if c > tx_s[y]:
-                    L.pend[y] = True
-                    size = _hpush(L, size, c, y)
-        for j in range(I.succ_ptr[o], I.succ_ptr[o + 1]):
-            v = I.edst[I.succ_edge[j]]
-            if pl[v] == d and f > rd[v]:
-                rd[v] = f
-                size = _push_op(S, L, size, v)
+                size = _push_send(S, L, size, y, m, tx_f[q] if q >= 0 else 0.0)
+        size = _feed(I, S, L, size, o, d, f)
     return moved_any
+
+
+@njit(inline="always")
+def _release(left, i, queue, qn, item):
+    """One more of item's inputs is timed (``left[i]`` counts those still to come): queued at the last."""
+    left[i] -= 1
+    if left[i] == 0:
+        queue[qn] = item
+        qn += 1
+    return qn
+
+
+@njit(inline="always")
+def _replay_feed(I, S, left, queue, qn, p, d, f):
+    """In a replay, p's output is on device d at f: its consumers there."""
+    rd = S.ready
+    for j in range(I.succ_ptr[p], I.succ_ptr[p + 1]):
+        v = I.edst[I.succ_edge[j]]
+        if S.placement[v] == d:
+            if f > rd[v]:
+                rd[v] = f
+            qn = _release(left, v, queue, qn, -1 - v)
+    return qn
 
 
 @njit
@@ -582,20 +379,8 @@ def _replay(I, S, L):
             tx_s[x], tx_f[x] = s, f
             y = lnext[x]
             if y >= 0:
-                tleft[y] -= 1
-                if tleft[y] == 0:
-                    queue[qn] = y
-                    qn += 1
-            for j in range(I.succ_ptr[p], I.succ_ptr[p + 1]):
-                v = I.edst[I.succ_edge[j]]
-                if pl[v] != d2:
-                    continue
-                if f > rd[v]:
-                    rd[v] = f
-                left[v] -= 1
-                if left[v] == 0:
-                    queue[qn] = -1 - v
-                    qn += 1
+                qn = _release(tleft, y, queue, qn, y)
+            qn = _replay_feed(I, S, left, queue, qn, p, d2, f)
             continue
         o = -1 - x
         d = pl[o]
@@ -605,27 +390,12 @@ def _replay(I, S, L):
         st[o], en[o] = s, f
         nx = S.dnext[o]
         if nx >= 0:
-            left[nx] -= 1
-            if left[nx] == 0:
-                queue[qn] = -1 - nx
-                qn += 1
+            qn = _release(left, nx, queue, qn, -1 - nx)
         for d2 in range(m):
             y = o * m + d2
             if tx_b[y] >= 0.0:
-                tleft[y] -= 1
-                if tleft[y] == 0:
-                    queue[qn] = y
-                    qn += 1
-        for j in range(I.succ_ptr[o], I.succ_ptr[o + 1]):
-            v = I.edst[I.succ_edge[j]]
-            if pl[v] != d:
-                continue
-            if f > rd[v]:
-                rd[v] = f
-            left[v] -= 1
-            if left[v] == 0:
-                queue[qn] = -1 - v
-                qn += 1
+                qn = _release(tleft, y, queue, qn, y)
+        qn = _replay_feed(I, S, left, queue, qn, o, d, f)
     S.cnt[REPLAYS] += 1
     S.stale[:] = -_INF
 
