@@ -45,17 +45,6 @@ def _bisect_pos(L, l, x):
     return lo
 
 
-@njit(inline="always")
-def _rewalk(L, end_p, y, prev_f, lat, bw):
-    """Committed send y's arrival when the send before it arrives at ``prev_f`` (its producer ended at
-    ``end_p``); ``L.harm[0]`` kept the most any such send arrives later."""
-    s = end_p if end_p >= prev_f else prev_f
-    f = s + lat + L.tx_b[y] / bw
-    if f - L.tx_f[y] > L.harm[0]:
-        L.harm[0] = f - L.tx_f[y]
-    return f
-
-
 @njit
 def _link_arrival(I, S, L, dp, d, ps, k, has_harm):
     """``ScheduleState._link_arrival``: latest arrival on d of the sends of producers ps[:k] (each
@@ -82,8 +71,12 @@ def _link_arrival(I, S, L, dp, d, ps, k, has_harm):
             q = lk[l, i]
             y = q * m + d
             if moved:
-                prev_f = _rewalk(L, end[q], y, prev_f, lat, bw)
-                moved = prev_f != L.tx_f[y]
+                s = end[q] if end[q] >= prev_f else prev_f
+                f = s + lat + L.tx_b[y] / bw
+                moved = f != L.tx_f[y]
+                if f - L.tx_f[y] > L.harm[0]:
+                    L.harm[0] = f - L.tx_f[y]
+                prev_f = f
             else:
                 prev_f = L.tx_f[y]
             i += 1
@@ -105,9 +98,14 @@ def _link_arrival(I, S, L, dp, d, ps, k, has_harm):
             out = f
     if has_harm:  # the sends after the last of them, while they move
         while moved and i < n_l:
-            y = lk[l, i] * m + d
-            prev_f = _rewalk(L, end[lk[l, i]], y, prev_f, lat, bw)
-            moved = prev_f != L.tx_f[y]
+            q = lk[l, i]
+            y = q * m + d
+            s = end[q] if end[q] >= prev_f else prev_f
+            f = s + lat + L.tx_b[y] / bw
+            moved = f != L.tx_f[y]
+            if f - L.tx_f[y] > L.harm[0]:
+                L.harm[0] = f - L.tx_f[y]
+            prev_f = f
             i += 1
     return out
 
@@ -170,3 +168,4 @@ def data_ready(I, S, L, o, d, harm=False):
         for j in range(k):
             nb[ps[j]] = -1.0
     return t
+

@@ -1,16 +1,17 @@
 """:class:`dplace.schedule.state.ScheduleState` for sequential comm on arrays, compiled: ``data_ready`` /
 ``est`` / ``commit`` with the sends that wait for each other on a link, and the incremental re-timing
 of a link's queue (``ScheduleState._retime``) and its replay, beside :mod:`dplace.kernels.state` (the
-device orders and idle gaps of :mod:`dplace.kernels.orders`, the placement rules of
-:mod:`dplace.kernels.rules` and the heap of :mod:`dplace.kernels.heap` are shared; the link state and
-``data_ready`` are :mod:`dplace.kernels.seqlinks`', re-exported here).
+device orders, idle gaps and placement rules are that module's, shared); the link state and
+``data_ready`` are :mod:`dplace.kernels.seqlinks`' (re-exported here).
 
-A deliberate pair: ``_retime`` / ``_replay`` here and in :mod:`dplace.kernels.state` (parallel comm) are
-the same settling loop, this one with sends as heap items beside the ops. One generic loop would need
-the link arrays in the parallel state's hot path; the two are kept apart and each is tested op by op
-against the one reference, :class:`dplace.schedule.state.ScheduleState` (``tests/kernels/``), and
-against each other where they must agree (a sequential instance whose links carry one send at a time
-is timed as in parallel comm: ``test_seq_kernels.py::test_seq_state_equals_parallel_state_without_queues``).
+Deliberate pairs, kept apart on a measurement: ``_retime`` / ``_replay`` here and in
+:mod:`dplace.kernels.state` (parallel comm) are the same settling loop, this one with sends as heap
+items beside the ops; ``_hpush`` / ``_hpop`` / ``_heapify`` here repeat :mod:`dplace.kernels.heap` on the
+link arrays. A version sharing the heap, ``push_op`` and the consumer/replay steps gave the same
+schedules but took 49.8 CPU s for HEFT on the 36k-op sequential Transformer against 34.1 s for this one
+(run side by side, load 18-20; the cause was not isolated). Each is tested op by op against the one
+reference, :class:`dplace.schedule.state.ScheduleState` (``tests/kernels/``), and against each other
+where they must agree (instant transfers: ``test_seq_kernels.py::test_seq_state_equals_parallel_state_without_queues``).
 
 Results are those of the reference, float for float and in the same order: the same recurrences in the
 same operation order (a send's start = max(producer ended, previous send on the link arrived), its
@@ -43,16 +44,75 @@ from __future__ import annotations
 import numpy as np
 
 from . import njit
-from .heap import heapify, hpop, hpush
-from .orders import (_INF, BUDGET, N_PLACED, REPLAYS, RETIMED, _first_from, _gap_add, _rebuild, _seq_insert,
-                     device_free, earliest)
 from .seqlinks import Links, _bisect_pos, data_ready, fits, new_links  # noqa: F401 - re-exported
-from .state import est_at, push_op
+from .state import (_INF, BUDGET, N_PLACED, REPLAYS, RETIMED, _first_from, _gap_add, _rebuild,
+                    _seq_insert, device_free, earliest)
+
+# ----------------------------------------------------------------------------------- heap
+
+
+@njit(inline="always")
+def _hpush(L, size, t, x):
+    ht, hx = L.heap_t, L.heap_x
+    i = size
+    while i > 0:
+        p = (i - 1) >> 1
+        if ht[p] < t or (ht[p] == t and hx[p] <= x):
+            break
+        ht[i], hx[i] = ht[p], hx[p]
+        i = p
+    ht[i], hx[i] = t, x
+    return size + 1
+
+
+@njit(inline="always")
+def _hpop(L, size):
+    ht, hx = L.heap_t, L.heap_x
+    size -= 1
+    t, x = ht[size], hx[size]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        if c + 1 < size and (ht[c + 1] < ht[c] or (ht[c + 1] == ht[c] and hx[c + 1] < hx[c])):
+            c += 1
+        if t < ht[c] or (t == ht[c] and x <= hx[c]):
+            break
+        ht[i], hx[i] = ht[c], hx[c]
+        i = c
+    ht[i], hx[i] = t, x
+    return size
+
+
+@njit
+def _heapify(L, size):
+    for i in range(size // 2 - 1, -1, -1):  # sift down (heapq.heapify's result differs in layout only)
+        ht, hx = L.heap_t, L.heap_x
+        t, x = ht[i], hx[i]
+        j = i
+        while True:
+            c = 2 * j + 1
+            if c >= size:
+                break
+            if c + 1 < size and (ht[c + 1] < ht[c] or (ht[c + 1] == ht[c] and hx[c + 1] < hx[c])):
+                c += 1
+            if t < ht[c] or (t == ht[c] and x <= hx[c]):
+                break
+            ht[j], hx[j] = ht[c], hx[c]
+            j = c
+        ht[j], hx[j] = t, x
 
 
 @njit
 def est(I, S, L, o, d, insertion):
-    return est_at(I, S, o, d, data_ready(I, S, L, o, d), insertion)
+    ready = data_ready(I, S, L, o, d)
+    if not insertion:
+        free = device_free(S, d)
+        return ready if ready > free else free
+    if S.stale[d] < _INF:
+        _rebuild(S, d)
+    return earliest(S, d, ready, I.dur[o, d])
 
 
 # ----------------------------------------------------------------------------------- commit
@@ -198,6 +258,18 @@ def commit_at(I, S, L, o, d, ready, t, insertion):
 
 
 @njit(inline="always")
+def _push_op(S, L, size, v):
+    if not S.pending[v]:
+        pv = S.dprev[v]
+        r = S.ready[v]
+        c = S.end[pv] if pv >= 0 and S.end[pv] > r else r
+        if c > S.start[v]:
+            S.pending[v] = True
+            size = _hpush(L, size, c, -1 - v)
+    return size
+
+
+@njit(inline="always")
 def _push_send(S, L, size, y, m, f_prev_or_end):
     """Queue send y when its start would grow (``f_prev_or_end``: the value just changed)."""
     if not L.pend[y]:
@@ -205,19 +277,7 @@ def _push_send(S, L, size, y, m, f_prev_or_end):
         c = S.end[p] if S.end[p] >= f_prev_or_end else f_prev_or_end
         if c > L.tx_s[y]:
             L.pend[y] = True
-            size = hpush(L.heap_t, L.heap_x, size, c, y)
-    return size
-
-
-@njit(inline="always")
-def _feed(I, S, L, size, p, d, f):
-    """p's output is on device d at f: its consumers on d whose inputs now arrive later are queued."""
-    rd = S.ready
-    for j in range(I.succ_ptr[p], I.succ_ptr[p + 1]):
-        v = I.edst[I.succ_edge[j]]
-        if S.placement[v] == d and f > rd[v]:
-            rd[v] = f
-            size = push_op(S, L.heap_t, L.heap_x, size, v)
+            size = _hpush(L, size, c, y)
     return size
 
 
@@ -243,7 +303,7 @@ def _retime(I, S, L, size, fresh):
             r = rd[v]
             L.heap_t[i] = en[pv] if pv >= 0 and en[pv] > r else r
             S.pending[v] = True
-    heapify(L.heap_t, L.heap_x, size)
+    _heapify(L, size)
     moved_any = False
     budget = S.cnt[BUDGET] * (S.cnt[N_PLACED] + L.cnt[0] + 250)
     while size > 0:
@@ -259,14 +319,14 @@ def _retime(I, S, L, size, fresh):
             _replay(I, S, L)
             return False
         t, x = L.heap_t[0], L.heap_x[0]
-        size = hpop(L.heap_t, L.heap_x, size)
+        size = _hpop(L, size)
         if x >= 0:  # a send (p -> d2)
             p = x // m
             q = lprev[x]
             pf = tx_f[q] if q >= 0 else 0.0
             s = en[p] if en[p] >= pf else pf
             if s > t:
-                size = hpush(L.heap_t, L.heap_x, size, s, x)
+                size = _hpush(L, size, s, x)
                 continue
             L.pend[x] = False
             d2 = x - p * m
@@ -279,13 +339,17 @@ def _retime(I, S, L, size, fresh):
             y = lnext[x]
             if y >= 0:
                 size = _push_send(S, L, size, y, m, f)
-            size = _feed(I, S, L, size, p, d2, f)
+            for j in range(I.succ_ptr[p], I.succ_ptr[p + 1]):
+                v = I.edst[I.succ_edge[j]]
+                if pl[v] == d2 and f > rd[v]:
+                    rd[v] = f
+                    size = _push_op(S, L, size, v)
             continue
         o = -1 - x
         pv = dprev[o]
         s = en[pv] if pv >= 0 and en[pv] > rd[o] else rd[o]
         if s > t:
-            size = hpush(L.heap_t, L.heap_x, size, s, x)
+            size = _hpush(L, size, s, x)
             continue
         S.pending[o] = False
         d = pl[o]
@@ -303,37 +367,22 @@ def _retime(I, S, L, size, fresh):
         en[o] = f
         nx = S.dnext[o]
         if nx >= 0:
-            size = push_op(S, L.heap_t, L.heap_x, size, nx)
+            size = _push_op(S, L, size, nx)
         for d2 in range(m):
             y = o * m + d2
-            if tx_b[y] >= 0.0:
+            if tx_b[y] >= 0.0 and not L.pend[y]:
                 q = lprev[y]
-                size = _push_send(S, L, size, y, m, tx_f[q] if q >= 0 else 0.0)
-        size = _feed(I, S, L, size, o, d, f)
-    return moved_any
-
-
-@njit(inline="always")
-def _release(left, i, queue, qn, item):
-    """One more of item's inputs is timed (``left[i]`` counts those still to come): queued at the last."""
-    left[i] -= 1
-    if left[i] == 0:
-        queue[qn] = item
-        qn += 1
-    return qn
-
-
-@njit(inline="always")
-def _replay_feed(I, S, left, queue, qn, p, d, f):
-    """In a replay, p's output is on device d at f: its consumers there."""
-    rd = S.ready
-    for j in range(I.succ_ptr[p], I.succ_ptr[p + 1]):
-        v = I.edst[I.succ_edge[j]]
-        if S.placement[v] == d:
-            if f > rd[v]:
+                pf = tx_f[q] if q >= 0 else 0.0
+                c = f if f >= pf else pf
+                if c > tx_s[y]:
+                    L.pend[y] = True
+                    size = _hpush(L, size, c, y)
+        for j in range(I.succ_ptr[o], I.succ_ptr[o + 1]):
+            v = I.edst[I.succ_edge[j]]
+            if pl[v] == d and f > rd[v]:
                 rd[v] = f
-            qn = _release(left, v, queue, qn, -1 - v)
-    return qn
+                size = _push_op(S, L, size, v)
+    return moved_any
 
 
 @njit
@@ -379,8 +428,20 @@ def _replay(I, S, L):
             tx_s[x], tx_f[x] = s, f
             y = lnext[x]
             if y >= 0:
-                qn = _release(tleft, y, queue, qn, y)
-            qn = _replay_feed(I, S, left, queue, qn, p, d2, f)
+                tleft[y] -= 1
+                if tleft[y] == 0:
+                    queue[qn] = y
+                    qn += 1
+            for j in range(I.succ_ptr[p], I.succ_ptr[p + 1]):
+                v = I.edst[I.succ_edge[j]]
+                if pl[v] != d2:
+                    continue
+                if f > rd[v]:
+                    rd[v] = f
+                left[v] -= 1
+                if left[v] == 0:
+                    queue[qn] = -1 - v
+                    qn += 1
             continue
         o = -1 - x
         d = pl[o]
@@ -390,12 +451,27 @@ def _replay(I, S, L):
         st[o], en[o] = s, f
         nx = S.dnext[o]
         if nx >= 0:
-            qn = _release(left, nx, queue, qn, -1 - nx)
+            left[nx] -= 1
+            if left[nx] == 0:
+                queue[qn] = -1 - nx
+                qn += 1
         for d2 in range(m):
             y = o * m + d2
             if tx_b[y] >= 0.0:
-                qn = _release(tleft, y, queue, qn, y)
-        qn = _replay_feed(I, S, left, queue, qn, o, d, f)
+                tleft[y] -= 1
+                if tleft[y] == 0:
+                    queue[qn] = y
+                    qn += 1
+        for j in range(I.succ_ptr[o], I.succ_ptr[o + 1]):
+            v = I.edst[I.succ_edge[j]]
+            if pl[v] != d:
+                continue
+            if f > rd[v]:
+                rd[v] = f
+            left[v] -= 1
+            if left[v] == 0:
+                queue[qn] = -1 - v
+                qn += 1
     S.cnt[REPLAYS] += 1
     S.stale[:] = -_INF
 
