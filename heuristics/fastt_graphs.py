@@ -5,7 +5,7 @@ Split graph (``split_instance``), for an op ``op`` with ``extra["split"] = {"dim
 the ``size`` rows, as even as possible, frac_i = size_i / size):
   * sub-ops ``op/<dim><i>``: time = time(op) * frac_i + ``overhead_us`` (per device when the time is
     per device); same type, pin and colocation as ``op``; ``split``/``forward_of`` dropped;
-    ``extra["split_of"] = op``. Memory (the op's outputs): memory(op) * frac_i (integers summing to
+    ``extra["split_of"] = op`` (a piece is a node of its own: ``tf_node`` dropped). Memory (the op's outputs): memory(op) * frac_i (integers summing to
     memory(op)); when ``dim`` is in ``reduce`` each piece computes a full-size partial sum (a weight
     gradient split on the batch) and holds memory(op).
   * inputs: an input whose producer is listed in ``cut[dim]`` is cut along ``dim``: a split node
@@ -119,7 +119,7 @@ def _split_one(inst: Instance, op_id: str, dim: str, n: int, overhead_us: float,
     reduce = dim in (spec.get("reduce") or [])
     sizes = _parts(dims[dim], n)
     fracs = [s / dims[dim] for s in sizes]
-    base_extra = {k: v for k, v in op.extra.items() if k not in (SPLIT_KEY, "forward_of")}
+    base_extra = {k: v for k, v in op.extra.items() if k not in (SPLIT_KEY, "forward_of", "tf_node")}
 
     def fresh(name: str) -> str:
         if name in ids:
