@@ -116,6 +116,10 @@ def cmd_profile(args: argparse.Namespace) -> int:
                                    warmup=args.warmup, progress=cb, name=args.name)
         if args.measure_placed:
             inst = profile.measure_placed(inst, step, args.batch, steps=args.steps, warmup=args.warmup, progress=cb)
+        if args.split_shapes:
+            from .split import split_shapes
+
+            inst = split_shapes(inst, step, args.batch, steps=args.steps, warmup=args.warmup, progress=cb)
         if args.commfit and len(devices) > 1:
             inst = commfit.with_links(inst, commfit.fit_links(devices, progress=cb))
     save_instance(inst, args.out)
@@ -135,8 +139,9 @@ def _profile_on_cluster(args: argparse.Namespace, small) -> int:
 
     if args.workers is not None and args.cluster_spec is not None:
         raise InvalidInstanceError("profile: give --workers or --cluster-spec, not both")
-    if small:
-        raise InvalidInstanceError("profile: --regress-from is not available with --workers/--cluster-spec")
+    if small or args.split_shapes:
+        flag = "--regress-from" if small else "--split-shapes"
+        raise InvalidInstanceError(f"profile: {flag} is not available with --workers/--cluster-spec")
     _at_least(args.workers, "--workers", 1)
     spec = read_cluster_spec(args.cluster_spec) if args.cluster_spec is not None else None
     step = zoo.build_step(args.model, **_model_options(args))
@@ -306,6 +311,9 @@ def add_profile(subparsers) -> None:
     s.add_argument("--measure-placed", action="store_true",
                    help="Celeritas Standard Evaluation step 2: re-measure the op times at --batch itself, run "
                         "under the sequential standard_evaluation placement over --devices")
+    s.add_argument("--split-shapes", action="store_true",
+                   help="FastT §4: also time every splittable op alone at each piece shape OS-DPOS can give it "
+                        "(os_dpos then times split pieces from these measurements, not by a linear share)")
     s.add_argument("--name", default=None, help="instance name (default MODEL_bBATCH_Ndev)")
     s.add_argument("--quiet", action="store_true",
                    help="no progress (default: a bar on a terminal, timestamped lines on stderr otherwise)")

@@ -30,9 +30,6 @@ from dplace.instance.model import Instance, Op
 
 from .zoo import TrainStep, _tf, tf_device
 
-MEASURED_KEY = "measured"  # in an op's extra["split"]: {dim: {piece size (str): µs}}
-
-
 # ------------------------------------------------------------------------------------ cut rules
 @dataclass(frozen=True)
 class Cut:
@@ -244,3 +241,126 @@ def execute_result(inst: Instance, res, step: TrainStep, batch: int | None = Non
     if batch is None:
         batch = int(tr.base.extra.get("tf", {}).get("batch", 0)) or 1
     return execute(g, res, step, batch, rewrite=GraphRewrite(step, batch, g), **kw)
+
+
+# ------------------------------------------------------------------------------ measured split shapes
+def piece_sizes(size: int, dim: str, devices: int, batch: int | None) -> list[int]:
+    """Every size of ``dim`` that OS-DPOS can give a piece of an op of ``size`` on ``devices`` devices:
+    the parts of ``size`` in 1..devices (1: the op's own size, the reference of every share) and, on
+    the batch, each data-parallel replica's rows (as :func:`data_parallel_instance` cuts them) and
+    their parts."""
+    out: set[int] = set()
+    for n in range(1, min(devices, size) + 1):
+        out.update(_parts(size, n))
+    if dim == "batch" and devices > 1:
+        if isinstance(batch, int) and batch >= devices:
+            reps = [s if size == batch else max(1, int(size * s / batch)) for s in _parts(batch, devices)]
+        else:
+            reps = [max(1, int(size / devices))]
+        for p in reps:
+            for n in range(1, min(devices, p) + 1):
+                out.update(_parts(p, n))
+    return sorted(out)
+
+
+FILL_VALUE = "fill_value"  # the float32 scalar every measured shape's inputs are filled with
+
+
+def _variant(gd, src, op, dim: str, size: int, name: str, after: str | None) -> str:
+    """Add to ``gd`` the node ``src`` (graph op ``op``) alone at ``size`` of ``dim``: every input a
+    ``Fill`` of its shape (cut axes at ``size``), a shape input the output's shape at ``size``; each new
+    node waits for ``after`` (variants run one at a time). Returns the variant's node name."""
+    tf = _tf()
+    rule = cut_rules(op, dim)
+    cut = dict(rule.inputs)
+    sized = dict(rule.sizes)
+    dep = [f"^{after}"] if after else []
+    x = gd.node.add()
+    x.CopyFrom(src)
+    x.name = f"{name}/op"
+    del x.input[:]
+    shape_in = {"Conv2DBackpropInput": 0, "Conv2DBackpropFilter": 1}.get(op.type)  # the output's shape
+    for i, inp in enumerate(op.inputs):
+        if i == shape_in:
+            shape = [int(v) for v in op.outputs[0].shape]
+            if i in sized:
+                shape[sized[i]] = size
+            _const(gd, f"{name}/in{i}", shape)
+        else:
+            shape = [int(v) for v in inp.shape]
+            if i in cut:
+                shape[cut[i]] = size
+            _const(gd, f"{name}/in{i}/shape", shape)
+            value = FILL_VALUE  # fed, so that the function runtime cannot fold the inputs away as constants
+            if inp.dtype != tf.float32:
+                value = _node(gd, f"{name}/in{i}/value", "Cast", [FILL_VALUE],
+                              _attr(SrcT=tf.float32, DstT=inp.dtype, Truncate=False)).name
+            _node(gd, f"{name}/in{i}", "Fill", [f"{name}/in{i}/shape", value] + dep,
+                  _attr(T=inp.dtype, index_type=tf.int32))
+        x.input.append(f"{name}/in{i}")
+    x.input.extend(dep)
+    return x.name
+
+
+def split_shapes(inst: Instance, step: TrainStep, batch: int, *, device: str | None = None, steps: int = 3,
+                 warmup: int = 1, progress=None) -> Instance:
+    """``inst`` (extracted from ``step`` at ``batch``) with ``extra["split"]["measured"] = {dim: {size:
+    µs}}`` on every op with a split spec: the op run alone at each of its :func:`piece_sizes`, one shape
+    after another in one function, under the profiler (median of ``steps`` runs after ``warmup``), on
+    ``device`` (default the instance's first device). FastT §4 profiles the split shapes; OS-DPOS then
+    times a piece as the op's time × measured(piece) / measured(op) (:func:`measured_share`). Ops whose
+    input shapes are not all known are left unmeasured (linear share)."""
+    from tensorflow.core.framework import graph_pb2
+
+    from dplace.heuristics.fastt_graphs import MEASURED_KEY as KEY
+    from dplace.heuristics.fastt_graphs import SPLIT_KEY, split_dims
+
+    from .profile import _noop, _profiled
+
+    tf = _tf()
+    graph = step.concrete(batch).graph
+    src = {nd.name: nd for nd in graph.as_graph_def().node}
+    dev = tf_device(device or inst.devices[0].name)
+    gd = graph_pb2.GraphDef()
+    gd.versions.CopyFrom(graph.as_graph_def().versions)
+    _node(gd, FILL_VALUE, "Placeholder", [], _attr(dtype=tf.float32))
+    variants: dict[str, tuple[str, str, int]] = {}  # variant node -> (op id, dim, size)
+    last = None
+    for op in inst.ops:
+        node = op.extra.get("tf_node", op.id)
+        dims = split_dims(op)
+        if not dims or node not in src:
+            continue
+        top = graph.get_operation_by_name(node)
+        if not all(t.shape.is_fully_defined() for t in list(top.inputs) + list(top.outputs[:1])):
+            continue
+        for dim, size in sorted(dims.items()):
+            for s in piece_sizes(size, dim, inst.m, batch):
+                last = _variant(gd, src[node], top, dim, s, f"v{len(variants)}", last)
+                variants[last] = (op.id, dim, s)
+    if last is None:
+        return inst
+    for nd in gd.node:
+        nd.device = dev
+    wrapped = tf.compat.v1.wrap_function(lambda: tf.compat.v1.import_graph_def(gd, name=""), [])
+    g = wrapped.graph
+    fn = wrapped.prune(feeds=[g.get_tensor_by_name(FILL_VALUE + ":0")], fetches=g.get_tensor_by_name(last + ":0"))
+    with tf.device(dev):
+        half = tf.constant(0.5)
+    times = _profiled(lambda: fn(half).numpy(), steps, warmup, progress or _noop)
+    measured: dict[str, dict[str, dict[str, float]]] = {}
+    for v, (op_id, dim, s) in variants.items():
+        if v in times:
+            measured.setdefault(op_id, {}).setdefault(dim, {})[str(s)] = round(times[v], 3)
+    ops = []
+    for op in inst.ops:
+        if op.id in measured:
+            op = Op(op.id, op.time, op.memory, op.type, op.colocation, op.device,
+                    dict(op.extra, **{SPLIT_KEY: dict(op.extra[SPLIT_KEY], **{KEY: measured[op.id]})}))
+        ops.append(op)
+    meta = dict(inst.extra.get("tf", {}))
+    meta["profile"] = dict(meta.get("profile", {}), split_shapes={
+        "ops": len(measured), "shapes": len(variants), "timed": sum(len(t) for d in measured.values() for t in d.values()),
+        "steps": steps, "warmup": warmup, "device": device or inst.devices[0].name,
+        "statistic": "median; each shape run alone, one after another"})
+    return inst.replace(ops=ops, extra={**inst.extra, "tf": meta})

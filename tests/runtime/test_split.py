@@ -78,3 +78,27 @@ def test_data_parallel_results_do_not_run_yet(model):
     assert res.transform is not None and res.transform.params["data_parallel"]["replicas"] == 2
     with pytest.raises(NotImplementedError, match="data-parallel"):
         split.execute_result(inst, res, step, BATCH)
+
+
+def test_split_shapes_are_measured_and_time_the_pieces(model):
+    """``split_shapes`` runs every splittable op alone at each piece size OS-DPOS can ask for (on 2
+    devices at batch 3: 1, 2, 3 rows; the replicas' 2 and 1 rows and their halves) and OS-DPOS's split
+    graph then times its pieces from those measurements."""
+    step, inst = model
+    timed = inst.replace(ops=[replace(op, time=100.0) for op in inst.ops])
+    m = split.split_shapes(timed, step, BATCH, steps=2, warmup=1)
+    specs = {op.id: op.extra["split"] for op in m.ops if "split" in op.extra}
+    assert specs and m.extra["tf"]["profile"]["split_shapes"]["ops"] == len(specs)
+    for op_id, spec in specs.items():
+        for dim, size in spec["dims"].items():
+            want = split.piece_sizes(size, dim, 2, BATCH)
+            assert sorted(map(int, spec["measured"][dim])) == want and size in want
+            assert all(t > 0 for t in spec["measured"][dim].values()), (op_id, dim, spec["measured"][dim])
+    assert split.piece_sizes(3, "batch", 2, 3) == [1, 2, 3]
+    op = next(op for op in m.ops if "split" in op.extra)
+    dim = sorted(split_dims(op))[0]
+    g = split_instance(m, [[op.id, dim, 2]])
+    table, size = op.extra["split"]["measured"][dim], split_dims(op)[dim]
+    first = g.ops[g.op_index[f"{op.id}/{dim}0"]]
+    assert first.extra["timed"] == "measured"
+    assert first.time == pytest.approx(100.0 * table[str((size + 1) // 2)] / table[str(size)])
