@@ -306,7 +306,7 @@ def split_shapes(inst: Instance, step: TrainStep, batch: int, *, device: str | N
                  warmup: int = 1, progress=None) -> Instance:
     """``inst`` (extracted from ``step`` at ``batch``) with ``extra["split"]["measured"] = {dim: {size:
     µs}}`` on every op with a split spec: the op run alone at each of its :func:`piece_sizes`, one shape
-    after another in one function, under the profiler (median of ``steps`` runs after ``warmup``), on
+    after another in one function, under the profiler (the minimum of ``steps`` runs after ``warmup``), on
     ``device`` (default the instance's first device). FastT §4 profiles the split shapes; OS-DPOS then
     times a piece as the op's time × measured(piece) / measured(op) (:func:`measured_share`). Ops whose
     input shapes are not all known are left unmeasured (linear share)."""
@@ -347,7 +347,11 @@ def split_shapes(inst: Instance, step: TrainStep, batch: int, *, device: str | N
     fn = wrapped.prune(feeds=[g.get_tensor_by_name(FILL_VALUE + ":0")], fetches=g.get_tensor_by_name(last + ":0"))
     with tf.device(dev):
         half = tf.constant(0.5)
-    times = _profiled(lambda: fn(half).numpy(), steps, warmup, progress or _noop)
+    # the minimum over runs: a shape run alone takes µs, and one preempted run on a busy machine would
+    # otherwise decide it (a 30x outlier under a median of 3 was seen at load 10)
+    runs = [_profiled(lambda: fn(half).numpy(), 1, warmup if i == 0 else 0, progress or _noop)
+            for i in range(steps)]
+    times = {v: min(r[v] for r in runs if v in r) for v in variants if any(v in r for r in runs)}
     measured: dict[str, dict[str, dict[str, float]]] = {}
     for v, (op_id, dim, s) in variants.items():
         if v in times:
@@ -362,5 +366,5 @@ def split_shapes(inst: Instance, step: TrainStep, batch: int, *, device: str | N
     meta["profile"] = dict(meta.get("profile", {}), split_shapes={
         "ops": len(measured), "shapes": len(variants), "timed": sum(len(t) for d in measured.values() for t in d.values()),
         "steps": steps, "warmup": warmup, "device": device or inst.devices[0].name,
-        "statistic": "median; each shape run alone, one after another"})
+        "statistic": "minimum over the runs; each shape run alone, one after another"})
     return inst.replace(ops=ops, extra={**inst.extra, "tf": meta})
