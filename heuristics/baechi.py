@@ -83,7 +83,7 @@ def _prepare_arrays(inst: Instance, opts: BaechiOptions):
 def _schedule_arrays(inst: Instance, units: np.ndarray, ca, reserve_whole: bool,
                      fav_child: np.ndarray | None) -> tuple[list[int], list[list[int]], float, int]:
     """``_list_schedule`` compiled (parallel comm): placement, per-device order, makespan, fallbacks."""
-    from dplace.kernels import baechi as kb
+    from dplace.kernels.etf import etf
     from dplace.kernels.levels import upward_rank as kupward_rank
 
     a = kernels.inst_arrays(inst)
@@ -102,19 +102,13 @@ def _schedule_arrays(inst: Instance, units: np.ndarray, ca, reserve_whole: bool,
     prio = -np.maximum.reduceat(kupward_rank(a)[ca.ops], starts) if nc else np.zeros(0)
     sct = fav_child is not None
     fav = np.asarray(fav_child if sct else np.full(nc, -1), dtype=np.int64)
-    pl, _, end, seq, fallbacks = kb.etf(
+    pl, _, end, seq, fallbacks = etf(
         inst.m, ca.ops_ptr, ca.ops, ca.succ_ptr, ca.succ, np.diff(ca.pred_ptr), prio, uid[first], unit_mem,
         unit_pin, cmem, a.capacity, reserve_whole, fav, sct, a.pred_ptr, a.pred_edge, a.esrc, a.ebytes, a.lat,
         a.bw, a.dur)
     dev_of = pl[seq]
     order = [seq[dev_of == d].tolist() for d in range(inst.m)]
     return pl.tolist(), order, float(end.max()) if inst.n else 0.0, int(fallbacks)
-
-
-def _use_kernel(inst: Instance) -> bool:
-    """The compiled list scheduler: numba on and parallel comm (sequential comm stays on the reference,
-    whose sends re-time committed work)."""
-    return inst.comm == "parallel" and kernels.use(inst.n, "etf")
 
 
 def _extra(inst: Instance, units: list[int], cl: Clusters) -> dict:
@@ -301,7 +295,8 @@ def _m_etf(inst: Instance, method: str, opts: BaechiOptions, options: dict, budg
     fo = _forward_only(inst, opts, method, options, lambda g: _m_etf(g, method, opts, options, budget))
     if fo is not None:
         return fo
-    if _use_kernel(inst):
+    # the compiled list scheduler; sequential comm stays on the reference, whose sends re-time committed work
+    if inst.comm == "parallel" and kernels.use(inst.n, "etf"):
         units, ca = _prepare_arrays(inst, opts)
         pl, order, makespan, fallbacks = _schedule_arrays(inst, units, ca, opts.colocation_coadjust, None)
         extra = {"units": int(np.count_nonzero(units == np.arange(inst.n))), "clusters": ca.n, "ops": inst.n}

@@ -33,7 +33,7 @@ def _numba_ok() -> bool:
 # Transformer (benchmarks/bench_heuristic_costs.py, bench_list_kernels.py).
 FROM = {
     "list": 5_000,  # HEFT / DPOS list schedulers (kernels.lists): 1.0-1.6 µs per op x device vs 8-10
-    "etf": 10_000,  # m-ETF / m-SCT list scheduler and Baechi's units (kernels.baechi): m_etf 3.0 -> 1.2 s
+    "etf": 10_000,  # m-ETF / m-SCT and Baechi's units (kernels.etf, kernels.baechi): m_etf 3.0 -> 1.2 s
     "large": 100_000,  # Baechi / Celeritas / coarsening passes: mid-size graphs keep the reference's timing
     "graph": 100_000,  # simulate, bounds, levels: also from WARM_FROM once numba is imported anyway
     "anneal": 0,  # the annealing loop has no Python version: compiled whenever numba is there

@@ -1,7 +1,8 @@
 """Exact placement and scheduling with OR-Tools CP-SAT.
 
-Modules: :mod:`.ticks` (integer time), :mod:`.model` (the constraint model, one solve), :mod:`.hint`
-(heuristic start as a complete hint), :mod:`.solve` (the registered ``cpsat`` method and its claims).
+Modules: :mod:`.ticks` (integer time), :mod:`.model` (the constraint model, one solve), :mod:`.windows`
+(start windows, energetic bound on ticks), :mod:`.hint` (heuristic start as a complete hint), :mod:`.solve`
+(the registered ``cpsat`` method and its claims).
 """
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from .hint import (
     hinted_model, memory_fits, relabel_symmetric, run_heuristics, slowdown_guess,
 )
 from .model import (
-    CpModelVars, build_model, energetic_bound, model_cost_s, reachability, run_search, time_windows, will_break_symmetry,
+    CpModelVars, build_model, model_cost_s, reachability, run_search, will_break_symmetry,
 )
 from .solve import (
     CLAIM_STAGES, CpsatOptions, SolveOutcome, confirm_bound, cpsat, finish, solve_model, stage_limit,
 )
+from .windows import energetic_bound, time_windows
 from .ticks import MAX_HORIZON_TICKS, MAX_SERIAL_TICKS, MIN_TICK_EXP, Ticks, horizon_ticks, tick_schedule
 
 __all__ = [

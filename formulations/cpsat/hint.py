@@ -19,7 +19,8 @@ from dplace.instance.model import Instance
 from dplace.result import Result
 
 from ..frame import check_time
-from .model import CpModelVars, build_model, run_search, time_windows, will_break_symmetry
+from .model import CpModelVars, build_model, run_search, will_break_symmetry
+from .windows import time_windows
 from .ticks import Ticks, horizon_ticks, tick_schedule
 
 __all__ = ["HEURISTIC_US", "Interrupted", "best_heuristic", "heuristic_cost_s", "hint_heuristics", "run_heuristics",

@@ -29,7 +29,8 @@ from dplace.result import Result, make_result, no_solution
 
 from .hint import Interrupted, best_heuristic, hinted_model, memory_fits, slowdown_guess
 from ..frame import OutOfTime, check_time, cleanup_s, fallback, options_dict, run_guarded, stop_building_on_interrupt
-from .model import CpModelVars, energetic_bound, model_cost_s, run_search
+from .model import CpModelVars, model_cost_s, run_search
+from .windows import energetic_bound
 from .ticks import Ticks, tick_schedule
 
 __all__ = ["CLAIM_STAGES", "CpsatOptions", "SolveOutcome", "confirm_bound", "cpsat", "finish", "solve_model", "stage_limit"]

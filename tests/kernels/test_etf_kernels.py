@@ -144,7 +144,7 @@ def test_sequential_comm_stays_on_the_reference(monkeypatch):
 
 
 def test_heap_pops_in_tuple_order():
-    from dplace.kernels.baechi import _hpop, _hpush
+    from dplace.kernels.etf import _hpop, _hpush
 
     rng = random.Random(5)
     keys = [(float(rng.randint(0, 3)), float(rng.randint(0, 2)), i) for i in range(300)]
@@ -216,7 +216,8 @@ def test_fusion_and_coarse_graph_match_the_reference(monkeypatch):
     rng = random.Random(12)
     for inst in _cases(40, 12):
         kw = dict(R=rng.choice([1, 2, 3, 7, 200]), M=rng.choice([0.05, 0.25, 1.0]),
-                  work_limit=rng.choice([None, 1.0, 4.0, 30.0]), pins_alone=rng.random() < 0.5)
+                  work_limit=rng.choice([None, 1.0, 4.0, 30.0]), pins_alone=rng.random() < 0.5,
+                  anchor_first=rng.random() < 0.5)
         if rng.random() < 0.3:
             kw["max_nodes"] = rng.randint(1, 6)
         ref, got = _both(monkeypatch, lambda: _coarse_fields(coarsen(inst, **kw)))

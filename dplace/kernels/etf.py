@@ -1,0 +1,271 @@
+"""Baechi's m-ETF / m-SCT list scheduling (parallel comm) compiled, the same decisions as
+``_list_schedule`` of :mod:`dplace.heuristics.baechi` (the reference, ``DPLACE_KERNEL=python``), on the
+clusters of :mod:`dplace.kernels.baechi`.
+
+* :func:`etf` — ``_list_schedule`` for ``comm="parallel"``: per device a heap of clusters waiting for
+  data, of available ones and (SCT) of ones becoming urgent, the same keys and the same lazy
+  deletions, so the same pops; times are the simulator's parallel-comm rules (an op starts when its
+  device is free and its last input is there; an input from another device arrives at
+  end + latency + bytes / bandwidth). Every key in a heap is distinct (the cluster index is in it),
+  so the pops do not depend on how the heap breaks ties.
+
+tests/kernels/test_etf_kernels.py compares it with the reference (m_etf, m_sct and their options).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import njit
+
+__all__ = ["etf"]
+
+
+# --------------------------------------------------------------------------------------- heaps
+# Heaps of keys (k1, k2, id) compared as Python compares tuples; heap h is row h of ``H`` (rows x cap x 3,
+# one key's three numbers side by side: one cache line per comparison), ``size[h]`` its length. Ids are
+# stored as floats (exact below 2**53).
+@njit(inline="always")
+def _less(H, h, j, k1, k2, i):
+    """Key j of heap h < (k1, k2, i)."""
+    a1 = H[h, j, 0]
+    if a1 != k1:
+        return a1 < k1
+    a2 = H[h, j, 1]
+    if a2 != k2:
+        return a2 < k2
+    return H[h, j, 2] < i
+
+
+@njit(inline="always")
+def _hset(H, h, j, k1, k2, i):
+    H[h, j, 0] = k1
+    H[h, j, 1] = k2
+    H[h, j, 2] = i
+
+
+@njit
+def _hpush(H, size, h, k1, k2, i):
+    n = size[h]
+    if n == H.shape[1]:
+        G = np.empty((H.shape[0], 2 * n, 3))
+        for r in range(H.shape[0]):
+            for k in range(size[r]):
+                _hset(G, r, k, H[r, k, 0], H[r, k, 1], H[r, k, 2])
+        H = G
+    fi = float(i)
+    j = n
+    while j > 0:
+        p = (j - 1) >> 1
+        if _less(H, h, p, k1, k2, fi):
+            break
+        _hset(H, h, j, H[h, p, 0], H[h, p, 1], H[h, p, 2])
+        j = p
+    _hset(H, h, j, k1, k2, fi)
+    size[h] = n + 1
+    return H
+
+
+@njit
+def _hpop(H, size, h):
+    n = size[h] - 1
+    size[h] = n
+    if n == 0:
+        return
+    k1, k2, i = H[h, n, 0], H[h, n, 1], H[h, n, 2]
+    j = 0
+    while True:
+        c = 2 * j + 1
+        if c >= n:
+            break
+        if c + 1 < n and _less(H, h, c + 1, H[h, c, 0], H[h, c, 1], H[h, c, 2]):
+            c += 1
+        if not _less(H, h, c, k1, k2, i):
+            break
+        _hset(H, h, j, H[h, c, 0], H[h, c, 1], H[h, c, 2])
+        j = c
+    _hset(H, h, j, k1, k2, i)
+
+
+# ----------------------------------------------------------------------------------- m-ETF / m-SCT
+@njit(inline="always")
+def _data_ready(o, d, pl, end, pred_ptr, pred_edge, esrc, ebytes, lat, bw):
+    t = 0.0
+    for k in range(pred_ptr[o], pred_ptr[o + 1]):
+        e = pred_edge[k]
+        p = esrc[e]
+        dp = pl[p]
+        if dp == d:
+            x = end[p]
+        else:
+            x = end[p] + lat[dp, d] + ebytes[e] / bw[dp, d]
+        if x > t:
+            t = x
+    return t
+
+
+@njit(inline="always")
+def _need(c, cunit, unit_dev, unit_mem, cmem, reserve_whole):
+    if reserve_whole:
+        u = cunit[c]
+        return 0 if unit_dev[u] >= 0 else unit_mem[u]
+    return cmem[c]
+
+
+@njit(inline="always")
+def _forced(c, cunit, unit_pin, unit_dev):
+    u = cunit[c]
+    if unit_pin[u] >= 0:
+        return unit_pin[u]
+    return unit_dev[u]
+
+
+@njit
+def _make_ready(c, m, H, size, dr, drmax, prio, ready_seq, cnt, ops_ptr, ops, cunit, unit_pin, unit_dev,
+                unit_mem, cmem, reserve_whole, used, capacity, pl, end, pred_ptr, pred_edge, esrc, ebytes, lat, bw):
+    o = ops[ops_ptr[c]]
+    mx = 0.0
+    for d in range(m):
+        dr[d] = _data_ready(o, d, pl, end, pred_ptr, pred_edge, esrc, ebytes, lat, bw)
+        if d == 0 or dr[d] > mx:
+            mx = dr[d]
+    drmax[c] = mx
+    f = _forced(c, cunit, unit_pin, unit_dev)
+    nd = _need(c, cunit, unit_dev, unit_mem, cmem, reserve_whole)
+    for d in range(m):
+        if (f < 0 or f == d) and used[d] + nd <= capacity[d]:
+            H = _hpush(H, size, d, dr[d], prio[c], c)
+    ready_seq[cnt[0]] = c
+    cnt[0] += 1
+    return H
+
+
+@njit(inline="always")
+def _allowed(c, d, done, cunit, unit_pin, unit_dev, unit_mem, cmem, reserve_whole, used, capacity):
+    if done[c]:
+        return False
+    f = _forced(c, cunit, unit_pin, unit_dev)
+    return (f < 0 or f == d) and used[d] + _need(c, cunit, unit_dev, unit_mem, cmem, reserve_whole) <= capacity[d]
+
+
+@njit
+def _etf(m, ops_ptr, ops, csucc_ptr, csucc, npred, prio, cunit, unit_mem, unit_pin, cmem, capacity,
+         reserve_whole, fav_child, sct, pred_ptr, pred_edge, esrc, ebytes, lat, bw, dur):
+    nc = len(ops_ptr) - 1
+    n = dur.shape[0]
+    pl = np.full(n, -1, dtype=np.int64)
+    start = np.zeros(n)
+    end = np.zeros(n)
+    seq = np.empty(n, dtype=np.int64)  # ops in commit order
+    nseq = 0
+    free = np.zeros(m)  # end of the device's last op
+    used = np.zeros(m, dtype=np.int64)
+    unit_dev = np.full(len(unit_mem), -1, dtype=np.int64)
+    need = npred.copy()
+    done = np.zeros(nc, dtype=np.bool_)
+    drmax = np.zeros(nc)
+    fav_dev = np.full(nc, -1, dtype=np.int64)
+    ready_seq = np.empty(nc, dtype=np.int64)
+    cnt = np.zeros(1, dtype=np.int64)
+    ready_ptr = 0
+    # heaps: wait[d] is row d, avail[d] row m + d, promote[d] row 2m + d
+    size = np.zeros(3 * m, dtype=np.int64)
+    H = np.empty((3 * m, 64, 3))
+    dr = np.zeros(m)
+    for c in range(nc):
+        if need[c] == 0:
+            H = _make_ready(c, m, H, size, dr, drmax, prio, ready_seq, cnt, ops_ptr, ops, cunit,
+                                     unit_pin, unit_dev, unit_mem, cmem, reserve_whole, used, capacity, pl, end,
+                                     pred_ptr, pred_edge, esrc, ebytes, lat, bw)
+    placed = 0
+    fallbacks = 0
+    while placed < nc:
+        found = False
+        bt, bk, bp, bd, bc, bsrc = 0.0, 0, 0.0, 0, 0, 0
+        for d in range(m):
+            fr = free[d]
+            w, av, pq = d, m + d, 2 * m + d
+            while size[w] > 0 and H[w, 0, 0] <= fr:
+                pr, c = H[w, 0, 1], int(H[w, 0, 2])
+                _hpop(H, size, w)
+                if _allowed(c, d, done, cunit, unit_pin, unit_dev, unit_mem, cmem, reserve_whole, used, capacity):
+                    k = 0
+                    if sct and fav_dev[c] != d:
+                        k = 1 if drmax[c] <= fr else 2
+                    H = _hpush(H, size, av, float(k), pr, c)
+                    if k == 2:
+                        H = _hpush(H, size, pq, drmax[c], pr, c)
+            if sct:
+                while size[pq] > 0 and H[pq, 0, 0] <= fr:
+                    pr, c = H[pq, 0, 1], int(H[pq, 0, 2])
+                    _hpop(H, size, pq)
+                    if _allowed(c, d, done, cunit, unit_pin, unit_dev, unit_mem, cmem, reserve_whole, used, capacity):
+                        H = _hpush(H, size, av, 1.0, pr, c)
+            while size[av] > 0 and not _allowed(int(H[av, 0, 2]), d, done, cunit, unit_pin, unit_dev, unit_mem, cmem,
+                                                reserve_whole, used, capacity):
+                _hpop(H, size, av)
+            if size[av] > 0:
+                t, k, pr, c, src = fr, int(H[av, 0, 0]), H[av, 0, 1], int(H[av, 0, 2]), 0
+            else:
+                while size[w] > 0 and not _allowed(int(H[w, 0, 2]), d, done, cunit, unit_pin, unit_dev, unit_mem, cmem,
+                                                   reserve_whole, used, capacity):
+                    _hpop(H, size, w)
+                if size[w] == 0:
+                    continue
+                t, pr, c, src = H[w, 0, 0], H[w, 0, 1], int(H[w, 0, 2]), 1
+                k = 0
+                if sct and fav_dev[c] != d:
+                    k = 1 if drmax[c] <= t else 2
+            # the reference's key (t, class, prio, d)
+            if not found or t < bt or (t == bt and (k < bk or (k == bk and (pr < bp or (pr == bp and d < bd))))):
+                found = True
+                bt, bk, bp, bd, bc, bsrc = t, k, pr, d, c, src
+        if found:
+            c, d = bc, bd
+            _hpop(H, size, (m + d) if bsrc == 0 else d)
+        else:  # no ready cluster fits anywhere: best effort (the device with the most room), flagged
+            while done[ready_seq[ready_ptr]]:
+                ready_ptr += 1
+            c = ready_seq[ready_ptr]
+            d = _forced(c, cunit, unit_pin, unit_dev)
+            if d < 0:
+                d = 0
+                for x in range(1, m):
+                    if capacity[x] - used[x] > capacity[d] - used[d]:
+                        d = x
+            fallbacks += 1
+        for j in range(ops_ptr[c], ops_ptr[c + 1]):
+            o = ops[j]
+            ready = _data_ready(o, d, pl, end, pred_ptr, pred_edge, esrc, ebytes, lat, bw)
+            s = free[d] if free[d] > ready else ready
+            start[o] = s
+            end[o] = s + dur[o, d]
+            free[d] = end[o]
+            pl[o] = d
+            seq[nseq] = o
+            nseq += 1
+        used[d] += _need(c, cunit, unit_dev, unit_mem, cmem, reserve_whole)
+        u = cunit[c]
+        if unit_dev[u] < 0:
+            unit_dev[u] = d
+        done[c] = True
+        if sct and fav_child[c] >= 0:
+            fav_dev[fav_child[c]] = d
+        for j in range(csucc_ptr[c], csucc_ptr[c + 1]):
+            s2 = csucc[j]
+            need[s2] -= 1
+            if need[s2] == 0:
+                H = _make_ready(s2, m, H, size, dr, drmax, prio, ready_seq, cnt, ops_ptr, ops,
+                                         cunit, unit_pin, unit_dev, unit_mem, cmem, reserve_whole, used, capacity,
+                                         pl, end, pred_ptr, pred_edge, esrc, ebytes, lat, bw)
+        placed += 1
+    return pl, start, end, seq, fallbacks
+
+
+def etf(m, ops_ptr, ops, csucc_ptr, csucc, npred, prio, cunit, unit_mem, unit_pin, cmem, capacity, reserve_whole,
+        fav_child, sct, pred_ptr, pred_edge, esrc, ebytes, lat, bw, dur):
+    """``_list_schedule`` on arrays: (placement, start, end, ops in commit order, fallbacks)."""
+    i64 = np.int64
+    return _etf(int(m), ops_ptr, ops, csucc_ptr, csucc, np.asarray(npred, dtype=i64), np.asarray(prio, dtype=np.float64),
+                np.asarray(cunit, dtype=i64), unit_mem, unit_pin, np.asarray(cmem, dtype=i64), capacity,
+                bool(reserve_whole), np.asarray(fav_child, dtype=i64), bool(sct), pred_ptr, pred_edge, esrc, ebytes,
+                lat, bw, dur)
