@@ -92,6 +92,8 @@ def run_one(instance: str, method: str, limit: float, workers: int | None) -> di
         return row
     e = data.get("extra") or {}
     how = e.get("stopped") or e.get("lns_stopped") or e.get("solver_status") or e.get("stage") or ""
+    if isinstance(e.get("time_limit"), dict):  # a list schedule cut at the limit (heuristics/baechi.py)
+        how = f"cut: {e['time_limit']['clusters_placed_by_method']}/{e['time_limit']['clusters']} by the method"
     if e.get("hint_method"):
         how = f"{e['hint_method']}: {how}"
     row.update(solve_s=data.get("solve_time_s"), status=data.get("status"), makespan=data.get("makespan"),
@@ -107,6 +109,8 @@ def main() -> None:
     ap.add_argument("--t36k", action="store_true", help="add the 36k-op generated Transformer")
     ap.add_argument("--workers", type=int, default=None, help="CP-SAT workers (default: the method's own)")
     ap.add_argument("--json", metavar="FILE", help="also write the rows here")
+    ap.add_argument("--warm", action="store_true",
+                    help="run each method once on each instance, untimed, first (fills numba's cache)")
     a = ap.parse_args()
     instances = list(a.instances) + ([t36k()] if a.t36k else [])
     print(f"load average {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} on {os.cpu_count()} cores", flush=True)
@@ -118,6 +122,8 @@ def main() -> None:
     bad = 0
     for instance in instances:
         for method in method_list(a.methods):
+            if a.warm:  # numba compiles a kernel on its first use after an install or an edit: not timed
+                run_one(instance, method, min(map(float, a.limits.split(","))), a.workers)
             for limit in map(float, a.limits.split(",")):
                 r = run_one(instance, method, limit, a.workers)
                 ok = r["solve_s"] is not None and r["solve_s"] <= r["allowed"]

@@ -63,16 +63,12 @@ def spearman(a: list[float], b: list[float]) -> float:
 
 def random_placement(inst, seed: int) -> list[int]:
     """A random valid placement: each colocation group (or lone op) on a random device; pins kept."""
+    from dplace.testing import with_groups_and_pins
+
     rng = random.Random(seed)
     pl = [rng.randrange(inst.m) for _ in range(inst.n)]
-    for members in inst.groups:
-        d = next((inst.pinned[o] for o in members if inst.pinned[o] >= 0), rng.randrange(inst.m))
-        for o in members:
-            pl[o] = d
-    for o in range(inst.n):
-        if inst.pinned[o] >= 0:
-            pl[o] = inst.pinned[o]
-    return pl
+    return with_groups_and_pins(inst, pl, lambda ms: next(
+        (inst.pinned[o] for o in ms if inst.pinned[o] >= 0), rng.randrange(inst.m)))
 
 
 def transfers(inst, pl) -> int:

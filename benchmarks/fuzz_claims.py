@@ -21,7 +21,8 @@ confirming them (CP-SAT's by the MILP with HiGHS, the MILP's by CP-SAT). Brute f
 (the same oracle: circular) is off at both levels unless --oracle-in-claims.
 ``--composed``: instances of 10-40 ops instead (``dplace.verify.fuzz.composed_instance``: brute-forced blocks
 padded with independent zero ops, side by side on disjoint devices, or in series), their optimum known
-from the blocks' brute force.
+from the blocks' brute force. ``--mixed``: 10+ ops, parallel comm, times orders of magnitude apart
+(``dplace.verify.fuzz.mixed_instance``: the kind of issue 29's two files), optimum from brute force.
 Use a separate --out file per --time-limit / --oracle-in-claims setting (rows are keyed by seed and method).
 
   .venv/bin/python benchmarks/fuzz_claims.py --n 10000 --workers 2 --out fuzz.jsonl --cases fuzz_cases
@@ -104,13 +105,16 @@ def run_keys(methods: list[str], levels: list[str]) -> list[tuple[str, str, str]
     return out
 
 
-def instance_of(seed: int, composed: bool, oracle_limit: float = 120.0):
+def instance_of(seed: int, composed: bool | str, oracle_limit: float = 120.0):
     """(instance, the oracle's word on it, how it was made) of ``seed``: a brute-forced
     ``fuzz_instance`` (3-9 ops), or with ``composed`` a ``composed_instance`` (10-40 ops: brute-forced
-    blocks padded with zero ops, side by side on disjoint devices, or in series)."""
+    blocks padded with zero ops, side by side on disjoint devices, or in series), with ``composed`` =
+    "mixed" a ``mixed_instance`` (10+ ops, parallel comm, magnitudes far apart: issue 29's two files)."""
     from dplace.verify.oracle import brute_force
-    from dplace.verify.fuzz import composed_instance, fuzz_instance
+    from dplace.verify.fuzz import composed_instance, fuzz_instance, mixed_instance
 
+    if composed == "mixed":
+        return mixed_instance(seed, time_limit_s=oracle_limit)
     if composed:
         return composed_instance(seed, time_limit_s=oracle_limit)
     inst = fuzz_instance(seed)
@@ -119,7 +123,7 @@ def instance_of(seed: int, composed: bool, oracle_limit: float = 120.0):
 
 def check_seed(seed: int, methods: list[str], time_limit: float, oracle_limit: float = 120.0,
                oracle_in_claims: bool = False, levels: tuple[str, ...] | None = None,
-               composed: bool = False) -> list[dict]:
+               composed: bool | str = False) -> list[dict]:
     """Solve instance ``seed`` with every method in ``methods`` (row keys of :func:`run_keys`, or plain
     specs judged at the solver level when ``levels`` is None) and judge each answer by the oracle."""
     import dplace
@@ -243,6 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--composed", action="store_true",
                     help="instances of 10-40 ops whose optimum is known from brute-forced blocks "
                          "(dplace.verify.fuzz.composed_instance: padded, side by side, in series) instead of 3-9 ops")
+    ap.add_argument("--mixed", action="store_true",
+                    help="instances of 10+ ops whose times lie orders of magnitude apart, parallel comm "
+                         "(dplace.verify.fuzz.mixed_instance: issue 29's two files) instead of 3-9 ops")
     ap.add_argument("--summary-only", action="store_true",
                     help="print the table of every row already in --out (any seeds) without running anything")
     ap.add_argument("--workers", type=int, default=2, help="processes (1: run in this process)")
@@ -280,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     todo = []
     for sd in seeds:
         left = [m for m in methods if any(k not in done.get(sd, ()) for k, _, _ in run_keys([m], levels))]
-        todo.append((sd, left, args.time_limit, 120.0, args.oracle_in_claims, tuple(levels), args.composed))
+        todo.append((sd, left, args.time_limit, 120.0, args.oracle_in_claims, tuple(levels),
+                     "mixed" if args.mixed else args.composed))
     todo = [t for t in todo if t[1]]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill also ends the workers (finally)
     pool = mp.get_context("spawn").Pool(args.workers) if args.workers > 1 else None

@@ -5,12 +5,13 @@ diamond, fork, join, colocation, pinned, tight memory; both comm modes). ``rando
 makes a random valid DAG instance; ``instances()`` is a hypothesis strategy of valid instances that
 shrinks. ``stemmed_twins(seed, ...)`` makes two tied parts that begin with chains (the
 shape :mod:`dplace.formulations.bounds_twins` bounds). ``assert_valid_result(res)`` asserts what every placed result must satisfy; the contract
-itself, one named ``check_*`` per rule, is in :mod:`dplace.contract`.
+itself, one named ``check_*`` per rule, is in :mod:`dplace.contract`. ``with_groups_and_pins`` and
+``split_placement`` make hand-made placements valid for colocation and pins (runtime tests, benchmarks).
 """
 from __future__ import annotations
 
 import random
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from .instance.model import Device, Edge, Instance, Link, Op
 
@@ -273,3 +274,25 @@ def series_composition(rng: random.Random, blocks: list[int], m: int = 2, lat: f
         prev_sink = (names[-1], times[-1])
     inst = Instance("series", [Device(f"d{d}", 1 << 30) for d in range(m)], ops, edges, link=Link(lat, 1.0))
     return inst, opt
+
+
+def with_groups_and_pins(inst: Instance, placement: Sequence[int],
+                         group_device: Callable[[list[int]], int] | None = None) -> list[int]:
+    """``placement`` with every colocation group on one device, ``group_device(members)`` (default: the
+    device of its member first in topological order), and every pinned op on its pin."""
+    pl = list(placement)
+    for members in inst.groups:
+        d = group_device(members) if group_device else pl[min(members, key=lambda o: inst.topo_pos[o])]
+        for o in members:
+            pl[o] = d
+    for o in range(inst.n):
+        if inst.pinned[o] >= 0:
+            pl[o] = inst.pinned[o]
+    return pl
+
+
+def split_placement(inst: Instance) -> list[int]:
+    """The first half of the topological order on device 0, the rest on device 1; a colocation group
+    follows its first member, pins kept."""
+    half = set(inst.topo[: inst.n // 2])
+    return with_groups_and_pins(inst, [0 if o in half else 1 for o in range(inst.n)])

@@ -161,8 +161,8 @@ def _m_topo(inst: Instance, method: str, opts: BaechiOptions, options: dict, bud
 
 
 # ---------------------------------------------------------------------------- m-ETF / m-SCT engine
-def _list_schedule(inst: Instance, cl: Clusters, ur: _UnitRules,
-                   fav_child: list[int] | None) -> tuple[ScheduleState, int]:
+def _list_schedule(inst: Instance, cl: Clusters, ur: _UnitRules, fav_child: list[int] | None,
+                   budget: Budget | None = None) -> tuple[list[int], list[list[int]], float | None, int, dict]:
     """Memory-constrained ETF over clusters (Baechi §2.3), or SCT's finite-device rule (§2.4) when
     ``fav_child`` is given.
 
@@ -170,8 +170,11 @@ def _list_schedule(inst: Instance, cl: Clusters, ur: _UnitRules,
     scheduled; a device that cannot hold the cluster is dropped for it. Ties: for SCT, first the
     favorite child of a cluster on that cluster's device, then urgent clusters (data already on every
     device), then the rest; within a class, larger bottom level first, then topological position.
-    Every time comes from ``ScheduleState``. Returns the state and the number of clusters placed
-    best-effort because no device had room (then the Result's memory is flagged).
+    Every time comes from ``ScheduleState``. Returns (placement, per-device order, makespan, the number
+    of clusters placed best-effort because no device had room (then the Result's memory is flagged),
+    extra). ``budget``: checked every ``_CHECK_EVERY`` clusters; once it has expired the clusters not
+    yet scheduled are placed by :func:`_complete_by_deadline` (makespan None: the simulator's), and
+    extra says how many the method placed.
     """
     m = inst.m
     if seq_kernel_wanted(inst):  # sequential comm on the compiled state (the same times: tests compare)
@@ -181,6 +184,8 @@ def _list_schedule(inst: Instance, cl: Clusters, ur: _UnitRules,
     else:
         state = ScheduleState(inst)
     nc = cl.n
+    if budget is not None and budget.expired():  # before the ranks and the ready queues are built
+        return _complete_by_deadline(inst, cl, ur, state, [False] * nc, [len(p) for p in cl.pred], 0, 0)
     sct = fav_child is not None
     b = upward_rank(inst, "mean", "mean")
     prio = [-max(b[o] for o in ops) for ops in cl.ops]  # bigger bottom level first
@@ -228,6 +233,8 @@ def _list_schedule(inst: Instance, cl: Clusters, ur: _UnitRules,
             make_ready(c)
     placed = fallbacks = 0
     while placed < nc:
+        if placed % _CHECK_EVERY == 0 and budget is not None and budget.expired():
+            return _complete_by_deadline(inst, cl, ur, state, done, need, placed, fallbacks)
         best = None
         for d in range(m):
             free = state.device_free(d)
@@ -278,7 +285,50 @@ def _list_schedule(inst: Instance, cl: Clusters, ur: _UnitRules,
                 continue
         commit(c, d)
         placed += 1
-    return state, fallbacks
+    return state.placement, state.order(), state.makespan, fallbacks, {}
+
+
+_CHECK_EVERY = 32  # clusters between two looks at the budget in _list_schedule
+
+
+def _complete_by_deadline(inst: Instance, cl: Clusters, ur: _UnitRules, state: ScheduleState, done: list[bool],
+                          need: list[int], placed: int, fallbacks: int) -> tuple[list[int], list[list[int]], None, int, dict]:
+    """The time limit came while :func:`_list_schedule` had scheduled ``placed`` clusters (a set closed
+    under predecessors, ``state``): the others, in topological order after them, each on a device that
+    keeps memory (its forced one; else the device of one of its predecessors, in order; else the one
+    with most free memory; none: best effort, flagged), appended to that device's order. Not the
+    paper's rule: the Result's extra says how far the method got."""
+    placement, order = list(state.placement), state.order()
+    free = [inst.capacity[d] - ur.used[d] for d in range(inst.m)]
+    queue = [c for c in range(cl.n) if not done[c] and need[c] == 0]
+    for c in queue:  # grows as clusters become ready
+        f = ur.forced(c)
+        if f >= 0:
+            cands = [f] if ur.fits(c, f) else []
+        else:
+            need_c = ur.need(c)
+            cands = [d for d in range(inst.m) if free[d] >= need_c]
+        if cands:
+            d = next((x for x in (placement[cl.ops[p][-1]] for p in cl.pred[c]) if x in cands),
+                     None) if cl.pred[c] else None
+            if d is None:
+                d = max(cands, key=lambda x: (free[x], -x))
+        else:
+            d = ur.fallback(c)
+            fallbacks += 1
+        ur.assign(c, d)
+        free[d] = inst.capacity[d] - ur.used[d]
+        for o in cl.ops[c]:
+            placement[o] = d
+            order[d].append(o)
+        for x in cl.succ[c]:
+            need[x] -= 1
+            if need[x] == 0:
+                queue.append(x)
+    extra = {"time_limit": {"clusters_placed_by_method": placed, "clusters": cl.n,
+                            "rest": "placed at the time limit in topological order on a predecessor's device "
+                                    "(else the one with most free memory), not by the method's rule"}}
+    return placement, order, None, fallbacks, extra
 
 
 @register("m_etf", options=BaechiOptions, paper="Baechi §2.3, §3 (SoCC'20)",
@@ -288,7 +338,7 @@ def m_etf(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, b
     """m-ETF (Baechi §2.3, ETF of Hwang et al. 1989 made memory-aware): a queue of (op, device) pairs
     by earliest schedulable time; a pair whose device cannot hold the op is dropped. §3 options as the
     paper's. Ties (the paper is silent): larger bottom level, then topological position, then device id."""
-    return _m_etf(inst, "m_etf", BaechiOptions(**options), options, Budget.resolve(None, time_limit_s))
+    return _m_etf(inst, "m_etf", BaechiOptions(**options), options, Budget.resolve(budget, time_limit_s))
 
 
 def _m_etf(inst: Instance, method: str, opts: BaechiOptions, options: dict, budget: Budget) -> Result:
@@ -303,9 +353,9 @@ def _m_etf(inst: Instance, method: str, opts: BaechiOptions, options: dict, budg
         return make_result(inst, method, pl, order, options=options, claimed_makespan=makespan,
                            extra={**extra, "fallbacks": fallbacks})
     units, cl, ur = _prepare(inst, opts)
-    state, fallbacks = _list_schedule(inst, cl, ur, None)
-    return make_result(inst, method, state.placement, state.order(), options=options,
-                       claimed_makespan=state.makespan, extra={**_extra(inst, units, cl), "fallbacks": fallbacks})
+    pl, order, makespan, fallbacks, cut = _list_schedule(inst, cl, ur, None, budget)
+    return make_result(inst, method, pl, order, options=options, claimed_makespan=makespan,
+                       extra={**_extra(inst, units, cl), "fallbacks": fallbacks, **cut})
 
 
 def _cluster_lp_data(inst: Instance, cl: Clusters) -> tuple[list[float], list[tuple[int, int, float]]]:
@@ -354,19 +404,24 @@ def _m_sct(inst: Instance, method: str, opts: SctOptions, options: dict, budget:
     if fo is not None:
         return fo
     units, cl, ur = _prepare(inst, opts)
+    if budget.expired():  # the limit came during the preparation: no LP; every cluster by the deadline rule
+        pl, order, makespan, fallbacks, cut = _list_schedule(inst, cl, ur, [-1] * cl.n, budget)
+        return make_result(inst, method, pl, order, options=options, claimed_makespan=makespan,
+                           extra={**_extra(inst, units, cl), "fallbacks": fallbacks, **cut,
+                                  "sct_lp_status": "not solved: the time limit came before it"})
     k, edges = _cluster_lp_data(inst, cl)
     window = int(opts.lp_window) if opts.lp_window is not None else (0 if cl.n <= GLOBAL_LP_MAX else LP_WINDOW)
-    lp = solve_sct_lp_windows(k, edges, window=window, solver=opts.lp_solver, budget=budget)
+    # the LP gets half of what is left, the list schedule the rest
+    lp = solve_sct_lp_windows(k, edges, window=window, solver=opts.lp_solver, budget=budget.share(0.5))
     fav_child, _ = favorite_children(cl.n, edges, lp.x, opts.threshold)
-    state, fallbacks = _list_schedule(inst, cl, ur, fav_child)
-    extra = {**_extra(inst, units, cl), "fallbacks": fallbacks,
+    pl, order, makespan, fallbacks, cut = _list_schedule(inst, cl, ur, fav_child, budget)
+    extra = {**_extra(inst, units, cl), "fallbacks": fallbacks, **cut,
              # the SCT relaxation's optimum (infinite devices): NOT a lower bound of this problem
              "sct_lp_objective": lp.objective, "sct_lp_status": lp.status, "sct_lp_time_s": lp.time_s,
              "sct_lp_windows": len(lp.window_objectives), "favorite_children": sum(1 for f in fav_child if f >= 0)}
     if len(lp.window_objectives) > 1:
         extra["sct_lp_window_objectives"] = lp.window_objectives
-    return make_result(inst, method, state.placement, state.order(), options=options,
-                       claimed_makespan=state.makespan, extra=extra)
+    return make_result(inst, method, pl, order, options=options, claimed_makespan=makespan, extra=extra)
 
 
 # ------------------------------------------------------------------------------ dplace's variants

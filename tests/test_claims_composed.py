@@ -45,6 +45,23 @@ def test_composed_instances_are_10_to_40_ops():
     assert all(10 <= n <= 40 for n in sizes) and len(set(sizes)) > 3
 
 
+def test_mixed_instances_are_10_ops_and_more_with_magnitudes_far_apart():
+    """fuzz_claims --mixed: parallel comm, at least 10 ops, op or transfer times 1e5 and more apart."""
+    from dplace.verify.fuzz import mixed_instance
+
+    kinds = set()
+    for s in range(8):
+        inst, orc, info = mixed_instance(s)
+        kinds.add(info["kind"])
+        assert inst.n >= 10 and inst.comm == "parallel" and orc.complete
+        times = [t for row in inst.dur for t in row if t > 0]
+        times += [inst.transfer_time(k, a, b) for k in range(len(inst.esrc)) for a in range(inst.m)
+                  for b in range(inst.m) if a != b]
+        times = [t for t in times if t > 0]
+        assert max(times) / min(times) >= 1e5, (s, info)
+    assert kinds == {"mixed-padded", "mixed-series"}
+
+
 @pytest.mark.solver
 @pytest.mark.parametrize("name", ["padded-61.json", "padded-1143.json"])
 def test_cpsat_wrong_optimal_above_9_ops_is_caught_by_the_milp(name):
@@ -171,3 +188,65 @@ def test_milp_returns_the_optimum_it_proved_on_composed_1208():
     assert res.lower_bound is None or res.lower_bound <= opt * (1 + 1e-6)
     if res.extra.get("proven_optimal"):
         assert res.status == "optimal" and res.makespan == pytest.approx(opt, rel=1e-6), res.extra.get("returned")
+
+
+def _solver_level(monkeypatch):
+    """The solvers' own claims as shipped above 9 ops before issue 29: no brute force, no other
+    formulation, the same-solver re-solve confirming alone."""
+    monkeypatch.setattr(claims, "EXHAUSTIVE_MAX_OPS", 0)
+    monkeypatch.setattr(claims, "CROSS_MAX_OPS", 0)
+    monkeypatch.setattr(claims, "SAME_SOLVER_CONFIRMS", True)
+
+
+@pytest.mark.solver
+def test_cbc_does_not_call_its_warm_start_optimal_above_the_optimum(monkeypatch):
+    """Composed seed 1000424 (the lead's audit, a series of a block of times ~1e7 µs and one of ~1 µs, 18
+    ops): with CBC's integer tolerance 1e-7, big-M rows (M ~ 2.6e3 units of 1e4 µs) lost the small
+    block's times (1e-8..1e-7 x M); CBC pruned the nodes whose answers its exact check rejected and called
+    its warm start optimal, 25,921,962 µs against the optimum 22,551,891 µs, its re-solve agreeing. The
+    MILP's own claim (no other check) is now the optimum."""
+    from dplace.verify.oracle import OracleResult, judge
+
+    _solver_level(monkeypatch)
+    inst, opt = _fixture("series-1000424.json")
+    res = dplace.solve(inst, "milp", solver="cbc", time_limit_s=10, seed=1000424)
+    orc = OracleResult(optimum=opt, placement=None, order=None, feasible=True, complete=True, seconds=0.0, counts={})
+    assert judge(res, orc) == [], (res.status, res.makespan, res.lower_bound, opt)
+    assert res.lower_bound is not None and res.lower_bound <= opt * (1 + 1e-6)
+
+
+@pytest.mark.solver
+def test_cbc_does_not_call_a_feasible_model_infeasible():
+    """The same model (big-M from the heuristic's 25,921,962 µs, times in units of 1e4 µs) solved by CBC
+    without a warm start and without presolve: with its default integer tolerance CBC rejected every
+    schedule its heuristics found (2592.2 .. 2255.19 units) and answered "Problem proven infeasible"; the
+    model holds the optimum's schedule. Now it proves the optimum."""
+    from dplace.formulations import milp as M
+    from dplace.formulations.milp import backends as MB
+
+    inst, opt = _fixture("series-1000424.json")
+    big_m = 25921962.379097395 * (1 + 1e-6) + 1e-6
+    unit = M.time_unit(big_m)
+    assert unit == 1e4
+    P = M.build_milp(inst, big_m, 0.0, unit)
+    info = MB._solve(P, M.MilpOptions(solver="cbc"), 30.0, False, presolve=False)
+    assert "infeasible" not in info["solver_result"], info["solver_result"]
+    assert info["proven_optimal"] and info["bound"] is not None, info
+    assert opt * (1 - 1e-6) <= P.mk.varValue * unit <= opt * (1 + 1e-6)
+    assert info["bound"] * unit <= opt * (1 + 1e-6)
+
+
+@pytest.mark.solver
+@pytest.mark.parametrize("name", ["series-1000424.json", "padded-61.json", "padded-1143.json"])
+@pytest.mark.parametrize("method,opts", [("milp", {"solver": "cbc"}), ("milp", {"solver": "highs"}), ("cpsat", {})])
+def test_issue_29_kinds_give_the_optimum_or_feasible_as_shipped(name, method, opts):
+    """Issue 29's two kinds of file with the shipped defaults: times ~1e7 µs beside ~1 µs (CBC's wrong
+    optimal, series-1000424) and 10-op padded graphs on which CP-SAT's own OPTIMAL is wrong (padded-61,
+    padded-1143, times up to 1.4e7 µs): the true optimum, or ``feasible`` with a bound at most the
+    optimum, never a wrong ``optimal``, whichever exact method runs."""
+    inst, opt = _fixture(name)
+    res = dplace.solve(inst, method, time_limit_s=10, seed=0, **opts)
+    assert res.status in ("optimal", "feasible"), res.status
+    if res.status == "optimal":
+        assert res.makespan == pytest.approx(opt, rel=1e-6)
+    assert res.lower_bound is None or res.lower_bound <= opt * (1 + 1e-6)

@@ -81,7 +81,7 @@ def pinned_links_bound(inst: Instance) -> float:
     tail bound. 0 where nothing is forced apart."""
     import numpy as np
 
-    if inst.m < 2 or not inst.n or not len(inst.edges):
+    if inst.m < 2 or not inst.n or not inst.n_edges:
         return 0.0
     pin = inst._pinned_a
     es, ed = inst._esrc_a, inst._edst_a

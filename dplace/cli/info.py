@@ -40,7 +40,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         parts = {b.name: b.value for b in timed}
     total_time = sum(min(r) for r in inst.dur)
     info: dict[str, Any] = {
-        "name": inst.name, "ops": inst.n, "edges": len(inst.edges), "devices": inst.m, "comm": inst.comm,
+        "name": inst.name, "ops": inst.n, "edges": inst.n_edges, "devices": inst.m, "comm": inst.comm,
         "total_time_us": total_time, "total_memory": sum(inst.mem), "capacity": sum(inst.capacity),
         "colocation_groups": len(inst.groups), "pinned_ops": sum(1 for p in inst.pinned if p >= 0),
         "lower_bound_parts": parts, "lower_bound": max(parts.values()),
@@ -64,7 +64,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         print(json.dumps(info, indent=1))
         return 0
     c = console()
-    c.print(f"[bold]{inst.name}[/]: {inst.n} ops, {len(inst.edges)} edges, {inst.m} devices, comm {inst.comm}")
+    c.print(f"[bold]{inst.name}[/]: {inst.n} ops, {inst.n_edges} edges, {inst.m} devices, comm {inst.comm}")
     c.print(f"  work (fastest device)  {fmt(total_time)} µs")
     c.print(f"  memory                 {fmt_bytes(sum(inst.mem))} of {fmt_bytes(sum(inst.capacity))} "
             f"(largest device {fmt_bytes(max(inst.capacity))})")

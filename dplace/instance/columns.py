@@ -135,6 +135,27 @@ def forward_of_index(inst: Any) -> np.ndarray:
     return out
 
 
+class RawExtras:
+    """index -> unknown fields (those not in ``known``) of the JSON objects ``rows`` (ops or edges read
+    from a file, owned by the instance), collected when first asked for (``items``): most methods never
+    read them, and collecting them is a third of building a large instance's columns."""
+
+    def __init__(self, rows: list, known: set) -> None:
+        self._rows, self._known = rows, known
+        self._found: list[tuple[int, dict[str, Any]]] | None = None
+
+    def items(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        if self._found is None:  # once; the rows are then no longer needed
+            known = self._known
+            self._found = [(i, {k: v for k, v in r.items() if k not in known})
+                           for i, r in enumerate(self._rows) if not r.keys() <= known]
+            self._rows = []
+        return iter(self._found)
+
+    def may_contain(self, word: str) -> bool:
+        return True
+
+
 class RowTimes(Mapping):
     """``time_map`` for a graph whose every op has per-device times held as one (n, m) array (a coarse
     graph built by a method): op index -> ``{device name: µs}``, built on access;

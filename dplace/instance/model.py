@@ -409,8 +409,8 @@ class Instance:
         else:
             index = self.op_index
             try:
-                src = np.array([index[x] for x in cols.src], dtype=np.int64)
-                dst = np.array([index[x] for x in cols.dst], dtype=np.int64)
+                src = np.fromiter(map(index.__getitem__, cols.src), dtype=np.int64, count=len(cols.src))
+                dst = np.fromiter(map(index.__getitem__, cols.dst), dtype=np.int64, count=len(cols.dst))
             except (KeyError, TypeError):
                 return False
         nbytes = bulk_numbers(cols.nbytes, MAX_BYTES)
@@ -556,7 +556,7 @@ class Instance:
         return not (self._pinned_a >= 0).any()
 
     def __repr__(self) -> str:
-        return f"Instance({self.name!r}, ops={self.n}, edges={len(self.edges)}, devices={self.m}, comm={self.comm!r})"
+        return f"Instance({self.name!r}, ops={self.n}, edges={self.n_edges}, devices={self.m}, comm={self.comm!r})"
 
     # ------------------------------------------------------------------ (de)serialisation
     @classmethod

@@ -101,17 +101,10 @@ class ScheduleState:
         out = 0.0
         for p in ps:
             while i < len(lst) and pos[lst[i]] < pos[p]:  # sends of other producers before p
-                q = lst[i]
-                tx = txs[q * m + d]
                 if moved:
-                    s = end[q] if end[q] >= prev_f else prev_f
-                    f = s + lat + tx[2] / bw
-                    moved = f != tx[1]
-                    if f - tx[1] > self.harm:
-                        self.harm = f - tx[1]
-                    prev_f = f
+                    prev_f, moved = self._retime_send(txs[lst[i] * m + d], end[lst[i]], prev_f, lat, bw)
                 else:
-                    prev_f = tx[1]
+                    prev_f = txs[lst[i] * m + d][1]
                 i += 1
             tx = txs.get(p * m + d)
             if tx is not None:
@@ -130,16 +123,18 @@ class ScheduleState:
                 out = f
         if harm:  # the sends after the last of them, while they move
             while moved and i < len(lst):
-                q = lst[i]
-                tx = txs[q * m + d]
-                s = end[q] if end[q] >= prev_f else prev_f
-                f = s + lat + tx[2] / bw
-                moved = f != tx[1]
-                if f - tx[1] > self.harm:
-                    self.harm = f - tx[1]
-                prev_f = f
+                prev_f, moved = self._retime_send(txs[lst[i] * m + d], end[lst[i]], prev_f, lat, bw)
                 i += 1
         return out
+
+    def _retime_send(self, tx, ready: float, prev_f: float, lat: float, bw: float) -> tuple[float, bool]:
+        """A committed send ``tx`` (its producer ends at ``ready``) re-timed behind a send that now ends
+        at ``prev_f``: (its new finish, whether it moved); ``self.harm`` keeps the largest delay."""
+        s = ready if ready >= prev_f else prev_f
+        f = s + lat + tx[2] / bw
+        if f - tx[1] > self.harm:
+            self.harm = f - tx[1]
+        return f, f != tx[1]
 
     def data_ready(self, o: int, d: int, insertion: bool = False, harm: bool = False) -> float:
         """Time all inputs of ``o`` would be on device ``d`` if ``o`` were committed there. With

@@ -87,7 +87,7 @@ def load_suite(paths: Sequence[str | os.PathLike]) -> list[SuiteInstance]:
         except InvalidInstanceError as exc:
             raise InvalidInstanceError(f"instance {str(f)!r}: {exc}") from None
         out.append(SuiteInstance(str(f), label, f.parent.name or ".", inst.name, hashlib.sha256(raw).hexdigest(), raw.decode(),
-                                 inst.n, len(inst.edges), inst.m, inst.comm))
+                                 inst.n, inst.n_edges, inst.m, inst.comm))
     return out
 
 

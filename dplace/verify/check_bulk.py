@@ -98,6 +98,8 @@ def valid_arrays(inst: Instance, pdev: np.ndarray, start: np.ndarray, end: np.nd
     speed = np.array([float(d.speed) for d in inst.devices])
     if isinstance(cols.time, np.ndarray):
         t, tmap = cols.time, cols.time_map
+    elif set(map(type, cols.time)) <= {int, float}:  # no per-device times (isinstance(x, Mapping) is slow)
+        t, tmap = np.array(cols.time, dtype=np.float64), {}
     else:
         tmap = {o: x for o, x in enumerate(cols.time) if isinstance(x, Mapping)}
         t = np.array([np.nan if o in tmap else x for o, x in enumerate(cols.time)], dtype=np.float64)

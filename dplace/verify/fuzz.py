@@ -11,31 +11,36 @@ from typing import Any, Mapping, Sequence
 from ..instance.model import Device, Edge, Instance, Link, Op
 from .oracle import OracleResult, brute_force
 
-__all__ = ["COMPOSITIONS", "composed_instance", "fuzz_instance", "in_series", "on_devices_of", "padded", "side_by_side",
-           "without_latency"]
+__all__ = ["COMPOSITIONS", "composed_instance", "fuzz_instance", "in_series", "mixed_instance", "on_devices_of", "padded",
+           "side_by_side", "without_latency"]
 
 
 # --------------------------------------------------------------------------------------------- fuzzing
 _SCALES = (1e-3, 1e-1, 1.0, 10.0, 1e3, 1e6, 1e10)
 
-def fuzz_instance(seed: int, *, n_ops: tuple[int, int] = (3, 9), n_devices: tuple[int, int] = (2, 3)) -> Instance:
+def fuzz_instance(seed: int, *, n_ops: tuple[int, int] = (3, 9), n_devices: tuple[int, int] = (2, 3),
+                  comm: str | None = None, scales: tuple[float, float, float] | None = None) -> Instance:
     """A random valid instance that may use every feature of the model.
 
     Drawn per instance: comm mode; 2-3 devices with speeds or per-device time mappings; a time scale,
     a bytes scale and a bandwidth scale (1e-3 .. 1e10, together or independently); times from a small
     palette (ties) or continuous, some zero; zero bytes and zero latency; per-pair links (directed,
     asymmetric); pins; colocation groups; device memory from ample to binding to no fit at all; op
-    indices not in topological order.
+    indices not in topological order. ``comm`` and ``scales`` (time, bytes, bandwidth) replace the
+    drawn ones (the rest of the draw stays that of ``seed``).
     """
     rng = random.Random(seed)
     n = rng.randint(*n_ops)
     m = rng.randint(*n_devices)
-    comm = rng.choice(("parallel", "sequential"))
+    drawn = rng.choice(("parallel", "sequential"))
+    comm = drawn if comm is None else comm
     if rng.random() < 0.5:  # one magnitude for everything: comm/compute ratio stays moderate
         ts = bs = rng.choice(_SCALES)
         bws = 1.0
     else:
         ts, bs, bws = rng.choice(_SCALES), rng.choice(_SCALES), rng.choice(_SCALES)
+    if scales is not None:
+        ts, bs, bws = scales
     palette = rng.random() < 0.5
     pal = [0.0, 1.0, 2.0, 3.0, 5.0] if palette else None
 
@@ -267,5 +272,43 @@ def composed_instance(seed: int, *, n_ops: tuple[int, int] = (10, 40), kind: str
     if target > inst.n:
         inst = padded(inst, target - inst.n)
     inst = Instance(f"composed-{seed}-{kind}", list(inst.devices), list(inst.ops), list(inst.edges),
+                    link=inst.link, pairs=dict(inst.pairs), comm=inst.comm)
+    return inst, orc, info
+
+# ------------------------------------------------- magnitudes far apart: the two 10-op files of issue 29
+_SMALL = (1e-3, 1e-2, 1e-1, 1.0)
+_APART = (1e6, 1e7, 1e8, 1e9)  # large / small: big-M rows (M ~ the large times) resolve 1e-7 x M in CBC
+
+def mixed_instance(seed: int, *, time_limit_s: float | None = 120.0,
+                   ) -> tuple[Instance, OracleResult, dict[str, Any]]:
+    """A graph of at least 10 ops, parallel comm, whose times lie orders of magnitude apart (the kind of
+    the two files of issue 29: op times near 1e-2 µs beside transfers near 1e7 µs; times up to 1e9 µs),
+    its optimum known by brute force: ``padded``, a 6-op :func:`fuzz_instance` block with op times at
+    one end of the scale and transfers at the other, and 4 independent zero ops; ``series``, a 6-op block
+    of large times then a 3-6-op block of small ones (:func:`in_series`), padded to 10 ops. Returns
+    (instance, the oracle's word on it, how it was made)."""
+    rng = random.Random(f"mixed-{seed}")
+    kind = rng.choice(("padded", "series"))
+    small = rng.choice(_SMALL)
+    large = small * rng.choice(_APART)
+    sa = rng.randrange(1 << 30)
+    info: dict[str, Any] = {"kind": f"mixed-{kind}", "block_seeds": [sa], "scales": [small, large]}
+    if kind == "padded":
+        ts, bs = (small, large) if rng.random() < 0.5 else (large, small)
+        a = fuzz_instance(sa, n_ops=(6, 6), comm="parallel", scales=(ts, bs, 1.0))
+        if ts == large:  # latencies scale with the op times: small transfers only without them
+            a = without_latency(a)
+        inst, orc = padded(a, 4), brute_force(a, time_limit_s=time_limit_s)
+    else:
+        sb = rng.randrange(1 << 30)
+        info["block_seeds"].append(sb)
+        a = without_latency(fuzz_instance(sa, n_ops=(6, 6), comm="parallel", scales=(large, large, 1.0)))
+        b = on_devices_of(fuzz_instance(sb, n_ops=(3, 6), n_devices=(a.m, a.m), comm="parallel",
+                                        scales=(small, small, 1.0)), a)
+        inst = in_series(a, b)
+        orc = _known([brute_force(a, time_limit_s=time_limit_s), brute_force(b, time_limit_s=time_limit_s)], sum)
+        if inst.n < 10:
+            inst = padded(inst, 10 - inst.n)
+    inst = Instance(f"mixed-{seed}-{kind}", list(inst.devices), list(inst.ops), list(inst.edges),
                     link=inst.link, pairs=dict(inst.pairs), comm=inst.comm)
     return inst, orc, info

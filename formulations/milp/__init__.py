@@ -14,7 +14,9 @@ K-device generalisation (Moirai). Times are continuous µs (no rounding).
             s[v] >= te - M (2 - x[p,d1] - x[v,d2]); transfers of one link in the order of their
             producers on d1 (y), the simulator's FIFO rule                         -> _add_transfers
   sum_o mem[o] x[o, d] <= capacity[d];  mk >= e[o];  mk >= sum_o dur[o][d] x[o, d] (device load);
-  M = heuristic makespan, every duration and transfer coefficient capped at M, and left out below 1e-8 M;
+  M = heuristic makespan, every duration and transfer coefficient capped at M, and left out below 1e-8 M
+  (``RESOLUTION``; CBC's integer tolerance is set 10x below it, ``INTEGRALITY``: at its default 1e-7 a
+  binary 1e-7 from 0/1 let big-M rows drop such times and CBC pruned the nodes it then rejected);
   interchangeable devices (:func:`device_classes`) used in first-use order      -> _add_symmetry
   mk >= max(lower_bound, energetic-reasoning bound of cpsat.energetic_bound).
 
@@ -29,9 +31,9 @@ the solver itself (CBC's log, HiGHS's ``mip_dual_bound``): PuLP says "Optimal" a
 """
 from __future__ import annotations
 
-from .model import MilpModel, MilpOptions, RESOLUTION, build_milp, device_classes, time_unit, warm_values  # noqa: I001
+from .model import INTEGRALITY, MilpModel, MilpOptions, RESOLUTION, build_milp, device_classes, time_unit, warm_values  # noqa: I001
 from .backends import cbc_increment
 from .solve import cross_check, milp
 
-__all__ = ["MilpModel", "MilpOptions", "RESOLUTION", "build_milp", "cbc_increment", "cross_check", "device_classes", "milp",
+__all__ = ["INTEGRALITY", "MilpModel", "MilpOptions", "RESOLUTION", "build_milp", "cbc_increment", "cross_check", "device_classes", "milp",
            "time_unit", "warm_values"]

@@ -26,6 +26,7 @@ from dplace.errors import InfeasibleError, SolverError, bad_option
 from dplace.instance.model import Instance
 from dplace.registry import register
 from dplace.result import Result, make_result, no_solution
+from . import model as _model
 from .model import MilpModel, MilpOptions
 
 
@@ -134,7 +135,7 @@ def _run_cbc(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, presolve
         warnings.simplefilter("ignore", DeprecationWarning)
         solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=sec, gapRel=0.0, gapAbs=1e-9, warmStart=warm,
                                    threads=opts.threads, presolve=None if presolve else False,
-                                   options=[f"increment {cbc_increment(P):.3g}"]
+                                   options=[f"increment {cbc_increment(P):.3g}", f"integerT {_model.INTEGRALITY:.3g}"]
                                    + ([] if presolve and preprocess else ["preprocess off"]))
     if not solver.available():
         raise SolverError(f"milp: CBC is not available at {solver.path}")

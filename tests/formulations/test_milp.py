@@ -127,7 +127,9 @@ def test_cbc_bound_is_read_down_by_what_its_search_leaves_open():
 def test_cbc_answer_lost_by_its_preprocessing_is_asked_for_again(monkeypatch):
     """Seed 44809 in the model without the resolution cut (op times 5e-10 x big-M kept): CBC's
     preprocessing loses its optimum, CBC says optimal and writes a vector placing no op. It is solved
-    again without preprocessing; the optimum (brute force's) comes back, proven."""
+    again without preprocessing; the optimum (brute force's) comes back, proven. The whole solve took 6-9 s
+    at load 12 on 2 cores, where a limit of 10 s left the second CBC run stopped on time (flaky): the
+    limit is 60 s (nothing here is timed; a lost answer not asked for again, or a wrong one, still fails)."""
     from dplace.verify import claims
     from dplace.verify.oracle import brute_force, judge
     from dplace.verify.fuzz import fuzz_instance
@@ -136,7 +138,7 @@ def test_cbc_answer_lost_by_its_preprocessing_is_asked_for_again(monkeypatch):
     monkeypatch.setattr(M.model, "RESOLUTION", 0.0)
     monkeypatch.setattr(claims, "EXHAUSTIVE_MAX_OPS", 0)
     monkeypatch.setattr(claims, "CROSS_MAX_OPS", claims.CROSS_ON)
-    res = dplace.solve(inst, "milp", solver="cbc", time_limit_s=10, seed=44809)
+    res = dplace.solve(inst, "milp", solver="cbc", time_limit_s=60, seed=44809)
     orc = brute_force(inst)
     assert "preprocessing" in res.extra.get("cbc_again", ""), res.extra.get("solver_result")
     assert judge(res, orc) == [] and res.status == "optimal", (res.status, res.makespan, orc.optimum)

@@ -327,3 +327,50 @@ def test_unpackable_memory_is_flagged(method):
     assert not rep.memory_ok
     if method != "metis":
         assert res.extra["fallbacks"] > 0
+
+
+# ------------------------------------------------------------------------------ time limit
+class _Ticks:
+    """A clock that moves one tick per reading: a budget of k ticks expires after k readings."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        self.t += 1.0
+        return self.t
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("method", ("m_etf", "m_sct"))
+def test_list_schedule_cut_at_the_time_limit_is_complete_and_valid(method, seed, monkeypatch):
+    """When the budget expires during the list schedule (checked every cluster here), the clusters not
+    yet scheduled are placed by the deadline rule: every op placed, pins/colocation/memory kept where a
+    device has room, the answer valid, and extra says how far the method got."""
+    import dplace.heuristics.baechi as hb
+    from dplace.budget import Budget
+
+    monkeypatch.setattr(hb, "_CHECK_EVERY", 1)
+    rng = random.Random(seed)
+    inst = random_instance(rng, n_ops=rng.randint(12, 30), n_devices=rng.randint(2, 4))
+    full = dplace.solve(inst, method, **OFF)
+    if full.status == "infeasible":
+        return
+    cuts = 0
+    for ticks in (3, 6, 10, 20, 60):
+        res = dplace.solve(inst, method, budget=Budget(ticks, clock=_Ticks()), **OFF)
+        _valid(inst, res)
+        assert all(d >= 0 for d in res.placement)
+        cut = res.extra.get("time_limit")
+        if cut is None:  # the method ended first: its own answer
+            assert res.placement == full.placement
+        else:
+            cuts += 1
+            assert 0 <= cut["clusters_placed_by_method"] < cut["clusters"]
+            assert res.memory_ok or not full.memory_ok or res.extra["fallbacks"] > 0
+    assert cuts
+    if method == "m_sct":  # expired before the LP: not solved, said so
+        res = dplace.solve(inst, method, budget=Budget(0.0), **OFF)
+        _valid(inst, res)
+        assert res.extra["time_limit"]["clusters_placed_by_method"] == 0
+        assert res.extra["sct_lp_status"].startswith("not solved")

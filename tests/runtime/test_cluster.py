@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import dplace
+from dplace.testing import split_placement
 
 tf = pytest.importorskip("tensorflow")
 
@@ -57,20 +58,6 @@ def tiny():
     return step, extract.extract(step, 2, ["CPU:0", "CPU:1"])
 
 
-def _split(inst) -> list[int]:
-    """First half of the topological order on CPU:0, the rest on CPU:1 (groups and pins kept)."""
-    half = set(inst.topo[: inst.n // 2])
-    pl = [0 if o in half else 1 for o in range(inst.n)]
-    for members in inst.groups:
-        d = pl[min(members, key=lambda o: inst.topo_pos[o])]
-        for o in members:
-            pl[o] = d
-    for o in range(inst.n):
-        if inst.pinned[o] >= 0:
-            pl[o] = inst.pinned[o]
-    return pl
-
-
 def test_workers_listen_on_loopback_only(workers):
     for pid in workers.pids:
         addrs = cluster.listening(pid)
@@ -83,7 +70,7 @@ def test_workers_listen_on_loopback_only(workers):
 
 def test_two_worker_run_places_orders_and_matches_the_loss(workers, tiny):
     step, inst = tiny
-    pl = _split(inst)
+    pl = split_placement(inst)
     res = dplace.solve(inst, "heft")  # an order to enforce
     res_split = remote.execute(inst, pl, step, 2, workers.cluster, steps=3, warmup=1, loss_steps=2)
     assert res_split.ops_moved == [] and res_split.loss_ok and res_split.ok
@@ -127,7 +114,7 @@ def test_profile_for_the_cluster_and_memory(workers, tiny):
     mem = prof["memory"]
     assert mem["peak_measured"] and mem["peak_measured"] > 0  # BFC allocator statistics on the worker
     assert mem["op_memory"]["n"] > 100 and mem["op_memory"]["median_rel_error"] is not None
-    m = memory.measure_peak(inst, _split(inst), step, 2, workers.cluster)
+    m = memory.measure_peak(inst, split_placement(inst), step, 2, workers.cluster)
     assert set(m["peak"]) == {"CPU:0", "CPU:1"} and all(v > 0 for v in m["peak"].values())
 
 

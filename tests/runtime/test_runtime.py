@@ -14,6 +14,7 @@ import pytest
 
 import dplace
 from dplace.errors import InvalidInstanceError
+from dplace.testing import split_placement
 
 tf = pytest.importorskip("tensorflow")
 
@@ -173,16 +174,7 @@ def test_execute_enforces_and_verifies_the_order(transformer):
 
 def test_split_placement_really_runs_on_both_devices(transformer):
     step, inst = transformer
-    # first half of the topological order on CPU:0, the rest on CPU:1; a group follows its first member
-    half = set(inst.topo[: inst.n // 2])
-    pl = [0 if o in half else 1 for o in range(inst.n)]
-    for members in inst.groups:
-        d = pl[min(members, key=lambda o: inst.topo_pos[o])]
-        for o in members:
-            pl[o] = d
-    for o in range(inst.n):
-        if inst.pinned[o] >= 0:
-            pl[o] = inst.pinned[o]
+    pl = split_placement(inst)  # first half of the topological order on CPU:0, the rest on CPU:1
     rep = execute.execute(inst, pl, step, 2, steps=1, warmup=1, loss_steps=1)
     assert rep.ops_moved == []
     assert rep.loss_ok
