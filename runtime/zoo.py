@@ -41,6 +41,12 @@ def _tf():
     """Import TensorFlow quietly and apply the runtime's process-wide settings once."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if "tensorflow" not in sys.modules:
+        # OR-Tools' pywraplp loaded after TensorFlow segfaults in Solve (m_sct_capped's LP; seen with
+        # tensorflow-cpu 2.21 and ortools 9.15); loaded before it, both work
+        try:
+            importlib.import_module("ortools.linear_solver.pywraplp")
+        except ImportError:
+            pass
         _import_quietly("tensorflow")
     import tensorflow as tf
 
