@@ -188,6 +188,11 @@ def _profile_on_cluster(args: argparse.Namespace, small) -> int:
     for f in prof["links"]:
         print(f"link {f['src']} -> {f['dst']}: latency {f['latency']:.1f} us, bandwidth {f['bandwidth']:.1f} B/us, "
               f"R^2 {f['r2']:.3f} ({len(f['samples'])} sizes {f['samples'][0][0]}-{f['samples'][-1][0]} B)")
+    rc = prof.get("receive_cost")
+    if rc is not None:
+        per = ", ".join(f"{d} {v:.1f}" for d, v in rc["per_device"].items())
+        print(f"receive cost per tensor (transfer_cpu): {inst.transfer_cpu:.1f} us (per receiving device: {per}; "
+              f"{rc['n']} tensors per probe), taken out of the links' latencies")
     mem = prof["memory"]
     peak = f"{mem['peak_measured'] / 2**20:.2f} MiB" if mem["peak_measured"] is not None else "not measured"
     print(f"memory of a step on one worker: predicted (sum of op memory) {mem['predicted'] / 2**20:.2f} MiB, "

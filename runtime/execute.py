@@ -25,6 +25,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+from dplace import interrupt
 from dplace.errors import InvalidInstanceError
 from dplace.instance.model import Instance
 from dplace.result import Result
@@ -216,32 +217,16 @@ def execute(inst: Instance, placement: Result | Any, step: TrainStep, batch: int
     for n, d in ran_on.items():
         per_dev[d] = per_dev.get(d, 0) + 1
 
-    losses = [first]
     untimed = max(warmup, loss_steps)
     total = untimed + steps
-    for i in range(1, untimed):
-        v = _call(fn, x, y, handles)
-        if i < loss_steps:
-            losses.append(v)
-        if progress:
-            progress("warm-up", i + 1, total)
-    times = []
-    for i in range(steps):
-        t0 = time.perf_counter()
-        _call(fn, x, y, handles)
-        times.append((time.perf_counter() - t0) * 1e6)
-        if progress:
-            progress("timed", untimed + i + 1, total)
+    losses, times = measured_steps(lambda: _call(fn, x, y, handles), untimed=untimed, steps=steps,
+                                   loss_steps=loss_steps, total=total, progress=progress, losses=[first])
     matched, mismatches = None, []
     if chains is not None:
         if progress:
             progress("order check", total, total)
         matched, mismatches = _order_check(inst, chains, _start_times(fn, x, y, handles))
-    pairs = list(zip(losses[:loss_steps], loss_ref))
-    loss_ok = len(pairs) == len(loss_ref) and all(
-        math.isfinite(a) and math.isclose(a, b, rel_tol=rtol, abs_tol=atol) for a, b in pairs
-    )
-    loss_diff = max((abs(a - b) / max(abs(b), atol) for a, b in pairs), default=0.0)
+    loss_ok, loss_diff = loss_verdict(losses[:loss_steps], loss_ref, rtol, atol)
     meta_tf = inst.extra.get("tf", {})
     return ExecReport(
         model=step.name, batch=batch, devices=[d.name for d in inst.devices], steps=steps, warmup=untimed,
@@ -255,6 +240,40 @@ def execute(inst: Instance, placement: Result | Any, step: TrainStep, batch: int
                                 "instance_batch": meta_tf.get("batch"), "result_makespan_us": result_makespan},
         order_enforced=chains is not None, order_matched=matched, order_mismatches=mismatches,
     )
+
+
+def measured_steps(call: Callable[[], float], *, untimed: int, steps: int, loss_steps: int, total: int,
+                   progress: Callable[[str, int, int], None] | None = None,
+                   losses: list[float] | None = None) -> tuple[list[float], list[float]]:
+    """The measured-step loop of both executors: ``untimed`` warm-up steps (the first ``loss_steps``
+    losses kept; ``losses`` holds those of steps already run), then ``steps`` timed ones. Returns
+    (losses, per timed step its wall time in µs)."""
+    losses = list(losses or [])
+    for i in range(len(losses), untimed):
+        interrupt.stop_point()
+        v = call()
+        if i < loss_steps:
+            losses.append(v)
+        if progress:
+            progress("warm-up", i + 1, total)
+    times = []
+    for i in range(steps):
+        interrupt.stop_point()
+        t0 = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - t0) * 1e6)
+        if progress:
+            progress("timed", untimed + i + 1, total)
+    return losses, times
+
+
+def loss_verdict(losses: list[float], loss_ref: list[float], rtol: float, atol: float) -> tuple[bool, float]:
+    """(every loss finite and within ``rtol``/``atol`` of the single-device step's, the largest relative
+    difference)."""
+    pairs = list(zip(losses, loss_ref))
+    ok = len(pairs) == len(loss_ref) and all(
+        math.isfinite(a) and math.isclose(a, b, rel_tol=rtol, abs_tol=atol) for a, b in pairs)
+    return ok, max((abs(a - b) / max(abs(b), atol) for a, b in pairs), default=0.0)
 
 
 def _order_chains(inst: Instance, order: list[list[int]], fed: set[str] = frozenset()) -> list[list[str]]:
@@ -275,7 +294,7 @@ def _start_times(fn, x, y, handles) -> dict[str, int]:
     import os
     import tempfile
 
-    from .profile import xplane_events
+    from .xplane import xplane_events
 
     tf = _tf()
     with tempfile.TemporaryDirectory(prefix="dplace-order-") as logdir:
