@@ -90,6 +90,24 @@ def per_transfer_term(rows: list[dict]) -> tuple[float, float]:
     return k, statistics.median(errs)
 
 
+def _solve_apart(inst, method: str, time_limit_s: float):
+    """``dplace solve`` in a child process without TensorFlow; the Result read back."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from dplace.instance.io import save_instance
+    from dplace.result import result_from_dict
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = os.path.join(tmp, "i.json"), os.path.join(tmp, "r.json")
+        save_instance(inst, src)
+        subprocess.run([sys.executable, "-m", "dplace.cli", "solve", src, "--method", method, "--time-limit",
+                        str(time_limit_s), "--quiet", "--out", out], check=True, stdout=subprocess.DEVNULL)
+        with open(out) as fh:
+            return result_from_dict(inst, json.load(fh))
+
+
 def place(inst, method: str, portfolio_s: float):
     import dplace
     from dplace.schedule.simulate import as_placement, simulate
@@ -100,7 +118,10 @@ def place(inst, method: str, portfolio_s: float):
         return pl, None, time.perf_counter() - t0
     if method == "random":
         return random_placement(inst, 0), None, time.perf_counter() - t0
-    res = dplace.solve(inst, method, time_limit_s=portfolio_s if method == "portfolio" else None)
+    if method == "portfolio":  # in its own process: OR-Tools' LP (m_sct) segfaults beside TensorFlow here
+        res = _solve_apart(inst, method, portfolio_s)
+    else:
+        res = dplace.solve(inst, method)
     pl = [int(d) for d in as_placement(inst, res.placement)]
     simulate(inst, pl, res.order)  # the order must be valid for the placement
     return pl, res.order, time.perf_counter() - t0
@@ -145,7 +166,8 @@ def main() -> None:
             om = mem["op_memory"] or {}
             con.print(f"[bold]{model}[/] batch {batch}: {inst.n} ops, sum of op times "
                       f"{sum(inst.dur[o][0] for o in range(inst.n)) / 1000:.1f} ms, profiled in "
-                      f"{time.perf_counter() - t0:.0f} s; links {links}; memory one worker: predicted "
+                      f"{time.perf_counter() - t0:.0f} s; links {links} (latency fitted, less the receive cost); "
+                      f"receive cost per tensor (transfer_cpu) {inst.transfer_cpu:.1f} us; memory one worker: predicted "
                       f"{mem['predicted'] / 2**20:.1f} MiB, measured peak "
                       f"{(mem['peak_measured'] or 0) / 2**20:.1f} MiB; per-op memory median rel. error "
                       f"{100 * (om.get('median_rel_error') or 0):.1f}% over {om.get('n')} ops; load {loadavg()}")

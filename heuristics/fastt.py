@@ -208,6 +208,18 @@ LINEAR_SHARE_NOTE = ("split pieces timed as a linear share of the op's time (plu
                      "profiles the split shapes, and this instance carries no measured times for them")
 
 
+def split_timing(g: Instance) -> str:
+    """How the split pieces of ``g`` were timed: all from measured split shapes, all by a linear share
+    (:data:`LINEAR_SHARE_NOTE`), or how many of each."""
+    timed = [op.extra.get("timed") for op in g.ops if op.extra.get("split_part") is not None]
+    lin = sum(1 for t in timed if t != "measured")
+    if lin == len(timed):
+        return LINEAR_SHARE_NOTE
+    head = (f"split pieces timed from measured split shapes ({len(timed) - lin} pieces: the op's time times its "
+            "measured time at the piece's shape over its measured time at its own)")
+    return head if not lin else head + f"; {lin} pieces by a linear share (no measured shape)"
+
+
 def placed_critical_path(inst: Instance, placement: Sequence[int]) -> list[int]:
     """Longest path of the graph with each op's time on its device and the transfer times of the
     placement (device contention ignored): Alg. 2 line 4."""
@@ -232,7 +244,8 @@ def os_dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0,
     trying splits after ``max_dpos_runs`` DPOS re-runs or ``time_limit_s`` seconds (keeping the best
     graph so far). The Result is on the rewritten graph (``res.instance``, with its transform) when it
     is not the given one. A split whose graph breaks memory is never kept (unless DPOS's own placement
-    already does). Split pieces take a linear share of the op's time (``extra["split_timing"]``).
+    already does). Split pieces are timed from the op's measured split shapes where ``dplace profile
+    --split-shapes`` measured them, else by a linear share of the op's time (``extra["split_timing"]``).
     Where the paper is silent: ops are tried by decreasing time on their device (ties: topological
     position); dims in name order, n from 2 up; a split is kept only if it improves the makespan by
     more than 1e-9 relative.
@@ -325,7 +338,7 @@ def _os_dpos(inst: Instance, method: str, opts: ModelGraphOsDposOptions, options
         "stopped": stopped,
     }
     if splits:
-        extra["split_timing"] = LINEAR_SHARE_NOTE
+        extra["split_timing"] = split_timing(best.instance)
     transform = None
     if best.instance is not given:
         params = {k: extra[k] for k in (DP_KEY, "splits", "split_overhead_us", "split_copy_bytes_per_us") if k in extra}

@@ -3,9 +3,11 @@
 Split graph (``split_instance``), for an op ``op`` with ``extra["split"] = {"dims": {dim: size},
 "cut": {dim: [input op ids]}, "reduce": [dims]}`` split on ``dim`` into n parts (part i covers size_i of
 the ``size`` rows, as even as possible, frac_i = size_i / size):
-  * sub-ops ``op/<dim><i>``: time = time(op) * frac_i + ``overhead_us`` (per device when the time is
-    per device); same type, pin and colocation as ``op``; ``split``/``forward_of`` dropped;
-    ``extra["split_of"] = op``. Memory (the op's outputs): memory(op) * frac_i (integers summing to
+  * sub-ops ``op/<dim><i>``: time = time(op) * share_i + ``overhead_us`` (per device when the time is
+    per device), share_i = the op's measured time at the piece's shape over its measured time at its
+    own (:func:`measured_share`, ``extra["split"]["measured"]`` from ``dplace profile --split-shapes``)
+    when both are measured, else the linear share frac_i; ``extra["timed"]`` says which; same type, pin and colocation as ``op``; ``split``/``forward_of`` dropped;
+    ``extra["split_of"] = op`` (a piece is a node of its own: ``tf_node`` dropped). Memory (the op's outputs): memory(op) * frac_i (integers summing to
     memory(op)); when ``dim`` is in ``reduce`` each piece computes a full-size partial sum (a weight
     gradient split on the batch) and holds memory(op).
   * inputs: an input whose producer is listed in ``cut[dim]`` is cut along ``dim``: a split node
@@ -91,6 +93,23 @@ def copy_bandwidth(inst: Instance) -> float:
     return nb / t if t > 0 else DEFAULT_COPY_BYTES_PER_US
 
 
+MEASURED_KEY = "measured"  # extra["split"]["measured"] = {dim: {piece size: µs at that shape}} (dplace profile)
+
+
+def measured_share(op: Op, dim: str, size: int, whole: int) -> float | None:
+    """The measured time of ``op`` at ``size`` of ``dim`` over its time at ``whole`` (both from
+    ``extra["split"]["measured"]``, the op run alone at those shapes by ``dplace profile --split-shapes``),
+    or None when either is missing or the whole one is 0 (then a linear share ``size / whole`` is used)."""
+    spec = op.extra.get(SPLIT_KEY)
+    table = spec.get(MEASURED_KEY, {}).get(dim) if isinstance(spec, dict) and isinstance(spec.get(MEASURED_KEY), dict) else None
+    if not isinstance(table, dict):
+        return None
+    t, w = table.get(str(size)), table.get(str(whole))
+    if isinstance(t, (int, float)) and isinstance(w, (int, float)) and w > 0 and 0 <= t < math.inf:
+        return float(t) / float(w)
+    return None
+
+
 def _is_cut(spec: dict, dim: str, src: str) -> bool:
     """Is the input from ``src`` cut along ``dim`` (else every piece gets it whole)? ``spec["cut"][dim]``
     lists the cut inputs; without it, a ``batch`` split cuts every input and any other dim none."""
@@ -119,7 +138,7 @@ def _split_one(inst: Instance, op_id: str, dim: str, n: int, overhead_us: float,
     reduce = dim in (spec.get("reduce") or [])
     sizes = _parts(dims[dim], n)
     fracs = [s / dims[dim] for s in sizes]
-    base_extra = {k: v for k, v in op.extra.items() if k not in (SPLIT_KEY, "forward_of")}
+    base_extra = {k: v for k, v in op.extra.items() if k not in (SPLIT_KEY, "forward_of", "tf_node")}
 
     def fresh(name: str) -> str:
         if name in ids:
@@ -133,14 +152,18 @@ def _split_one(inst: Instance, op_id: str, dim: str, n: int, overhead_us: float,
     subs = [fresh(f"{op_id}/{dim}{i}") for i in range(n)]
     # each piece holds its share of the op's outputs; a partial sum (reduce) is full size in every piece
     mems = [int(op.memory)] * n if reduce else _divide_int(int(op.memory), fracs)
+    shares = [measured_share(op, dim, s, dims[dim]) for s in sizes]
+    timed = "measured" if all(x is not None for x in shares) else "linear"
+    if timed == "linear":
+        shares = fracs
     new_ops: list[Op] = []
     for i in range(n):
         if isinstance(op.time, dict):
-            t: Any = {k: v * fracs[i] + overhead_us for k, v in op.time.items()}
+            t: Any = {k: v * shares[i] + overhead_us for k, v in op.time.items()}
         else:
-            t = float(op.time) * fracs[i] + overhead_us
+            t = float(op.time) * shares[i] + overhead_us
         new_ops.append(Op(subs[i], t, mems[i], op.type, op.colocation, op.device,
-                          dict(base_extra, split_of=op_id, split_dim=dim, split_part=i)))
+                          dict(base_extra, split_of=op_id, split_dim=dim, split_part=i, timed=timed)))
     new_edges: list[Edge] = []
     for k, e in enumerate(inst.pred[o]):
         ed = inst.edges[e]
@@ -266,8 +289,9 @@ def data_parallel_instance(inst: Instance, replicas: int | None = None, inputs: 
       every replica sends its full-size tensor, the node sums them (time: n·B bytes / copy speed, as
       a split's reduce, :func:`copy_bandwidth`) and feeds the shared ops with the original bytes.
 
-    Times scale linearly with the batch: a device's utilisation at a smaller batch is not modelled
-    (FastT re-profiles under data parallelism instead). The new Instance is named ``<name>+dp<n>`` and
+    Times scale linearly with the batch, except for ops whose time was measured at the replica's rows
+    (``extra["split"]["measured"]["batch"]``, :func:`measured_share`); a replica keeps only that table
+    (its other dims were measured at the whole batch). The new Instance is named ``<name>+dp<n>`` and
     records ``data_parallel = {"of", "replicas", "inputs"}`` in ``extra``.
     """
     n = inst.m if replicas is None else replicas
@@ -332,8 +356,13 @@ def data_parallel_instance(inst: Instance, replicas: int | None = None, inputs: 
             ops.append(op)
             continue
         mems = [int(op.memory)] * n if full[o] else _divide_int(int(op.memory), fracs)
+        bdims = split_dims(op)
         for r in range(n):
             f = fracs[r]
+            if "batch" in bdims:  # a replica is the op at its share of the batch: measured where it was
+                rows = sizes[r] if sizes is not None and bdims["batch"] == batch else max(1, int(bdims["batch"] * f))
+                share = measured_share(op, "batch", rows, bdims["batch"])
+                f = f if share is None else share
             t: Any = {k: v * f for k, v in op.time.items()} if isinstance(op.time, dict) else float(op.time) * f
             extra = dict(op.extra, replica_of=op.id, replica=r)
             if "forward_of" in extra:
@@ -347,8 +376,10 @@ def data_parallel_instance(inst: Instance, replicas: int | None = None, inputs: 
                 if isinstance(spec.get("dims"), dict) and "batch" in spec["dims"]:
                     dims = dict(spec["dims"])
                     dims["batch"] = (sizes[r] if sizes is not None and dims["batch"] == batch
-                                     else max(1, int(dims["batch"] * f)))
+                                     else max(1, int(dims["batch"] * fracs[r])))
                     spec["dims"] = dims
+                if isinstance(spec.get(MEASURED_KEY), dict):  # other dims were measured at the whole batch
+                    spec[MEASURED_KEY] = {d: v for d, v in spec[MEASURED_KEY].items() if d == "batch"}
                 extra[SPLIT_KEY] = spec
             group = None if op.colocation is None else f"{op.colocation}/rep{r}"
             new = rid(o, r)

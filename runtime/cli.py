@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from dplace.errors import InvalidInstanceError
@@ -98,6 +98,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
     check_number(args.latency, "--latency")
     check_number(args.bandwidth, "--bandwidth", positive=True)
     small = _small_batches(args.regress_from) if args.regress_from is not None else None
+    if args.measure_memory and not small:
+        raise InvalidInstanceError("profile: --measure-memory needs --regress-from (Celeritas' small batches)")
 
     from . import commfit, profile, zoo
 
@@ -106,9 +108,17 @@ def cmd_profile(args: argparse.Namespace) -> int:
     devices = zoo.resolve_devices(args.devices)
     step = zoo.build_step(args.model, device=devices[0], **_model_options(args))
     link = Link(args.latency, args.bandwidth)
-    with _progress(not args.quiet) as cb:
+    score = None
+    with _progress(not args.quiet) as cb, ExitStack() as stack:
         cb = cb or (lambda *a: None)
-        if small:
+        if args.measure_memory:  # Celeritas' Standard Evaluation with memory measured on local workers
+            from . import standard
+            from .cluster import LocalWorkers
+
+            cl = stack.enter_context(LocalWorkers(len(devices))).cluster.map_devices(devices)
+            inst = standard.regress(step, args.batch, small, devices, cl, memory=args.memory, link=link,
+                                    steps=args.steps, warmup=args.warmup, progress=cb, name=args.name)
+        elif small:
             inst = profile.regress(step, args.batch, small, devices, memory=args.memory, link=link,
                                    steps=args.steps, warmup=args.warmup, progress=cb, name=args.name)
         else:
@@ -116,12 +126,29 @@ def cmd_profile(args: argparse.Namespace) -> int:
                                    warmup=args.warmup, progress=cb, name=args.name)
         if args.measure_placed:
             inst = profile.measure_placed(inst, step, args.batch, steps=args.steps, warmup=args.warmup, progress=cb)
+            if args.measure_memory:  # memory unchanged so far: the same sequential placement as for the times
+                inst, score = standard.step2(inst, step, args.batch, cl)
+        if args.split_shapes:
+            from .split import split_shapes
+
+            inst = split_shapes(inst, step, args.batch, steps=args.steps, warmup=args.warmup, progress=cb)
         if args.commfit and len(devices) > 1:
             inst = commfit.with_links(inst, commfit.fit_links(devices, progress=cb))
     save_instance(inst, args.out)
     tot = sum(inst.dur[o][0] for o in range(inst.n))
     print(f"{inst.name}: {inst.n} ops, {len(inst.edges)} edges, {len(inst.groups)} colocation groups, "
           f"{sum(inst.mem) / GiB:.2f} GiB, sum of op times {tot / 1000:.1f} ms on {len(devices)} device(s) -> {args.out}")
+    if score is not None:
+        reg, sta = score["regression"], score["static"]
+
+        def pct(x):
+            return "n/a" if x is None else f"{100 * x:.1f}%"
+
+        print(f"per-op memory at batch {args.batch} (Celeritas' score: median |estimate - measured| / measured over "
+              f"{reg['n']} ops): regressed from batches {','.join(map(str, small))} {pct(reg['median_rel_error'])}, "
+              f"static output sizes {pct(sta['median_rel_error'])}; totals: regressed "
+              f"{reg['estimate_bytes'] / 2**20:.2f} MiB, static {sta['estimate_bytes'] / 2**20:.2f} MiB, measured "
+              f"{reg['measured_bytes'] / 2**20:.2f} MiB")
     return 0
 
 
@@ -135,8 +162,9 @@ def _profile_on_cluster(args: argparse.Namespace, small) -> int:
 
     if args.workers is not None and args.cluster_spec is not None:
         raise InvalidInstanceError("profile: give --workers or --cluster-spec, not both")
-    if small:
-        raise InvalidInstanceError("profile: --regress-from is not available with --workers/--cluster-spec")
+    if small or args.split_shapes:
+        flag = "--regress-from" if small else "--split-shapes"
+        raise InvalidInstanceError(f"profile: {flag} is not available with --workers/--cluster-spec")
     _at_least(args.workers, "--workers", 1)
     spec = read_cluster_spec(args.cluster_spec) if args.cluster_spec is not None else None
     step = zoo.build_step(args.model, **_model_options(args))
@@ -160,6 +188,11 @@ def _profile_on_cluster(args: argparse.Namespace, small) -> int:
     for f in prof["links"]:
         print(f"link {f['src']} -> {f['dst']}: latency {f['latency']:.1f} us, bandwidth {f['bandwidth']:.1f} B/us, "
               f"R^2 {f['r2']:.3f} ({len(f['samples'])} sizes {f['samples'][0][0]}-{f['samples'][-1][0]} B)")
+    rc = prof.get("receive_cost")
+    if rc is not None:
+        per = ", ".join(f"{d} {v:.1f}" for d, v in rc["per_device"].items())
+        print(f"receive cost per tensor (transfer_cpu): {inst.transfer_cpu:.1f} us (per receiving device: {per}; "
+              f"{rc['n']} tensors per probe), taken out of the links' latencies")
     mem = prof["memory"]
     peak = f"{mem['peak_measured'] / 2**20:.2f} MiB" if mem["peak_measured"] is not None else "not measured"
     print(f"memory of a step on one worker: predicted (sum of op memory) {mem['predicted'] / 2**20:.2f} MiB, "
@@ -193,7 +226,7 @@ def cmd_execute(args: argparse.Namespace) -> int:
             raise InvalidInstanceError(f"result {args.result!r}: device {dev!r} is not a TensorFlow device name "
                                        "(CPU:N or GPU:N; results of dplace profile instances have them)")
 
-    from . import execute, extract, zoo
+    from . import extract, split, zoo
 
     saved: dict[str, Any] = {}
     if args.instance:
@@ -225,7 +258,7 @@ def cmd_execute(args: argparse.Namespace) -> int:
         if on_cluster:
             rep = _execute_on_cluster(args, cluster_spec, inst, res, step, batch, cb)
         else:
-            rep = execute.execute(inst, res, step, batch, steps=args.steps, warmup=args.warmup, progress=cb)
+            rep = split.execute_result(inst, res, step, batch, steps=args.steps, warmup=args.warmup, progress=cb)
     if predicted_from_result and data.get("makespan") is not None:
         rep.predicted_us = float(data["makespan"])
     if args.json:
@@ -265,6 +298,9 @@ def _execute_on_cluster(args, spec, inst, res, step, batch, cb):
     from . import remote
     from .cluster import LocalWorkers
 
+    if res.transform is not None:
+        raise NotImplementedError("execute: results on a rewritten graph (OS-DPOS splits) run only on this "
+                                  "process's devices, not yet with --workers or --cluster-spec")
     if spec is not None:
         return remote.execute(inst, res, step, batch, spec, steps=args.steps, warmup=args.warmup, progress=cb)
     with LocalWorkers(args.workers) as workers:
@@ -303,6 +339,13 @@ def add_profile(subparsers) -> None:
     s.add_argument("--measure-placed", action="store_true",
                    help="Celeritas Standard Evaluation step 2: re-measure the op times at --batch itself, run "
                         "under the sequential standard_evaluation placement over --devices")
+    s.add_argument("--measure-memory", action="store_true",
+                   help="with --regress-from: per-op memory measured at the small batches on local TensorFlow "
+                        "workers and regressed (Celeritas §4.2.1); with --measure-placed also re-measured at --batch "
+                        "and the estimate's accuracy printed (median |estimate - measured| / measured per op)")
+    s.add_argument("--split-shapes", action="store_true",
+                   help="FastT §4: also time every splittable op alone at each piece shape OS-DPOS can give it "
+                        "(os_dpos then times split pieces from these measurements, not by a linear share)")
     s.add_argument("--name", default=None, help="instance name (default MODEL_bBATCH_Ndev)")
     s.add_argument("--quiet", action="store_true",
                    help="no progress (default: a bar on a terminal, timestamped lines on stderr otherwise)")

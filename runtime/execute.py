@@ -25,6 +25,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+from dplace import interrupt
 from dplace.errors import InvalidInstanceError
 from dplace.instance.model import Instance
 from dplace.result import Result
@@ -71,14 +72,17 @@ class ExecReport:
 
 
 def _graph_fn(step: TrainStep, batch: int, device_of: Callable[[str], str] | None,
-              after: dict[str, str] | None = None):
+              after: dict[str, str] | None = None, rewrite=None):
     """(callable(x, y, *handles), placeholder names of the captured variables) for the step's graph
     with every node's device set by ``device_of`` (None: no device, TF's default placement) and, for
-    each node in ``after``, a control dependency on the node it names."""
+    each node in ``after``, a control dependency on the node it names; ``rewrite``: a
+    :class:`dplace.runtime.split.GraphRewrite` applied to the GraphDef first."""
     tf = _tf()
     cf = step.concrete(batch)
     graph = cf.graph
     gd = graph.as_graph_def()
+    if rewrite is not None:
+        gd = rewrite.graph_def(gd)
     for nd in gd.node:
         nd.device = tf_device(device_of(nd.name)) if device_of else ""
         if after and nd.name in after:
@@ -87,7 +91,7 @@ def _graph_fn(step: TrainStep, batch: int, device_of: Callable[[str], str] | Non
     g = wrapped.graph
     fn = wrapped.prune(
         feeds=[g.get_tensor_by_name(t.name) for t in graph.inputs],
-        fetches=[g.get_tensor_by_name(t.name) for t in graph.outputs],
+        fetches=[g.get_tensor_by_name(rewrite.tensor(t.name) if rewrite else t.name) for t in graph.outputs],
     )
     names = [t.op.name for t in graph.internal_captures]
     return fn, list(zip(names, cf.captured_inputs))
@@ -135,12 +139,14 @@ def reference_losses(step: TrainStep, batch: int, n: int) -> list[float]:
 
 def execute(inst: Instance, placement: Result | Any, step: TrainStep, batch: int | None = None, *,
             steps: int = 50, warmup: int = 5, loss_steps: int = 2, rtol: float = 1e-3, atol: float = 1e-5,
-            enforce_order: bool = True, progress: Callable[[str, int, int], None] | None = None) -> ExecReport:
+            enforce_order: bool = True, progress: Callable[[str, int, int], None] | None = None,
+            rewrite=None) -> ExecReport:
     """Run ``placement`` (a Result or a placement accepted by ``dplace.simulate``) of ``inst`` on the
     devices named in it, ``warmup`` untimed then ``steps`` timed steps, and verify it.
 
     Loss check: the first step's loss (same weights, same data) and the second's (after one update)
-    must match the unplaced run's within ``rtol``. Later steps are not compared: reduction order differs
+    must match the unplaced run's within ``rtol`` (``rewrite``: the graph of ``inst`` is the step's graph
+    rewritten, :class:`dplace.runtime.split.GraphRewrite`, its added nodes placed by ``rewrite.node``). Later steps are not compared: reduction order differs
     between runs at the 1e-5 level and training amplifies it (ResNet50, batch 8: 7e-6 relative at step
     2, 1-3% at step 3), while a lost or misplaced update changes step 2 by far more than 1e-3."""
     tf = _tf()
@@ -173,6 +179,7 @@ def execute(inst: Instance, placement: Result | Any, step: TrainStep, batch: int
     node_dev = {op.extra.get("tf_node", op.id): inst.devices[pl[o]].name for o, op in enumerate(inst.ops)}
 
     def device_of(node: str) -> str:
+        node = rewrite.node(node) if rewrite else node
         if node not in node_dev:
             raise InvalidInstanceError(f"placement: graph node {node!r} is not an op of instance {inst.name!r}")
         return node_dev[node]
@@ -180,7 +187,7 @@ def execute(inst: Instance, placement: Result | Any, step: TrainStep, batch: int
     fed = {t.op.name for t in step.concrete(batch).graph.inputs}  # step inputs and captured tensors
     chains = _order_chains(inst, order, fed) if order is not None else None
     loss_ref = reference_losses(step, batch, loss_steps)
-    fn, caps = _graph_fn(step, batch, device_of, {b: a for ch in (chains or []) for a, b in zip(ch, ch[1:])})
+    fn, caps = _graph_fn(step, batch, device_of, {b: a for ch in (chains or []) for a, b in zip(ch, ch[1:])}, rewrite)
     handles = _variables(step, caps, device_of)
     x, y = step.inputs(batch)
     in_nodes = [t.op.name for t in step.concrete(batch).graph.inputs[:2]]
@@ -210,32 +217,16 @@ def execute(inst: Instance, placement: Result | Any, step: TrainStep, batch: int
     for n, d in ran_on.items():
         per_dev[d] = per_dev.get(d, 0) + 1
 
-    losses = [first]
     untimed = max(warmup, loss_steps)
     total = untimed + steps
-    for i in range(1, untimed):
-        v = _call(fn, x, y, handles)
-        if i < loss_steps:
-            losses.append(v)
-        if progress:
-            progress("warm-up", i + 1, total)
-    times = []
-    for i in range(steps):
-        t0 = time.perf_counter()
-        _call(fn, x, y, handles)
-        times.append((time.perf_counter() - t0) * 1e6)
-        if progress:
-            progress("timed", untimed + i + 1, total)
+    losses, times = measured_steps(lambda: _call(fn, x, y, handles), untimed=untimed, steps=steps,
+                                   loss_steps=loss_steps, total=total, progress=progress, losses=[first])
     matched, mismatches = None, []
     if chains is not None:
         if progress:
             progress("order check", total, total)
         matched, mismatches = _order_check(inst, chains, _start_times(fn, x, y, handles))
-    pairs = list(zip(losses[:loss_steps], loss_ref))
-    loss_ok = len(pairs) == len(loss_ref) and all(
-        math.isfinite(a) and math.isclose(a, b, rel_tol=rtol, abs_tol=atol) for a, b in pairs
-    )
-    loss_diff = max((abs(a - b) / max(abs(b), atol) for a, b in pairs), default=0.0)
+    loss_ok, loss_diff = loss_verdict(losses[:loss_steps], loss_ref, rtol, atol)
     meta_tf = inst.extra.get("tf", {})
     return ExecReport(
         model=step.name, batch=batch, devices=[d.name for d in inst.devices], steps=steps, warmup=untimed,
@@ -249,6 +240,40 @@ def execute(inst: Instance, placement: Result | Any, step: TrainStep, batch: int
                                 "instance_batch": meta_tf.get("batch"), "result_makespan_us": result_makespan},
         order_enforced=chains is not None, order_matched=matched, order_mismatches=mismatches,
     )
+
+
+def measured_steps(call: Callable[[], float], *, untimed: int, steps: int, loss_steps: int, total: int,
+                   progress: Callable[[str, int, int], None] | None = None,
+                   losses: list[float] | None = None) -> tuple[list[float], list[float]]:
+    """The measured-step loop of both executors: ``untimed`` warm-up steps (the first ``loss_steps``
+    losses kept; ``losses`` holds those of steps already run), then ``steps`` timed ones. Returns
+    (losses, per timed step its wall time in µs)."""
+    losses = list(losses or [])
+    for i in range(len(losses), untimed):
+        interrupt.stop_point()
+        v = call()
+        if i < loss_steps:
+            losses.append(v)
+        if progress:
+            progress("warm-up", i + 1, total)
+    times = []
+    for i in range(steps):
+        interrupt.stop_point()
+        t0 = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - t0) * 1e6)
+        if progress:
+            progress("timed", untimed + i + 1, total)
+    return losses, times
+
+
+def loss_verdict(losses: list[float], loss_ref: list[float], rtol: float, atol: float) -> tuple[bool, float]:
+    """(every loss finite and within ``rtol``/``atol`` of the single-device step's, the largest relative
+    difference)."""
+    pairs = list(zip(losses, loss_ref))
+    ok = len(pairs) == len(loss_ref) and all(
+        math.isfinite(a) and math.isclose(a, b, rel_tol=rtol, abs_tol=atol) for a, b in pairs)
+    return ok, max((abs(a - b) / max(abs(b), atol) for a, b in pairs), default=0.0)
 
 
 def _order_chains(inst: Instance, order: list[list[int]], fed: set[str] = frozenset()) -> list[list[str]]:
@@ -269,7 +294,7 @@ def _start_times(fn, x, y, handles) -> dict[str, int]:
     import os
     import tempfile
 
-    from .profile import xplane_events
+    from .xplane import xplane_events
 
     tf = _tf()
     with tempfile.TemporaryDirectory(prefix="dplace-order-") as logdir:

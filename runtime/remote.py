@@ -24,6 +24,7 @@ from dplace import interrupt
 from dplace.errors import InvalidInstanceError
 
 from .cluster import Cluster, ClusterError
+from .recvcost import fit_receive_cost
 from .zoo import TrainStep, _tf
 
 
@@ -232,14 +233,12 @@ def execute(inst, placement, step: TrainStep, batch: int | None, cluster: Cluste
     (the client's own CPU, same start values and data); ``extra`` holds the record's concurrency (time
     two or more workers were busy at once), the cluster and, for local workers, the measured memory
     (:func:`dplace.runtime.memory.measure_step`)."""
-    import math
-    import time
     from collections import Counter
 
     from dplace.result import Result
     from dplace.schedule.simulate import as_placement, simulate
 
-    from .execute import ExecReport, _order_chains, _order_check, reference_losses
+    from .execute import ExecReport, _order_chains, _order_check, loss_verdict, measured_steps, reference_losses
     from .memory import op_memory_score
 
     result_makespan = None
@@ -275,20 +274,8 @@ def execute(inst, placement, step: TrainStep, batch: int | None, cluster: Cluste
     total = untimed + steps + 1
     sess = SessionStep(step, batch, cluster, device_of, after)
     try:
-        losses = []
-        for i in range(untimed):
-            v = sess.run()
-            if i < loss_steps:
-                losses.append(v)
-            if progress:
-                progress("warm-up", i + 1, total)
-        times = []
-        for i in range(steps):
-            t0 = time.perf_counter()
-            sess.run()
-            times.append((time.perf_counter() - t0) * 1e6)
-            if progress:
-                progress("timed", untimed + i + 1, total)
+        losses, times = measured_steps(sess.run, untimed=untimed, steps=steps, loss_steps=loss_steps, total=total,
+                                       progress=progress)
         local = cluster.local
         if local is not None:
             for t in range(len(local.procs)):
@@ -308,10 +295,7 @@ def execute(inst, placement, step: TrainStep, batch: int | None, cluster: Cluste
     matched, mismatches = (None, [])
     if chains is not None:
         matched, mismatches = _order_check(inst, chains, {n: rec.start_us[n] for n in rec.start_us})
-    pairs = list(zip(losses[:loss_steps], loss_ref))
-    loss_ok = len(pairs) == len(loss_ref) and all(
-        math.isfinite(a) and math.isclose(a, b, rel_tol=rtol, abs_tol=atol) for a, b in pairs)
-    loss_diff = max((abs(a - b) / max(abs(b), atol) for a, b in pairs), default=0.0)
+    loss_ok, loss_diff = loss_verdict(losses[:loss_steps], loss_ref, rtol, atol)
     conc = rec.concurrency()
     conc = {inst_of.get(k.split(" ", 1)[1], k) if k.startswith("busy_us ") else k: v for k, v in conc.items()}
     predicted_mem = {d.name: sched.memory[i] for i, d in enumerate(inst.devices)}
@@ -352,10 +336,14 @@ def _peaks(cluster: Cluster, inst_of: dict[str, str]) -> dict[str, int] | None:
 # ------------------------------------------------------------------------------ profile for a cluster
 def profile(step: TrainStep, batch: int, cluster: Cluster, devices: list[str], *, steps: int = 5, warmup: int = 2,
             comm_sizes: list[int] | None = None, comm_reps: int = 7, memory: int | None = None,
-            progress: Callable[[str, int, int], None] | None = None, name: str | None = None):
+            progress: Callable[[str, int, int], None] | None = None, name: str | None = None,
+            receive_probe: dict[str, int] | None = None):
     """The instance of ``step`` at ``batch`` for ``cluster``: op times measured with every op on the
     first device's task (its thread limits), the median over ``steps`` traced steps of each op's time in
-    the worker's own step stats; links fitted per ordered pair of devices (:func:`fit_links`); memory
+    the worker's own step stats; links fitted per ordered pair of devices (:func:`fit_links`); the
+    receive cost per tensor, ``transfer_cpu`` (:func:`dplace.runtime.recvcost.fit_receive_cost`), taken
+    out of the fitted latencies (a lone transfer's wall time includes it; ``receive_probe``: its
+    options); memory
     model checked against the measured run (``tf.profile.memory``: per-device peak, predicted total,
     Celeritas' per-op score)."""
     from .extract import GiB, extract
@@ -391,12 +379,14 @@ def profile(step: TrainStep, batch: int, cluster: Cluster, devices: list[str], *
     out = with_times(inst, times)
     fits = fit_links(cluster, list(devices), sizes=comm_sizes or comm_sizes_for(inst), reps=comm_reps,
                      progress=progress)
+    recv = fit_receive_cost(cluster, list(devices), progress=progress, **(receive_probe or {})) if len(devices) > 1 else None
+    tc = recv.us if recv is not None else 0.0
     pairs = dict(out.pairs)
     from dplace.instance.model import Link
 
-    for f in fits:
-        pairs[(f.src, f.dst)] = Link(round(f.latency, 3), round(f.bandwidth, 3))
-    out = out.replace(pairs=pairs)
+    for f in fits:  # a lone transfer's wall time holds the receiver's core time: the model adds it apart
+        pairs[(f.src, f.dst)] = Link(round(max(0.0, f.latency - tc), 3), round(f.bandwidth, 3))
+    out = out.replace(pairs=pairs, transfer_cpu=tc)
     meta = dict(out.extra["tf"])
     meta["profile"] = {
         "steps": steps, "warmup": warmup, "statistic": "median of the worker's step stats (op start to op end)",
@@ -404,6 +394,7 @@ def profile(step: TrainStep, batch: int, cluster: Cluster, devices: list[str], *
                     "threads": local.threads if local else None, "cores": local.cores if local else None},
         "ops_timed": sum(1 for op in inst.ops if op.extra["tf_node"] in times),
         "links": [f.to_dict() for f in fits],
+        "receive_cost": recv.to_dict() if recv is not None else None,
         "memory": {"peak_measured": peak, "predicted": sum(inst.mem),
                    "op_memory": op_memory_score(inst, records[-1]) if records else None},
     }

@@ -3,7 +3,7 @@
 A :class:`TrainStep` is one model with its optimizer and loss: ``concrete(batch)`` traces the whole
 training step (forward, backward, optimizer update; Celeritas §6.3 times this step) into one graph.
 Models: ``inceptionv3``, ``resnet50``, ``vgg19`` (``keras.applications``, ``weights=None``),
-``transformer`` (an encoder built from Keras layers), ``lstm`` (unrolled LSTM layers) and
+``transformer`` (an encoder built from Keras layers), ``convnet`` (two convolutions, for tests), ``lstm`` (unrolled LSTM layers) and
 ``lstm_loop`` (the same with a ``While`` loop, which extraction rejects: loops are out of scope).
 
 TensorFlow is imported inside functions only, so ``import dplace`` never loads it.
@@ -41,6 +41,12 @@ def _tf():
     """Import TensorFlow quietly and apply the runtime's process-wide settings once."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if "tensorflow" not in sys.modules:
+        # OR-Tools' pywraplp loaded after TensorFlow segfaults in Solve (m_sct_capped's LP; seen with
+        # tensorflow-cpu 2.21 and ortools 9.15); loaded before it, both work
+        try:
+            importlib.import_module("ortools.linear_solver.pywraplp")
+        except ImportError:
+            pass
         _import_quietly("tensorflow")
     import tensorflow as tf
 
@@ -178,7 +184,22 @@ def _lstm(unroll: bool):
     return build
 
 
+def _convnet(o: ModelOptions):
+    """A tiny CNN for tests: two 3x3 convolutions (width filters, default 8), pooling, a dense head."""
+    import keras
+    from keras import layers
+
+    size, w = o.image_size or 16, o.width or 8
+    img = keras.Input((size, size, 3), name="image")
+    h = layers.Conv2D(w, 3, padding="same", activation="relu", name="conv1")(img)
+    h = layers.Conv2D(w, 3, padding="same", activation="relu", name="conv2")(h)
+    h = layers.GlobalAveragePooling2D(name="pool")(h)
+    out = layers.Dense(o.classes, activation="softmax", name="head")(h)
+    return keras.Model(img, out, name="convnet"), ("image", (size, size, 3))
+
+
 MODELS: dict[str, Callable[[ModelOptions], Any]] = {
+    "convnet": _convnet,
     "inceptionv3": _image_model("InceptionV3", 299, 75),
     "resnet50": _image_model("ResNet50", 224, 32),
     "vgg19": _image_model("VGG19", 224, 32),

@@ -18,7 +18,7 @@ from .model import COMM_MODES, FORMAT, Device, Edge, Instance, Link, Op
 
 _OP_KEYS = {"id", "time", "memory", "type", "colocation", "device"}
 _EDGE_KEYS = {"src", "dst", "bytes"}
-_TOP_KEYS = {"format", "name", "devices", "links", "comm", "ops", "edges"}
+_TOP_KEYS = {"format", "name", "devices", "links", "comm", "transfer_cpu", "ops", "edges"}
 
 
 def _req(obj: Any, key: str, where: str) -> Any:
@@ -91,12 +91,14 @@ def instance_from_dict(data: Any, own: bool = False) -> Instance:
     comm = data.get("comm", "parallel")
     if comm not in COMM_MODES:
         raise InvalidInstanceError(f"comm must be one of {', '.join(COMM_MODES)}, got {comm!r}")
+    transfer_cpu = _numlike(data.get("transfer_cpu", 0.0), "transfer_cpu")
     raw_ops = _list(_req(data, "ops", "instance"), "ops")
     raw_edges = _list(data.get("edges", []), "edges")
     top_extra = {k: v for k, v in data.items() if k not in _TOP_KEYS}
     cols = _bulk_columns(raw_ops, raw_edges, own)
     if cols is not None:  # every op and edge plain: columns at once, Op/Edge objects on first use
-        return Instance.from_columns(name, devices, cols, link=link, pairs=pairs, comm=comm, extra=top_extra)
+        return Instance.from_columns(name, devices, cols, link=link, pairs=pairs, comm=comm, extra=top_extra,
+                                     transfer_cpu=transfer_cpu)
     ops = []
     for i, od in enumerate(raw_ops):
         where = f"ops[{i}]"
@@ -128,7 +130,8 @@ def instance_from_dict(data: Any, own: bool = False) -> Instance:
         nbytes = _numlike(ed.get("bytes", 0), f"edge {src!r}->{dst!r}: bytes")
         extra = {k: v for k, v in ed.items() if k not in _EDGE_KEYS}
         edges.append(Edge(src, dst, nbytes, extra))
-    return Instance(name, devices, ops, edges, link=link, pairs=pairs, comm=comm, extra=top_extra)
+    return Instance(name, devices, ops, edges, link=link, pairs=pairs, comm=comm, extra=top_extra,
+                    transfer_cpu=transfer_cpu)
 
 
 def _bulk_columns(raw_ops: list, raw_edges: list, own: bool = False) -> Columns | None:
@@ -178,6 +181,8 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
         ]
     out["links"] = links
     out["comm"] = inst.comm
+    if inst.transfer_cpu:  # written only when in use: instances without it stay byte-identical
+        out["transfer_cpu"] = inst.transfer_cpu
     ops = []
     for op in inst.ops:
         od: dict[str, Any] = {"id": op.id, "time": dict(op.time) if isinstance(op.time, dict) else op.time,

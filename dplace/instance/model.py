@@ -1,8 +1,11 @@
 """The problem model: ``Instance``, ``Op``, ``Edge``, ``Device``, ``Link``.
 
 Units (the one documented place): time in microseconds (µs), memory and tensor sizes in bytes,
-bandwidth in bytes per microsecond. An op's ``time`` is either one number (µs on a device of speed 1;
-on device d it takes ``time / speed_d``) or a mapping ``{device name: µs}`` (heterogeneous costs).
+bandwidth in bytes per microsecond. ``transfer_cpu`` (µs, default 0): the core time a received tensor
+costs the receiving device (see :meth:`Instance.receive_times`; measured by
+``benchmarks/bench_transfer_cpu.py``: the receiver pays, once per tensor and destination device).
+An op's ``time`` is either one number (µs on a device of speed 1; on device d it takes
+``time / speed_d``) or a mapping ``{device name: µs}`` (heterogeneous costs).
 
 An :class:`Instance` is built once, validated once, and then read-only. Inside, ops, devices and edges
 are indexed by integers; names are kept for people. Every method reuses the precomputed adjacency
@@ -146,8 +149,10 @@ class Instance:
         pairs: Mapping[tuple[str, str], Link] | None = None,
         comm: str = "parallel",
         extra: Mapping[str, Any] | None = None,
+        transfer_cpu: float = 0.0,
     ) -> None:
         self.name = str(name)
+        self.transfer_cpu = transfer_cpu
         self.devices: tuple[Device, ...] = tuple(devices)
         self._ops: tuple[Op, ...] | None = tuple(ops)
         self._edges: tuple[Edge, ...] | None = tuple(edges)
@@ -162,11 +167,12 @@ class Instance:
     @classmethod
     def from_columns(cls, name: str, devices: Iterable[Device], cols: Columns, *, link: Link = Link(10.0, 12000.0),
                      pairs: Mapping[tuple[str, str], Link] | None = None, comm: str = "parallel",
-                     extra: Mapping[str, Any] | None = None) -> "Instance":
+                     extra: Mapping[str, Any] | None = None, transfer_cpu: float = 0.0) -> "Instance":
         """A validated Instance from columns (arrays): no ``Op``/``Edge`` objects until ``ops``/``edges``
         is read."""
         self = cls.__new__(cls)
         self.name = str(name)
+        self.transfer_cpu = transfer_cpu
         self.devices = tuple(devices)
         self._ops = self._edges = None
         self.link = link
@@ -243,6 +249,7 @@ class Instance:
             raise InvalidInstanceError(f"comm must be one of {', '.join(COMM_MODES)}, got {self.comm!r}")
         if not self.devices:
             raise InvalidInstanceError("devices: at least one device is required")
+        self.transfer_cpu = check_number(self.transfer_cpu, "transfer_cpu", hi=MAX_TIME_US, unit="µs")
         self.device_index: dict[str, int] = {}
         for d, dev in enumerate(self.devices):
             if dev.name in self.device_index:
@@ -505,7 +512,7 @@ class Instance:
         bw = min(min(row) for row in self.bw)
         total = sum(self._dmax.tolist())  # each op on its slowest device
         if self.m > 1:
-            total += sum((lat + self._ebytes_a / bw).tolist())
+            total += sum((lat + self._ebytes_a / bw).tolist()) + self.transfer_cpu * len(self._ebytes_a)
         del self._dmax
         if total > MAX_SERIAL_US:
             raise InvalidInstanceError(f"instance: ops and transfers one after another take {total:.3g} µs, more than the "
@@ -532,6 +539,33 @@ class Instance:
             return 0.0
         return self.lat[d1][d2] + self.ebytes[e] / self.bw[d1][d2]
 
+    def receive_times(self, placement, active=None) -> list[float]:
+        """Per op, the µs of ``transfer_cpu`` it pays on its device under ``placement``: a tensor received
+        from another device (one per (producer, destination device), as TensorFlow's Send/Recv pairs)
+        costs the receiving device ``transfer_cpu`` µs of its own time, paid by the tensor's first
+        consumer there (smallest topological index) before it computes. ``active`` (optional): only
+        these ops exist. All zeros when ``transfer_cpu`` is 0."""
+        out = [0.0] * self.n
+        c = self.transfer_cpu
+        if not c or self.m < 2:
+            return out
+        topo_pos, succ, edst = self.topo_pos, self.succ, self.edst
+        for u in range(self.n):
+            if active is not None and not active[u]:
+                continue
+            du = placement[u]
+            first: dict[int, int] = {}
+            for e in succ[u]:
+                v = edst[e]
+                dv = placement[v]
+                if dv != du and (active is None or active[v]):
+                    w = first.get(dv)
+                    if w is None or topo_pos[v] < topo_pos[w]:
+                        first[dv] = v
+            for v in first.values():
+                out[v] += c
+        return out
+
     def max_transfer_time(self, e: int) -> float:
         """Largest transfer time of edge e over all ordered pairs of distinct devices (0 if one device)."""
         if self.m < 2:
@@ -556,7 +590,8 @@ class Instance:
         return not (self._pinned_a >= 0).any()
 
     def __repr__(self) -> str:
-        return f"Instance({self.name!r}, ops={self.n}, edges={self.n_edges}, devices={self.m}, comm={self.comm!r})"
+        tc = f", transfer_cpu={self.transfer_cpu:g}" if self.transfer_cpu else ""
+        return f"Instance({self.name!r}, ops={self.n}, edges={self.n_edges}, devices={self.m}, comm={self.comm!r}{tc})"
 
     # ------------------------------------------------------------------ (de)serialisation
     @classmethod
@@ -579,7 +614,7 @@ class Instance:
         """A new validated Instance with some constructor arguments changed (explicit transform)."""
         args = dict(
             name=self.name, devices=self.devices, ops=self.ops, edges=self.edges, link=self.link,
-            pairs=self.pairs, comm=self.comm, extra=self.extra,
+            pairs=self.pairs, comm=self.comm, extra=self.extra, transfer_cpu=self.transfer_cpu,
         )
         args.update(changes)
         name = args.pop("name")

@@ -81,7 +81,7 @@ def instance_to_npz_bytes(inst: Instance) -> bytes:
         "links": {"latency": inst.link.latency, "bandwidth": inst.link.bandwidth,
                   "pairs": [{"src": a, "dst": b, "latency": lk.latency, "bandwidth": lk.bandwidth}
                             for (a, b), lk in inst.pairs.items()]},
-        "comm": inst.comm, "extra": inst.extra, "type_names": type_names, "pin_names": pin_names,
+        "comm": inst.comm, **({"transfer_cpu": inst.transfer_cpu} if inst.transfer_cpu else {}), "extra": inst.extra, "type_names": type_names, "pin_names": pin_names,
         "coloc_names": coloc_names, "time_map": {str(o): t for o, t in time_map.items()},
     }
     arrays = {
@@ -168,7 +168,8 @@ def load_npz(path: str | os.PathLike) -> Instance:
         forward_of=None if fwd is None else fwd.astype(np.int64),
     )
     return Instance.from_columns(meta.get("name", "instance"), devices, cols, link=link, pairs=pairs,
-                                 comm=meta.get("comm", "parallel"), extra=meta.get("extra") or {})
+                                 comm=meta.get("comm", "parallel"), extra=meta.get("extra") or {},
+                                 transfer_cpu=meta.get("transfer_cpu", 0.0))
 
 
 def from_instance_file(path: str | os.PathLike, *, devices: Any = None, memory: Any = None,

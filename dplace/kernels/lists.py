@@ -9,8 +9,8 @@ import numpy as np
 from . import njit
 from . import seqstate as sq
 from .levels import _longest_from, longest_from, op_costs  # noqa: F401 - re-exported: the rank kernels' parts
-from .state import (_INF, _rebuild, commit, commit_at, device_free, earliest, ready_on, rules_assign,
-                    rules_candidates, rules_fits, rules_forced)
+from .rules import rules_assign, rules_candidates, rules_fits, rules_forced
+from .state import commit, commit_at, est_at, ready_on
 
 @njit
 def _before(rank, tp, a, b):
@@ -73,17 +73,6 @@ def priority_order(rank, tp, pred_ptr, succ_ptr, succ_edge, edst):
     return out[:cnt]
 
 
-@njit(inline="always")
-def _est_on(I, S, o, d, ready, insertion):
-    """``est`` of o on d with its inputs there at ``ready``."""
-    if not insertion:
-        free = device_free(S, d)
-        return ready if ready > free else free
-    if S.stale[d] < _INF:
-        _rebuild(S, d)
-    return earliest(S, d, ready, I.dur[o, d])
-
-
 @njit
 def _ready_all(I, S, L, o, cand, nc, ready, harm=None):
     """data_ready of o on cand[:nc] into ready[:nc]: parallel comm (``L`` None) or sequential (``L`` the
@@ -127,7 +116,7 @@ def heft_loop(I, S, R, order, insertion, L=None, harm=None, hw=1.0):
         best_i, best_f, best_s = -1, np.inf, 0.0
         for i in range(nc):
             d = cand[i]
-            s = _est_on(I, S, o, d, ready[i], insertion)
+            s = est_at(I, S, o, d, ready[i], insertion)
             f = s + I.dur[o, d]
             if harm is not None:
                 f += harm[i] * hw
@@ -235,7 +224,7 @@ def dpos_loop(I, S, R, order, path, insertion, use_cp, cp_one_device, L=None):
             _ready_all(I, S, L, o, cand, nc, ready)
             for i in range(nc):
                 c = cand[i]
-                st = _est_on(I, S, o, c, ready[i], insertion)
+                st = est_at(I, S, o, c, ready[i], insertion)
                 ft = st + I.dur[o, c]
                 if ft < best_f:
                     best_i, best_f, best_s = i, ft, st
@@ -295,7 +284,8 @@ def rank_order(rank, a):
 def _prepare(inst, op_cost: str, comm_cost: str):
     from . import inst_arrays
     from .levels import upward_rank
-    from .state import inst_tuple, new_rules, new_state
+    from .rules import new_rules
+    from .state import inst_tuple, new_state
 
     a = inst_arrays(inst)
     rank = upward_rank(a, op_cost, comm_cost)

@@ -1,7 +1,7 @@
 """:class:`dplace.schedule.state.ScheduleState` for parallel comm on arrays, compiled: the list schedulers'
-est / eft / commit (with and without insertion into idle gaps), and the placement rules of
-:class:`dplace.schedule.rules.Rules` (pins, colocation groups reserving their whole memory at their first op,
-fallback to the device with most free memory).
+est / eft / commit (with and without insertion into idle gaps). Beside it: the device orders and idle
+gaps (:mod:`dplace.kernels.orders`), the placement rules of :class:`dplace.schedule.rules.Rules`
+(:mod:`dplace.kernels.rules`, re-exported here), the re-timing heap (:mod:`dplace.kernels.heap`).
 
 Results are those of the reference, float for float and in the same order: the same recurrences in
 the same operation order (``data_ready`` = max over inputs of ``end + lat + bytes / bw``; a device's
@@ -24,6 +24,7 @@ schedule. Functions (compiled, ``I`` an ``Inst``, ``S`` a ``State``, ``R`` a ``R
     ready_on(I, S, o, devs, k, out)                # out[i] = data_ready(I, S, o, devs[i]), i < k
     est(I, S, o, d, insertion) -> float            # eft = est + I.dur[o, d]
     est_fresh(I, S, o, d, insertion) -> float      # est when d's gaps are up to date (hot loops)
+    est_at(I, S, o, d, ready, insertion) -> float  # est with data_ready(o, d) known (both comm modes)
     commit(I, S, o, d, start, has_start, insertion) -> float   # the start the simulator's rules give
     commit_at(I, S, o, d, ready, t, insertion) -> float        # commit, data_ready(o, d) and start t known
     makespan(S) -> float
@@ -38,23 +39,16 @@ from collections import namedtuple
 import numpy as np
 
 from . import njit
-
-_B = 64  # gaps per block of the per-block maximum gap length
-_BL = 256  # ops per block of a device order (read by new_state; kernels read S.blk.shape[1])
-_INF = np.inf
+from .heap import hpop, hpush
+from .orders import (_B, _BL, _INF, BUDGET, N_BLOCKS, N_PLACED, REPLAYS, RETIMED, _first_from,  # noqa: F401
+                     _gap_add, _rebuild, _seq_insert, device_free, earliest, order_arrays, order_lists)
+from .rules import (RulesState, new_rules, rules_assign, rules_candidates, rules_fits,  # noqa: F401
+                    rules_forced, rules_need)
 
 Inst = namedtuple("Inst", "dur mem capacity esrc edst ebytes pred_ptr pred_edge succ_ptr succ_edge lat bw "
                           "pinned group_of group_ptr group_members")
 State = namedtuple("State", "placement start end ready dprev dnext blk bn dbl dnb where tail seqn gs ge gmax gn "
                             "free stale mem_used cnt moved pending heap_t heap_x")
-RulesState = namedtuple("RulesState", "used group_dev group_mem placed")
-
-# cnt: [ops committed, ops re-timed by later commits, replays, re-timing steps per committed op before a
-# replay (kernels.CASCADE_BUDGET), blocks of device orders in use]
-N_PLACED, RETIMED, REPLAYS, BUDGET, N_BLOCKS = 0, 1, 2, 3, 4
-# Device orders: blk[b, :bn[b]] the ops of block b in order; dbl[d, :dnb[d]] device d's blocks in order;
-# where[o] the block holding o; tail[d] d's last op (-1: none); seqn[d] its number of ops. Every block
-# but a device's last holds at least half a block (blocks only grow or split in halves), hence the sizes.
 
 
 def inst_tuple(a) -> Inst:
@@ -88,281 +82,6 @@ def new_state(n: int, m: int, cascade_budget: int | None = None) -> State:
         moved=np.full(m, _INF), pending=np.zeros(n, dtype=np.bool_),
         heap_t=np.empty(n + 1), heap_x=np.empty(n + 1, dtype=np.int64),
     )
-
-
-def new_rules(I: Inst, n: int, m: int) -> RulesState:
-    gp, gm = I.group_ptr, I.group_members
-    ng = len(gp) - 1
-    gsum = np.zeros(ng, dtype=np.int64)
-    np.add.at(gsum, np.repeat(np.arange(ng), np.diff(gp)), I.mem[gm])
-    return RulesState(used=np.zeros(m, dtype=np.int64), group_dev=np.full(ng, -1, dtype=np.int64),
-                      group_mem=gsum, placed=np.zeros(n, dtype=np.bool_))
-
-
-def order_lists(S: State) -> list[list[int]]:
-    """Per-device lists of the committed ops in execution order (``ScheduleState.order()``)."""
-    return [a.tolist() for a in order_arrays(S)]
-
-
-def order_arrays(S: State) -> list[np.ndarray]:
-    """Per-device int64 arrays of the committed ops in execution order."""
-    flat = _orders_flat(S)
-    cuts = np.cumsum(S.seqn)[:-1]
-    return np.split(flat, cuts)
-
-
-@njit
-def _orders_flat(S):
-    out = np.empty(S.seqn.sum(), dtype=np.int64)
-    i = 0
-    for d in range(len(S.seqn)):
-        for j in range(S.dnb[d]):
-            b = S.dbl[d, j]
-            for k in range(S.bn[b]):
-                out[i] = S.blk[b, k]
-                i += 1
-    return out
-
-
-# ----------------------------------------------------------------------------------- device orders
-
-
-@njit
-def _first_from(S, d, t, after):
-    """Device d's first op that starts after t (``after``) / at or after t; -1 if none. Starts grow
-    along a device order (re-timing keeps it): bisect the blocks' first ops, then the block."""
-    st, blk = S.start, S.blk
-    lo, hi = 0, S.dnb[d]
-    while lo < hi:  # the blocks whose first op comes before the answer
-        mid = (lo + hi) >> 1
-        x = st[blk[S.dbl[d, mid], 0]]
-        if x < t or (after and x == t):
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo == 0:
-        return blk[S.dbl[d, 0], 0] if S.dnb[d] else -1
-    b = S.dbl[d, lo - 1]
-    k, hi = 1, S.bn[b]
-    while k < hi:
-        mid = (k + hi) >> 1
-        x = st[blk[b, mid]]
-        if x < t or (after and x == t):
-            k = mid + 1
-        else:
-            hi = mid
-    if k < S.bn[b]:
-        return blk[b, k]
-    return blk[S.dbl[d, lo], 0] if lo < S.dnb[d] else -1
-
-
-@njit
-def _new_block(S):
-    b = S.cnt[N_BLOCKS]
-    S.cnt[N_BLOCKS] = b + 1
-    S.bn[b] = 0
-    return b
-
-
-@njit
-def _seq_insert(S, d, pv, o):
-    """Put o right after pv (-1: first) in device d's blocks (the links are the caller's)."""
-    blk, bn = S.blk, S.bn
-    bl = blk.shape[1]
-    j = -1  # the block's index in d's list, found only when needed
-    if S.dnb[d] == 0:
-        b = _new_block(S)
-        S.dbl[d, 0] = b
-        S.dnb[d] = 1
-        p = 0
-    elif pv < 0:
-        j, b, p = 0, S.dbl[d, 0], 0
-    else:
-        b = S.where[pv]
-        p = bn[b] - 1
-        while blk[b, p] != pv:
-            p -= 1
-        p += 1
-    if bn[b] == bl:
-        if j < 0:
-            j = S.dnb[d] - 1
-            while S.dbl[d, j] != b:
-                j -= 1
-        nb = _new_block(S)
-        nd = S.dnb[d]
-        for i in range(nd, j + 1, -1):
-            S.dbl[d, i] = S.dbl[d, i - 1]
-        S.dbl[d, j + 1] = nb
-        S.dnb[d] = nd + 1
-        if p == bl and j == nd - 1:  # appended: a new last block (the full one stays full)
-            b, p = nb, 0
-        else:  # split in halves
-            h = bl // 2
-            for i in range(h, bl):
-                x = blk[b, i]
-                blk[nb, i - h] = x
-                S.where[x] = nb
-            bn[nb] = bl - h
-            bn[b] = h
-            if p > h:
-                b, p = nb, p - h
-    for i in range(bn[b], p, -1):
-        blk[b, i] = blk[b, i - 1]
-    blk[b, p] = o
-    bn[b] += 1
-    S.where[o] = b
-    S.seqn[d] += 1
-
-
-# ----------------------------------------------------------------------------------- device gaps
-
-
-@njit(inline="always")
-def _bisect_left(a, d, x, hi):
-    """bisect_left on row d of a (rows indexed in place: a row view costs more than the search)."""
-    lo = 0
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[d, mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@njit(inline="always")
-def _bisect_right(a, d, x, hi):
-    lo = 0
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if x < a[d, mid]:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
-
-
-@njit
-def _block_max(S, d, b):
-    lo = b * _B
-    hi = min(lo + _B, S.gn[d])
-    mx = -_INF
-    for k in range(lo, hi):
-        v = S.ge[d, k] - S.gs[d, k]
-        if v > mx:
-            mx = v
-    S.gmax[d, b] = mx
-
-
-@njit
-def _blocks_from(S, d, k):
-    g = S.gn[d]
-    for b in range(k // _B, (g - 1) // _B + 1):
-        _block_max(S, d, b)
-
-
-@njit(inline="always")
-def earliest(S, d, ready, length):
-    """``Timeline.earliest(ready, length, True)`` on device d's gaps: the start in the first gap
-    (in time) that ends after ``ready`` and holds ``length`` from max(gap start, ready); else after
-    the device's busy time."""
-    g = S.gn[d]
-    if g > 0:
-        k = _bisect_right(S.ge, d, ready, g)
-        while k < g:
-            if k % _B == 0:  # a whole block: skip it when no gap in it is long enough
-                b = k // _B
-                while k < g and S.gmax[d, b] < length:
-                    b += 1
-                    k = b * _B
-                if k >= g:
-                    break
-            t = S.gs[d, k] if S.gs[d, k] > ready else ready
-            if S.ge[d, k] - t >= length:
-                return t
-            k += 1
-    free = S.free[d]
-    return ready if ready > free else free
-
-
-@njit
-def _gap_add(S, d, s, f):
-    """``Timeline.add(s, f)``; False where the reference raises (the interval overlaps busy time)."""
-    free = S.free[d]
-    eps = 1e-9 * max(1.0, abs(s))
-    if s >= free - eps:
-        if s > free:
-            g = S.gn[d]
-            S.gs[d, g] = free
-            S.ge[d, g] = s
-            S.gn[d] = g + 1
-            v = s - free
-            b = g // _B
-            if g % _B == 0 or v > S.gmax[d, b]:
-                S.gmax[d, b] = v
-        if f > free:
-            S.free[d] = f
-        return True
-    g = S.gn[d]
-    k = _bisect_left(S.ge, d, s - eps, g)
-    for _ in range(4):  # the containing gap is this one or a following one (zero-length ops)
-        if k >= g:
-            break
-        if S.gs[d, k] > s + eps:
-            break
-        if f > S.ge[d, k] + eps:
-            k += 1
-            continue
-        a, b = S.gs[d, k], S.ge[d, k]
-        right = b > f + eps
-        left = s > a + eps
-        if left and right:
-            for j in range(g, k + 1, -1):
-                S.gs[d, j] = S.gs[d, j - 1]
-                S.ge[d, j] = S.ge[d, j - 1]
-            S.gs[d, k], S.ge[d, k] = a, s
-            S.gs[d, k + 1], S.ge[d, k + 1] = f, b
-            S.gn[d] = g + 1
-            _blocks_from(S, d, k)
-        elif left or right:
-            if left:
-                S.ge[d, k] = s
-            else:
-                S.gs[d, k] = f
-            _block_max(S, d, k // _B)
-        else:
-            for j in range(k, g - 1):
-                S.gs[d, j] = S.gs[d, j + 1]
-                S.ge[d, j] = S.ge[d, j + 1]
-            S.gn[d] = g - 1
-            if g - 1 > k:
-                _blocks_from(S, d, k)
-            elif k % _B:
-                _block_max(S, d, k // _B)
-        return True
-    return False
-
-
-@njit
-def _rebuild(S, d):
-    """Bring device d's gaps up to date from its stale time on (``ScheduleState._timeline``); callers
-    test ``S.stale[d] < inf`` first (the test inline, the call rare: cheaper than an inlined wrapper)."""
-    t0 = S.stale[d]
-    if t0 < _INF:
-        st, en = S.start, S.end
-        o = _first_from(S, d, t0, False)
-        # truncate(t0, end of the op before): forget the gaps that end at or after t0
-        g = _bisect_left(S.ge, d, t0, S.gn[d])
-        S.gn[d] = g
-        if g % _B:
-            _block_max(S, d, g // _B)
-        pv = S.dprev[o] if o >= 0 else S.tail[d]
-        S.free[d] = en[pv] if pv >= 0 else 0.0
-        while o >= 0:
-            if not _gap_add(S, d, st[o], en[o]):
-                raise ValueError("ScheduleState: an interval overlaps work already committed")
-            o = S.dnext[o]
-        S.stale[d] = _INF
 
 
 # ----------------------------------------------------------------------------------- queries
@@ -409,11 +128,6 @@ def ready_on(I, S, o, devs, k, out):
                 out[i] = a
 
 
-@njit(inline="always")
-def device_free(S, d):
-    k = S.tail[d]
-    return S.end[k] if k >= 0 else 0.0
-
 
 @njit(inline="always")
 def est_fresh(I, S, o, d, insertion):
@@ -424,6 +138,17 @@ def est_fresh(I, S, o, d, insertion):
     if not insertion:
         free = device_free(S, d)
         return ready if ready > free else free
+    return earliest(S, d, ready, I.dur[o, d])
+
+
+@njit(inline="always")
+def est_at(I, S, o, d, ready, insertion):
+    """``est`` of o on d with its inputs there at ``ready`` (``data_ready``, of either comm mode)."""
+    if not insertion:
+        free = device_free(S, d)
+        return ready if ready > free else free
+    if S.stale[d] < _INF:
+        _rebuild(S, d)
     return earliest(S, d, ready, I.dur[o, d])
 
 
@@ -446,49 +171,18 @@ def makespan(S):
 # ----------------------------------------------------------------------------------- commit
 
 
-@njit
-def _hpush(S, size, t, x):
-    ht, hx = S.heap_t, S.heap_x
-    i = size
-    while i > 0:
-        p = (i - 1) >> 1
-        if ht[p] < t or (ht[p] == t and hx[p] <= x):
-            break
-        ht[i], hx[i] = ht[p], hx[p]
-        i = p
-    ht[i], hx[i] = t, x
-    return size + 1
 
-
-@njit
-def _hpop(S, size):
-    ht, hx = S.heap_t, S.heap_x
-    size -= 1
-    t, x = ht[size], hx[size]
-    i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= size:
-            break
-        if c + 1 < size and (ht[c + 1] < ht[c] or (ht[c + 1] == ht[c] and hx[c + 1] < hx[c])):
-            c += 1
-        if t < ht[c] or (t == ht[c] and x <= hx[c]):
-            break
-        ht[i], hx[i] = ht[c], hx[c]
-        i = c
-    ht[i], hx[i] = t, x
-    return size
-
-
-@njit
-def _push_op(S, size, v):
+@njit(inline="always")
+def push_op(S, ht, hx, size, v):
+    """Queue committed op v on the re-timing heap ``ht`` / ``hx`` (as -1 - v) when its start would
+    grow and it is not queued yet (both states' ``_retime``)."""
     if not S.pending[v]:
         pv = S.dprev[v]
         r = S.ready[v]
         c = S.end[pv] if pv >= 0 and S.end[pv] > r else r
         if c > S.start[v]:
             S.pending[v] = True
-            size = _hpush(S, size, c, -1 - v)
+            size = hpush(ht, hx, size, c, -1 - v)
     return size
 
 
@@ -504,14 +198,15 @@ def _retime(I, S, first, fresh):
     """``ScheduleState._retime`` for parallel comm from op ``first`` (delayed by ``fresh``): settle
     ops in time order until nothing moves; S.moved[d] gets the earliest start an op other than
     ``fresh`` had on d before it moved. Past the reference's budget the reference replays everything
-    (same times) and marks every device's gaps stale: so does this (returns True)."""
+    (same times) and marks every device's gaps stale: so does this (returns True).
+    With ``_replay``, the deliberate pair of :mod:`dplace.kernels.seqstate`'s (which also settles sends)."""
     pl, st, en, rd, dprev = S.placement, S.start, S.end, S.ready, S.dprev
     budget = S.cnt[BUDGET] * (S.cnt[N_PLACED] + 250)
     pv = dprev[first]
     r = rd[first]
     S.pending[first] = True
     # heap items (time, -1 - op): the reference's, so ties pop in its order and the step count is its
-    size = _hpush(S, 0, en[pv] if pv >= 0 and en[pv] > r else r, -1 - first)
+    size = hpush(S.heap_t, S.heap_x, 0, en[pv] if pv >= 0 and en[pv] > r else r, -1 - first)
     while size > 0:
         budget -= 1
         if budget < 0:  # a long cascade: the reference replays everything committed instead
@@ -522,11 +217,11 @@ def _retime(I, S, first, fresh):
             return True
         t, x = S.heap_t[0], S.heap_x[0]
         o = -1 - x
-        size = _hpop(S, size)
+        size = hpop(S.heap_t, S.heap_x, size)
         pv = dprev[o]
         s = en[pv] if pv >= 0 and en[pv] > rd[o] else rd[o]
         if s > t:
-            size = _hpush(S, size, s, x)
+            size = hpush(S.heap_t, S.heap_x, size, s, x)
             continue
         S.pending[o] = False
         d = pl[o]
@@ -543,13 +238,13 @@ def _retime(I, S, first, fresh):
         en[o] = f
         nx = S.dnext[o]
         if nx >= 0:
-            size = _push_op(S, size, nx)
+            size = push_op(S, S.heap_t, S.heap_x, size, nx)
         for k in range(I.succ_ptr[o], I.succ_ptr[o + 1]):
             e = I.succ_edge[k]
             v = I.edst[e]
             if pl[v] >= 0 and _arrival(I, pl, e, d, f) > rd[v]:
                 rd[v] = _arrival(I, pl, e, d, f)
-                size = _push_op(S, size, v)
+                size = push_op(S, S.heap_t, S.heap_x, size, v)
     return False
 
 
@@ -667,65 +362,6 @@ def commit_at(I, S, o, d, ready, t, insertion):
         stale[d] = st[o]
     return st[o]
 
-
-# ----------------------------------------------------------------------------------- rules
-
-
-@njit(inline="always")
-def rules_need(I, R, o):
-    """Bytes that placing o now adds (its whole group's if it is the group's first op)."""
-    g = I.group_of[o]
-    if g >= 0:
-        return 0 if R.group_dev[g] >= 0 else R.group_mem[g]
-    return I.mem[o]
-
-
-@njit(inline="always")
-def rules_forced(I, R, o):
-    if I.pinned[o] >= 0:
-        return I.pinned[o]
-    g = I.group_of[o]
-    if g >= 0 and R.group_dev[g] >= 0:
-        return R.group_dev[g]
-    return -1
-
-
-@njit(inline="always")
-def rules_fits(I, R, o, d):
-    return R.used[d] + rules_need(I, R, o) <= I.capacity[d]
-
-
-@njit
-def rules_candidates(I, R, o, out):
-    """``Rules.choose_or_fallback(o)`` into ``out[:k]``; returns k."""
-    f = rules_forced(I, R, o)
-    if f >= 0:  # a forced device is the fallback too
-        out[0] = f
-        return 1
-    need = rules_need(I, R, o)
-    k = 0
-    m = len(I.capacity)
-    for d in range(m):
-        if R.used[d] + need <= I.capacity[d]:
-            out[k] = d
-            k += 1
-    if k == 0:  # most free memory, ties to the lowest device
-        best = 0
-        for d in range(1, m):
-            if I.capacity[d] - R.used[d] > I.capacity[best] - R.used[best]:
-                best = d
-        out[0] = best
-        k = 1
-    return k
-
-
-@njit
-def rules_assign(I, R, o, d):
-    R.used[d] += rules_need(I, R, o)
-    g = I.group_of[o]
-    if g >= 0 and R.group_dev[g] < 0:
-        R.group_dev[g] = d
-    R.placed[o] = True
 
 
 class ArrayState:

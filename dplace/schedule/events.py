@@ -18,7 +18,7 @@ Transfer = tuple[int, int, int, float, float, float]  # (producer, src dev, dst 
 
 
 def run_events(inst: Instance, pl: Sequence[int], lists: Sequence[Sequence[int]] | None,
-               active: Sequence[bool] | None = None
+               active: Sequence[bool] | None = None, receive: bool = True
                ) -> tuple[list[float], list[float], list[Transfer], int, list[int]]:
     """Time ``pl`` by the simulator's rules: with ``lists`` each device runs its list exactly, without
     it a free device starts the op that became ready first (ties: topological index).
@@ -30,6 +30,7 @@ def run_events(inst: Instance, pl: Sequence[int], lists: Sequence[Sequence[int]]
     dur, succ, edst, ebytes = inst.dur, inst.succ, inst.edst, inst.ebytes
     lat, bw, topo_pos = inst.lat, inst.bw, inst.topo_pos
     sequential = inst.comm == "sequential"
+    recv = inst.receive_times(pl, active) if receive and inst.transfer_cpu else None  # receive costs (``transfer_cpu``)
 
     start = [0.0] * n
     end = [0.0] * n
@@ -130,6 +131,6 @@ def run_events(inst: Instance, pl: Sequence[int], lists: Sequence[Sequence[int]]
                 nxt[d] += 1
             busy[d] = True
             start[o] = t
-            end[o] = f = t + dur[o][d]
+            end[o] = f = t + dur[o][d] if recv is None else t + (dur[o][d] + recv[o])
             push(events, (f, _FINISH, topo_pos[o], o))
     return start, end, transfers, done, nxt

@@ -165,7 +165,7 @@ def use_kernel(inst: Instance) -> bool:
     (parallel comm; the kernel policy, :func:`dplace.kernels.use`)."""
     from .. import kernels
 
-    return inst.comm == "parallel" and kernels.use(inst.n)
+    return inst.comm == "parallel" and not inst.transfer_cpu and kernels.use(inst.n)
 
 
 def seq_kernel_wanted(inst: Instance) -> bool:
@@ -174,7 +174,7 @@ def seq_kernel_wanted(inst: Instance) -> bool:
     kernel policy for ``seqlist`` (:func:`dplace.kernels.use`), and link arrays that fit."""
     from .. import kernels
 
-    if inst.comm != "sequential" or inst.m * inst.m * (inst.n + 1) > 1 << 31:
+    if inst.comm != "sequential" or inst.transfer_cpu or inst.m * inst.m * (inst.n + 1) > 1 << 31:
         return False
     return kernels.use(inst.n, "seqlist")
 

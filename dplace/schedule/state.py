@@ -38,6 +38,9 @@ class ScheduleState:
     ``est`` accounts for the sends the op adds on its own links but not for ops it would delay that
     feed it in turn (then its committed start is later than the ``est`` it was chosen by). Parallel
     mode never re-times.
+
+    The instance's ``transfer_cpu`` (receive cost) is not modelled here: with it non-zero the state is
+    the simulation of the instance without it (list schedulers choose by that; ``simulate`` judges).
     """
 
     def __init__(self, inst: Instance) -> None:
@@ -438,7 +441,7 @@ class ScheduleState:
     def _replay(self) -> None:
         """Re-time every committed op and send from scratch with the simulator's event loop (the
         committed ops, ``order()``, the sends of the committed consumers)."""
-        start, end, transfers, _, _ = run_events(self.inst, self.placement, self._dseq, self._timed)
+        start, end, transfers, _, _ = run_events(self.inst, self.placement, self._dseq, self._timed, receive=False)
         self.start[:] = start  # callers hold these lists
         self.end[:] = end
         if self._seq:

@@ -65,6 +65,34 @@ def _link(inst: Instance, a: str, b: str) -> tuple[float, float]:
     return float(lk.latency), float(lk.bandwidth)
 
 
+def _receive_costs(inst: Instance, placement: dict) -> dict[str, float]:
+    """op id -> µs of ``transfer_cpu`` it pays (the README's rule, from the raw fields): each tensor a
+    producer sends to another device costs that device ``transfer_cpu`` once, paid by the tensor's
+    consumer there with the smallest topological index (Kahn's order, smallest op index first)."""
+    c = float(inst.transfer_cpu)
+    if not c:
+        return {}
+    import networkx as nx
+
+    index = {op.id: i for i, op in enumerate(inst.ops)}
+    g = nx.DiGraph()
+    g.add_nodes_from(range(len(inst.ops)))
+    g.add_edges_from((index[e.src], index[e.dst]) for e in inst.edges)
+    topo = {o: i for i, o in enumerate(nx.lexicographical_topological_sort(g))}
+    first: dict[tuple[str, str], str] = {}
+    for e in inst.edges:
+        dv = placement[e.dst]
+        if dv == placement[e.src]:
+            continue
+        w = first.get((e.src, dv))
+        if w is None or topo[index[e.dst]] < topo[index[w]]:
+            first[(e.src, dv)] = e.dst
+    out: dict[str, float] = {}
+    for v in first.values():
+        out[v] = out.get(v, 0.0) + c
+    return out
+
+
 def _is_num(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
@@ -150,12 +178,13 @@ def check(inst: Instance, result: Any) -> CheckReport:
     if rep.errors:
         return rep
 
-    # durations and start >= 0
+    # durations (plus receive costs) and start >= 0
+    recv = _receive_costs(inst, placement)
     for oid, (s, f) in times.items():
         dev = devs[placement[oid]]
         if s < -TOL:
             err(f"op {oid!r} starts before 0 ({s})")
-        want = _op_time(ops[oid], dev)
+        want = _op_time(ops[oid], dev) + recv.get(oid, 0.0)
         # f - s carries the rounding of times as large as f: a few ulps of f (nothing below 1e9 µs)
         if not (_close(f - s, want) or abs(f - s - want) <= 4 * math.ulp(max(abs(s), abs(f)))):
             err(f"op {oid!r}: runs {f - s} µs on {dev.name!r}, its time there is {want}")
@@ -203,7 +232,9 @@ def check(inst: Instance, result: Any) -> CheckReport:
             err(f"transfer of {ed.src!r} to {dv!r} carries {t['bytes']} bytes, edge needs {ed.bytes}")
         if not _close_ge(float(t["start"]), fu):
             err(f"transfer of {ed.src!r} to {dv!r} starts at {t['start']} before its producer ends at {fu}")
-        if not _close(float(t["end"]) - float(t["start"]), lat + float(t["bytes"]) / bw):
+        ts, te = float(t["start"]), float(t["end"])
+        if not (_close(te - ts, lat + float(t["bytes"]) / bw)  # as for durations: a few ulps of the end
+                or abs(te - ts - (lat + float(t["bytes"]) / bw)) <= 4 * math.ulp(max(abs(ts), abs(te)))):
             err(f"transfer of {ed.src!r} to {dv!r} lasts {float(t['end']) - float(t['start'])}, link needs {lat + float(t['bytes']) / bw}")
         if not _close_ge(sv, float(t["end"])):
             err(f"edge {ed.src!r}->{ed.dst!r}: {ed.dst!r} starts at {sv} before the transfer ends at {t['end']}")

@@ -34,7 +34,7 @@ def _numbers(vals: list) -> np.ndarray | None:
 def valid_in_bulk(inst: Instance, data: Any) -> bool | None:
     """``memory_ok`` when ``data`` (a result's JSON form, parallel comm) passes every rule, else None
     (some rule may fail, or the data has a shape this pass does not read: the reference decides)."""
-    if inst.comm != "parallel" or not isinstance(data, dict):
+    if inst.comm != "parallel" or inst.transfer_cpu or not isinstance(data, dict):
         return None
     pl, rows = data.get("placement"), data.get("schedule")
     n, m = inst.n, inst.m
@@ -88,7 +88,10 @@ def valid_arrays(inst: Instance, pdev: np.ndarray, start: np.ndarray, end: np.nd
                  memory_ok: Any, order: list[np.ndarray] | None) -> bool | None:
     """The rules on arrays: ``pdev[o]`` the device of op o, its ``start``/``end``, the claimed ``makespan``
     and ``memory_ok`` (None: not claimed), ``order`` (None: none given) per device the op indices in the
-    order given. ``memory_ok`` when every rule holds, else None."""
+    order given. ``memory_ok`` when every rule holds, else None. An instance with ``transfer_cpu``
+    (receive costs) is left to the rule-by-rule reference (None)."""
+    if inst.transfer_cpu:
+        return None
     n, m = inst.n, inst.m
     cols = inst.columns
     names = [d.name for d in inst.devices]

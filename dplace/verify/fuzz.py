@@ -19,7 +19,8 @@ __all__ = ["COMPOSITIONS", "composed_instance", "fuzz_instance", "in_series", "m
 _SCALES = (1e-3, 1e-1, 1.0, 10.0, 1e3, 1e6, 1e10)
 
 def fuzz_instance(seed: int, *, n_ops: tuple[int, int] = (3, 9), n_devices: tuple[int, int] = (2, 3),
-                  comm: str | None = None, scales: tuple[float, float, float] | None = None) -> Instance:
+                  comm: str | None = None, scales: tuple[float, float, float] | None = None,
+                  receive_rate: float = 0.0) -> Instance:
     """A random valid instance that may use every feature of the model.
 
     Drawn per instance: comm mode; 2-3 devices with speeds or per-device time mappings; a time scale,
@@ -27,7 +28,9 @@ def fuzz_instance(seed: int, *, n_ops: tuple[int, int] = (3, 9), n_devices: tupl
     palette (ties) or continuous, some zero; zero bytes and zero latency; per-pair links (directed,
     asymmetric); pins; colocation groups; device memory from ample to binding to no fit at all; op
     indices not in topological order. ``comm`` and ``scales`` (time, bytes, bandwidth) replace the
-    drawn ones (the rest of the draw stays that of ``seed``).
+    drawn ones (the rest of the draw stays that of ``seed``). ``receive_rate``: the share of instances
+    with a non-zero ``transfer_cpu`` (receive cost, magnitudes 1e-3 .. 1e10; 0 by default, so each seed
+    keeps its instance for the exact models, which do not model it yet).
     """
     rng = random.Random(seed)
     n = rng.randint(*n_ops)
@@ -126,7 +129,11 @@ def fuzz_instance(seed: int, *, n_ops: tuple[int, int] = (3, 9), n_devices: tupl
             for b in names:
                 if a != b and rng.random() < 0.5:
                     pairs[(a, b)] = link()
-    return Instance(f"fuzz-{seed}", devices, ops, edges, link=link(), pairs=pairs, comm=comm)
+    lk = link()
+    tc = 0.0
+    if receive_rate and rng.random() < receive_rate:  # drawn last: the other fields stay those of the seed
+        tc = 0.0 if rng.random() < 0.1 else rng.choice(_SCALES) * rng.uniform(0.05, 3.0)
+    return Instance(f"fuzz-{seed}", devices, ops, edges, link=lk, pairs=pairs, comm=comm, transfer_cpu=tc)
 
 # ------------------------------------------------------------ composed instances: known optima above 9 ops
 COMPOSITIONS = ("padded", "side_by_side", "series")

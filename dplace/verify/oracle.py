@@ -12,6 +12,9 @@ The rules, as the README states them:
 * an input from the same device arrives when its producer ends; from another device it arrives after a
   transfer of ``latency + bytes / bandwidth`` of that directed link (a ``pairs`` entry, else the default);
 * ``parallel``: every transfer of edge (u, v) is a pure delay starting when u ends;
+* ``transfer_cpu`` (both modes): each tensor sent to another device (one per (producer, destination
+  device)) costs that device ``transfer_cpu`` µs, added to the time of the tensor's consumer there with
+  the smallest topological index;
 * ``sequential``: a tensor is sent once per (producer, destination device), with the largest ``bytes``
   among the producer's edges to that device; transfers on one directed link run one at a time, each
   starting at the later of its producer's end and the end of the link's previous transfer, in the order
@@ -69,6 +72,7 @@ class _Model:
             self.lat[dname[a]][dname[b]] = float(lk.latency)
             self.bw[dname[a]][dname[b]] = float(lk.bandwidth)
         self.sequential = inst.comm == "sequential"
+        self.transfer_cpu = float(inst.transfer_cpu)
         self.edges = [(oid[e.src], oid[e.dst], float(e.bytes)) for e in inst.edges]
         self.preds: list[list[tuple[int, float]]] = [[] for _ in range(self.n)]
         self.succs: list[list[tuple[int, float]]] = [[] for _ in range(self.n)]
@@ -132,7 +136,7 @@ class _State:
     """A partial schedule on a fixed placement: the ops finalised so far, in finish order."""
 
     __slots__ = ("M", "pl", "end", "start", "rnd", "dev_free", "dev_last", "link_free", "arrive",
-                 "last_key", "n_done", "makespan", "seq_bytes")
+                 "last_key", "n_done", "makespan", "seq_bytes", "recv")
 
     def __init__(self, M: _Model, pl: Sequence[int]) -> None:
         self.M = M
@@ -155,6 +159,18 @@ class _State:
                 d = self.pl[v]
                 if d != self.pl[p] and b >= self.seq_bytes[p].get(d, -1.0):
                     self.seq_bytes[p][d] = b
+        # transfer_cpu: each tensor received from another device costs its device transfer_cpu, paid by
+        # its consumer there with the smallest topological index
+        self.recv = [0.0] * n
+        if M.transfer_cpu:
+            for p in range(n):
+                first: dict[int, int] = {}
+                for v, _ in M.succs[p]:
+                    d = self.pl[v]
+                    if d != self.pl[p] and (d not in first or M.topo[v] < M.topo[first[d]]):
+                        first[d] = v
+                for v in first.values():
+                    self.recv[v] += M.transfer_cpu
 
     def candidate(self, o: int) -> tuple[float, float, int] | None:
         """(start, end, round) of op o appended to its device now, or None if an input is not final."""
@@ -175,7 +191,7 @@ class _State:
             if a > ready:
                 ready = a
         s = self.dev_free[d] if self.dev_free[d] > ready else ready
-        e = s + M.time[o][d]
+        e = s + (M.time[o][d] + self.recv[o])
         r = 0
         if e == s:  # zero-time op: finishes one round after the latest op whose finish at s it waited for
             r = 1

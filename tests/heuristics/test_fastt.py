@@ -294,6 +294,36 @@ def test_os_dpos_runs_the_papers_whole_loop_by_default():
     assert res.options == {} and res.extra["stopped"] in ("no improving split", "critical path exhausted")
 
 
+def _measured(inst, op_id, table):
+    """``inst`` with ``op_id``'s split spec carrying ``table`` as its measured split shapes."""
+    ops = [Op(op.id, op.time, op.memory, op.type, op.colocation, op.device,
+              dict(op.extra, split=dict(op.extra["split"], measured=table))) if op.id == op_id else op
+           for op in inst.ops]
+    return inst.replace(ops=ops)
+
+
+def test_split_pieces_timed_from_measured_split_shapes():
+    """FastT §4: a piece's time = the op's time x measured(piece shape) / measured(op's shape); the
+    linear share only where a shape was not measured, and the result says which."""
+    from dplace.heuristics.fastt import LINEAR_SHARE_NOTE, data_parallel_instance, split_timing
+
+    inst = _measured(_matmul(), "M", {"batch": {"4": 10.0, "2": 7.0, "1": 6.0}, "channel": {"8": 10.0}})
+    g = split_instance(inst, [["M", "batch", 2]], copy_bytes_per_us=100.0, overhead_us=1.0)
+    pieces = [g.ops[g.op_index[f"M/batch{i}"]] for i in range(2)]
+    assert [p.time for p in pieces] == [pytest.approx(40.0 * 0.7 + 1.0)] * 2  # not 40 / 2 + 1
+    assert {p.extra["timed"] for p in pieces} == {"measured"} and "measured split shapes (2 pieces" in split_timing(g)
+    c = split_instance(inst, [["M", "channel", 2]], copy_bytes_per_us=100.0)  # size 4 of 8 not measured
+    assert c.ops[c.op_index["M/channel0"]].time == 20.0 and split_timing(c) == LINEAR_SHARE_NOTE
+    # a data-parallel replica is the op at its share of the batch: measured too
+    t = _measured(_train(tf_batch=4), "G", {"batch": {"4": 10.0, "2": 8.0, "1": 5.0}, "channel": {"8": 3.0}})
+    d = data_parallel_instance(t, copy_bytes_per_us=100.0)
+    rep = d.ops[d.op_index["rep0/G"]]
+    assert rep.time == pytest.approx(40.0 * 0.8) and d.ops[d.op_index["rep0/F"]].time == 20.0  # F: no table
+    assert rep.extra["split"]["measured"] == {"batch": {"4": 10.0, "2": 8.0, "1": 5.0}}  # channel was at batch 4
+    s = split_instance(d, [["rep0/G", "batch", 2]], copy_bytes_per_us=100.0)
+    assert s.ops[s.op_index["rep0/G/batch1"]].time == pytest.approx(rep.time * 5.0 / 8.0)
+
+
 def _train(cap=10**6, tf_batch=None):
     """One training step: input x (800 B) and weight w (400 B, a variable) -> forward F (200 B) ->
     weight gradient G (a partial sum over the batch, 400 B) -> update U, colocated with w."""

@@ -89,3 +89,45 @@ def test_seq_list_schedulers_are_the_reference(monkeypatch, method, seed):
     assert got.claimed_makespan == got.makespan  # claimed == simulated, exact
     if seed % 4 == 0 and method in ("heft", "heft_links", "dpos"):
         _same(*_both(monkeypatch, inst, method, insertion=False))
+
+
+_PAIR: list[int] = []
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_seq_state_equals_parallel_state_without_queues(seed):
+    """The deliberate pair (kernels.seqstate's ``_retime`` / ``_replay`` beside kernels.state's): with
+    instant transfers (no bytes, no latency) a send never waits on its link, so the sequential state
+    must time every commit as the parallel one does, through re-timing cascades and replays."""
+    from dplace.instance.model import Edge, Link
+    from dplace.kernels import inst_arrays
+    from dplace.kernels.seqstate import ArraySeqState
+    from dplace.kernels.state import BUDGET, commit, est, inst_tuple, new_state, order_lists
+
+    inst = _rand(3000 + seed)
+    inst = inst.replace(edges=[Edge(e.src, e.dst, 0.0) for e in inst.edges], link=Link(0.0, inst.link.bandwidth),
+                        pairs={k: Link(0.0, v.bandwidth) for k, v in inst.pairs.items()})
+    rng = random.Random(seed)
+    seq = ArraySeqState(inst.replace(comm="sequential"))
+    I, S = inst_tuple(inst_arrays(inst)), new_state(inst.n, inst.m)
+    if seed % 2:  # every cascade a replay in both
+        S.cnt[BUDGET] = seq.S.cnt[BUDGET] = 0
+    ins = rng.random() < 0.8
+    for o in inst.topo:
+        for d in range(inst.m):
+            assert seq.est(o, d, ins) == est(I, S, o, d, ins)
+        d = rng.randrange(inst.m)
+        start = None if rng.random() < 0.5 else seq.data_ready(o, d) + rng.uniform(0, seq.makespan + 1)
+        got = commit(I, S, o, d, 0.0 if start is None else start, start is not None, ins)
+        assert seq.commit(o, d, start=start, insertion=ins) == got
+        assert seq.start == S.start.tolist() and seq.end == S.end.tolist()
+    assert seq.order() == order_lists(S)
+    if seed % 2:  # (more often there: every new send re-times in the sequential state)
+        assert seq.replays >= S.cnt[kstate.REPLAYS]
+    _PAIR.append(int(S.cnt[kstate.REPLAYS]) + int(S.cnt[kstate.RETIMED]))
+
+
+def test_seq_state_pair_cases_cover_cascades():
+    """The instances above re-timed committed ops or replayed (not only appends)."""
+    if len(_PAIR) == 8:
+        assert sum(x > 0 for x in _PAIR) >= 4, _PAIR

@@ -105,12 +105,15 @@ def test_step_record_reads_devices_and_concurrency():
 def test_profile_for_the_cluster_and_memory(workers, tiny):
     step, _ = tiny
     inst = remote.profile(step, 2, workers.cluster, ["CPU:0", "CPU:1"], steps=2, warmup=1,
-                          comm_sizes=[4096, 65536, 1 << 20], comm_reps=3)
+                          comm_sizes=[4096, 65536, 1 << 20], comm_reps=3,
+                          receive_probe=dict(n=60, rounds=1, steps=3, heavy=6, size=256))
     prof = inst.extra["tf"]["profile"]
+    rc = prof["receive_cost"]  # the receive cost per tensor, fitted and written into the instance
+    assert set(rc["per_device"]) == {"CPU:0", "CPU:1"} and inst.transfer_cpu == rc["us"] >= 0
     assert prof["ops_timed"] > 100 and sum(inst.dur[o][0] for o in range(inst.n)) > 0
     assert {(f["src"], f["dst"]) for f in prof["links"]} == {("CPU:0", "CPU:1"), ("CPU:1", "CPU:0")}
     assert all(f["bandwidth"] > 0 and f["latency"] >= 0 and f["r2"] <= 1 for f in prof["links"])
-    assert inst.pairs[("CPU:0", "CPU:1")].latency == round(prof["links"][0]["latency"], 3)
+    assert inst.pairs[("CPU:0", "CPU:1")].latency == round(max(0.0, prof["links"][0]["latency"] - inst.transfer_cpu), 3)
     mem = prof["memory"]
     assert mem["peak_measured"] and mem["peak_measured"] > 0  # BFC allocator statistics on the worker
     assert mem["op_memory"]["n"] > 100 and mem["op_memory"]["median_rel_error"] is not None
@@ -228,3 +231,38 @@ def test_bad_cluster_arguments_are_one_line(tmp_path, capsys):
         assert main(["execute", *MODEL_ARGS, "--result", str(r), *extra]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and needle in err, err
+
+
+def test_execute_on_a_cluster_spec_file(tmp_path, capsys, workers, tiny):
+    """``dplace execute --cluster-spec FILE``: the placement runs on the servers the file names (here the
+    fixture's local workers, reached as a spec of hosts: nothing is started or stopped by execute)."""
+    from dplace.cli import main
+
+    step, inst = tiny
+    r = tmp_path / "r.json"
+    r.write_text(json.dumps(dplace.solve(inst, "heft").to_dict()))
+    spec = tmp_path / "c.json"
+    spec.write_text(json.dumps({"cluster": {"worker": workers.cluster.tasks}}))
+    assert main(["execute", *MODEL_ARGS, "--result", str(r), "--cluster-spec", str(spec), "--steps", "2",
+                 "--warmup", "1", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["ok"] and rep["ops_moved_count"] == 0 and rep["extra"]["cluster"]["local"] is False
+    assert rep["extra"]["cluster"]["tasks"] == workers.cluster.tasks
+    assert all(p.poll() is None for p in workers.procs)  # the spec's servers are not execute's to stop
+
+
+def test_a_port_in_use_is_one_line_and_leaves_no_worker():
+    import socket
+
+    _ports_or_skip()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        w = cluster.LocalWorkers(1, ports=[port])
+        with pytest.raises(cluster.ClusterError) as ei:
+            w.start()
+    msg = str(ei.value)
+    assert "\n" not in msg and f"port {port}" in msg and "in use" in msg, msg
+    assert w.procs == [] or all(p.poll() is not None for p in w.procs)
+    assert all(p.poll() is not None for p in w._stopped)

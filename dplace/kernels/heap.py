@@ -1,0 +1,53 @@
+"""The re-timing heap of both compiled schedule states (:mod:`dplace.kernels.state`, parallel comm;
+:mod:`dplace.kernels.seqstate`, sequential): a binary min-heap of (time, item) pairs in two arrays
+``ht`` / ``hx`` of which ``[:size]`` is in use, ordered as Python's tuples (time, then item), so items
+pop in the order :mod:`heapq` pops the reference's ``(time, item)`` tuples. Each function returns the new
+size."""
+from __future__ import annotations
+
+from . import njit
+
+
+@njit(inline="always")
+def hpush(ht, hx, size, t, x):
+    i = size
+    while i > 0:
+        p = (i - 1) >> 1
+        if ht[p] < t or (ht[p] == t and hx[p] <= x):
+            break
+        ht[i], hx[i] = ht[p], hx[p]
+        i = p
+    ht[i], hx[i] = t, x
+    return size + 1
+
+
+@njit(inline="always")
+def sift_down(ht, hx, i, size, t, x):
+    """Put (t, x) at slot i of the heap ``[:size]`` and move it down to its place."""
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        if c + 1 < size and (ht[c + 1] < ht[c] or (ht[c + 1] == ht[c] and hx[c + 1] < hx[c])):
+            c += 1
+        if t < ht[c] or (t == ht[c] and x <= hx[c]):
+            break
+        ht[i], hx[i] = ht[c], hx[c]
+        i = c
+    ht[i], hx[i] = t, x
+
+
+@njit(inline="always")
+def hpop(ht, hx, size):
+    """Drop the smallest pair (the caller read it at ``ht[0], hx[0]``)."""
+    size -= 1
+    sift_down(ht, hx, 0, size, ht[size], hx[size])
+    return size
+
+
+@njit
+def heapify(ht, hx, size):
+    """``[:size]`` made a heap (``heapq.heapify``'s result differs in layout only, not in pop order)."""
+    for i in range(size // 2 - 1, -1, -1):
+        sift_down(ht, hx, i, size, ht[i], hx[i])
+    return size

@@ -1,0 +1,171 @@
+"""The link state of the compiled sequential-comm schedule (:mod:`dplace.kernels.seqstate`): each directed
+link's sends in send order (the producers' execution order on their device) and ``data_ready``, the
+arrival of an op's inputs on a device with the sends it would add or lengthen walked along their links
+(``ScheduleState.data_ready`` / ``_link_arrival`` in sequential mode, float for float)."""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from . import njit
+
+Links = namedtuple("Links", "pos tx_s tx_f tx_b lprev lnext lk ln need_b plist glist pend heap_t heap_x cnt harm")
+
+
+def fits(n: int, m: int) -> bool:
+    """Whether the link arrays of an ``n``-op, ``m``-device instance are small enough to allocate
+    (the per-link producer lists are ``m * m * n`` int64, touched only where used)."""
+    return m * m * (n + 1) <= 1 << 31  # (dplace.schedule.simulate.seq_kernel_wanted asks the same)
+
+
+def new_links(n: int, m: int) -> Links:
+    nk = n * m
+    return Links(
+        pos=np.zeros(n), tx_s=np.zeros(nk), tx_f=np.zeros(nk), tx_b=np.full(nk, -1.0),
+        lprev=np.full(nk, -1, dtype=np.int64), lnext=np.full(nk, -1, dtype=np.int64),
+        lk=np.empty((m * m, n + 1), dtype=np.int64), ln=np.zeros(m * m, dtype=np.int64),
+        need_b=np.full(n, -1.0), plist=np.empty(n + 1, dtype=np.int64),
+        glist=np.empty(n + 1, dtype=np.int64), pend=np.zeros(nk, dtype=np.bool_),
+        heap_t=np.empty(nk + n + 2), heap_x=np.empty(nk + n + 2, dtype=np.int64),
+        cnt=np.zeros(1, dtype=np.int64), harm=np.zeros(1),
+    )
+
+
+@njit(inline="always")
+def _bisect_pos(L, l, x):
+    """bisect_left of label x among link l's producers (by their labels)."""
+    lo, hi = 0, L.ln[l]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if L.pos[L.lk[l, mid]] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit
+def _link_arrival(I, S, L, dp, d, ps, k, has_harm):
+    """``ScheduleState._link_arrival``: latest arrival on d of the sends of producers ps[:k] (each
+    with need_b bytes) on link (dp, d), walking the link from the first of them."""
+    m = I.lat.shape[0]
+    end, pos, lk = S.end, L.pos, L.lk
+    lat, bw = I.lat[dp, d], I.bw[dp, d]
+    for a in range(1, k):  # by label (insertion sort: a handful of producers)
+        x = ps[a]
+        b = a - 1
+        while b >= 0 and pos[ps[b]] > pos[x]:
+            ps[b + 1] = ps[b]
+            b -= 1
+        ps[b + 1] = x
+    l = dp * m + d
+    n_l = L.ln[l]
+    i = _bisect_pos(L, l, pos[ps[0]])
+    prev_f = L.tx_f[lk[l, i - 1] * m + d] if i else 0.0
+    moved = False
+    out = 0.0
+    for a in range(k):
+        p = ps[a]
+        while i < n_l and pos[lk[l, i]] < pos[p]:  # sends of other producers before p
+            q = lk[l, i]
+            y = q * m + d
+            if moved:
+                s = end[q] if end[q] >= prev_f else prev_f
+                f = s + lat + L.tx_b[y] / bw
+                moved = f != L.tx_f[y]
+                if f - L.tx_f[y] > L.harm[0]:
+                    L.harm[0] = f - L.tx_f[y]
+                prev_f = f
+            else:
+                prev_f = L.tx_f[y]
+            i += 1
+        y = p * m + d
+        has = L.tx_b[y] >= 0.0
+        if has:
+            i += 1  # lk[l, i] is p
+        b = L.need_b[p]
+        if not has or moved or b != L.tx_b[y]:
+            s = end[p] if end[p] >= prev_f else prev_f
+            f = s + lat + b / bw
+            if has and f - L.tx_f[y] > L.harm[0]:
+                L.harm[0] = f - L.tx_f[y]  # (a send that others wait for: its consumers too)
+            moved = True
+        else:
+            f = L.tx_f[y]
+        prev_f = f
+        if f > out:
+            out = f
+    if has_harm:  # the sends after the last of them, while they move
+        while moved and i < n_l:
+            q = lk[l, i]
+            y = q * m + d
+            s = end[q] if end[q] >= prev_f else prev_f
+            f = s + lat + L.tx_b[y] / bw
+            moved = f != L.tx_f[y]
+            if f - L.tx_f[y] > L.harm[0]:
+                L.harm[0] = f - L.tx_f[y]
+            prev_f = f
+            i += 1
+    return out
+
+
+@njit
+def data_ready(I, S, L, o, d, harm=False):
+    """``ScheduleState.data_ready(o, d)`` in sequential mode: inputs on d at the latest arrival, each
+    link's sends re-walked where o would add or lengthen one; with ``harm``, ``L.harm[0]`` gets the most
+    a committed send would arrive later (the walk goes on past o's sends while they move)."""
+    m = I.lat.shape[0]
+    L.harm[0] = 0.0
+    pl, end = S.placement, S.end
+    t = 0.0
+    k = 0
+    ps, nb = L.plist, L.need_b
+    for j in range(I.pred_ptr[o], I.pred_ptr[o + 1]):
+        e = I.pred_edge[j]
+        p = I.esrc[e]
+        dp = pl[p]
+        if dp < 0:
+            raise ValueError("ScheduleState: a predecessor is not committed")
+        if dp == d:
+            a = end[p]
+            if a > t:
+                t = a
+            continue
+        if nb[p] < 0.0:
+            ps[k] = p
+            k += 1
+        if I.ebytes[e] > nb[p]:
+            nb[p] = I.ebytes[e]
+    if k:
+        gl = L.glist
+        for dp in range(m):  # per link (dp, d): the producers o reads over it
+            g = 0
+            for j in range(k):
+                if pl[ps[j]] == dp:
+                    gl[g] = ps[j]
+                    g += 1
+            if g == 0:
+                continue
+            grows = False
+            for j in range(g):
+                p = gl[j]
+                y = p * m + d
+                if L.tx_b[y] < 0.0 or nb[p] > L.tx_b[y]:
+                    grows = True
+                else:
+                    nb[p] = L.tx_b[y]
+            a = 0.0
+            if grows:
+                a = _link_arrival(I, S, L, dp, d, gl, g, harm)
+            else:
+                for j in range(g):
+                    f = L.tx_f[gl[j] * m + d]
+                    if f > a:
+                        a = f
+            if a > t:
+                t = a
+        for j in range(k):
+            nb[ps[j]] = -1.0
+    return t
+
