@@ -169,7 +169,6 @@ KNOWN_METHOD_CIRCLES = {
     frozenset({"dplace.formulations.anneal", "dplace.formulations.lns"}),
     frozenset({"dplace.formulations.lns", "dplace.formulations.twins"}),
     frozenset({"dplace.formulations.bounds_twins", "dplace.formulations.lns", "dplace.formulations.twins"}),
-    frozenset({"dplace.runtime.execute", "dplace.runtime.profile"}),
     frozenset({"dplace.runtime.memory", "dplace.runtime.remote"}),
 }
 
