@@ -105,6 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DplaceError as exc:
         sys.stderr.write(f"dplace: error: {exc}\n")
         return 2
+    except NotImplementedError as exc:  # a path the project has not built yet: said in one line, not a traceback
+        first = (str(exc).strip().splitlines() or ["not implemented"])[0]
+        sys.stderr.write(f"dplace: error: not implemented yet: {first}\n")
+        return 2
     except KeyboardInterrupt:
         say_interrupted("stopped before there was an answer; nothing written")
         return 130

@@ -273,3 +273,24 @@ def test_every_command_and_argument_has_help():
 
     walk(build_parser(), "dplace")
     assert missing == []
+
+
+def test_a_path_not_built_yet_is_one_line_exit_2(monkeypatch, capsys):
+    import dplace.cli as cli
+
+    def unbuilt(args):
+        raise NotImplementedError("execute: results on FastT's data-parallel graph cannot run yet\n(detail)")
+
+    parser = cli.build_parser
+    monkeypatch.setattr(cli, "build_parser", lambda: _with_func(parser(), unbuilt))
+    assert main(["methods"]) == 2
+    err = capsys.readouterr().err
+    assert err == "dplace: error: not implemented yet: execute: results on FastT's data-parallel graph cannot run yet\n"
+
+
+def _with_func(p, func):
+    p.set_defaults(func=func)
+    sub = next(a for a in p._actions if a.dest == "command")
+    for sp in sub.choices.values():
+        sp.set_defaults(func=func)
+    return p
