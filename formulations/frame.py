@@ -82,10 +82,7 @@ def run_guarded(inst: Instance, method: str, opts: Any, budget: Budget, seed: in
     base = claims.base_bound(inst)
     max_ops = getattr(opts, "max_ops", None)
     skip = None
-    if inst.transfer_cpu:  # not modelled yet: a proof about the model without it would be about another problem
-        skip = (f"{method}: the instance's transfer_cpu (receive cost per tensor) is not in the exact model yet; "
-                "the model was not built")
-    elif max_ops is not None and inst.n > max_ops:  # e.g. the MILP's O(n^2) ordering binaries
+    if max_ops is not None and inst.n > max_ops:  # e.g. the MILP's O(n^2) ordering binaries
         skip = (f"{method}: {inst.n} ops > max_ops {max_ops}; the model was not built (use cpsat or refine for "
                 "large graphs)")
     elif model_cost_s is not None and model_cost_s > 0.6 * limit:

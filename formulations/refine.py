@@ -293,8 +293,7 @@ def _refine_from(inst: Instance, start_name: str, start: Result, opts: RefineOpt
     base = claims.base_bound(inst)
     lb = base.value
     progress.update(incumbent=start.makespan, bound=lb)
-    if inst.n <= opts.K and not inst.transfer_cpu:  # small enough: CP-SAT on the graph itself, with its proven
-        # bound (not with transfer_cpu: the CP-SAT model does not have it yet; the search below is simulated)
+    if inst.n <= opts.K:  # small enough: CP-SAT on the graph itself, with its proven bound
         from .cpsat import CpsatOptions
 
         progress.phase("CP-SAT model")

@@ -30,7 +30,7 @@ def fuzz_instance(seed: int, *, n_ops: tuple[int, int] = (3, 9), n_devices: tupl
     indices not in topological order. ``comm`` and ``scales`` (time, bytes, bandwidth) replace the
     drawn ones (the rest of the draw stays that of ``seed``). ``receive_rate``: the share of instances
     with a non-zero ``transfer_cpu`` (receive cost, magnitudes 1e-3 .. 1e10; 0 by default, so each seed
-    keeps its instance for the exact models, which do not model it yet).
+    keeps the instance it had before the term existed).
     """
     rng = random.Random(seed)
     n = rng.randint(*n_ops)

@@ -17,12 +17,15 @@ from .solve import (
     CLAIM_STAGES, CpsatOptions, SolveOutcome, confirm_bound, cpsat, finish, solve_model, stage_limit,
 )
 from .windows import energetic_bound, time_windows
-from .ticks import MAX_HORIZON_TICKS, MAX_SERIAL_TICKS, MIN_TICK_EXP, Ticks, horizon_ticks, tick_schedule
+from .ticks import (
+    MAX_HORIZON_TICKS, MAX_SERIAL_TICKS, MIN_TICK_EXP, Ticks, horizon_ticks, receive_count,
+    tick_schedule,
+)
 
 __all__ = [
     "CLAIM_STAGES", "CpModelVars", "CpsatOptions", "Interrupted", "SolveOutcome", "Ticks", "best_heuristic",
     "build_model", "complete_hint", "confirm_bound", "cpsat", "energetic_bound", "finish",
-    "hinted_model", "horizon_ticks", "memory_fits", "reachability", "relabel_symmetric",
+    "hinted_model", "horizon_ticks", "memory_fits", "reachability", "receive_count", "relabel_symmetric",
     "run_search", "HEURISTIC_US", "heuristic_cost_s", "hint_heuristics", "model_cost_s", "run_heuristics",
     "slowdown_guess", "solve_model", "stage_limit", "tick_schedule", "time_windows", "will_break_symmetry",
     "MAX_HORIZON_TICKS", "MAX_SERIAL_TICKS", "MIN_TICK_EXP",

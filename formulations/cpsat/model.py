@@ -5,7 +5,9 @@ Middleware'21, §4: placement binaries, transfers as extra work on links) and it
 generalisation (Moirai) for the placement part.
 
   x[o, d]  op o runs on device d (bool);  s[o], e[o]  start / end of o (ticks)
-  I[o, d]  optional interval (s[o], p[o][d], e[o]) present iff x[o, d]          -> _add_ops
+  I[o, d]  optional interval (s[o], p[o][d] + rc[o], e[o]) present iff x[o, d]  -> _add_ops
+  rc[o] = r * (receives o pays): per (producer p, device d) the first consumer of p on d (topological
+          order) pays r when p is not on d (receive cost ``transfer_cpu``)        -> _add_receives
   sum_d x[o, d] = 1, pins, colocation x[o, d] = x[g, d]                          -> _add_placement
   sum_o mem[o] x[o, d] <= capacity[d]                                            -> _add_memory
   NoOverlap(I[., d]) per device                                                  -> _add_device_no_overlap
@@ -79,6 +81,7 @@ class CpModelVars:
     order_lits: dict[tuple[int, int], Any] = field(default_factory=dict)  # b[p, q]: p before q (sequential)
     relaxed_fifo: bool = False  # link FIFO left out (only NoOverlap): a relaxation, not exact
     intervals: list[list[Any]] = field(default_factory=list)  # per device: the (optional) op intervals
+    rc: list[Any] = field(default_factory=list)  # rc[o]: receive cost o pays (ticks; int var or constant)
     tr: dict[tuple[int, int, int], tuple[Any, Any]] = field(default_factory=dict)  # (p, d1, d2) -> (ts, te)
     symmetric: bool = False  # identical-device symmetry breaking is on (hints must be relabelled)
     build_args: dict[str, Any] = field(default_factory=dict)  # how build_model made it (for complete_hint)
@@ -154,27 +157,101 @@ def _enf(lits: Sequence[Any]) -> list[Any] | None:
 
 
 def _add_ops(V: CpModelVars, horizon: int, windows: tuple[list[int], list[int]] | None = None) -> None:
-    """Start/end per op and one (optional) interval per allowed device; ``windows``: start bounds."""
+    """Start/end per op and one (optional) interval per allowed device; ``windows``: start bounds. An
+    interval's size is the op's time there plus the receive cost it pays (:func:`_add_receives`)."""
     md = V.model
     V.intervals = [[] for _ in range(V.inst.m)]
     for o in range(V.inst.n):
         if o % 512 == 0:
             check_time(V.budget)
         lo, hi = (0, horizon) if windows is None else (windows[0][o], max(windows[0][o], min(horizon, windows[1][o])))
-        s = md.new_int_var(lo, hi, f"s{o}")
-        e = md.new_int_var(lo, horizon, f"e{o}")
-        V.s.append(s)
-        V.e.append(e)
+        V.s.append(md.new_int_var(lo, hi, f"s{o}"))
+        V.e.append(md.new_int_var(lo, horizon, f"e{o}"))
         al = V.allowed[o]
         if len(al) == 1:
-            d = al[0]
-            V.x[o, d] = True
-            V.intervals[d].append(md.new_interval_var(s, V.T.p[o][d], e, f"I{o}_{d}"))
+            V.x[o, al[0]] = True
             continue
         for d in al:
-            x = md.new_bool_var(f"x{o}_{d}")
-            V.x[o, d] = x
-            V.intervals[d].append(md.new_optional_interval_var(s, V.T.p[o][d], e, x, f"I{o}_{d}"))
+            V.x[o, d] = md.new_bool_var(f"x{o}_{d}")
+    _add_receives(V)
+    for o in range(V.inst.n):
+        s, e, rc = V.s[o], V.e[o], V.rc[o]
+        for d in V.allowed[o]:
+            size = V.T.p[o][d] + rc
+            x = V.x[o, d]
+            if x is True:
+                V.intervals[d].append(md.new_interval_var(s, size, e, f"I{o}_{d}"))
+            else:
+                V.intervals[d].append(md.new_optional_interval_var(s, size, e, x, f"I{o}_{d}"))
+
+
+def _add_receives(V: CpModelVars) -> None:
+    """The receive cost (``transfer_cpu``, ``T.r`` ticks): each tensor received from another device costs
+    that device ``r`` once per (producer p, destination device d), paid by p's consumer on d with the
+    smallest topological index (the simulator's rule, :meth:`Instance.receive_times`). With p's consumers
+    c_1, c_2, ... in topological order: pay[p, c_i, d] = x[c_i, d] AND NOT x[p, d] AND NOT seen[i - 1, d],
+    seen[i, d] = seen[i - 1, d] OR x[c_i, d] (prefix OR); rc[c] = r * sum of c's pays (ticks, in its
+    intervals' size). ``V.rc[o]`` is 0 where o can pay nothing (no term, one device, no producer)."""
+    inst, md, r = V.inst, V.model, V.T.r
+    V.rc = [0] * inst.n
+    if not r or inst.m < 2:
+        return
+    pays: list[list[Any]] = [[] for _ in range(inst.n)]
+    tp = inst.topo_pos
+    for p in range(inst.n):
+        if p % 512 == 0:
+            check_time(V.budget)
+        cons = sorted({inst.edst[k] for k in inst.succ[p]}, key=lambda c: tp[c])
+        for d in range(inst.m):
+            xp = V.lit(p, d)
+            if xp is True:
+                continue
+            seen: Any = False
+            for c in cons:
+                xc = V.lit(c, d)
+                if xc is False:
+                    continue
+                pay = _and(md, [xc, _neg(seen), _neg(xp)], f"pay{p}_{c}_{d}")
+                if pay is not False:
+                    pays[c].append(pay)
+                seen = _or(md, [seen, xc], f"seen{p}_{c}_{d}")
+    for c in range(inst.n):
+        fixed = sum(1 for b in pays[c] if b is True)
+        lits = [b for b in pays[c] if b is not True]
+        if not lits:
+            V.rc[c] = r * fixed
+            continue
+        rc = md.new_int_var(r * fixed, r * (fixed + len(lits)), f"rc{c}")
+        md.add(rc == r * (fixed + sum(lits)))
+        V.rc[c] = rc
+
+
+def _and(md: cp.CpModel, lits: Sequence[Any], name: str) -> Any:
+    """A literal equal to the AND of ``lits`` (constants folded; a new bool only where needed)."""
+    lits = [b for b in lits if b is not True]
+    if any(b is False for b in lits):
+        return False
+    if len(lits) <= 1:
+        return lits[0] if lits else True
+    b = md.new_bool_var(name)
+    for lit in lits:
+        md.add_implication(b, lit)
+    md.add_bool_or([b] + [_neg(lit) for lit in lits])
+    return b
+
+
+def _or(md: cp.CpModel, lits: Sequence[Any], name: str) -> Any:
+    """A literal equal to the OR of ``lits`` (constants folded; a new bool only where needed)."""
+    lits = [b for b in lits if b is not False]
+    if any(b is True for b in lits):
+        return True
+    if len(lits) <= 1:
+        return lits[0] if lits else False
+    b = md.new_bool_var(name)
+    for lit in lits:
+        md.add_implication(lit, b)
+    md.add_bool_or([_neg(b)] + list(lits))
+    return b
 
 
 def _add_placement(V: CpModelVars) -> None:
@@ -234,7 +311,7 @@ def _add_redundant_cumulative(V: CpModelVars) -> None:
         al = V.allowed[o]
         if len(al) != inst.m or len({V.T.p[o][d] for d in al}) != 1:
             return
-        ivs.append(md.new_interval_var(V.s[o], V.T.p[o][al[0]], V.e[o], f"C{o}"))
+        ivs.append(md.new_interval_var(V.s[o], V.T.p[o][al[0]] + V.rc[o], V.e[o], f"C{o}"))
     if inst.m > 1 and ivs:
         md.add_cumulative(ivs, [1] * len(ivs), inst.m)
 

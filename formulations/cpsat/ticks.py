@@ -19,7 +19,8 @@ from dplace.instance.model import Instance
 
 from ..frame import homogeneous_links
 
-__all__ = ["MAX_HORIZON_TICKS", "MAX_SERIAL_TICKS", "MIN_TICK_EXP", "Ticks", "horizon_ticks", "tick_schedule"]
+__all__ = ["MAX_HORIZON_TICKS", "MAX_SERIAL_TICKS", "MIN_TICK_EXP", "Ticks", "horizon_ticks", "receive_count",
+           "tick_schedule"]
 
 MIN_TICK_EXP = -15  # automatic tick: a power of ten >= 1e-15 µs, the finest for which...
 MAX_HORIZON_TICKS = 1e9  # ...the horizon (the hint's makespan, else all serial) needs at most this many ticks
@@ -45,9 +46,10 @@ def _capped(v: float, t: float, cap: float) -> int:
 
 
 class Ticks:
-    """Integer durations (``p[o][d]``) and transfer times (``c[e][d1][d2]``) of ``inst`` in ticks of
-    ``tick`` µs, rounded up (at most ``cap``); ``slack`` is the most (in ticks) rounding can add along one
-    schedule path; ``exact``: no time was rounded."""
+    """Integer durations (``p[o][d]``), transfer times (``c[e][d1][d2]``) and receive cost (``r``: the
+    instance's ``transfer_cpu``) of ``inst`` in ticks of ``tick`` µs, rounded up (at most ``cap``);
+    ``slack`` is the most (in ticks) rounding can add along one schedule path; ``exact``: no time was
+    rounded."""
 
     def __init__(self, inst: Instance, tick: float | None = None, horizon_us: float | None = None) -> None:
         self.inst = inst
@@ -55,8 +57,13 @@ class Ticks:
         vals = [v for row in inst.dur for v in row]
         tt = [[[inst.transfer_time(e, a, b) for b in range(m)] for a in range(m)] for e in range(len(inst.esrc))]
         vals += [v for M in tt for row in M for v in row]
+        # the receive cost (``transfer_cpu``): paid at most once per (producer, destination device)
+        tc = float(inst.transfer_cpu) if m > 1 else 0.0
+        self.n_receives = receive_count(inst) if tc else 0
+        vals += [tc]
         # longest time of each op and each edge: all of them one after the other is the trivial horizon
         items = [max(row) for row in inst.dur] + [max(v for row in M for v in row) for M in tt]
+        items += [tc] * self.n_receives
         serial = sum(items)
         # A time longer than ``cap`` ticks (far beyond the hint's makespan) is cut to ``cap``: that only
         # shortens the model's times, so its bounds stay lower bounds (its answers are simulated anyway),
@@ -89,6 +96,7 @@ class Ticks:
         self.cap = cap
         self.p = [[_capped(v, t, cap) for v in row] for row in inst.dur]
         self.c = [[[_capped(v, t, cap) for v in row] for row in M] for M in tt]
+        self.r = _capped(tc, t, cap)  # the receive cost in ticks (0 without it)
         # rounding excess (ticks) per op / per edge, worst device (pair); a schedule path holds at most n ops
         # and n - 1 transfers (parallel) or n (m - 1) transfers (sequential: link queues)
         op_err = sorted((max(0.0, max(self.p[o][d] - inst.dur[o][d] / t for d in range(m))) for o in range(n)),
@@ -96,8 +104,9 @@ class Ticks:
         tr_err = sorted((max([0.0] + [self.c[e][a][b] - tt[e][a][b] / t for a in range(m) for b in range(m)])
                          for e in range(len(tt))), reverse=True)
         n_tr = (n - 1) if inst.comm == "parallel" else n * max(0, m - 1)
-        self.exact = all(x <= _TICK_EPS for x in op_err[:1] + tr_err[:1])
-        self.slack = 0.0 if self.exact else sum(op_err[:n]) + sum(tr_err[:max(0, n_tr)])
+        r_err = max(0.0, self.r - tc / t)  # every receive of a schedule may lie on its critical path
+        self.exact = all(x <= _TICK_EPS for x in op_err[:1] + tr_err[:1] + [r_err])
+        self.slack = 0.0 if self.exact else sum(op_err[:n]) + sum(tr_err[:max(0, n_tr)]) + r_err * self.n_receives
 
     def to_us(self, ticks: float) -> float:
         return ticks * self.tick
@@ -109,10 +118,19 @@ class Ticks:
         return max(0.0, (bound_ticks - self.slack) * self.tick)
 
 
+def receive_count(inst: Instance) -> int:
+    """The most receives (``transfer_cpu``) any placement pays: per producer, one per destination device
+    other than its own, at most one per consumer."""
+    if inst.m < 2:
+        return 0
+    return sum(min(inst.m - 1, len({inst.edst[k] for k in inst.succ[p]})) for p in range(inst.n))
+
+
 def horizon_ticks(inst: Instance, T: Ticks) -> int:
-    """Trivial upper bound: everything one after the other with every transfer paid."""
+    """Trivial upper bound: everything one after the other with every transfer and receive paid."""
     tot = sum(max(row) for row in T.p)
     tot += sum(max((v for row in M for v in row), default=0) for M in T.c)
+    tot += T.r * T.n_receives
     return max(1, int(tot))
 
 
@@ -133,7 +151,7 @@ def tick_schedule(inst: Instance, T: Ticks, placement: Sequence[int], order: Seq
             [Op(op.id, {names[d]: float(T.p[o][d]) for d in range(inst.m)}, 0) for o, op in enumerate(inst.ops)],
             [Edge(inst.ops[inst.esrc[k]].id, inst.ops[inst.edst[k]].id, float(T.c[k][a][b]) if inst.m > 1 else 0.0)
              for k in range(len(inst.esrc))],
-            link=Link(0.0, 1.0), comm=inst.comm)
+            link=Link(0.0, 1.0), comm=inst.comm, transfer_cpu=float(T.r))
         return simulate(ti, list(placement), [list(x) for x in order])
     except InvalidInstanceError:
         return None

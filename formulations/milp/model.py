@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ..cpsat import (  # noqa: I001 — OR-Tools before PuLP (see below)
-    Ticks, build_model, confirm_bound, energetic_bound, horizon_ticks, reachability, tick_schedule,
+    Ticks, build_model, confirm_bound, energetic_bound, horizon_ticks, reachability, receive_count, tick_schedule,
 )
 from ..frame import OutOfTime, check_time, fallback, homogeneous_links, run_guarded  # noqa: I001
 
@@ -72,6 +72,9 @@ class MilpModel:
         self.y: dict[tuple[int, int], Any] = {}
         self.z: dict[int, Any] = {}
         self.tr: dict[tuple[int, int, int], tuple[Any, Any]] = {}  # (p, d1, d2) -> (ts, te)
+        self.pay: dict[tuple[int, int, int], Any] = {}  # (p, c, d) -> c pays p's receive on d (_add_receives)
+        self.seen: dict[tuple[int, int, int], Any] = {}  # (p, c, d) -> some consumer of p up to c is on d
+        self.recv: list[Any] = [0] * inst.n  # per op: the receive cost it pays (model units, an expression)
         self.classes: list[list[int]] = []  # interchangeable devices (symmetry broken: hints relabelled)
         self.mk = self.prob.add_variable("makespan", lowBound=lb, upBound=big_m)
         self.budget: Budget | None = None  # building raises OutOfTime once it expired
@@ -106,7 +109,14 @@ class MilpModel:
         return pulp.lpSum(self.p(o, d) * self.X(o, d) for d in self.allowed[o])
 
     def end(self, o: int) -> Any:
-        return self.s[o] + self.dur(o)
+        return self.s[o] + self.dur(o) + self.recv[o]
+
+
+def serial_us(inst: Instance) -> float:
+    """Everything one after the other with every transfer and receive paid, plus 1 µs: a big-M without a
+    heuristic's schedule."""
+    return (sum(max(r) for r in inst.dur) + sum(inst.max_transfer_time(k) for k in range(len(inst.esrc)))
+            + inst.transfer_cpu * receive_count(inst) + 1.0)
 
 
 def _add_ops(P: MilpModel) -> None:
@@ -118,7 +128,12 @@ def _add_ops(P: MilpModel) -> None:
             for d in al:
                 P.x[o, d] = P.prob.add_variable(f"x{o}_{d}", cat="Binary")
             prob += pulp.lpSum(P.x[o, d] for d in al) == 1, f"one_{o}"
-        prob += P.mk >= P.end(o), f"mk_{o}"
+        if not inst.transfer_cpu:  # rows in the order they always had (CBC's preprocessing is sensitive to it)
+            prob += P.mk >= P.end(o), f"mk_{o}"
+    if inst.transfer_cpu:  # the end times need the receives, which need every x
+        _add_receives(P)
+        for o in range(inst.n):
+            prob += P.mk >= P.end(o), f"mk_{o}"
     for g, members in enumerate(inst.groups):
         for o in members[1:]:
             for d in range(inst.m):
@@ -128,6 +143,42 @@ def _add_ops(P: MilpModel) -> None:
                         raise InfeasibleError(f"colocation {inst.group_names[g]!r}: members pinned apart")
                     continue
                 prob += a == b, f"coloc_{o}_{d}"
+
+
+def _add_receives(P: MilpModel) -> None:
+    """The receive cost (``transfer_cpu``): per (producer p, device d) the first consumer of p on d in
+    topological order pays it when p is not on d. With p's consumers c_1, c_2, ...:
+    seen[p, c_i, d] <= seen[p, c_(i-1), d] + x[c_i, d] (at most the prefix OR) and
+    pay[p, c_i, d] >= x[c_i, d] - x[p, d] - seen[p, c_(i-1), d], both in [0, 1]; c pays r x its pays (e[c]).
+    At integral x the smallest pays are the simulator's (:meth:`Instance.receive_times`) and nothing gains
+    from larger ones: the optimum and the bounds are those of the exact rule."""
+    inst, prob = P.inst, P.prob
+    r = P.coef(inst.transfer_cpu / P.unit) if inst.m > 1 else 0.0
+    if not r:
+        return
+    tp = inst.topo_pos
+    pays: list[list[Any]] = [[] for _ in range(inst.n)]
+    for p in range(inst.n):
+        check_time(P.budget)
+        cons = sorted({inst.edst[k] for k in inst.succ[p]}, key=lambda c: tp[c])
+        for d in range(inst.m):
+            xp = P.X(p, d)
+            if isinstance(xp, int) and xp == 1:
+                continue
+            seen: Any = 0
+            for c in cons:
+                xc = P.X(c, d)
+                if isinstance(xc, int) and xc == 0:
+                    continue
+                pv = prob.add_variable(f"rp{p}_{c}_{d}", lowBound=0, upBound=1)
+                P.pay[p, c, d] = pv
+                prob += pv >= xc - xp - seen, f"pay_{p}_{c}_{d}"
+                pays[c].append(pv)
+                sv = prob.add_variable(f"rs{p}_{c}_{d}", lowBound=0, upBound=1)
+                P.seen[p, c, d] = sv
+                prob += sv <= seen + xc, f"seen_{p}_{c}_{d}"
+                seen = sv
+    P.recv = [r * pulp.lpSum(v) if v else 0 for v in pays]
 
 
 def _add_memory(P: MilpModel) -> None:
@@ -142,8 +193,10 @@ def _add_device_load(P: MilpModel) -> None:
     """mk >= the work placed on each device (one op at a time there): the valid inequality that the big-M
     disjunctions leave out of the LP (without it CBC could not close a 0.1 % gap on 6 independent ops)."""
     inst = P.inst
+    r = P.coef(inst.transfer_cpu / P.unit) if P.pay else 0.0
     for d in range(inst.m):
         terms = [(P.p(o, d), P.X(o, d)) for o in range(inst.n) if d in P.allowed[o] and P.p(o, d) > 0]
+        terms += [(r, v) for (_, _, dd), v in P.pay.items() if dd == d and r > 0]  # the receives d pays
         if len(terms) > 1:
             P.prob += P.mk >= pulp.lpSum(w * x for w, x in terms), f"load_{d}"
 
@@ -238,8 +291,9 @@ def _free_ops(P: MilpModel) -> tuple[list[bool], list[bool]]:
     start times simulate to their model values; a graph padded with independent zero ops (the
     composed instances of dplace.verify.oracle) or a TF graph's NoOps would otherwise need O(n^2) binaries."""
     inst = P.inst
-    zero = [all(inst.dur[o][d] == 0.0 for d in P.allowed[o]) for o in range(inst.n)]  # not merely below
-    # the model's resolution: with those left out as well CBC lost its optimum on fuzz seed 44809 again
+    zero = [all(inst.dur[o][d] == 0.0 for d in P.allowed[o]) and isinstance(P.recv[o], int)  # no receive
+            for o in range(inst.n)]  # to pay; not merely below the model's resolution: with those left out
+    # as well CBC lost its optimum on fuzz seed 44809 again
     touched = [False] * inst.n
     for k in range(len(inst.esrc)):
         touched[int(inst.esrc[k])] = touched[int(inst.edst[k])] = True
@@ -385,6 +439,12 @@ def warm_values(P: MilpModel, res: Result) -> dict[str, float]:
             val[y.name] = float(sch.start[a] <= sch.start[b])
     for k, z in P.z.items():
         val[z.name] = float(pl[inst.esrc[k]] != pl[inst.edst[k]])
+    seen: set[tuple[int, int]] = set()  # (p, d): a consumer of p on d so far (P.pay's keys come in p's order)
+    for (p, c, d), pv in P.pay.items():
+        val[pv.name] = float(pl[c] == d and pl[p] != d and (p, d) not in seen)
+        if pl[c] == d:
+            seen.add((p, d))
+        val[P.seen[p, c, d].name] = float((p, d) in seen)
     sent = {(p, perm[a], perm[b]): (st, en) for (p, a, b, st, en, _) in sch.transfers}
     for (p, d1, d2), (ts, te, w) in P.tr.items():
         if (p, d1, d2) in sent and pl[p] == d1:

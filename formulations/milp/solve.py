@@ -26,7 +26,7 @@ from dplace.errors import InfeasibleError, SolverError, bad_option
 from dplace.instance.model import Instance
 from dplace.registry import register
 from dplace.result import Result, make_result, no_solution
-from .model import MilpModel, MilpOptions, build_milp, time_unit, warm_values
+from .model import MilpModel, MilpOptions, build_milp, serial_us, time_unit, warm_values
 from .backends import _has_solution, _placed, _solve
 
 
@@ -53,7 +53,8 @@ def _read_solution(P: MilpModel, info: dict[str, Any], optd: dict[str, Any], ext
         pl.append(al[0] if len(al) == 1 else max(al, key=lambda d: P.x[o, d].varValue or 0.0))
     st = [(P.s[o].varValue or 0.0) * P.unit for o in range(inst.n)]
     order: list[list[int]] = [[] for _ in range(inst.m)]
-    en = [st[o] + inst.dur[o][pl[o]] for o in range(inst.n)]
+    rc = inst.receive_times(pl)
+    en = [st[o] + inst.dur[o][pl[o]] + rc[o] for o in range(inst.n)]
     for o in _start_order(inst, st, en):
         order[pl[o]].append(o)
     claimed = None if P.mk.varValue is None else P.mk.varValue * P.unit
@@ -157,7 +158,7 @@ def cross_check(inst: Instance, incumbent: Result | None, floor: float, time_lim
     if incumbent is not None:
         big_m = incumbent.makespan * (1 + 1e-6) + 1e-9
     else:
-        big_m = sum(max(r) for r in inst.dur) + sum(inst.max_transfer_time(k) for k in range(len(inst.esrc))) + 1.0
+        big_m = serial_us(inst)
     floor = min(floor, incumbent.makespan) if incumbent is not None else floor
     opts = MilpOptions(solver="highs", threads=1)
     try:
@@ -230,7 +231,7 @@ def _milp_search(inst: Instance, opts: MilpOptions, seed: int, base: claims.Boun
     if hres is not None:
         big_m = hres.makespan * (1 + 1e-6) + 1e-6
     else:  # everything one after the other with every transfer paid
-        big_m = sum(max(r) for r in inst.dur) + sum(inst.max_transfer_time(k) for k in range(len(inst.esrc))) + 1.0
+        big_m = serial_us(inst)
     own = [base]
     if hres is not None:  # energetic reasoning (cpsat.energetic_bound) on tick data, turned into real µs
         T = Ticks(inst, None, hres.makespan)
