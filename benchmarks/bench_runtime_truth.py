@@ -8,8 +8,9 @@ place it with several methods, run every placement on the cluster with its order
 of each mode, the record's check (0 moved, loss ok, order kept) and /proc/loadavg at that moment; per
 model: Spearman's rank correlation of simulated vs measured (each mode) and the measured step of the
 simulator's first choice against the best measured. Then the terms the model lacks, measured: the
-per-op dispatch cost (measured single-worker step minus the sum of profiled op times, per op run) and
-the cost per transfer (fitted on the placements, in-sample).
+per-op dispatch cost (measured single-worker step minus the sum of profiled op times, per op run; and
+measured directly by :func:`dplace.runtime.dispatch.fit_dispatch_cost`, whose figure folded into every op
+time gives the "par+disp" columns) and the cost per transfer (fitted on the placements, in-sample).
 
     .venv/bin/python benchmarks/bench_runtime_truth.py [--models transformer,resnet50,inceptionv3]
         [--workers 2] [--steps 10] [--warmup 3] [--portfolio-s 30] [--json out.json]
@@ -145,6 +146,7 @@ def main() -> None:
     from dplace.schedule.simulate import simulate
     from dplace.runtime import remote, zoo
     from dplace.runtime.cluster import LocalWorkers
+    from dplace.runtime.dispatch import fit_dispatch_cost, with_dispatch
 
     con = Console(width=220)
     rows, summary = [], []
@@ -159,6 +161,8 @@ def main() -> None:
             t0 = time.perf_counter()
             inst = remote.profile(step, batch, c, devices, steps=args.prof_steps, warmup=args.warmup + 2)
             prof = inst.extra["tf"]["profile"]
+            disp = fit_dispatch_cost(c.target, c.map_devices(devices).devices[devices[0]])
+            inst_d = with_dispatch(inst, disp.us)
             seq = inst.replace(comm="sequential")
             links = "; ".join(f"{f['src']}->{f['dst']} {f['latency']:.0f} us + B/{f['bandwidth']:.0f} (R2 {f['r2']:.2f})"
                               for f in prof["links"])
@@ -167,14 +171,15 @@ def main() -> None:
             con.print(f"[bold]{model}[/] batch {batch}: {inst.n} ops, sum of op times "
                       f"{sum(inst.dur[o][0] for o in range(inst.n)) / 1000:.1f} ms, profiled in "
                       f"{time.perf_counter() - t0:.0f} s; links {links} (latency fitted, less the receive cost); "
-                      f"receive cost per tensor (transfer_cpu) {inst.transfer_cpu:.1f} us; memory one worker: predicted "
+                      f"receive cost per tensor (transfer_cpu) {inst.transfer_cpu:.1f} us; dispatch per op {disp.us:.1f} us "
+                      f"(per extra op {disp.per_op_us:.1f} us, Mul kernel {disp.kernel_us:.1f} us; rounds {disp.rounds}); memory one worker: predicted "
                       f"{mem['predicted'] / 2**20:.1f} MiB, measured peak "
                       f"{(mem['peak_measured'] or 0) / 2**20:.1f} MiB; per-op memory median rel. error "
                       f"{100 * (om.get('median_rel_error') or 0):.1f}% over {om.get('n')} ops; load {loadavg()}")
             t = Table(title=f"{model} batch {batch} on {args.workers} workers ({args.warmup} warm-up + {args.steps} timed "
                             "steps, order enforced)")
-            for col in ("placement", "ops/dev", "place s", "sim par ms", "sim seq ms", "measured ms (min-max)",
-                        "err par", "err seq", "moved", "loss", "order", "concurrent ms", "peak MiB meas/pred", "load"):
+            for col in ("placement", "ops/dev", "place s", "sim par ms", "sim seq ms", "sim par+disp ms",
+                        "measured ms (min-max)", "err par", "err seq", "err par+disp", "moved", "loss", "order", "concurrent ms", "peak MiB meas/pred", "load"):
                 t.add_column(col, justify="right")
             model_rows = []
             for method in [m for m in args.methods.split(",") if m]:
@@ -185,15 +190,16 @@ def main() -> None:
                     continue
                 par = simulate(inst, pl, order).makespan
                 sq = simulate(seq, pl, order).makespan
+                pd = simulate(inst_d, pl, order).makespan
                 rep = remote.execute(inst, pl, step, batch, c, order=order, steps=args.steps, warmup=args.warmup)
                 meas = rep.step_us_median
                 load = loadavg()
                 peak = rep.extra["memory_peak_measured"] or {}
                 pred = rep.extra["memory_predicted"]
                 row = {"model": model, "batch": batch, "placement": method, "sim_parallel_us": par,
-                       "sim_sequential_us": sq, "measured_median_us": meas, "measured_min_us": min(rep.extra["steps_us"]),
+                       "sim_sequential_us": sq, "sim_dispatch_us": pd, "measured_median_us": meas, "measured_min_us": min(rep.extra["steps_us"]),
                        "measured_max_us": max(rep.extra["steps_us"]), "err_parallel": (par - meas) / meas,
-                       "err_sequential": (sq - meas) / meas, "moved": len(rep.ops_moved), "loss_ok": rep.loss_ok,
+                       "err_sequential": (sq - meas) / meas, "err_dispatch": (pd - meas) / meas, "moved": len(rep.ops_moved), "loss_ok": rep.loss_ok,
                        "order_matched": rep.order_matched, "ops_per_device": rep.ops_per_device,
                        "record": rep.extra["record"], "memory_peak": peak, "memory_predicted": pred,
                        "op_memory": rep.extra["op_memory"], "ops_not_run": rep.ops_not_run, "loadavg": load,
@@ -201,9 +207,10 @@ def main() -> None:
                 model_rows.append(row)
                 rows.append(row)
                 t.add_row(method, "/".join(str(rep.ops_per_device.get(d, 0)) for d in devices), f"{secs:.1f}",
-                          f"{par / 1000:.2f}", f"{sq / 1000:.2f}",
+                          f"{par / 1000:.2f}", f"{sq / 1000:.2f}", f"{pd / 1000:.2f}",
                           f"{meas / 1000:.2f} ({row['measured_min_us'] / 1000:.2f}-{row['measured_max_us'] / 1000:.2f})",
                           f"{100 * row['err_parallel']:+.0f}%", f"{100 * row['err_sequential']:+.0f}%",
+                          f"{100 * row['err_dispatch']:+.0f}%",
                           str(row["moved"]), "ok" if rep.loss_ok else "FAIL",
                           {None: "-", True: "kept", False: "DIFF"}[rep.order_matched],
                           f"{rep.extra['record']['concurrent_us'] / 1000:.2f}",
@@ -216,10 +223,13 @@ def main() -> None:
                 s = {"model": model, "n": len(model_rows),
                      "median_abs_err_parallel": statistics.median(abs(r["err_parallel"]) for r in model_rows),
                      "median_abs_err_sequential": statistics.median(abs(r["err_sequential"]) for r in model_rows),
+                     "median_abs_err_dispatch": statistics.median(abs(r["err_dispatch"]) for r in model_rows),
+                     "spearman_dispatch": spearman([r["sim_dispatch_us"] for r in model_rows], meas),
+                     "dispatch_probe_us": disp.us,
                      "spearman_parallel": spearman([r["sim_parallel_us"] for r in model_rows], meas),
                      "spearman_sequential": spearman([r["sim_sequential_us"] for r in model_rows], meas),
                      "best_measured": best["placement"], "best_measured_us": best["measured_median_us"]}
-                for mode in ("parallel", "sequential"):
+                for mode in ("parallel", "sequential", "dispatch"):
                     first = min(model_rows, key=lambda r: r[f"sim_{mode}_us"])
                     s[f"first_{mode}"] = first["placement"]
                     s[f"first_{mode}_vs_best"] = first["measured_median_us"] / best["measured_median_us"] - 1
@@ -232,16 +242,18 @@ def main() -> None:
     t = Table(title="Predicted vs measured, per model (goals: median |err| <= 20 %, Spearman >= 0.8, "
                     "first choice within 10 % of the best measured)")
     for col in ("model", "placements", "median |err| par", "median |err| seq", "Spearman par", "Spearman seq",
-                "best measured", "sim's first (par): vs best", "sim's first (seq): vs best",
-                "dispatch us/op (single)", "unmodelled us/transfer", "median |err| +term"):
+                "median |err| par+disp", "Spearman par+disp", "best measured", "sim's first (par): vs best",
+                "sim's first (seq): vs best", "sim's first (par+disp): vs best", "dispatch us/op (single / probe)", "unmodelled us/transfer", "median |err| +term"):
         t.add_column(col, justify="right")
     for s in summary:
         t.add_row(s["model"], str(s["n"]), f"{100 * s['median_abs_err_parallel']:.0f}%",
                   f"{100 * s['median_abs_err_sequential']:.0f}%", f"{s['spearman_parallel']:.2f}",
-                  f"{s['spearman_sequential']:.2f}", s["best_measured"],
+                  f"{s['spearman_sequential']:.2f}", f"{100 * s['median_abs_err_dispatch']:.0f}%",
+                  f"{s['spearman_dispatch']:.2f}", s["best_measured"],
                   f"{s['first_parallel']} {100 * s['first_parallel_vs_best']:+.0f}%",
                   f"{s['first_sequential']} {100 * s['first_sequential_vs_best']:+.0f}%",
-                  f"{s.get('dispatch_us_per_op', float('nan')):.1f}",
+                  f"{s['first_dispatch']} {100 * s['first_dispatch_vs_best']:+.0f}%",
+                  f"{s.get('dispatch_us_per_op', float('nan')):.1f} / {s['dispatch_probe_us']:.1f}",
                   f"{s['transfer_us']:.0f}",
                   f"{100 * s['median_abs_err_with_transfer']:.0f}%")
     con.print(t)

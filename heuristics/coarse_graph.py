@@ -309,7 +309,7 @@ def _build(inst: Instance, order: list[int], bps: list[int], R: int, lim: int, f
     edges = [Edge(f"c{a}", f"c{b}", nb) for (a, b), nb in sorted(nbytes.items())]
     coarse = Instance(
         f"{inst.name}/coarse", [Device(dv.name, dv.memory, dv.speed) for dv in inst.devices], ops, edges,
-        link=inst.link, pairs=inst.pairs, comm=inst.comm,
+        link=inst.link, pairs=inst.pairs, comm=inst.comm, transfer_cpu=inst.transfer_cpu,
         extra={"coarsened_from": inst.name, "R": R, "mem_limit": lim},
     )
     return Coarsening(inst, coarse, cluster_of, members, order, R, lim, oversize, cut, anchor, moved)
@@ -434,7 +434,7 @@ def _build_arrays(inst: Instance, order: list[int], o_arr: np.ndarray, bps: list
     )
     coarse = Instance.from_columns(
         f"{inst.name}/coarse", [Device(dv.name, dv.memory, dv.speed) for dv in inst.devices], cols,
-        link=inst.link, pairs=inst.pairs, comm=inst.comm,
+        link=inst.link, pairs=inst.pairs, comm=inst.comm, transfer_cpu=inst.transfer_cpu,
         extra={"coarsened_from": inst.name, "R": R, "mem_limit": lim},
     )
     coarse._from_ops = kernels.size(inst)  # its orders and placement run compiled too (kernels.size)

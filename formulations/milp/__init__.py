@@ -13,6 +13,9 @@ K-device generalisation (Moirai). Times are continuous µs (no rounding).
   sequential: transfer (p, d1, d2) with start ts >= e[p], end te >= ts + len_pv (x[p,d1] + x[v,d2] - 1),
             s[v] >= te - M (2 - x[p,d1] - x[v,d2]); transfers of one link in the order of their
             producers on d1 (y), the simulator's FIFO rule                         -> _add_transfers
+  receive cost r (``transfer_cpu``): per producer p and device d, with p's consumers c_1, c_2, ... in
+            topological order, seen_i <= seen_(i-1) + x[c_i, d], pay_i >= x[c_i, d] - x[p, d] - seen_(i-1)
+            (in [0, 1]); e[c] and d's load grow by r x c's pays                     -> _add_receives
   sum_o mem[o] x[o, d] <= capacity[d];  mk >= e[o];  mk >= sum_o dur[o][d] x[o, d] (device load);
   M = heuristic makespan, every duration and transfer coefficient capped at M, and left out below 1e-8 M
   (``RESOLUTION``; CBC's integer tolerance is set 10x below it, ``INTEGRALITY``: at its default 1e-7 a

@@ -1,0 +1,27 @@
+"""The per-op dispatch cost (dplace.runtime.dispatch): the probe in this process, and the fold into op times."""
+import pytest
+
+from dplace.instance.model import Device, Edge, Instance, Op
+from dplace.schedule.simulate import simulate
+
+
+def test_with_dispatch_adds_the_cost_to_every_op():
+    from dplace.runtime.dispatch import with_dispatch
+
+    inst = Instance("t", [Device("a", 100), Device("b", 100)], [Op("x", 3.0), Op("y", {"a": 1.0, "b": 0.0})],
+                    [Edge("x", "y", 0.0)])
+    out = with_dispatch(inst, 2.5)
+    assert out.dur == [[5.5, 5.5], [3.5, 2.5]]
+    assert simulate(out, [0, 0]).makespan == simulate(inst, [0, 0]).makespan + 2 * 2.5
+    assert with_dispatch(inst, 0.0) is inst
+
+
+def test_dispatch_probe_times_a_chain_of_tiny_ops():
+    pytest.importorskip("tensorflow")
+    from dplace.runtime.dispatch import chain_graph, fit_dispatch_cost
+
+    g, _ = chain_graph(30, "/device:CPU:0")
+    assert sum(op.type == "Mul" and op.name.startswith("Mul") for op in g.get_operations()) == 30
+    fit = fit_dispatch_cost("", "/device:CPU:0", n=50, rounds=2, steps=3)
+    assert 0.0 < fit.kernel_us < 1000.0  # ns resolution: a tiny kernel is not rounded to 0 µs
+    assert fit.us == max(0.0, round(fit.per_op_us - fit.kernel_us, 3)) and len(fit.rounds) == 2
