@@ -9,8 +9,8 @@ of each mode, the record's check (0 moved, loss ok, order kept) and /proc/loadav
 model: Spearman's rank correlation of simulated vs measured (each mode) and the measured step of the
 simulator's first choice against the best measured. Then the terms the model lacks, measured: the
 per-op dispatch cost (measured single-worker step minus the sum of profiled op times, per op run; and
-measured directly by :func:`dplace.runtime.dispatch.fit_dispatch_cost`, whose figure folded into every op
-time gives the "par+disp" columns) and the cost per transfer (fitted on the placements, in-sample).
+measured directly and folded into the op times by :func:`dplace.runtime.dispatch.fold_dispatch`, as
+``dplace profile --workers`` does: the "par+disp" columns) and the cost per transfer (fitted on the placements, in-sample).
 
     .venv/bin/python benchmarks/bench_runtime_truth.py [--models transformer,resnet50,inceptionv3]
         [--workers 2] [--steps 10] [--warmup 3] [--portfolio-s 30] [--json out.json]
@@ -146,7 +146,7 @@ def main() -> None:
     from dplace.schedule.simulate import simulate
     from dplace.runtime import remote, zoo
     from dplace.runtime.cluster import LocalWorkers
-    from dplace.runtime.dispatch import fit_dispatch_cost, with_dispatch
+    from dplace.runtime.dispatch import fold_dispatch
 
     con = Console(width=220)
     rows, summary = [], []
@@ -161,8 +161,7 @@ def main() -> None:
             t0 = time.perf_counter()
             inst = remote.profile(step, batch, c, devices, steps=args.prof_steps, warmup=args.warmup + 2)
             prof = inst.extra["tf"]["profile"]
-            disp = fit_dispatch_cost(c.target, c.map_devices(devices).devices[devices[0]])
-            inst_d = with_dispatch(inst, disp.us)
+            inst_d, (disp_in, disp) = fold_dispatch(inst, c.target, c.map_devices(devices).devices[devices[0]])
             seq = inst.replace(comm="sequential")
             links = "; ".join(f"{f['src']}->{f['dst']} {f['latency']:.0f} us + B/{f['bandwidth']:.0f} (R2 {f['r2']:.2f})"
                               for f in prof["links"])
@@ -172,7 +171,9 @@ def main() -> None:
                       f"{sum(inst.dur[o][0] for o in range(inst.n)) / 1000:.1f} ms, profiled in "
                       f"{time.perf_counter() - t0:.0f} s; links {links} (latency fitted, less the receive cost); "
                       f"receive cost per tensor (transfer_cpu) {inst.transfer_cpu:.1f} us; dispatch per op {disp.us:.1f} us "
-                      f"(per extra op {disp.per_op_us:.1f} us, Mul kernel {disp.kernel_us:.1f} us; rounds {disp.rounds}); memory one worker: predicted "
+                      f"(64² MatMul chain: per extra op {disp.per_op_us:.1f} us, kernel {disp.kernel_us:.1f} us; rounds "
+                      f"{disp.rounds}), inline {disp_in.us:.2f} us (tiny Mul chain); per step beyond its ops "
+                      f"{disp_in.step_us / 1000:.2f} ms); memory one worker: predicted "
                       f"{mem['predicted'] / 2**20:.1f} MiB, measured peak "
                       f"{(mem['peak_measured'] or 0) / 2**20:.1f} MiB; per-op memory median rel. error "
                       f"{100 * (om.get('median_rel_error') or 0):.1f}% over {om.get('n')} ops; load {loadavg()}")

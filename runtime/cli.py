@@ -154,11 +154,13 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 def _profile_on_cluster(args: argparse.Namespace, small) -> int:
     """``profile --workers N`` / ``--cluster-spec FILE``: op times on the first worker under its thread
-    limits, links fitted between workers, memory measured (:func:`dplace.runtime.remote.profile`)."""
+    limits, links fitted between workers, memory measured (:func:`dplace.runtime.remote.profile`), the
+    per-op dispatch cost folded into the op times (:func:`dplace.runtime.dispatch.fold_dispatch`)."""
     from dplace.instance.io import save_instance
 
     from . import remote, zoo
     from .cluster import LocalWorkers, read_cluster_spec
+    from .dispatch import fold_dispatch
 
     if args.workers is not None and args.cluster_spec is not None:
         raise InvalidInstanceError("profile: give --workers or --cluster-spec, not both")
@@ -171,8 +173,9 @@ def _profile_on_cluster(args: argparse.Namespace, small) -> int:
 
     def run(cluster, n):
         names = list(cluster.devices) or [f"CPU:{i}" for i in range(n)]
-        return remote.profile(step, args.batch, cluster, names, steps=args.steps, warmup=args.warmup,
+        inst = remote.profile(step, args.batch, cluster, names, steps=args.steps, warmup=args.warmup,
                               memory=args.memory, progress=cb, name=args.name)
+        return fold_dispatch(inst, cluster.target, cluster.map_devices(names).devices[names[0]])[0]
 
     with _progress(not args.quiet) as cb:
         if spec is not None:
@@ -193,6 +196,9 @@ def _profile_on_cluster(args: argparse.Namespace, small) -> int:
         per = ", ".join(f"{d} {v:.1f}" for d, v in rc["per_device"].items())
         print(f"receive cost per tensor (transfer_cpu): {inst.transfer_cpu:.1f} us (per receiving device: {per}; "
               f"{rc['n']} tensors per probe), taken out of the links' latencies")
+    dp = prof["dispatch"]
+    print(f"dispatch cost per op, folded into the op times: {dp['expensive']['us']:.2f} us (ops with a measured "
+          f"kernel time), {dp['inline']['us']:.2f} us (ops timed 0: run inline)")
     mem = prof["memory"]
     peak = f"{mem['peak_measured'] / 2**20:.2f} MiB" if mem["peak_measured"] is not None else "not measured"
     print(f"memory of a step on one worker: predicted (sum of op memory) {mem['predicted'] / 2**20:.2f} MiB, "
