@@ -161,7 +161,8 @@ def main() -> None:
             t0 = time.perf_counter()
             inst = remote.profile(step, batch, c, devices, steps=args.prof_steps, warmup=args.warmup + 2)
             prof = inst.extra["tf"]["profile"]
-            inst_d, (disp_in, disp) = fold_dispatch(inst, c.target, c.map_devices(devices).devices[devices[0]])
+            inst_d, (disp_in, disp) = fold_dispatch(inst, c.target, c.map_devices(devices).devices[devices[0]],
+                                                    alive=c.check_alive)
             seq = inst.replace(comm="sequential")
             links = "; ".join(f"{f['src']}->{f['dst']} {f['latency']:.0f} us + B/{f['bandwidth']:.0f} (R2 {f['r2']:.2f})"
                               for f in prof["links"])

@@ -175,7 +175,8 @@ def _profile_on_cluster(args: argparse.Namespace, small) -> int:
         names = list(cluster.devices) or [f"CPU:{i}" for i in range(n)]
         inst = remote.profile(step, args.batch, cluster, names, steps=args.steps, warmup=args.warmup,
                               memory=args.memory, progress=cb, name=args.name)
-        return fold_dispatch(inst, cluster.target, cluster.map_devices(names).devices[names[0]])[0]
+        return fold_dispatch(inst, cluster.target, cluster.map_devices(names).devices[names[0]],
+                             alive=cluster.check_alive)[0]
 
     with _progress(not args.quiet) as cb:
         if spec is not None:

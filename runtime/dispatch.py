@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
-from .recvcost import session_config, time_probes
+from .recvcost import session_config, time_probes, watched_call
 from .zoo import _tf
 
 
@@ -37,15 +37,22 @@ def chain_graph(n: int, device: str, size: int = 0):
     return g, out
 
 
-def kernel_us(target: str, n: int, device: str, size: int = 0) -> float:
-    """The median kernel time (op start to op end) of the chain's ops in one traced step."""
+def kernel_us(target: str, n: int, device: str, size: int = 0, alive: Callable[[], None] | None = None) -> float:
+    """The median kernel time (op start to op end) of the chain's ops in one traced step (``alive``: the
+    session's calls run watched, :func:`~.recvcost.watched_call`)."""
     tf = _tf()
     g, out = chain_graph(n, device, size)
-    with tf.compat.v1.Session(target, graph=g, config=session_config()) as sess:
-        sess.run(out)
-        opts = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
-        md = tf.compat.v1.RunMetadata()
-        sess.run(out, options=opts, run_metadata=md)
+    sess = watched_call(lambda: tf.compat.v1.Session(target, graph=g, config=session_config()), alive)[0]
+    opts = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
+    md = tf.compat.v1.RunMetadata()
+    try:
+        watched_call(lambda: sess.run(out), alive)
+        watched_call(lambda: sess.run(out, options=opts, run_metadata=md), alive)
+    except BaseException:
+        if alive is None:  # after a worker's death a call may still run in it: left alone
+            sess.close()
+        raise
+    sess.close()
     ts = [(ns.op_end_rel_nanos - ns.op_start_rel_nanos) / 1000.0 for ds in md.step_stats.dev_stats
           for ns in ds.node_stats if ns.node_name.startswith("MatMul" if size else "Mul")]  # ns: µs round to 0
     return statistics.median(ts) if ts else 0.0
@@ -73,15 +80,15 @@ class DispatchFit:
 
 
 def fit_dispatch_cost(target: str, device: str, *, n: int = 200, rounds: int = 3, steps: int = 7,
-                      size: int = 0) -> DispatchFit:
+                      size: int = 0, alive: Callable[[], None] | None = None) -> DispatchFit:
     """The dispatch cost per op on TensorFlow device ``device`` of session target ``target`` (a cluster's
     ``target`` and ``devices[name]``; ``""`` and ``/device:CPU:0`` in this process): see the module
-    docstring."""
+    docstring. ``alive``: the cluster's ``check_alive``, every session call then runs watched."""
     graphs = {"short": chain_graph(n, device, size), "long": chain_graph(4 * n, device, size)}
-    t = time_probes(target, graphs, rounds=rounds, steps=steps)
+    t = time_probes(target, graphs, rounds=rounds, steps=steps, alive=alive)
     per_round = [(b - a) / (3 * n) for a, b in zip(t["short"], t["long"])]
     per_op = statistics.median(per_round)
-    k = kernel_us(target, n, device, size)
+    k = kernel_us(target, n, device, size, alive)
     step = statistics.median(a - n * p for a, p in zip(t["short"], per_round))
     return DispatchFit(round(max(0.0, per_op - k), 3), round(per_op, 3), round(k, 3),
                        [round(x, 3) for x in per_round], n, round(step, 1), size)
@@ -103,13 +110,13 @@ def with_dispatch(inst, us: float, inline_us: float | None = None):
     return inst.replace(ops=ops)
 
 
-def fold_dispatch(inst, target: str, device: str, *, rounds: int = 3):
+def fold_dispatch(inst, target: str, device: str, *, rounds: int = 3, alive: Callable[[], None] | None = None):
     """A profile's instance with the dispatch cost measured on ``device`` folded into its op times: ops
     with a measured kernel time get the cost of an expensive kernel (a chain of 64² ``MatMul``), ops
     timed 0 (under 1 µs) that of an inline one (a chain of tiny ``Mul``); both fits go to
     ``extra["tf"]["profile"]["dispatch"]``. Returns (instance, (inline fit, expensive fit))."""
-    inline = fit_dispatch_cost(target, device, n=200, rounds=rounds)
-    heavy = fit_dispatch_cost(target, device, n=100, rounds=rounds, size=64)
+    inline = fit_dispatch_cost(target, device, n=200, rounds=rounds, alive=alive)
+    heavy = fit_dispatch_cost(target, device, n=100, rounds=rounds, size=64, alive=alive)
     out = with_dispatch(inst, heavy.us, inline.us)
     tf_meta = dict(out.extra.get("tf", {}))
     prof = dict(tf_meta.get("profile", {}))

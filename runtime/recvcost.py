@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from dplace import interrupt
 
+from . import watched
 from .zoo import _tf
 
 
@@ -63,32 +64,48 @@ def session_config():
     return conf
 
 
+def watched_call(fn: Callable[[], Any], alive: Callable[[], None] | None) -> tuple[Any, float]:
+    """(``fn()``, its wall µs): with ``alive`` (a cluster's ``check_alive``) run watched
+    (:func:`dplace.runtime.watched.call`: a worker's death ends a call TensorFlow would wait in)."""
+    if alive is not None:
+        timed = watched.call(fn, alive)
+        return timed.value, timed.us
+    t0 = time.perf_counter()
+    out = fn()
+    return out, (time.perf_counter() - t0) * 1e6
+
+
 def time_probes(target: str, graphs: dict[str, tuple[Any, Any]], *, rounds: int, steps: int,
-                warmup: int = 2) -> dict[str, list[float]]:
+                warmup: int = 2, alive: Callable[[], None] | None = None) -> dict[str, list[float]]:
     """Per probe, the median step (µs) of ``steps`` runs in each of ``rounds`` rounds (probes interleaved
-    round by round, so a change of the machine's load hits all of them)."""
+    round by round, so a change of the machine's load hits all of them). ``alive``: every session call
+    runs watched (:func:`watched_call`); after a worker's death no session is closed (a call may still
+    run in it)."""
     tf = _tf()
     sessions = {}
+    broken = False
     try:
         for k, (g, out) in graphs.items():
-            sess = tf.compat.v1.Session(target, graph=g, config=session_config())
+            sess = watched_call(lambda g=g: tf.compat.v1.Session(target, graph=g, config=session_config()), alive)[0]
             sessions[k] = (sess, out)
             for _ in range(warmup):
-                sess.run(out)
+                watched_call(lambda s=sess, o=out: s.run(o), alive)
         times: dict[str, list[float]] = {k: [] for k in graphs}
         for _ in range(rounds):
             for k, (sess, out) in sessions.items():
                 ts = []
                 for _ in range(steps):
                     interrupt.stop_point()
-                    t0 = time.perf_counter()
-                    sess.run(out)
-                    ts.append((time.perf_counter() - t0) * 1e6)
+                    ts.append(watched_call(lambda s=sess, o=out: s.run(o), alive)[1])
                 times[k].append(statistics.median(ts))
         return times
+    except BaseException:
+        broken = True
+        raise
     finally:
         for sess, _ in sessions.values():
-            sess.close()
+            if not broken or alive is None:
+                sess.close()
 
 
 @dataclass
@@ -121,7 +138,7 @@ def fit_receive_cost(cluster, devices: list[str], *, n: int = 200, rounds: int =
             break
         da, db = cluster.devices[a], cluster.devices[b]
         graphs = {c: probe_graph(c, n, da, db, heavy=heavy, size=size) for c in ("base_b", "recv")}
-        t = time_probes(cluster.target, graphs, rounds=rounds, steps=steps)
+        t = time_probes(cluster.target, graphs, rounds=rounds, steps=steps, alive=cluster.check_alive)
         rows[b] = [(r - r0) / n for r, r0 in zip(t["recv"], t["base_b"])]
         per[b] = max(0.0, statistics.median(rows[b]))
         if progress:
