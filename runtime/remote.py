@@ -232,14 +232,14 @@ def execute(inst, placement, step: TrainStep, batch: int | None, cluster: Cluste
     enforced order; the loss of the first ``loss_steps`` steps is compared with a single-device step's
     (the client's own CPU, same start values and data); ``extra`` holds the record's concurrency (time
     two or more workers were busy at once), the cluster and, for local workers, the measured memory
-    (:func:`dplace.runtime.memory.measure_step`)."""
+    (:func:`dplace.runtime.memory.measure_peak`)."""
     from collections import Counter
 
     from dplace.result import Result
     from dplace.schedule.simulate import as_placement, simulate
 
     from .execute import ExecReport, _order_chains, _order_check, loss_verdict, measured_steps, reference_losses
-    from .memory import op_memory_score
+    from .memscore import op_memory_score
 
     result_makespan = None
     if batch is None:
@@ -347,7 +347,7 @@ def profile(step: TrainStep, batch: int, cluster: Cluster, devices: list[str], *
     model checked against the measured run (``tf.profile.memory``: per-device peak, predicted total,
     Celeritas' per-op score)."""
     from .extract import GiB, extract
-    from .memory import op_memory_score
+    from .memscore import op_memory_score
     from .profile import with_times
 
     cluster = cluster.map_devices(list(devices))

@@ -107,7 +107,7 @@ _FIRST_HEURISTIC = """
 import dataclasses, math, os, signal, time
 from dplace import interrupt, registry
 from dplace.formulations._brute import task_graph
-from dplace.formulations.cpsat import run_heuristics
+from dplace.formulations.heuristic_start import run_heuristics
 inst = task_graph(30, 3, 1.0, seed=1)
 real, sent = registry.method_info, []
 def info(name):
