@@ -232,7 +232,7 @@ def execute(inst, placement, step: TrainStep, batch: int | None, cluster: Cluste
     enforced order; the loss of the first ``loss_steps`` steps is compared with a single-device step's
     (the client's own CPU, same start values and data); ``extra`` holds the record's concurrency (time
     two or more workers were busy at once), the cluster and, for local workers, the measured memory
-    (:func:`dplace.runtime.memory.measure_peak`)."""
+    (:func:`dplace.runtime.memory.measure_step`)."""
     from collections import Counter
 
     from dplace.result import Result
