@@ -226,7 +226,7 @@ def cmd_execute(args: argparse.Namespace) -> int:
             raise InvalidInstanceError(f"result {args.result!r}: device {dev!r} is not a TensorFlow device name "
                                        "(CPU:N or GPU:N; results of dplace profile instances have them)")
 
-    from . import extract, split, zoo
+    from . import extract, replicas, zoo
 
     saved: dict[str, Any] = {}
     if args.instance:
@@ -258,7 +258,7 @@ def cmd_execute(args: argparse.Namespace) -> int:
         if on_cluster:
             rep = _execute_on_cluster(args, cluster_spec, inst, res, step, batch, cb)
         else:
-            rep = split.execute_result(inst, res, step, batch, steps=args.steps, warmup=args.warmup, progress=cb)
+            rep = replicas.execute_result(inst, res, step, batch, steps=args.steps, warmup=args.warmup, progress=cb)
     if predicted_from_result and data.get("makespan") is not None:
         rep.predicted_us = float(data["makespan"])
     if args.json:
@@ -299,8 +299,8 @@ def _execute_on_cluster(args, spec, inst, res, step, batch, cb):
     from .cluster import LocalWorkers
 
     if res.transform is not None:
-        raise NotImplementedError("execute: results on a rewritten graph (OS-DPOS splits) run only on this "
-                                  "process's devices, not yet with --workers or --cluster-spec")
+        raise NotImplementedError("execute: results on a rewritten graph (OS-DPOS splits, data-parallel replicas) "
+                                  "run only on this process's devices, not yet with --workers or --cluster-spec")
     if spec is not None:
         return remote.execute(inst, res, step, batch, spec, steps=args.steps, warmup=args.warmup, progress=cb)
     with LocalWorkers(args.workers) as workers:
