@@ -280,6 +280,8 @@ def cmd_execute(args: argparse.Namespace) -> int:
         Console().print(t)
         print(f"{rep.steps} timed steps after {rep.warmup} warm-up; ops that ran per device: "
               + ", ".join(f"{d} {n}" for d, n in rep.ops_per_device.items()))
+        if rep.extra.get("data_parallel", {}).get("note"):
+            print("data-parallel: " + rep.extra["data_parallel"]["note"])
         for n, want, got in rep.ops_moved[:20]:
             print(f"moved: {n} placed on {want} ran on {got}")
         if rep.order_enforced:

@@ -297,4 +297,13 @@ def execute_result(inst: Instance, res, step: TrainStep, batch: int | None = Non
     g = res.instance
     if batch is None:
         batch = int(tr.base.extra.get("tf", {}).get("batch", 0)) or 1
-    return execute(g, res, step, batch, rewrite=rewrite_for(step, batch, g), **kw)
+    rewrite = rewrite_for(step, batch, g)
+    rep = execute(g, res, step, batch, rewrite=rewrite, **kw)
+    dp = rewrite if isinstance(rewrite, ReplicaRewrite) else getattr(rewrite, "first", None)
+    if dp is not None:
+        bn = sum(1 for v in step.variables.values() if str(getattr(v, "name", "")).endswith("moving_mean"))
+        rep.extra[DP_KEY] = {"replicas": dp.n, "rows": dp.sizes, "batch_norm_layers": bn}
+        if bn:
+            rep.extra[DP_KEY]["note"] = ("each replica normalises by its own rows' batch statistics, so the loss "
+                                         "differs from the single-device step's by design")
+    return rep

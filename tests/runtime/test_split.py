@@ -88,6 +88,7 @@ def test_a_data_parallel_result_runs_the_single_device_step(model):
     assert res.transform is not None and res.transform.params["data_parallel"]["replicas"] == 2
     rep = replicas.execute_result(inst, res, step, BATCH, steps=1, warmup=1)
     assert rep.loss_ok and not rep.ops_moved and rep.order_matched, (rep.loss_placed, rep.loss_ref, rep.ops_moved[:3])
+    assert rep.extra["data_parallel"] == {"replicas": 2, "rows": [2, 1], "batch_norm_layers": 0}
     g = res.instance
     rewrite = replicas.rewrite_for(step, BATCH, g)
     rep = execute.execute(g, _replica_placement(g), step, BATCH, steps=1, warmup=1, rewrite=rewrite)
