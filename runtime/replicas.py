@@ -284,21 +284,22 @@ def rewrite_for(step: TrainStep, batch: int, g: Instance) -> Any:
     return ChainedRewrite(first, GraphRewrite(step, batch, g, graph_op=first.graph_op))
 
 
-def execute_result(inst: Instance, res, step: TrainStep, batch: int | None = None, **kw):
-    """:func:`dplace.runtime.execute.execute` of a Result: on its own graph, with :func:`rewrite_for`'s
-    rewrite when it carries a FastT transform (data-parallel replicas, splits)."""
-    from .execute import execute
-
+def result_graph(inst: Instance, res, step: TrainStep, batch: int | None) -> tuple[Instance, Any, int]:
+    """(the graph a Result was computed on, the rewrite that runs it or None, the batch): ``inst`` itself
+    for a result with no transform, the FastT graph (data-parallel replicas, splits) for OS-DPOS's."""
     tr = getattr(res, "transform", None)
     if tr is None:
-        return execute(inst, res, step, batch, **kw)
+        return inst, None, batch if batch is not None else int(inst.extra.get("tf", {}).get("batch", 0)) or 1
     if tr.kind != "fastt":
         raise NotImplementedError(f"execute: results on a {tr.kind!r} rewrite of the graph cannot run yet")
-    g = res.instance
     if batch is None:
         batch = int(tr.base.extra.get("tf", {}).get("batch", 0)) or 1
-    rewrite = rewrite_for(step, batch, g)
-    rep = execute(g, res, step, batch, rewrite=rewrite, **kw)
+    return res.instance, rewrite_for(step, batch, res.instance), batch
+
+
+def describe(rep, rewrite, step: TrainStep):
+    """``rep`` (an ExecReport) with ``extra["data_parallel"]`` when ``rewrite`` replicated the step: the
+    replicas, their rows and, with batch normalisation, why the loss then differs."""
     dp = rewrite if isinstance(rewrite, ReplicaRewrite) else getattr(rewrite, "first", None)
     if dp is not None:
         bn = sum(1 for v in step.variables.values() if str(getattr(v, "name", "")).endswith("moving_mean"))
@@ -307,3 +308,12 @@ def execute_result(inst: Instance, res, step: TrainStep, batch: int | None = Non
             rep.extra[DP_KEY]["note"] = ("each replica normalises by its own rows' batch statistics, so the loss "
                                          "differs from the single-device step's by design")
     return rep
+
+
+def execute_result(inst: Instance, res, step: TrainStep, batch: int | None = None, **kw):
+    """:func:`dplace.runtime.execute.execute` of a Result on the graph it was computed on
+    (:func:`result_graph`)."""
+    from .execute import execute
+
+    g, rewrite, batch = result_graph(inst, res, step, batch)
+    return describe(execute(g, res, step, batch, rewrite=rewrite, **kw), rewrite, step)
