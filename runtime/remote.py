@@ -23,6 +23,7 @@ from typing import Any, Callable
 from dplace import interrupt
 from dplace.errors import InvalidInstanceError
 
+from . import watched
 from .cluster import Cluster, ClusterError
 from .recvcost import fit_receive_cost
 from .zoo import TrainStep, _tf
@@ -155,14 +156,23 @@ class SessionStep:
         cfg.graph_options.optimizer_options.do_constant_folding = False
         cfg.graph_options.optimizer_options.do_function_inlining = False
         self.broken = False  # the cluster failed under this session: closing it would wait on a dead master
-        cluster.check_alive()  # a session opened on a dead master waits for it with no time limit
-        self.sess = tf.compat.v1.Session(cluster.target, graph=g, config=cfg)
+        self.last_us = float("nan")  # the last call's wall time, measured in its own thread
+        self.sess = None
+        # a session opened on a dead master waits for it with no time limit: opened watched, as every call
+        self.sess = self._guard(lambda: tf.compat.v1.Session(cluster.target, graph=g, config=cfg))
         self._guard(lambda: self.sess.run(inits, init_feeds))
 
     def _guard(self, call: Callable[[], Any]) -> Any:
+        """``call()`` (a TensorFlow call on the cluster) watched (:func:`dplace.runtime.watched.call`): a
+        worker's death ends it with one error naming the worker, even where TensorFlow would wait."""
         tf = _tf()
         try:
-            return call()
+            timed = watched.call(call, self._check_alive)
+            self.last_us = timed.us
+            return timed.value
+        except (ClusterError, KeyboardInterrupt):  # a call may still run (abandoned): never close it
+            self.broken = True
+            raise
         except (tf.errors.InvalidArgumentError, tf.errors.NotFoundError, tf.errors.UnimplementedError) as exc:
             self._check_alive()
             msg = _first_line(exc)
@@ -193,14 +203,16 @@ class SessionStep:
     def close(self) -> None:
         """Close the session; after a cluster failure, drop it instead: TF_CloseSession (also from the
         session's ``__del__``) would wait on the dead master with no time limit (seen here)."""
-        if self.broken:
-            self.sess._closed = True  # TensorFlow's own flag: no close, no delete (the handle is leaked)
-            self.sess._session = None
+        if self.sess is None:
             return
-        try:
-            self.sess.close()
-        except Exception:  # a dead cluster: nothing to release
-            pass
+        if not self.broken:
+            try:
+                self._guard(self.sess.close)
+                return
+            except Exception:  # a dead cluster (or a close given up on): nothing to release
+                pass
+        self.sess._closed = True  # TensorFlow's own flag: no close, no delete (the handle is leaked)
+        self.sess._session = None
 
 
 def _first_line(exc: Exception) -> str:
@@ -275,7 +287,7 @@ def execute(inst, placement, step: TrainStep, batch: int | None, cluster: Cluste
     sess = SessionStep(step, batch, cluster, device_of, after)
     try:
         losses, times = measured_steps(sess.run, untimed=untimed, steps=steps, loss_steps=loss_steps, total=total,
-                                       progress=progress)
+                                       progress=progress, timer=lambda: sess.last_us)
         local = cluster.local
         if local is not None:
             for t in range(len(local.procs)):
