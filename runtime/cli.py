@@ -297,17 +297,15 @@ def cmd_execute(args: argparse.Namespace) -> int:
 
 def _execute_on_cluster(args, spec, inst, res, step, batch, cb):
     """``execute --workers N`` (local workers started and stopped here) or ``--cluster-spec FILE``."""
-    from . import remote
+    from . import remote, replicas
     from .cluster import LocalWorkers
 
-    if res.transform is not None:
-        raise NotImplementedError("execute: results on a rewritten graph (OS-DPOS splits, data-parallel replicas) "
-                                  "run only on this process's devices, not yet with --workers or --cluster-spec")
+    g, rewrite, batch = replicas.result_graph(inst, res, step, batch)
+    kw = dict(steps=args.steps, warmup=args.warmup, progress=cb, rewrite=rewrite)
     if spec is not None:
-        return remote.execute(inst, res, step, batch, spec, steps=args.steps, warmup=args.warmup, progress=cb)
+        return replicas.describe(remote.execute(g, res, step, batch, spec, **kw), rewrite, step)
     with LocalWorkers(args.workers) as workers:
-        return remote.execute(inst, res, step, batch, workers.cluster, steps=args.steps, warmup=args.warmup,
-                              progress=cb)
+        return replicas.describe(remote.execute(g, res, step, batch, workers.cluster, **kw), rewrite, step)
 
 
 def _print_cluster_record(rep) -> None:

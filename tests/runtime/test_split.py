@@ -110,6 +110,29 @@ def test_splits_of_a_data_parallel_graph_run(model):
     assert rep.loss_ok and not rep.ops_moved and rep.order_matched, (rep.loss_placed, rep.loss_ref, rep.ops_moved[:3])
 
 
+def test_a_data_parallel_split_result_runs_on_local_workers(model, tmp_path, capsys):
+    """``dplace execute --workers 2`` of a saved result on the data-parallel graph with a split of replica 0's
+    ops: the rewrites run on the workers' session too (no op moved in their record, losses equal)."""
+    from dplace.cli import main
+
+    step, inst = model
+    if step.name != "convnet":
+        pytest.skip("the workers' path is the same for every model: run once (CI has 2 cores)")
+    dp = {"replicas": 2, "inputs": ["x", "y"]}
+    g0, _ = apply(inst, "fastt", {"data_parallel": dp})
+    op = max((o for o in g0.ops if o.extra.get("replica") == 0 and "batch" in split_dims(o)), key=lambda o: o.memory)
+    g, tr = apply(inst, "fastt", {"data_parallel": dp, "splits": [[op.id, "batch", 2]]})
+    res = replace(dplace.solve(g, "heft"), transform=tr)
+    inst_p, res_p = tmp_path / "i.json", tmp_path / "r.json"
+    save_instance(inst, inst_p)
+    save_json(res_p, res.to_dict())
+    assert main(["execute", "--instance", str(inst_p), "--result", str(res_p), "--steps", "1", "--warmup", "1",
+                 "--workers", "2", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["ok"] and rep["loss_ok"] and rep["ops_moved_count"] == 0 and rep["order_matched"]
+    assert rep["extra"]["data_parallel"]["rows"] == [2, 1] and rep["extra"]["cluster"]["local"]
+
+
 def test_split_shapes_are_measured_and_time_the_pieces(model):
     """``split_shapes`` runs every splittable op alone at each piece size OS-DPOS can ask for (on 2
     devices at batch 3: 1, 2, 3 rows; the replicas' 2 and 1 rows and their halves) and OS-DPOS's split
