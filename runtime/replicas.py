@@ -25,6 +25,12 @@ data-parallel instance:
 * The fetched loss is sum_r (b_r / b) · loss_r (``<output>/replicas``, on replica 0's output device):
   the mean over the whole batch, so it is compared with the unplaced step's loss as any other result.
 
+What runs beyond the instance's model (small, and said here rather than hidden): the weighting
+``Mul``s beside each all-reduce ``AddN`` (the instance times the sum alone), the loss's weighted sum
+(one scalar per replica sent to replica 0's output device), and, when a replica's input is placed away
+from replica 0's (extracted graphs pin every input to the first device, so not there), the whole batch
+sent to its ``Slice``.
+
 Exact for losses that are means over the batch and for layers that act on each example alone (dense,
 convolution, attention, layer normalisation). Batch normalisation in training mode normalises each
 replica by its own rows, as every data-parallel step does; its loss then differs from the single-device
