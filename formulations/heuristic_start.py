@@ -129,7 +129,8 @@ def run_heuristics(inst: Instance, names: Sequence[str], *, budget: Budget | Non
                     continue
             t0, c0 = time.perf_counter(), time.process_time()
             # until one answered, Ctrl-C lets the heuristic finish (it only sets the flag): there is then
-            # an answer to return; that holds from its progress line on (a Ctrl-C seen there is one during it)
+            # an answer to return. Entered before the phase line: a Ctrl-C sent on seeing it finds the
+            # heuristic polling (seen under load: one landed between the line and the block)
             answered = interrupt.polling() if best is None else contextlib.nullcontext()
             try:
                 with answered:
