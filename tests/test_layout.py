@@ -7,7 +7,9 @@
 - no import circle between the top-level packages (the core, its shells, each method package);
 - no import circle between the rooms of the core (``dplace/instance``, ``schedule``, ``verify``, ``bounds``,
   ``kernels``, and each top-level module such as ``registry``, ``plugins``, ``result``), counting imports
-  inside functions too (only ``if TYPE_CHECKING:`` imports are left out: they never run).
+  inside functions too (only ``if TYPE_CHECKING:`` imports are left out: they never run);
+- no import circle between the modules and subpackages of a method package (``formulations/cpsat``,
+  ``formulations/milp``, ``formulations/frame.py`` ...), counted the same way.
 """
 from __future__ import annotations
 
