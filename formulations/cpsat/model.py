@@ -35,6 +35,7 @@ from dplace.budget import Budget
 from dplace.errors import InfeasibleError
 from dplace.instance.model import Instance
 
+from ..decode import choice_order
 from ..frame import OutOfTime, check_time, homogeneous_links
 from .ticks import Ticks
 
@@ -111,34 +112,20 @@ class CpModelVars:
     def tie_order(self, value, pl: list[int], order: list[list[int]]) -> list[list[int]] | None:
         """``order`` with ops of equal start and end on one device (zero-time ops at one instant) in the
         order the model's own literals chose (``order_lits``: in sequential comm they also order the
-        producers' transfers on a link, which the simulator sends in device order); None when that is
-        ``order`` itself or there are no such literals. Ties without a literal keep ``order``'s order."""
+        producers' transfers on a link, which the simulator sends in device order): a topological order of
+        the graph and the literals (:func:`~..decode.choice_order`), by (start, end, topological position)
+        first. None when that is ``order`` itself, there are no such literals, or they form a cycle."""
         if not self.order_lits:
             return None
-        from functools import cmp_to_key
-
         st = [int(value(v)) for v in self.s]
         en = [int(value(v)) for v in self.e]
-        pos = {o: i for lst in order for i, o in enumerate(lst)}
-
-        def cmp(a: int, c: int) -> int:
-            b = self.order_lits.get((min(a, c), max(a, c)))
-            if b is not None and not isinstance(b, bool):
-                first = min(a, c) if value(b) else max(a, c)
-                return -1 if first == a else 1
-            return pos[a] - pos[c]
-
-        out = []
-        for lst in order:
-            new, i = [], 0
-            while i < len(lst):
-                j = i + 1
-                while j < len(lst) and (st[lst[j]], en[lst[j]]) == (st[lst[i]], en[lst[i]]):
-                    j += 1
-                new += sorted(lst[i:j], key=cmp_to_key(cmp)) if j - i > 1 else lst[i:j]
-                i = j
-            out.append(new)
-        return None if out == order else out
+        tp = self.inst.topo_pos
+        before = []
+        for (a, c), b in self.order_lits.items():
+            if pl[a] == pl[c] and not isinstance(b, bool):
+                before.append((a, c) if value(b) else (c, a))
+        out = choice_order(self.inst, pl, [(st[o], en[o], tp[o]) for o in range(self.inst.n)], before)
+        return None if out is None or out == order else out
 
 
 def _enf(lits: Sequence[Any]) -> list[Any] | None:
