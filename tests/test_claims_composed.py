@@ -280,10 +280,14 @@ def test_the_proven_optimum_of_ties_comes_back_on_padded_1002930(monkeypatch, le
     proved 6.5, but its answer read back with two zero-time producers at one instant in the wrong order on
     their device (their transfers then left on the link in the order the model did not choose) and
     simulated to 7.5; the heuristic's 7.0 came back as ``feasible``. The model's choices now give its
-    order: the optimum comes back, proven."""
+    order: the optimum comes back, proven (at the product level, by the other formulation, as its notes say)."""
     if level == "solver":
         _solver_level(monkeypatch)
     inst, opt = _fixture("padded-1002930.json")
     res = dplace.solve(inst, method, time_limit_s=10, seed=0, **opts)
     assert res.status == "optimal" and res.makespan == pytest.approx(opt, rel=1e-9), (
         res.status, res.makespan, res.lower_bound)
+    if level == "product":  # 34 ops: the other formulation confirmed the optimum, and the answer says so
+        other = "CP-SAT" if method == "milp" else "the MILP (HiGHS)"
+        assert other in res.bound_source, res.bound_source
+        assert any(f"confirmed by {other}" in n for n in res.extra.get("claim_notes", [])), res.extra
