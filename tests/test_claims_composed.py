@@ -291,3 +291,18 @@ def test_the_proven_optimum_of_ties_comes_back_on_padded_1002930(monkeypatch, le
         other = "CP-SAT" if method == "milp" else "the MILP (HiGHS)"
         assert other in res.bound_source, res.bound_source
         assert any(f"confirmed by {other}" in n for n in res.extra.get("claim_notes", [])), res.extra
+
+
+@pytest.mark.solver
+def test_cpsat_infeasible_refuted_by_its_re_solve_has_its_bound_checked_by_the_milp():
+    """Composed seed 1002732 (24 ops, sequential comm, ticks of 1e-4 µs): CP-SAT with presolve answers
+    INFEASIBLE although its hint is a solution of the model; the search without presolve finds the optimum
+    and proves it. The other formulation was then asked about the infeasibility (refuted already) instead
+    of that bound, and the answer was ``feasible`` with the critical path as its bound. Now the MILP
+    confirms the bound and the optimum comes back proven."""
+    inst, opt = _fixture("padded-1002732.json")
+    res = dplace.solve(inst, "cpsat", time_limit_s=10, seed=0, progress=False)
+    assert res.extra["solver_status"] == "INFEASIBLE"  # the fixture still holds CP-SAT's defect
+    assert res.status == "optimal" and res.makespan == pytest.approx(opt, rel=1e-9), (
+        res.status, res.lower_bound, res.extra.get("claim_notes"))
+    assert "confirmed by the MILP (HiGHS)" in res.bound_source, res.bound_source

@@ -286,10 +286,13 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
         if inst.n <= claims.EXHAUSTIVE_MAX_OPS:
             _record(extra, "brute force", left, lim, t0)
     independent = ex is not None  # a check that no CP-SAT failure can share settled the claim
+    # INFEASIBLE that the search without presolve refuted (it found a schedule): what is left to check is
+    # the bound that search proved, not the infeasibility (composed seed 1002732)
+    says_infeasible = claim == math.inf and (certified is None or certified.value == math.inf)
     if ex is None and cross and not stopped and (
-            (certified is not None and certified.value > own_floor) or claim == math.inf):
+            (certified is not None and own_floor < certified.value < math.inf) or says_infeasible):
         certified, infeasible_confirmed, independent = _cross_check(
-            inst, T, outs, hint_res, own, certified, claim == math.inf, infeasible_confirmed, checks, seed, notes,
+            inst, T, outs, hint_res, own, certified, says_infeasible, infeasible_confirmed, checks, seed, notes,
             extra)
     own_floor = max([own_floor] + [b.value for b in own])  # brute force's optimum may have joined
     if (not independent and not claims.SAME_SOLVER_CONFIRMS and certified is not None
