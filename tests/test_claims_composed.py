@@ -306,3 +306,17 @@ def test_cpsat_infeasible_refuted_by_its_re_solve_has_its_bound_checked_by_the_m
     assert res.status == "optimal" and res.makespan == pytest.approx(opt, rel=1e-9), (
         res.status, res.lower_bound, res.extra.get("claim_notes"))
     assert "confirmed by the MILP (HiGHS)" in res.bound_source, res.bound_source
+
+
+@pytest.mark.solver
+@pytest.mark.parametrize("name", ["side-1002674.json", "side-1002332.json"])
+def test_cpsat_searches_again_on_ticks_fitted_to_its_schedule_when_the_hint_was_poor(name):
+    """Composed seeds 1002674 (13 ops, sequential) and 1002332 (39 ops, parallel), two blocks side by side:
+    the best heuristic's makespan is 6e4 and 1e9 times the optimum, the tick fitted to it 1e3 and 1e4 µs,
+    so CP-SAT found the optimum but its rounded times proved a bound 0.2 % and 50 % below: ``feasible``.
+    Now the model is solved once more on ticks fitted to the search's schedule and the optimum is proven."""
+    inst, opt = _fixture(name)
+    res = dplace.solve(inst, "cpsat", time_limit_s=10, seed=0, progress=False)
+    assert res.status == "optimal" and res.makespan == pytest.approx(opt, rel=1e-9), (
+        res.status, res.makespan, res.lower_bound)
+    assert res.extra["first_tick_us"] > 100 * res.extra["tick_us"], res.extra
