@@ -15,7 +15,7 @@ from typing import Hashable, Iterable, Sequence
 
 from dplace.instance.model import Instance
 
-__all__ = ["choice_order"]
+__all__ = ["choice_order", "choice_sequence"]
 
 
 def choice_order(inst: Instance, placement: Sequence[int], key: Sequence[Hashable],
@@ -24,6 +24,19 @@ def choice_order(inst: Instance, placement: Sequence[int], key: Sequence[Hashabl
     (pairs (a, b): a runs before b; pairs on two devices are ignored), the smallest ``key[o]`` first
     (e.g. (start, end, topological position) in the model's answer). None when the pairs and the graph
     form a cycle: no device order runs what the model chose."""
+    seq = choice_sequence(inst, placement, key, before)
+    if seq is None:
+        return None
+    order: list[list[int]] = [[] for _ in range(inst.m)]
+    for o in seq:
+        order[placement[o]].append(o)
+    return order
+
+
+def choice_sequence(inst: Instance, placement: Sequence[int], key: Sequence[Hashable],
+                    before: Iterable[tuple[int, int]]) -> list[int] | None:
+    """All ops in the one order :func:`choice_order` takes them (a topological order of the graph and the
+    pairs on one device, by ``key``), or None on a cycle."""
     n = inst.n
     succ: list[set[int]] = [set() for _ in range(n)]
     for k in range(len(inst.esrc)):
@@ -39,14 +52,12 @@ def choice_order(inst: Instance, placement: Sequence[int], key: Sequence[Hashabl
             waiting[v] += 1
     heap = [(key[o], o) for o in range(n) if waiting[o] == 0]
     heapq.heapify(heap)
-    order: list[list[int]] = [[] for _ in range(inst.m)]
-    done = 0
+    seq: list[int] = []
     while heap:
         o = heapq.heappop(heap)[1]
-        order[placement[o]].append(o)
-        done += 1
+        seq.append(o)
         for v in succ[o]:
             waiting[v] -= 1
             if waiting[v] == 0:
                 heapq.heappush(heap, (key[v], v))
-    return order if done == n else None
+    return seq if len(seq) == n else None
