@@ -434,27 +434,30 @@ def _m_sct(inst: Instance, method: str, opts: SctOptions, options: dict, budget:
     compiled = inst.comm == "parallel" and kernels.use(inst.n, "etf")
     if compiled:  # the compiled list scheduler, as m_etf's (the same decisions: tests compare)
         units_a, ca = _prepare_arrays(inst, opts)
-        units, cl = units_a.tolist(), Clusters(*ca.lists())
-        ur = None
+        nc, ur = ca.n, None
     else:
         units, cl, ur = _prepare(inst, opts)
-
-    def schedule(fav: list[int]):
-        if compiled:
-            return _schedule_arrays(inst, units_a, ca, opts.colocation_coadjust, fav, budget)
-        return _list_schedule(inst, cl, ur, fav, budget)
+        nc = cl.n
 
     def result(fav: list[int], extra: dict) -> Result:
-        pl, order, makespan, fallbacks, cut = schedule(fav)
+        if compiled:
+            pl, order, makespan, fallbacks, cut = _schedule_arrays(inst, units_a, ca, opts.colocation_coadjust, fav,
+                                                                   budget)
+            sizes = _extra_arrays(inst, units_a, ca)
+        else:
+            pl, order, makespan, fallbacks, cut = _list_schedule(inst, cl, ur, fav, budget)
+            sizes = _extra(inst, units, cl)
         return make_result(inst, method, pl, order, options=options, claimed_makespan=makespan,
-                           extra={**_extra(inst, units, cl), "fallbacks": fallbacks, **cut, **extra})
+                           extra={**sizes, "fallbacks": fallbacks, **cut, **extra})
 
     not_solved = {"sct_lp_status": "not solved: the time limit came before it"}
     if budget.expired():  # the limit came during the preparation: no LP; every cluster by the deadline rule
-        return result([-1] * cl.n, not_solved)
+        return result([-1] * nc, not_solved)
+    if compiled:
+        cl = Clusters(*ca.lists())
     k, edges = _cluster_lp_data(inst, cl)
     if budget.expired():
-        return result([-1] * cl.n, not_solved)
+        return result([-1] * nc, not_solved)
     window = int(opts.lp_window) if opts.lp_window is not None else (0 if cl.n <= GLOBAL_LP_MAX else LP_WINDOW)
     # the LP gets half of what is left, the list schedule the rest
     lp = solve_sct_lp_windows(k, edges, window=window, solver=opts.lp_solver, budget=budget.share(0.5))
