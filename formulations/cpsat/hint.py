@@ -215,13 +215,14 @@ def run_heuristics(inst: Instance, names: Sequence[str], *, budget: Budget | Non
                     scores[nm] = {"skipped": f"would not end within the heuristics' budget ({max(0.0, left):.2f} s "
                                   f"left, about {need:.2f} s needed)"}
                     continue
-            progress.phase(f"heuristic {i + 1}/{len(names)}: {nm}")
             t0, c0 = time.perf_counter(), time.process_time()
             # until one answered, Ctrl-C lets the heuristic finish (it only sets the flag): there is then
-            # an answer to return
+            # an answer to return. Entered before the phase line: a Ctrl-C sent on seeing it finds the
+            # heuristic polling (seen under load: one landed between the line and the block)
             answered = interrupt.polling() if best is None else contextlib.nullcontext()
             try:
                 with answered:
+                    progress.phase(f"heuristic {i + 1}/{len(names)}: {nm}")
                     res = call_method(method_info(nm).func, inst, budget.child(time_limit_s), seed)
             except Exception as exc:  # noqa: BLE001 — a failing heuristic is reported, not fatal
                 scores[nm] = {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
