@@ -8,6 +8,8 @@ clusters of :mod:`dplace.kernels.baechi`.
   device is free and its last input is there; an input from another device arrives at
   end + latency + bytes / bandwidth). Every key in a heap is distinct (the cluster index is in it),
   so the pops do not depend on how the heap breaks ties.
+* A stop count (lowered from another thread at the caller's deadline: the kernel runs without the GIL)
+  ends the method's rule; :func:`_complete` then places the rest as ``_complete_by_deadline`` does.
 
 tests/kernels/test_etf_kernels.py compares it with the reference (m_etf, m_sct and their options).
 """
