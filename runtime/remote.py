@@ -255,7 +255,7 @@ def execute(inst, placement, step: TrainStep, batch: int | None, cluster: Cluste
     from dplace.schedule.simulate import as_placement, simulate
 
     from .execute import ExecReport, _order_chains, _order_check, loss_verdict, measured_steps, reference_losses
-    from .memory import op_memory_score
+    from .memscore import op_memory_score
 
     result_makespan = None
     if batch is None:
@@ -364,7 +364,7 @@ def profile(step: TrainStep, batch: int, cluster: Cluster, devices: list[str], *
     model checked against the measured run (``tf.profile.memory``: per-device peak, predicted total,
     Celeritas' per-op score)."""
     from .extract import GiB, extract
-    from .memory import op_memory_score
+    from .memscore import op_memory_score
     from .profile import with_times
 
     cluster = cluster.map_devices(list(devices))

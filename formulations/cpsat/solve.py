@@ -27,8 +27,11 @@ from dplace.instance.model import Instance
 from dplace.registry import register
 from dplace.result import Result, make_result, no_solution
 
-from .hint import Interrupted, best_heuristic, hinted_model, memory_fits, slowdown_guess
-from ..frame import OutOfTime, check_time, cleanup_s, fallback, options_dict, run_guarded, stop_building_on_interrupt
+from ..heuristic_start import slowdown_guess
+from .hint import hinted_model, memory_fits
+from ..frame import (
+    OutOfTime, check_time, cleanup_s, cross_check, fallback, options_dict, run_guarded, stop_building_on_interrupt,
+)
 from .model import CpModelVars, model_cost_s, run_search
 from .windows import energetic_bound
 from .ticks import Ticks, tick_schedule
@@ -342,11 +345,10 @@ def _cross_check(inst: Instance, T: Ticks, outs: list[SolveOutcome], hint_res: R
                  infeasible_confirmed: bool, budget: Budget, seed: int, notes: list[str],
                  extra: dict[str, Any]) -> tuple[claims.Bound | None, bool, bool]:
     """CP-SAT's claim (``certified`` so far, or infeasibility) as far as the MILP of
-    :func:`dplace.formulations.milp.cross_check` (HiGHS, rescaled times) proves it; a
-    schedule it finds joins ``outs``. Returns (the bound kept, infeasibility confirmed, whether the MILP
-    proved anything: without that nothing independent stands behind the claim)."""
-    from ..milp import cross_check
-
+    :func:`dplace.formulations.milp.cross_check` (HiGHS, rescaled times; registered with the frame:
+    :func:`..frame.cross_check`) proves it; a schedule it finds joins ``outs``. Returns (the bound kept,
+    infeasibility confirmed, whether the MILP proved anything: without that nothing independent stands
+    behind the claim)."""
     inc = None
     for o in outs:
         if o.placement is not None:

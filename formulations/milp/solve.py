@@ -15,7 +15,7 @@ from typing import Any
 from ..cpsat import (  # noqa: I001 — OR-Tools before PuLP (see below)
     Ticks, build_model, confirm_bound, energetic_bound, horizon_ticks, reachability, tick_schedule,
 )
-from ..frame import OutOfTime, check_time, fallback, homogeneous_links, run_guarded  # noqa: I001
+from ..frame import OutOfTime, check_time, fallback, homogeneous_links, register_cross_check, run_guarded  # noqa: I001
 
 import pulp  # noqa: E402
 
@@ -181,6 +181,9 @@ def cross_check(inst: Instance, incumbent: Result | None, floor: float, time_lim
         return (math.inf, None) if incumbent is None else (None, None)
     b = info.get("bound")
     return (None if b is None else b * P.unit), res
+
+
+register_cross_check("milp", cross_check)  # CP-SAT's claims are checked by it (through the frame)
 
 
 def _resolve(P: MilpModel, opts: MilpOptions, left: float, warm: bool, seed: int, infeasible: bool,
