@@ -1,5 +1,5 @@
 """CPU cost of each heuristic that hints the exact methods, per (op x device): the figures behind
-``HEURISTIC_US`` / ``_COMPILED_US`` / ``_FIRST_US`` / ``_NUMBA_S`` in ``formulations/cpsat/hint.py``.
+``HEURISTIC_US`` / ``_COMPILED_US`` / ``_FIRST_US`` / ``_NUMBA_S`` in ``formulations/heuristic_start.py``.
 
 Each heuristic runs in a fresh Python process (after loading the instance and importing the methods), twice:
 ``first`` pays the instance's lazy indexes and, for a compiled kernel, importing numba and loading the
@@ -48,8 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from dplace.formulations.cpsat import HEURISTIC_US, hint_heuristics
-    from dplace.formulations.cpsat.hint import _COMPILED_US
+    from dplace.formulations.heuristic_start import _COMPILED_US, HEURISTIC_US, hint_heuristics
 
     names = [m for m in args.methods.split(",") if m] or hint_heuristics()
     try:

@@ -92,8 +92,11 @@ def run_one(instance: str, method: str, limit: float, workers: int | None) -> di
         return row
     e = data.get("extra") or {}
     how = e.get("stopped") or e.get("lns_stopped") or e.get("solver_status") or e.get("stage") or ""
-    if isinstance(e.get("time_limit"), dict):  # a list schedule cut at the limit (heuristics/baechi.py)
-        how = f"cut: {e['time_limit']['clusters_placed_by_method']}/{e['time_limit']['clusters']} by the method"
+    cut = e.get("time_limit")
+    if isinstance(cut, dict) and "clusters" in cut:  # a list schedule cut at the limit (heuristics/baechi.py)
+        how = f"cut: {cut['clusters_placed_by_method']}/{cut['clusters']} by the method"
+    elif isinstance(cut, dict) and "settings_tried" in cut:  # celeritas' balanced variants
+        how = f"cut: {cut['settings_tried']} fusion settings tried"
     if e.get("hint_method"):
         how = f"{e['hint_method']}: {how}"
     row.update(solve_s=data.get("solve_time_s"), status=data.get("status"), makespan=data.get("makespan"),

@@ -48,7 +48,8 @@ import sys
 import threading
 from typing import Callable, Iterator
 
-__all__ = ["clear", "handling", "on_request", "polling", "request", "requested"]
+__all__ = ["abandon", "abandoned", "clear", "handling", "on_request", "polling", "request", "requested",
+           "stop_point"]
 
 EXIT_CODE = 130
 MESSAGE = "dplace: interrupted — stopping with the best answer so far (Ctrl-C again to exit now)"
@@ -59,6 +60,7 @@ _callbacks: dict[int, Callable[[], object]] = {}
 _next_id = 0
 _count = 0
 _polling = 0
+_abandoned: list[threading.Thread] = []
 
 
 def requested() -> bool:
@@ -73,6 +75,20 @@ def stop_point() -> None:
     the flag set by the watcher is not lost (seen in CI: a run went on after its Ctrl-C)."""
     if _flag.is_set():
         raise KeyboardInterrupt
+
+
+def abandon(thread: threading.Thread) -> None:
+    """Note a daemon thread given up on while it sits in native code (a TensorFlow call to a cluster
+    whose worker died: :mod:`dplace.runtime.watched`). It is left running; nothing it holds may be used."""
+    with _lock:
+        _abandoned.append(thread)
+
+
+def abandoned() -> list[threading.Thread]:
+    """The threads given up on that are still running."""
+    with _lock:
+        _abandoned[:] = [t for t in _abandoned if t.is_alive()]
+        return list(_abandoned)
 
 
 def request() -> None:

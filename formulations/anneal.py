@@ -2,7 +2,7 @@
 
 ``portfolio`` runs it on the best start's placement: whole units (colocation groups, single ops) move to
 other devices with room or swap devices, and each placement is judged by its own list schedule
-(:func:`dplace.kernels.anneal.list_makespan`: ``formulations.lns.placement_order`` timed by the
+(:func:`dplace.kernels.anneal.list_makespan`: ``formulations.units.placement_order`` timed by the
 simulator's rules, compiled, ~50 µs on 650 ops). Judging thousands of placements a second lets the
 search cross the plateaus a first-improvement search stops on: on InceptionV3 (two copies of one DAG
 tied op by op) the moves that help come in long runs that each look worse alone.
@@ -60,11 +60,11 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     from dplace.kernels.anneal import Annealer
     from dplace.schedule.simulate import simulate
 
-    from .lns import _Units, placement_order
+    from .units import Units, placement_order
 
     t0 = time.perf_counter()
     budget = Budget.resolve(budget, time_limit_s)
-    units = _Units(inst)
+    units = Units(inst)
     start = [int(d) for d in placement]
     # the temperatures' scale (the same list schedule, timed here in Python: nothing compiled runs in
     # this thread, so a first run that compiles the kernel keeps the clock)

@@ -1,12 +1,14 @@
 """What every exact method shares: the guarded run (dplace's bound, the best heuristic as hint and
-fallback, then the search), the labelled fallback, running out of time while building a model, and small
-helpers. CP-SAT (:mod:`.cpsat`) and the MILP (:mod:`.milp`) both run inside :func:`run_guarded`.
+fallback, then the search), the labelled fallback, running out of time while building a model, the other
+formulation's cross check, and small helpers. CP-SAT (:mod:`.cpsat`) and the MILP (:mod:`.milp`) both run
+inside :func:`run_guarded` and import this module; it imports neither (the MILP registers its cross check
+here: :func:`register_cross_check`), so imports between the exact methods go one way (milp -> cpsat -> frame).
 """
 from __future__ import annotations
 
 import contextlib
 from dataclasses import asdict, replace
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from dplace import interrupt
 from dplace.budget import Budget
@@ -15,8 +17,10 @@ from dplace.instance.model import Instance
 from dplace.result import Result, no_solution
 from dplace.verify import claims
 
-__all__ = ["OutOfTime", "check_time", "cleanup_s", "fallback", "homogeneous_links", "options_dict", "run_guarded",
-           "stop_building_on_interrupt"]
+from .heuristic_start import Interrupted, best_heuristic
+
+__all__ = ["OutOfTime", "check_time", "cleanup_s", "cross_check", "fallback", "homogeneous_links", "options_dict",
+           "register_cross_check", "run_guarded", "stop_building_on_interrupt"]
 
 
 class OutOfTime(SolverError):
@@ -24,7 +28,6 @@ class OutOfTime(SolverError):
 
 
 _stop_on_interrupt = False
-
 
 
 @contextlib.contextmanager
@@ -60,9 +63,31 @@ def cleanup_s(inst: Instance) -> float:
 
 
 def options_dict(opts: Any) -> dict[str, Any]:
-    from dataclasses import asdict
-
     return asdict(opts)
+
+
+CrossCheck = Callable[..., tuple[float | None, Result | None]]
+_cross_checks: dict[str, CrossCheck] = {}
+
+
+def register_cross_check(name: str, check: CrossCheck) -> None:
+    """Register the other formulation's word on a CP-SAT claim (called by :mod:`.milp` when imported):
+    ``check(inst, incumbent, floor, *, seed, budget) -> (bound µs | inf | None, Result | None)``."""
+    _cross_checks[name] = check
+
+
+def cross_check(inst: Instance, incumbent: Result | None, floor: float, *, seed: int = 0,
+                budget: Budget) -> tuple[float | None, Result | None]:
+    """The registered cross check (:func:`dplace.formulations.milp.cross_check`: the MILP with HiGHS) on a
+    CP-SAT claim: (the bound it proves in µs, ``inf`` when no placement fits, None when it proves nothing;
+    a Result when it found a schedule). The method packages are loaded first (by name, through the table
+    of methods), so the MILP has registered itself."""
+    from dplace.plugins import load_methods
+
+    load_methods(("dplace.formulations",))
+    if "milp" not in _cross_checks:  # pragma: no cover - formulations/milp is part of the package
+        raise SolverError("no cross check is registered (formulations/milp did not load)")
+    return _cross_checks["milp"](inst, incumbent, floor, seed=seed, budget=budget)
 
 
 def run_guarded(inst: Instance, method: str, opts: Any, budget: Budget, seed: int, search: Any,
@@ -76,8 +101,6 @@ def run_guarded(inst: Instance, method: str, opts: Any, budget: Budget, seed: in
     ``extra["skipped"]`` says why). When the budget runs out before the solver starts
     (:class:`OutOfTime`), or on Ctrl-C, the best answer so far comes back labelled (``interrupted`` on
     Ctrl-C). The answer is never empty while a heuristic gives one."""
-    from .cpsat.hint import Interrupted, best_heuristic  # the hints are CP-SAT's module; it imports this one
-
     limit = budget.left()
     base = claims.base_bound(inst)
     max_ops = getattr(opts, "max_ops", None)

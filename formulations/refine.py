@@ -44,13 +44,11 @@ from dplace.instance.model import Instance
 from dplace.registry import method_info, methods, register
 from dplace.result import Result, make_result
 
-from .cpsat import (
-    Ticks, best_heuristic, finish, hint_heuristics, hinted_model, memory_fits, reachability, slowdown_guess,
-    solve_model, tick_schedule,
-)
+from .cpsat import Ticks, finish, hinted_model, memory_fits, reachability, solve_model, tick_schedule
 from .frame import OutOfTime
+from .heuristic_start import best_heuristic, hint_heuristics, slowdown_guess
+from .heuristic_start import run_heuristics as _run_heuristics
 from .lns import sim_cost_s
-from .cpsat import run_heuristics as _run_heuristics
 
 __all__ = ["PortfolioOptions", "RefineOptions", "critical_ops", "list_order", "portfolio", "refine"]
 
@@ -100,7 +98,7 @@ def list_order(inst: Instance, placement: Sequence[int]) -> list[list[int]]:
     each inserted at its earliest start on its device (HEFT's insertion policy, ScheduleState)."""
     from dplace.schedule.ranks import upward_rank
 
-    from .lns import list_schedule
+    from .units import list_schedule
 
     return list_schedule(inst, placement, upward_rank(inst, "mean", "mean"))
 
@@ -118,7 +116,7 @@ def heuristic_names() -> list[str]:
 
 def run_heuristics(inst: Instance, names: Sequence[str], clock: Budget, budget_s: float, seed: int,
                    keep: dict[str, Result] | None = None) -> tuple[dict[str, Any], tuple[str, Result] | None]:
-    """:func:`.cpsat.run_heuristics` within ``budget_s`` seconds from now (each heuristic gets at most a
+    """:func:`.heuristic_start.run_heuristics` within ``budget_s`` seconds from now (each heuristic gets at most a
     tenth of the whole limit): a heuristic is skipped once it would end past that, or on Ctrl-C, unless
     nothing gave a placement yet; the best by (memory kept, simulated makespan). ``keep``: filled with
     every heuristic's Result."""
@@ -363,10 +361,10 @@ def refine(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, 
 def _portfolio_large(inst: Instance, best: Result, ran: dict[str, Result], scores: dict[str, Any],
                      opts: PortfolioOptions, clock: Budget, seed: int) -> Result | None:
     """Above K ops: the coarse CP-SAT answer as one more start (not where :func:`.anneal.applies`), then
-    :func:`.lns.portfolio_large` (segment bound, every start re-ordered, annealing, group-move LNS) for the
+    :func:`.large.portfolio_large` (segment bound, every start re-ordered, annealing, group-move LNS) for the
     rest of the budget."""
     from .anneal import applies
-    from .lns import portfolio_large
+    from .large import portfolio_large
 
     # where the annealing runs, its time is worth more than the coarse answer's (measured on the bundled
     # real graphs: the coarse start never won there and cost a quarter of the budget)
@@ -393,7 +391,7 @@ def portfolio(inst: Instance, *, time_limit_s: float | None = None, seed: int = 
         scores, got = run_heuristics(inst, heuristic_names(), clock, opts.start_share * clock.limit_s, seed, keep=ran)
         if got is None:
             raise InfeasibleError("portfolio: no heuristic gave a placement")
-        if inst.n > opts.K:  # large graphs: segment bound + group-move LNS from every answer so far (lns.py)
+        if inst.n > opts.K:  # large graphs: segment bound + group-move LNS from every answer so far (large.py)
             out = _portfolio_large(inst, got[1], ran, scores, opts, clock, seed)
             if out is not None:
                 return out

@@ -193,11 +193,11 @@ def search(inst: Instance, placement: Sequence[int], *, time_limit_s: float | No
     :func:`placement_bound` (ties: the sum of its three largest terms), first improvement over random
     sweeps, until no move helps or ``budget`` (or ``time_limit_s`` from now) is spent. Returns (placement, its bound). Memory: a move is
     only made when the unit fits; a start over memory stays over only where it was."""
-    from .lns import _Units
+    from .units import Units
 
     budget = Budget.resolve(budget, time_limit_s)
     rng = random.Random(seed)
-    U = _Units(inst)
+    U = Units(inst)
     pl = list(placement)
     used = [0] * inst.m
     for u, ms in enumerate(U.members):
@@ -241,7 +241,7 @@ def schedule(inst: Instance, placement: Sequence[int], sides: Sequence[int] | No
     the same with a random head start (0-30 %) and priorities scaled by random factors within 2-10 %.
     Returns the order with the shortest simulated makespan (memory is the placement's) and its
     schedule."""
-    from .lns import list_schedule
+    from .units import list_schedule
 
     budget = Budget.resolve(budget, time_limit_s)
     H, Q = heads_tails(inst, placement)

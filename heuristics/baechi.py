@@ -83,9 +83,17 @@ def _prepare_arrays(inst: Instance, opts: BaechiOptions):
     return units, kb.cluster_arrays(a, label)
 
 
-def _schedule_arrays(inst: Instance, units: np.ndarray, ca, reserve_whole: bool,
-                     fav_child: np.ndarray | None) -> tuple[list[int], list[list[int]], float, int]:
-    """``_list_schedule`` compiled (parallel comm): placement, per-device order, makespan, fallbacks."""
+def _schedule_arrays(inst: Instance, units: np.ndarray, ca, reserve_whole: bool, fav_child: np.ndarray | None,
+                     budget: Budget | None = None, stop_after: int | None = None
+                     ) -> tuple[list[int], list[list[int]], float | None, int, dict]:
+    """``_list_schedule`` compiled (parallel comm): placement, per-device order, makespan, fallbacks, extra.
+
+    ``budget``: at its deadline a timer lowers the kernel's stop count (the kernel releases the GIL),
+    so it ends after the cluster it is placing; the clusters left are placed by the compiled twin of
+    :func:`_complete_by_deadline` (makespan None: the simulator's). ``stop_after``: place at most that
+    many clusters by the method's rule (tests cut it where they want)."""
+    import contextlib
+
     from dplace.kernels.etf import etf
     from dplace.kernels.levels import upward_rank as kupward_rank
 
@@ -105,17 +113,27 @@ def _schedule_arrays(inst: Instance, units: np.ndarray, ca, reserve_whole: bool,
     prio = -np.maximum.reduceat(kupward_rank(a)[ca.ops], starts) if nc else np.zeros(0)
     sct = fav_child is not None
     fav = np.asarray(fav_child if sct else np.full(nc, -1), dtype=np.int64)
-    pl, _, end, seq, fallbacks = etf(
-        inst.m, ca.ops_ptr, ca.ops, ca.succ_ptr, ca.succ, np.diff(ca.pred_ptr), prio, uid[first], unit_mem,
-        unit_pin, cmem, a.capacity, reserve_whole, fav, sct, a.pred_ptr, a.pred_edge, a.esrc, a.ebytes, a.lat,
-        a.bw, a.dur)
+    stop = np.full(1, nc if stop_after is None else min(nc, stop_after), dtype=np.int64)
+    if budget is not None and budget.expired():
+        stop[0] = 0
+    with budget.on_expiry(lambda: stop.fill(0)) if budget is not None else contextlib.nullcontext():
+        pl, _, end, seq, fallbacks, placed = etf(
+            inst.m, ca.ops_ptr, ca.ops, ca.succ_ptr, ca.succ, ca.pred_ptr, ca.pred, prio, uid[first], unit_mem,
+            unit_pin, cmem, a.capacity, reserve_whole, fav, sct, a.pred_ptr, a.pred_edge, a.esrc, a.ebytes, a.lat,
+            a.bw, a.dur, stop)
     dev_of = pl[seq]
     order = [seq[dev_of == d].tolist() for d in range(inst.m)]
-    return pl.tolist(), order, float(end.max()) if inst.n else 0.0, int(fallbacks)
+    if placed == nc:
+        return pl.tolist(), order, float(end.max()) if inst.n else 0.0, int(fallbacks), {}
+    return pl.tolist(), order, None, int(fallbacks), _cut_extra(int(placed), nc)
 
 
 def _extra(inst: Instance, units: list[int], cl: Clusters) -> dict:
     return {"units": len(set(units)), "clusters": cl.n, "ops": inst.n}
+
+
+def _extra_arrays(inst: Instance, units: np.ndarray, ca) -> dict:
+    return {"units": int(np.count_nonzero(units == np.arange(inst.n))), "clusters": ca.n, "ops": inst.n}
 
 
 # ------------------------------------------------------------------------------------------ m-TOPO
@@ -300,7 +318,8 @@ def _complete_by_deadline(inst: Instance, cl: Clusters, ur: _UnitRules, state: S
     under predecessors, ``state``): the others, in topological order after them, each on a device that
     keeps memory (its forced one; else the device of one of its predecessors, in order; else the one
     with most free memory; none: best effort, flagged), appended to that device's order. Not the
-    paper's rule: the Result's extra says how far the method got."""
+    paper's rule: the Result's extra says how far the method got. Compiled twin: ``_complete`` in
+    :mod:`dplace.kernels.etf` (tests/kernels/test_etf_kernels.py cuts both after the same clusters)."""
     placement, order = list(state.placement), state.order()
     free = [inst.capacity[d] - ur.used[d] for d in range(inst.m)]
     queue = [c for c in range(cl.n) if not done[c] and need[c] == 0]
@@ -328,10 +347,13 @@ def _complete_by_deadline(inst: Instance, cl: Clusters, ur: _UnitRules, state: S
             need[x] -= 1
             if need[x] == 0:
                 queue.append(x)
-    extra = {"time_limit": {"clusters_placed_by_method": placed, "clusters": cl.n,
-                            "rest": "placed at the time limit in topological order on a predecessor's device "
-                                    "(else the one with most free memory), not by the method's rule"}}
-    return placement, order, None, fallbacks, extra
+    return placement, order, None, fallbacks, _cut_extra(placed, cl.n)
+
+
+def _cut_extra(placed: int, clusters: int) -> dict:
+    return {"time_limit": {"clusters_placed_by_method": placed, "clusters": clusters,
+                           "rest": "placed at the time limit in topological order on a predecessor's device "
+                                   "(else the one with most free memory), not by the method's rule"}}
 
 
 @register("m_etf", options=BaechiOptions, paper="Baechi §2.3, §3 (SoCC'20)",
@@ -351,10 +373,10 @@ def _m_etf(inst: Instance, method: str, opts: BaechiOptions, options: dict, budg
     # the compiled list scheduler; sequential comm stays on the reference, whose sends re-time committed work
     if inst.comm == "parallel" and kernels.use(inst.n, "etf"):
         units, ca = _prepare_arrays(inst, opts)
-        pl, order, makespan, fallbacks = _schedule_arrays(inst, units, ca, opts.colocation_coadjust, None)
-        extra = {"units": int(np.count_nonzero(units == np.arange(inst.n))), "clusters": ca.n, "ops": inst.n}
+        pl, order, makespan, fallbacks, cut = _schedule_arrays(inst, units, ca, opts.colocation_coadjust, None,
+                                                               budget)
         return make_result(inst, method, pl, order, options=options, claimed_makespan=makespan,
-                           extra={**extra, "fallbacks": fallbacks})
+                           extra={**_extra_arrays(inst, units, ca), "fallbacks": fallbacks, **cut})
     units, cl, ur = _prepare(inst, opts)
     pl, order, makespan, fallbacks, cut = _list_schedule(inst, cl, ur, None, budget)
     return make_result(inst, method, pl, order, options=options, claimed_makespan=makespan,
@@ -400,31 +422,52 @@ def m_sct(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, b
 
 
 def _m_sct(inst: Instance, method: str, opts: SctOptions, options: dict, budget: Budget) -> Result:
-    """m-SCT under ``budget``: the LP gets what is left of it (windows left at its end: greedy favourites)."""
+    """m-SCT under ``budget``, every phase checked: the preparation (units, clusters), the LP data, the LP
+    (half of what is left; windows left at its end: greedy favourites), the list schedule (cut at the
+    deadline: :func:`_complete_by_deadline`). A limit reached before the LP: no LP, said in
+    ``extra["sct_lp_status"]``, and every cluster by the deadline rule (``extra["time_limit"]``)."""
     from dplace.heuristics.sct_lp import favorite_children, solve_sct_lp_windows
 
     fo = _forward_only(inst, opts, method, options, lambda g: _m_sct(g, method, opts, options, budget))
     if fo is not None:
         return fo
-    units, cl, ur = _prepare(inst, opts)
-    if budget.expired():  # the limit came during the preparation: no LP; every cluster by the deadline rule
-        pl, order, makespan, fallbacks, cut = _list_schedule(inst, cl, ur, [-1] * cl.n, budget)
+    compiled = inst.comm == "parallel" and kernels.use(inst.n, "etf")
+    if compiled:  # the compiled list scheduler, as m_etf's (the same decisions: tests compare)
+        units_a, ca = _prepare_arrays(inst, opts)
+        nc, ur = ca.n, None
+    else:
+        units, cl, ur = _prepare(inst, opts)
+        nc = cl.n
+
+    def result(fav: list[int], extra: dict) -> Result:
+        if compiled:
+            pl, order, makespan, fallbacks, cut = _schedule_arrays(inst, units_a, ca, opts.colocation_coadjust, fav,
+                                                                   budget)
+            sizes = _extra_arrays(inst, units_a, ca)
+        else:
+            pl, order, makespan, fallbacks, cut = _list_schedule(inst, cl, ur, fav, budget)
+            sizes = _extra(inst, units, cl)
         return make_result(inst, method, pl, order, options=options, claimed_makespan=makespan,
-                           extra={**_extra(inst, units, cl), "fallbacks": fallbacks, **cut,
-                                  "sct_lp_status": "not solved: the time limit came before it"})
+                           extra={**sizes, "fallbacks": fallbacks, **cut, **extra})
+
+    not_solved = {"sct_lp_status": "not solved: the time limit came before it"}
+    if budget.expired():  # the limit came during the preparation: no LP; every cluster by the deadline rule
+        return result([-1] * nc, not_solved)
+    if compiled:
+        cl = Clusters(*ca.lists())
     k, edges = _cluster_lp_data(inst, cl)
+    if budget.expired():
+        return result([-1] * nc, not_solved)
     window = int(opts.lp_window) if opts.lp_window is not None else (0 if cl.n <= GLOBAL_LP_MAX else LP_WINDOW)
     # the LP gets half of what is left, the list schedule the rest
     lp = solve_sct_lp_windows(k, edges, window=window, solver=opts.lp_solver, budget=budget.share(0.5))
     fav_child, _ = favorite_children(cl.n, edges, lp.x, opts.threshold)
-    pl, order, makespan, fallbacks, cut = _list_schedule(inst, cl, ur, fav_child, budget)
-    extra = {**_extra(inst, units, cl), "fallbacks": fallbacks, **cut,
-             # the SCT relaxation's optimum (infinite devices): NOT a lower bound of this problem
-             "sct_lp_objective": lp.objective, "sct_lp_status": lp.status, "sct_lp_time_s": lp.time_s,
+    # the SCT relaxation's optimum (infinite devices): NOT a lower bound of this problem
+    extra = {"sct_lp_objective": lp.objective, "sct_lp_status": lp.status, "sct_lp_time_s": lp.time_s,
              "sct_lp_windows": len(lp.window_objectives), "favorite_children": sum(1 for f in fav_child if f >= 0)}
     if len(lp.window_objectives) > 1:
         extra["sct_lp_window_objectives"] = lp.window_objectives
-    return make_result(inst, method, pl, order, options=options, claimed_makespan=makespan, extra=extra)
+    return result(fav_child, extra)
 
 
 # ------------------------------------------------------------------------------ dplace's variants

@@ -41,7 +41,7 @@ Compiled twins (from ``kernels.FROM`` sizes): :mod:`dplace.kernels.adjust` (Adju
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -244,16 +244,19 @@ def _extra(inst: Instance, cz: Coarsening, ccr_before: float, **more) -> dict:
 
 
 def _best_of(inst: Instance, method: str, opts: CeleritasOptions, variant: _Variant, options: dict, place,
-             fills: tuple[bool, ...] = (False,)) -> Result:
+             fills: tuple[bool, ...] = (False,), budget: Budget | None = None) -> Result:
     """Run ``place(cz, balanced) -> (coarse placement, extra)`` for each fusion granularity (and each
     of ``fills``) and keep the best simulated result (memory kept first, then makespan; ties: the
-    earlier setting). The paper's variant: only the memory-only clusters and fill."""
+    earlier setting). The paper's variant: only the memory-only clusters and fill. ``budget``: once it
+    has expired no further setting is started (the first always runs); the best one's extra says how
+    many were tried (``time_limit``)."""
     settings = BALANCE_SPLITS if variant.balance else (None,)
     order = cpd_topo_order(inst)
     best = None
     widest = math.inf  # most work in one cluster of the memory-only fusions (inf until known)
     ccr_before = ccr(inst)
     total = _total_time(inst)
+    tried = 0
     for split in settings:
         wl = _work_limit(inst, split, total)
         if wl is not None and wl >= widest:
@@ -261,10 +264,15 @@ def _best_of(inst: Instance, method: str, opts: CeleritasOptions, variant: _Vari
         for anchor_first in variant.anchors:
             if anchor_first and len(variant.anchors) > 1 and not inst.groups:
                 continue  # no colocation: the same fusion
+            if best is not None and budget is not None and budget.expired():
+                return replace(best, extra={**best.extra, "time_limit": {
+                    "settings_tried": tried, "stopped_before": {"work_split": split, "anchor_first": anchor_first},
+                    "rest": "fusion settings not tried: the time limit came"}})
             cz = _coarse(inst, opts, split, order, total, anchor_first)
             if split is None:
                 widest = _widest(inst, cz) if widest == math.inf else max(widest, _widest(inst, cz))
             for balanced in (fills if variant.balance else (False,)):
+                tried += 1
                 cpl, more = place(cz, balanced)
                 if variant.balance:
                     more = dict(more, work_split=split, balanced_fill=balanced, anchor_first=anchor_first)
@@ -292,7 +300,7 @@ def standard_evaluation(inst: Instance, *, time_limit_s: float | None = None, se
     return make_result(inst, "standard_evaluation", fill_placement(inst, dfs_topo_order(inst)), options=options)
 
 
-def _order_place(inst: Instance, method: str, variant: _Variant, options: dict) -> Result:
+def _order_place(inst: Instance, method: str, variant: _Variant, options: dict, budget: Budget | None = None) -> Result:
     opts = CeleritasOptions(**options)
 
     def place(cz: Coarsening, balanced: bool):
@@ -300,17 +308,17 @@ def _order_place(inst: Instance, method: str, variant: _Variant, options: dict) 
         share = sum(sum(r) for r in cg.dur) / cg.m / cg.m if balanced else None
         return fill_placement(cg, cpd_topo_order(cg), share), {}
 
-    return _best_of(inst, method, opts, variant, options, place, fills=(False, True))
+    return _best_of(inst, method, opts, variant, options, place, fills=(False, True), budget=budget)
 
 
-def _celeritas(inst: Instance, method: str, variant: _Variant, options: dict) -> Result:
+def _celeritas(inst: Instance, method: str, variant: _Variant, options: dict, budget: Budget | None = None) -> Result:
     opts = CeleritasOptions(**options)
 
     def place(cz: Coarsening, balanced: bool):
         cpl, state = adjusting_placement(cz.coarse)
         return cpl, {"coarse_makespan": state.makespan}
 
-    return _best_of(inst, method, opts, variant, options, place)
+    return _best_of(inst, method, opts, variant, options, place, budget=budget)
 
 
 @register("order_place", options=CeleritasOptions, paper="Celeritas §5.1, §5.2/§6.2 Order-Place, §6.1",
@@ -330,7 +338,7 @@ def order_place_balanced(inst: Instance, *, time_limit_s: float | None = None, s
                          **options) -> Result:
     """dplace's Order-Place: fusion also at the work limits of ``BALANCE_SPLITS``, each coarse graph filled
     to memory and to each device's work share (total / m); the best simulated kept (module docstring)."""
-    return _order_place(inst, "order_place_balanced", BALANCED, options)
+    return _order_place(inst, "order_place_balanced", BALANCED, options, Budget.resolve(budget, time_limit_s))
 
 
 @register("celeritas", options=CeleritasOptions, paper="Celeritas Alg. 1-2, §5.1-5.2, §6.1",
@@ -350,7 +358,7 @@ def celeritas_balanced(inst: Instance, *, time_limit_s: float | None = None, see
                        **options) -> Result:
     """dplace's Celeritas: Adjusting Placement on the memory-only fusion and on fusions also limited to
     total work / m / k for k in ``BALANCE_SPLITS``; the best simulated kept (module docstring)."""
-    return _celeritas(inst, "celeritas_balanced", BALANCED, options)
+    return _celeritas(inst, "celeritas_balanced", BALANCED, options, Budget.resolve(budget, time_limit_s))
 
 
 def add_cli(subparsers) -> None:

@@ -278,7 +278,9 @@ def data_parallel_instance(inst: Instance, replicas: int | None = None, inputs: 
       replicated as ``rep<r>/<id>``: time and memory × f_r (f_r = replica r's share of the batch, the
       batch size of ``extra["tf"]["batch"]`` divided as evenly as possible, else 1/replicas); pins kept
       (the inputs still arrive where they did); colocation groups per replica (``<group>/rep<r>``);
-      ``forward_of`` and split specs name the replica's ops, a split's ``batch`` size is the replica's.
+      ``forward_of`` and split specs name the replica's ops, a split's ``batch`` size is the replica's;
+      ``tf_node`` dropped (``dplace execute`` runs replica r as graph node ``rep<r>/<id>``,
+      :mod:`dplace.runtime.replicas`).
       An op whose split spec has ``batch`` in ``reduce`` (a weight gradient: a partial sum over the
       batch) and any batch op fed only by such ops keep their full memory and output bytes.
     * Shared ops (one copy, unchanged): every op not reachable from the inputs (variables, their
@@ -364,7 +366,8 @@ def data_parallel_instance(inst: Instance, replicas: int | None = None, inputs: 
                 share = measured_share(op, "batch", rows, bdims["batch"])
                 f = f if share is None else share
             t: Any = {k: v * f for k, v in op.time.items()} if isinstance(op.time, dict) else float(op.time) * f
-            extra = dict(op.extra, replica_of=op.id, replica=r)
+            extra = {k: v for k, v in op.extra.items() if k != "tf_node"}  # a replica is a node of its own
+            extra.update(replica_of=op.id, replica=r)
             if "forward_of" in extra:
                 extra["forward_of"] = rname(extra["forward_of"], r)
             spec = extra.get(SPLIT_KEY)

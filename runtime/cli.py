@@ -226,7 +226,7 @@ def cmd_execute(args: argparse.Namespace) -> int:
             raise InvalidInstanceError(f"result {args.result!r}: device {dev!r} is not a TensorFlow device name "
                                        "(CPU:N or GPU:N; results of dplace profile instances have them)")
 
-    from . import extract, split, zoo
+    from . import extract, replicas, zoo
 
     saved: dict[str, Any] = {}
     if args.instance:
@@ -258,7 +258,7 @@ def cmd_execute(args: argparse.Namespace) -> int:
         if on_cluster:
             rep = _execute_on_cluster(args, cluster_spec, inst, res, step, batch, cb)
         else:
-            rep = split.execute_result(inst, res, step, batch, steps=args.steps, warmup=args.warmup, progress=cb)
+            rep = replicas.execute_result(inst, res, step, batch, steps=args.steps, warmup=args.warmup, progress=cb)
     if predicted_from_result and data.get("makespan") is not None:
         rep.predicted_us = float(data["makespan"])
     if args.json:
@@ -280,6 +280,8 @@ def cmd_execute(args: argparse.Namespace) -> int:
         Console().print(t)
         print(f"{rep.steps} timed steps after {rep.warmup} warm-up; ops that ran per device: "
               + ", ".join(f"{d} {n}" for d, n in rep.ops_per_device.items()))
+        if rep.extra.get("data_parallel", {}).get("note"):
+            print("data-parallel: " + rep.extra["data_parallel"]["note"])
         for n, want, got in rep.ops_moved[:20]:
             print(f"moved: {n} placed on {want} ran on {got}")
         if rep.order_enforced:
@@ -295,17 +297,15 @@ def cmd_execute(args: argparse.Namespace) -> int:
 
 def _execute_on_cluster(args, spec, inst, res, step, batch, cb):
     """``execute --workers N`` (local workers started and stopped here) or ``--cluster-spec FILE``."""
-    from . import remote
+    from . import remote, replicas
     from .cluster import LocalWorkers
 
-    if res.transform is not None:
-        raise NotImplementedError("execute: results on a rewritten graph (OS-DPOS splits) run only on this "
-                                  "process's devices, not yet with --workers or --cluster-spec")
+    g, rewrite, batch = replicas.result_graph(inst, res, step, batch)
+    kw = dict(steps=args.steps, warmup=args.warmup, progress=cb, rewrite=rewrite)
     if spec is not None:
-        return remote.execute(inst, res, step, batch, spec, steps=args.steps, warmup=args.warmup, progress=cb)
+        return replicas.describe(remote.execute(g, res, step, batch, spec, **kw), rewrite, step)
     with LocalWorkers(args.workers) as workers:
-        return remote.execute(inst, res, step, batch, workers.cluster, steps=args.steps, warmup=args.warmup,
-                              progress=cb)
+        return replicas.describe(remote.execute(g, res, step, batch, workers.cluster, **kw), rewrite, step)
 
 
 def _print_cluster_record(rep) -> None:

@@ -244,10 +244,12 @@ def execute(inst: Instance, placement: Result | Any, step: TrainStep, batch: int
 
 def measured_steps(call: Callable[[], float], *, untimed: int, steps: int, loss_steps: int, total: int,
                    progress: Callable[[str, int, int], None] | None = None,
-                   losses: list[float] | None = None) -> tuple[list[float], list[float]]:
+                   losses: list[float] | None = None,
+                   timer: Callable[[], float] | None = None) -> tuple[list[float], list[float]]:
     """The measured-step loop of both executors: ``untimed`` warm-up steps (the first ``loss_steps``
     losses kept; ``losses`` holds those of steps already run), then ``steps`` timed ones. Returns
-    (losses, per timed step its wall time in µs)."""
+    (losses, per timed step its wall time in µs: measured around ``call``, or ``timer()`` after it, the
+    call's own measure, for a call run in another thread)."""
     losses = list(losses or [])
     for i in range(len(losses), untimed):
         interrupt.stop_point()
@@ -261,7 +263,7 @@ def measured_steps(call: Callable[[], float], *, untimed: int, steps: int, loss_
         interrupt.stop_point()
         t0 = time.perf_counter()
         call()
-        times.append((time.perf_counter() - t0) * 1e6)
+        times.append((time.perf_counter() - t0) * 1e6 if timer is None else timer())
         if progress:
             progress("timed", untimed + i + 1, total)
     return losses, times

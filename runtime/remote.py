@@ -23,6 +23,7 @@ from typing import Any, Callable
 from dplace import interrupt
 from dplace.errors import InvalidInstanceError
 
+from . import watched
 from .cluster import Cluster, ClusterError
 from .recvcost import fit_receive_cost
 from .zoo import TrainStep, _tf
@@ -113,13 +114,15 @@ class SessionStep:
     node to the node it must follow (control dependency: the enforced order)."""
 
     def __init__(self, step: TrainStep, batch: int, cluster: Cluster, device_of: Callable[[str], str],
-                 after: dict[str, str] | None = None, *, timeout_s: float = 600.0):
+                 after: dict[str, str] | None = None, *, timeout_s: float = 600.0, rewrite=None):
         tf = _tf()
         self.cluster = cluster
         self.timeout_ms = int(timeout_s * 1000)
         cf = step.concrete(batch)
         graph = cf.graph
         gd = graph.as_graph_def()
+        if rewrite is not None:  # a FastT graph: dplace.runtime.replicas.rewrite_for
+            gd = rewrite.graph_def(gd)
         for nd in gd.node:
             nd.device = device_of(nd.name)
             if after and nd.name in after:
@@ -147,7 +150,7 @@ class SessionStep:
             tf.compat.v1.import_graph_def(gd, input_map=input_map, name="")
         x, y = step.inputs(batch)
         self.feed = {graph.inputs[0].name: x.numpy(), graph.inputs[1].name: y.numpy()}
-        self.fetch = [t.name for t in graph.outputs][:1]
+        self.fetch = [rewrite.tensor(t.name) if rewrite else t.name for t in graph.outputs][:1]
         cfg = tf.compat.v1.ConfigProto(allow_soft_placement=False, operation_timeout_in_ms=self.timeout_ms,
                                        isolate_session_state=True)
         cfg.graph_options.rewrite_options.disable_meta_optimizer = True
@@ -155,14 +158,23 @@ class SessionStep:
         cfg.graph_options.optimizer_options.do_constant_folding = False
         cfg.graph_options.optimizer_options.do_function_inlining = False
         self.broken = False  # the cluster failed under this session: closing it would wait on a dead master
-        cluster.check_alive()  # a session opened on a dead master waits for it with no time limit
-        self.sess = tf.compat.v1.Session(cluster.target, graph=g, config=cfg)
+        self.last_us = float("nan")  # the last call's wall time, measured in its own thread
+        self.sess = None
+        # a session opened on a dead master waits for it with no time limit: opened watched, as every call
+        self.sess = self._guard(lambda: tf.compat.v1.Session(cluster.target, graph=g, config=cfg))
         self._guard(lambda: self.sess.run(inits, init_feeds))
 
     def _guard(self, call: Callable[[], Any]) -> Any:
+        """``call()`` (a TensorFlow call on the cluster) watched (:func:`dplace.runtime.watched.call`): a
+        worker's death ends it with one error naming the worker, even where TensorFlow would wait."""
         tf = _tf()
         try:
-            return call()
+            timed = watched.call(call, self._check_alive)
+            self.last_us = timed.us
+            return timed.value
+        except (ClusterError, KeyboardInterrupt):  # a call may still run (abandoned): never close it
+            self.broken = True
+            raise
         except (tf.errors.InvalidArgumentError, tf.errors.NotFoundError, tf.errors.UnimplementedError) as exc:
             self._check_alive()
             msg = _first_line(exc)
@@ -193,14 +205,16 @@ class SessionStep:
     def close(self) -> None:
         """Close the session; after a cluster failure, drop it instead: TF_CloseSession (also from the
         session's ``__del__``) would wait on the dead master with no time limit (seen here)."""
-        if self.broken:
-            self.sess._closed = True  # TensorFlow's own flag: no close, no delete (the handle is leaked)
-            self.sess._session = None
+        if self.sess is None:
             return
-        try:
-            self.sess.close()
-        except Exception:  # a dead cluster: nothing to release
-            pass
+        if not self.broken:
+            try:
+                self._guard(self.sess.close)
+                return
+            except Exception:  # a dead cluster (or a close given up on): nothing to release
+                pass
+        self.sess._closed = True  # TensorFlow's own flag: no close, no delete (the handle is leaked)
+        self.sess._session = None
 
 
 def _first_line(exc: Exception) -> str:
@@ -221,7 +235,7 @@ def median_times(records: list[StepRecord]) -> dict[str, float]:
 # ------------------------------------------------------------------------------ execute on a cluster
 def execute(inst, placement, step: TrainStep, batch: int | None, cluster: Cluster, *, order=None, steps: int = 10,
             warmup: int = 3, loss_steps: int = 2, rtol: float = 1e-3, atol: float = 1e-5,
-            enforce_order: bool = True, progress: Callable[[str, int, int], None] | None = None):
+            enforce_order: bool = True, progress: Callable[[str, int, int], None] | None = None, rewrite=None):
     """Run ``placement`` (a Result, or a placement accepted by ``dplace.simulate``) of ``inst`` on
     ``cluster`` (instance device -> task device by ``cluster.map_devices``) with the Result's order (or
     ``order``, per-device op lists, for a bare placement) enforced: ``max(warmup, loss_steps)``
@@ -232,14 +246,16 @@ def execute(inst, placement, step: TrainStep, batch: int | None, cluster: Cluste
     enforced order; the loss of the first ``loss_steps`` steps is compared with a single-device step's
     (the client's own CPU, same start values and data); ``extra`` holds the record's concurrency (time
     two or more workers were busy at once), the cluster and, for local workers, the measured memory
-    (:func:`dplace.runtime.memory.measure_step`)."""
+    (:func:`dplace.runtime.memory.measure_step`). ``rewrite``: the graph of ``inst`` is the step's graph
+    rewritten (a FastT graph, :func:`dplace.runtime.replicas.rewrite_for`), as in
+    :func:`dplace.runtime.execute.execute`."""
     from collections import Counter
 
     from dplace.result import Result
     from dplace.schedule.simulate import as_placement, simulate
 
     from .execute import ExecReport, _order_chains, _order_check, loss_verdict, measured_steps, reference_losses
-    from .memory import op_memory_score
+    from .memscore import op_memory_score
 
     result_makespan = None
     if batch is None:
@@ -261,6 +277,7 @@ def execute(inst, placement, step: TrainStep, batch: int | None, cluster: Cluste
     types = {op.extra.get("tf_node", op.id): str(op.type) for op in inst.ops}
 
     def device_of(node: str) -> str:
+        node = rewrite.node(node) if rewrite else node
         if node not in node_dev:
             raise InvalidInstanceError(f"placement: graph node {node!r} is not an op of instance {inst.name!r}")
         return tf_of[node_dev[node]]
@@ -272,10 +289,10 @@ def execute(inst, placement, step: TrainStep, batch: int | None, cluster: Cluste
     after = {b: a for ch in (chains or []) for a, b in zip(ch, ch[1:])}
     untimed = max(warmup, loss_steps)
     total = untimed + steps + 1
-    sess = SessionStep(step, batch, cluster, device_of, after)
+    sess = SessionStep(step, batch, cluster, device_of, after, rewrite=rewrite)
     try:
         losses, times = measured_steps(sess.run, untimed=untimed, steps=steps, loss_steps=loss_steps, total=total,
-                                       progress=progress)
+                                       progress=progress, timer=lambda: sess.last_us)
         local = cluster.local
         if local is not None:
             for t in range(len(local.procs)):
@@ -347,7 +364,7 @@ def profile(step: TrainStep, batch: int, cluster: Cluster, devices: list[str], *
     model checked against the measured run (``tf.profile.memory``: per-device peak, predicted total,
     Celeritas' per-op score)."""
     from .extract import GiB, extract
-    from .memory import op_memory_score
+    from .memscore import op_memory_score
     from .profile import with_times
 
     cluster = cluster.map_devices(list(devices))

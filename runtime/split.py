@@ -7,12 +7,9 @@ n becomes pieces ``X/<dim><i>`` (copies of ``X`` on a slice of each cut input), 
 (``AddN``) that every consumer of ``X`` now reads. The slices are those of the split instance (sizes
 as even as possible, the first ones larger), so a split step computes the same loss as the unsplit
 one (up to float rounding). The small constants a rewrite adds (axes, sizes) run on their consumer's
-device. :func:`execute_result` runs any result through :func:`dplace.runtime.execute.execute`, with
-this rewrite when the result carries splits.
-
-Not done: results on FastT's data-parallel graph (``extra.data_parallel``) do not run: replicating a
-training step per shard changes batch-wise reductions (the loss's mean, batch normalisation) and needs
-a rewrite of its own (``NotImplementedError``).
+device. :func:`dplace.runtime.replicas.execute_result` runs any result through
+:func:`dplace.runtime.execute.execute`, with this rewrite when the result carries splits (after the
+data-parallel rewrite of :mod:`dplace.runtime.replicas` when they split a data-parallel graph).
 
 ``split_shapes``: FastT re-profiles an op at the shapes of its split pieces (§4). Each op with a split
 spec is run alone (its inputs fed at the piece's shape, under the profiler, the same event durations
@@ -137,6 +134,7 @@ class GraphRewrite:
     inst: Instance
     alias: dict[str, str] = field(default_factory=dict)
     renamed: dict[str, str] = field(default_factory=dict)
+    graph_op: Callable[[str], Any] | None = None  # graph node name -> tf.Operation (default: the step's at batch)
 
     def node(self, name: str) -> str:
         return self.alias.get(name, name)
@@ -146,14 +144,13 @@ class GraphRewrite:
         return f"{self.renamed[base]}:0" if base in self.renamed and idx == 0 else name
 
     def graph_def(self, gd):
-        graph = self.step.concrete(self.batch).graph
+        op_of = self.graph_op or self.step.concrete(self.batch).graph.get_operation_by_name
         for op_id, dim, n in self.inst.extra.get("splits", []):
-            self._split(gd, graph.get_operation_by_name(str(op_id)), str(dim), int(n))
+            self._split(gd, str(op_id), op_of(str(op_id)), str(dim), int(n))
         return gd
 
-    def _split(self, gd, op, dim: str, n: int) -> None:
+    def _split(self, gd, name: str, op, dim: str, n: int) -> None:
         tf = _tf()
-        name = op.name
         nodes = {nd.name: nd for nd in gd.node}
         if name not in nodes:
             raise InvalidInstanceError(f"splits: op {name!r} is not a node of the step's graph")
@@ -221,26 +218,6 @@ class GraphRewrite:
     def _src(self, op: Op) -> str:
         o = self.inst.op_index[op.id]
         return self.inst.ops[self.inst.esrc[self.inst.pred[o][0]]].id
-
-
-def execute_result(inst: Instance, res, step: TrainStep, batch: int | None = None, **kw):
-    """:func:`dplace.runtime.execute.execute` of a Result: on its own graph with the split rewrite when it
-    carries FastT splits. Data-parallel results raise ``NotImplementedError`` (module docstring)."""
-    from .execute import execute
-
-    tr = getattr(res, "transform", None)
-    if tr is None:
-        return execute(inst, res, step, batch, **kw)
-    if tr.kind != "fastt":
-        raise NotImplementedError(f"execute: results on a {tr.kind!r} rewrite of the graph cannot run yet")
-    if tr.params.get("data_parallel"):
-        raise NotImplementedError("execute: results on FastT's data-parallel graph cannot run yet (a replica "
-                                  "per shard changes the loss's mean and batch normalisation); use os_dpos "
-                                  "-o data_parallel=false or os_dpos_model_graph")
-    g = res.instance
-    if batch is None:
-        batch = int(tr.base.extra.get("tf", {}).get("batch", 0)) or 1
-    return execute(g, res, step, batch, rewrite=GraphRewrite(step, batch, g), **kw)
 
 
 # ------------------------------------------------------------------------------ measured split shapes

@@ -250,3 +250,108 @@ def test_issue_29_kinds_give_the_optimum_or_feasible_as_shipped(name, method, op
     if res.status == "optimal":
         assert res.makespan == pytest.approx(opt, rel=1e-6)
     assert res.lower_bound is None or res.lower_bound <= opt * (1 + 1e-6)
+
+
+def test_choice_order_follows_the_model_s_choices_among_ties():
+    """Three zero-time ops at one instant on one device, the model choosing c before a (their transfers'
+    order on a link) and nothing about b: a comparator sort falling back to the topological position for
+    pairs without a choice is not transitive and kept a first; the read-back is a topological order of the
+    choices and the graph (composed seed 1002930)."""
+    from dplace.formulations.decode import choice_order
+    from dplace.instance.model import Device, Edge, Op
+
+    inst = Instance("t", [Device("d", 10), Device("e", 10)],
+                    [Op("a", 0.0, 0), Op("b", 0.0, 0), Op("c", 0.0, 0), Op("x", 1.0, 0), Op("y", 1.0, 0)],
+                    [Edge("a", "x", 1.0), Edge("c", "y", 1.0), Edge("b", "c", 0.0)])
+    pl = [0, 0, 0, 1, 1]
+    key = [(0, 0, inst.topo_pos[o]) for o in range(inst.n)]
+    got = choice_order(inst, pl, key, [(2, 0)])
+    assert got is not None
+    d0 = got[0]
+    assert d0.index(2) < d0.index(0) and d0.index(1) < d0.index(2)  # the choice and the edge b -> c
+    assert choice_order(inst, pl, key, [(2, 0), (0, 1)]) is None  # a -> b -> c -> a: no order runs it
+
+
+@pytest.mark.solver
+@pytest.mark.parametrize("level", ["solver", "product"])
+@pytest.mark.parametrize("method,opts", [("milp", {"solver": "cbc"}), ("milp", {"solver": "highs"}), ("cpsat", {})])
+def test_the_proven_optimum_of_ties_comes_back_on_padded_1002930(monkeypatch, level, method, opts):
+    """Composed seed 1002930 (an 8-op sequential-comm block padded with 26 zero ops): every exact method
+    proved 6.5, but its answer read back with two zero-time producers at one instant in the wrong order on
+    their device (their transfers then left on the link in the order the model did not choose) and
+    simulated to 7.5; the heuristic's 7.0 came back as ``feasible``. The model's choices now give its
+    order: the optimum comes back, proven (at the product level, by the other formulation, as its notes say)."""
+    if level == "solver":
+        _solver_level(monkeypatch)
+    inst, opt = _fixture("padded-1002930.json")
+    res = dplace.solve(inst, method, time_limit_s=10, seed=0, **opts)
+    assert res.status == "optimal" and res.makespan == pytest.approx(opt, rel=1e-9), (
+        res.status, res.makespan, res.lower_bound)
+    if level == "product":  # 34 ops: the other formulation confirmed the optimum, and the answer says so
+        other = "CP-SAT" if method == "milp" else "the MILP (HiGHS)"
+        assert other in res.bound_source, res.bound_source
+        assert any(f"confirmed by {other}" in n for n in res.extra.get("claim_notes", [])), res.extra
+
+
+@pytest.mark.solver
+def test_cpsat_infeasible_refuted_by_its_re_solve_has_its_bound_checked_by_the_milp():
+    """Composed seed 1002732 (24 ops, sequential comm, ticks of 1e-4 µs): CP-SAT with presolve answers
+    INFEASIBLE although its hint is a solution of the model; the search without presolve finds the optimum
+    and proves it. The other formulation was then asked about the infeasibility (refuted already) instead
+    of that bound, and the answer was ``feasible`` with the critical path as its bound. Now the MILP
+    confirms the bound and the optimum comes back proven."""
+    inst, opt = _fixture("padded-1002732.json")
+    res = dplace.solve(inst, "cpsat", time_limit_s=10, seed=0, progress=False)
+    assert res.extra["solver_status"] == "INFEASIBLE"  # the fixture still holds CP-SAT's defect
+    assert res.status == "optimal" and res.makespan == pytest.approx(opt, rel=1e-9), (
+        res.status, res.lower_bound, res.extra.get("claim_notes"))
+    assert "confirmed by the MILP (HiGHS)" in res.bound_source, res.bound_source
+
+
+@pytest.mark.solver
+@pytest.mark.parametrize("name", ["side-1002674.json", "side-1002332.json"])
+def test_cpsat_searches_again_on_ticks_fitted_to_its_schedule_when_the_hint_was_poor(name):
+    """Composed seeds 1002674 (13 ops, sequential) and 1002332 (39 ops, parallel), two blocks side by side:
+    the best heuristic's makespan is 6e4 and 1e9 times the optimum, the tick fitted to it 1e3 and 1e4 µs,
+    so CP-SAT found the optimum but its rounded times proved a bound 0.2 % and 50 % below: ``feasible``.
+    Now the model is solved once more on ticks fitted to the search's schedule and the optimum is proven."""
+    inst, opt = _fixture(name)
+    res = dplace.solve(inst, "cpsat", time_limit_s=10, seed=0, progress=False)
+    assert res.status == "optimal" and res.makespan == pytest.approx(opt, rel=1e-9), (
+        res.status, res.makespan, res.lower_bound)
+    assert res.extra["first_tick_us"] > 100 * res.extra["tick_us"], res.extra
+
+
+def _tie_cycle(pads: int) -> Instance:
+    """Sequential comm, everything pinned: on d1 three ops that take no time, p -> q, q's and r's tensors
+    on the link to d0, r's and p's on the link to d2; Q0 (d0) and R2 (d2) take 10 µs, transfers 1 µs.
+    Q0 and R2 both start at 1 only if q's tensor leaves before r's and r's before p's, while p runs
+    before q: no device order does that, so the optimum is 12."""
+    from dplace.instance.model import Device, Edge, Link, Op
+
+    ops = [Op("p", 0.0, 0, device="d1"), Op("q", 0.0, 0, device="d1"), Op("r", 0.0, 0, device="d1"),
+           Op("Q0", 10.0, 0, device="d0"), Op("R0", 0.0, 0, device="d0"),
+           Op("R2", 10.0, 0, device="d2"), Op("P2", 0.0, 0, device="d2")]
+    ops += [Op(f"pad{i}", 0.0, 0) for i in range(pads)]
+    edges = [Edge("p", "q"), Edge("q", "Q0"), Edge("r", "R0"), Edge("r", "R2"), Edge("p", "P2")]
+    return Instance("tie-cycle", [Device("d0", 10), Device("d1", 10), Device("d2", 10)], ops, edges,
+                    link=Link(1.0, 1.0), comm="sequential")
+
+
+def test_the_tie_cycle_s_optimum_is_12():
+    assert brute_force(_tie_cycle(0)).optimum == 12.0
+
+
+@pytest.mark.solver
+@pytest.mark.parametrize("level", ["solver", "product"])
+@pytest.mark.parametrize("method,opts", [("milp", {"solver": "cbc"}), ("milp", {"solver": "highs"}),
+                                         ("cpsat", {"progress": False})])
+def test_the_exact_models_order_ties_as_the_simulator_does(monkeypatch, level, method, opts):
+    """Both exact models let the literals that order the tensors of ops at one instant form a cycle
+    with the graph (the model's optimum 11, below the simulator's 12: a relaxation, its 12 never proven).
+    With ranks on the ops that take no time each model's own optimum is the simulator's."""
+    if level == "solver":
+        _solver_level(monkeypatch)
+    res = dplace.solve(_tie_cycle(4), method, time_limit_s=10, seed=0, **opts)
+    assert res.status == "optimal" and res.makespan == pytest.approx(12.0), (
+        res.status, res.makespan, res.lower_bound, res.extra.get("claim_notes"))

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from ..instance.graph import critical_path_ops
+from .shared import critical_path_ops
 from ..instance.model import Instance
 
 __all__ = ["forced_cut_cost", "memory_cuts_bound", "path_edge_costs", "segment_cut_costs"]

@@ -116,10 +116,18 @@ class Columns:
 def forward_of_index(inst: Any) -> np.ndarray:
     """Per op of ``inst`` the index of the other op its optional ``forward_of`` field names (-1: no
     field, or naming no other op): the stored column when there is one, else from the ops' unknown
-    fields (JSON text of a ``.npz`` is parsed only if it holds the word)."""
+    fields (JSON text of a ``.npz`` is parsed only if it holds the word). Shared: never change it (the
+    instance keeps it once made)."""
     cols = inst.columns
     if cols.forward_of is not None:
         return cols.forward_of
+    kept = inst.__dict__.get("_forward_of_index")
+    if kept is None:
+        kept = inst.__dict__["_forward_of_index"] = _forward_of_from_extras(inst, cols)
+    return kept
+
+
+def _forward_of_from_extras(inst: Any, cols: Columns) -> np.ndarray:
     out = np.full(inst.n, -1, dtype=np.int64)
     extras = cols.op_extra
     if not getattr(extras, "may_contain", lambda word: True)("forward_of"):

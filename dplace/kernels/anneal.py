@@ -5,7 +5,7 @@ A placement is judged by the makespan of one list schedule of it (parallel comm;
 order of the placement's own upward rank (each op's time on its device plus the longest path after it,
 edges between devices costing their transfer time; ties by topological position), each at its earliest
 start on its device (into an idle gap when one is long enough). That is
-``formulations.lns.placement_order`` followed by ``dplace.simulate``; :func:`list_makespan` returns the
+``formulations.units.placement_order`` followed by ``dplace.simulate``; :func:`list_makespan` returns the
 same number (a test compares them), written here as one loop over plain arrays so that a search can
 judge tens of thousands of placements a second on graphs of a few hundred ops. Why not the compiled
 ``ScheduleState`` (:mod:`dplace.kernels.state`): called from Python once per placement it cost 1.4-1.7 ms

@@ -8,6 +8,8 @@ clusters of :mod:`dplace.kernels.baechi`.
   device is free and its last input is there; an input from another device arrives at
   end + latency + bytes / bandwidth). Every key in a heap is distinct (the cluster index is in it),
   so the pops do not depend on how the heap breaks ties.
+* A stop count (lowered from another thread at the caller's deadline: the kernel runs without the GIL)
+  ends the method's rule; :func:`_complete` then places the rest as ``_complete_by_deadline`` does.
 
 tests/kernels/test_etf_kernels.py compares it with the reference (m_etf, m_sct and their options).
 """
@@ -147,9 +149,77 @@ def _allowed(c, d, done, cunit, unit_pin, unit_dev, unit_mem, cmem, reserve_whol
     return (f < 0 or f == d) and used[d] + _need(c, cunit, unit_dev, unit_mem, cmem, reserve_whole) <= capacity[d]
 
 
+@njit(inline="always")
+def _fallback(c, m, cunit, unit_pin, unit_dev, capacity, used):
+    """Best effort where no device has room: the forced device, else the one with the most room."""
+    d = _forced(c, cunit, unit_pin, unit_dev)
+    if d < 0:
+        d = 0
+        for x in range(1, m):
+            if capacity[x] - used[x] > capacity[d] - used[d]:
+                d = x
+    return d
+
+
 @njit
-def _etf(m, ops_ptr, ops, csucc_ptr, csucc, npred, prio, cunit, unit_mem, unit_pin, cmem, capacity,
-         reserve_whole, fav_child, sct, pred_ptr, pred_edge, esrc, ebytes, lat, bw, dur):
+def _complete(m, nc, ops_ptr, ops, csucc_ptr, csucc, cpred_ptr, cpred, cunit, unit_mem, unit_pin, cmem, capacity,
+              reserve_whole, used, unit_dev, done, need, pl, seq, nseq):
+    """``_complete_by_deadline`` of :mod:`dplace.heuristics.baechi`: the clusters not done, in the order they
+    become ready (those ready now by index first), each on its forced device if it fits; else on the device
+    of its first predecessor (by index) where it fits, else where most memory is free; none: best effort,
+    counted. Returns (fallbacks, nseq)."""
+    fallbacks = 0
+    queue = np.empty(nc, dtype=np.int64)
+    qn = 0
+    for c in range(nc):
+        if not done[c] and need[c] == 0:
+            queue[qn] = c
+            qn += 1
+    qi = 0
+    while qi < qn:
+        c = queue[qi]
+        qi += 1
+        f = _forced(c, cunit, unit_pin, unit_dev)
+        nd = _need(c, cunit, unit_dev, unit_mem, cmem, reserve_whole)
+        d = -1
+        if f >= 0:
+            if used[f] + nd <= capacity[f]:
+                d = f
+        else:
+            for j in range(cpred_ptr[c], cpred_ptr[c + 1]):
+                x = pl[ops[ops_ptr[cpred[j]]]]
+                if used[x] + nd <= capacity[x]:
+                    d = x
+                    break
+            if d < 0:
+                for x in range(m):
+                    if used[x] + nd <= capacity[x] and (d < 0 or capacity[x] - used[x] > capacity[d] - used[d]):
+                        d = x
+        if d < 0:
+            d = _fallback(c, m, cunit, unit_pin, unit_dev, capacity, used)
+            fallbacks += 1
+        used[d] += nd
+        u = cunit[c]
+        if unit_dev[u] < 0:
+            unit_dev[u] = d
+        done[c] = True
+        for j in range(ops_ptr[c], ops_ptr[c + 1]):
+            o = ops[j]
+            pl[o] = d
+            seq[nseq] = o
+            nseq += 1
+        for j in range(csucc_ptr[c], csucc_ptr[c + 1]):
+            s2 = csucc[j]
+            need[s2] -= 1
+            if need[s2] == 0:
+                queue[qn] = s2
+                qn += 1
+    return fallbacks, nseq
+
+
+@njit
+def _etf(m, ops_ptr, ops, csucc_ptr, csucc, cpred_ptr, cpred, prio, cunit, unit_mem, unit_pin, cmem, capacity,
+         reserve_whole, fav_child, sct, pred_ptr, pred_edge, esrc, ebytes, lat, bw, dur, stop):
     nc = len(ops_ptr) - 1
     n = dur.shape[0]
     pl = np.full(n, -1, dtype=np.int64)
@@ -160,7 +230,7 @@ def _etf(m, ops_ptr, ops, csucc_ptr, csucc, npred, prio, cunit, unit_mem, unit_p
     free = np.zeros(m)  # end of the device's last op
     used = np.zeros(m, dtype=np.int64)
     unit_dev = np.full(len(unit_mem), -1, dtype=np.int64)
-    need = npred.copy()
+    need = np.diff(cpred_ptr)
     done = np.zeros(nc, dtype=np.bool_)
     drmax = np.zeros(nc)
     fav_dev = np.full(nc, -1, dtype=np.int64)
@@ -179,6 +249,8 @@ def _etf(m, ops_ptr, ops, csucc_ptr, csucc, npred, prio, cunit, unit_mem, unit_p
     placed = 0
     fallbacks = 0
     while placed < nc:
+        if placed >= stop[0]:  # the caller's budget expired (a timer thread lowers stop[0]; nogil)
+            break
         found = False
         bt, bk, bp, bd, bc, bsrc = 0.0, 0, 0.0, 0, 0, 0
         for d in range(m):
@@ -226,12 +298,7 @@ def _etf(m, ops_ptr, ops, csucc_ptr, csucc, npred, prio, cunit, unit_mem, unit_p
             while done[ready_seq[ready_ptr]]:
                 ready_ptr += 1
             c = ready_seq[ready_ptr]
-            d = _forced(c, cunit, unit_pin, unit_dev)
-            if d < 0:
-                d = 0
-                for x in range(1, m):
-                    if capacity[x] - used[x] > capacity[d] - used[d]:
-                        d = x
+            d = _fallback(c, m, cunit, unit_pin, unit_dev, capacity, used)
             fallbacks += 1
         for j in range(ops_ptr[c], ops_ptr[c + 1]):
             o = ops[j]
@@ -258,14 +325,23 @@ def _etf(m, ops_ptr, ops, csucc_ptr, csucc, npred, prio, cunit, unit_mem, unit_p
                                          cunit, unit_pin, unit_dev, unit_mem, cmem, reserve_whole, used, capacity,
                                          pl, end, pred_ptr, pred_edge, esrc, ebytes, lat, bw)
         placed += 1
-    return pl, start, end, seq, fallbacks
+    if placed < nc:
+        more, nseq = _complete(m, nc, ops_ptr, ops, csucc_ptr, csucc, cpred_ptr, cpred, cunit, unit_mem, unit_pin,
+                               cmem, capacity, reserve_whole, used, unit_dev, done, need, pl, seq, nseq)
+        fallbacks += more
+    return pl, start, end, seq, fallbacks, placed
 
 
-def etf(m, ops_ptr, ops, csucc_ptr, csucc, npred, prio, cunit, unit_mem, unit_pin, cmem, capacity, reserve_whole,
-        fav_child, sct, pred_ptr, pred_edge, esrc, ebytes, lat, bw, dur):
-    """``_list_schedule`` on arrays: (placement, start, end, ops in commit order, fallbacks)."""
+def etf(m, ops_ptr, ops, csucc_ptr, csucc, cpred_ptr, cpred, prio, cunit, unit_mem, unit_pin, cmem, capacity,
+        reserve_whole, fav_child, sct, pred_ptr, pred_edge, esrc, ebytes, lat, bw, dur, stop=None):
+    """``_list_schedule`` on arrays: (placement, start, end, ops in commit order, fallbacks, clusters placed
+    by the method's rule). ``stop``: a one-element int64 array, the number of clusters the method may place
+    (looked at before each one; another thread may lower it while this runs: the GIL is released; None:
+    all). The clusters left are placed by :func:`_complete` (start and end then hold nothing for them)."""
     i64 = np.int64
-    return _etf(int(m), ops_ptr, ops, csucc_ptr, csucc, np.asarray(npred, dtype=i64), np.asarray(prio, dtype=np.float64),
+    if stop is None:
+        stop = np.full(1, len(ops_ptr) - 1, dtype=i64)
+    return _etf(int(m), ops_ptr, ops, csucc_ptr, csucc, cpred_ptr, cpred, np.asarray(prio, dtype=np.float64),
                 np.asarray(cunit, dtype=i64), unit_mem, unit_pin, np.asarray(cmem, dtype=i64), capacity,
                 bool(reserve_whole), np.asarray(fav_child, dtype=i64), bool(sct), pred_ptr, pred_edge, esrc, ebytes,
-                lat, bw, dur)
+                lat, bw, dur, stop)

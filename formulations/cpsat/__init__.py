@@ -1,15 +1,12 @@
 """Exact placement and scheduling with OR-Tools CP-SAT.
 
 Modules: :mod:`.ticks` (integer time), :mod:`.model` (the constraint model, one solve), :mod:`.windows`
-(start windows, energetic bound on ticks), :mod:`.hint` (heuristic start as a complete hint), :mod:`.solve`
-(the registered ``cpsat`` method and its claims).
+(start windows, energetic bound on ticks), :mod:`.hint` (the heuristic start of :mod:`..heuristic_start` as
+a complete hint), :mod:`.solve` (the registered ``cpsat`` method and its claims).
 """
 from __future__ import annotations
 
-from .hint import (
-    HEURISTIC_US, Interrupted, best_heuristic, complete_hint, heuristic_cost_s, hint_heuristics,
-    hinted_model, memory_fits, relabel_symmetric, run_heuristics, slowdown_guess,
-)
+from .hint import complete_hint, hinted_model, memory_fits, relabel_symmetric
 from .model import (
     CpModelVars, build_model, model_cost_s, reachability, run_search, will_break_symmetry,
 )
@@ -20,10 +17,9 @@ from .windows import energetic_bound, time_windows
 from .ticks import MAX_HORIZON_TICKS, MAX_SERIAL_TICKS, MIN_TICK_EXP, Ticks, horizon_ticks, tick_schedule
 
 __all__ = [
-    "CLAIM_STAGES", "CpModelVars", "CpsatOptions", "Interrupted", "SolveOutcome", "Ticks", "best_heuristic",
-    "build_model", "complete_hint", "confirm_bound", "cpsat", "energetic_bound", "finish",
-    "hinted_model", "horizon_ticks", "memory_fits", "reachability", "relabel_symmetric",
-    "run_search", "HEURISTIC_US", "heuristic_cost_s", "hint_heuristics", "model_cost_s", "run_heuristics",
-    "slowdown_guess", "solve_model", "stage_limit", "tick_schedule", "time_windows", "will_break_symmetry",
+    "CLAIM_STAGES", "CpModelVars", "CpsatOptions", "SolveOutcome", "Ticks", "build_model", "complete_hint",
+    "confirm_bound", "cpsat", "energetic_bound", "finish", "hinted_model", "horizon_ticks", "memory_fits",
+    "model_cost_s", "reachability", "relabel_symmetric", "run_search", "solve_model", "stage_limit",
+    "tick_schedule", "time_windows", "will_break_symmetry",
     "MAX_HORIZON_TICKS", "MAX_SERIAL_TICKS", "MIN_TICK_EXP",
 ]

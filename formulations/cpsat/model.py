@@ -35,6 +35,7 @@ from dplace.budget import Budget
 from dplace.errors import InfeasibleError
 from dplace.instance.model import Instance
 
+from ..decode import choice_order
 from ..frame import OutOfTime, check_time, homogeneous_links
 from .ticks import Ticks
 
@@ -81,6 +82,7 @@ class CpModelVars:
     intervals: list[list[Any]] = field(default_factory=list)  # per device: the (optional) op intervals
     tr: dict[tuple[int, int, int], tuple[Any, Any]] = field(default_factory=dict)  # (p, d1, d2) -> (ts, te)
     symmetric: bool = False  # identical-device symmetry breaking is on (hints must be relabelled)
+    ranks: dict[int, Any] = field(default_factory=dict)  # op -> rank among ops that take no time (ties)
     build_args: dict[str, Any] = field(default_factory=dict)  # how build_model made it (for complete_hint)
     budget: Budget | None = None  # building raises OutOfTime once it expired
 
@@ -111,34 +113,20 @@ class CpModelVars:
     def tie_order(self, value, pl: list[int], order: list[list[int]]) -> list[list[int]] | None:
         """``order`` with ops of equal start and end on one device (zero-time ops at one instant) in the
         order the model's own literals chose (``order_lits``: in sequential comm they also order the
-        producers' transfers on a link, which the simulator sends in device order); None when that is
-        ``order`` itself or there are no such literals. Ties without a literal keep ``order``'s order."""
+        producers' transfers on a link, which the simulator sends in device order): a topological order of
+        the graph and the literals (:func:`~..decode.choice_order`), by (start, end, topological position)
+        first. None when that is ``order`` itself, there are no such literals, or they form a cycle."""
         if not self.order_lits:
             return None
-        from functools import cmp_to_key
-
         st = [int(value(v)) for v in self.s]
         en = [int(value(v)) for v in self.e]
-        pos = {o: i for lst in order for i, o in enumerate(lst)}
-
-        def cmp(a: int, c: int) -> int:
-            b = self.order_lits.get((min(a, c), max(a, c)))
-            if b is not None and not isinstance(b, bool):
-                first = min(a, c) if value(b) else max(a, c)
-                return -1 if first == a else 1
-            return pos[a] - pos[c]
-
-        out = []
-        for lst in order:
-            new, i = [], 0
-            while i < len(lst):
-                j = i + 1
-                while j < len(lst) and (st[lst[j]], en[lst[j]]) == (st[lst[i]], en[lst[i]]):
-                    j += 1
-                new += sorted(lst[i:j], key=cmp_to_key(cmp)) if j - i > 1 else lst[i:j]
-                i = j
-            out.append(new)
-        return None if out == order else out
+        tp = self.inst.topo_pos
+        before = []
+        for (a, c), b in self.order_lits.items():
+            if pl[a] == pl[c] and not isinstance(b, bool):
+                before.append((a, c) if value(b) else (c, a))
+        out = choice_order(self.inst, pl, [(st[o], en[o], tp[o]) for o in range(self.inst.n)], before)
+        return None if out is None or out == order else out
 
 
 def _enf(lits: Sequence[Any]) -> list[Any] | None:
@@ -362,6 +350,37 @@ def _add_transfers(V: CpModelVars, horizon: int, reach: list[int], fifo_limit: i
                         continue
                     _enforced(md, tep <= tsq, base + [b])
                     _enforced(md, teq <= tsp, base + [_neg(b)])
+    _add_tie_ranks(V)
+
+
+def _add_tie_ranks(V: CpModelVars) -> None:
+    """Ops that take no time may share an instant on one device; there the order literals ``b`` (which
+    producer's tensor leaves first on a link) are tied to no time, and literals chosen on two links can
+    form a cycle with each other or with the graph (p -> q, q's tensor before r's on one link, r's before
+    p's on another) that no device order runs: the model was a relaxation (both exact models proved 11
+    where the simulator's optimum is 12, tests/test_claims_composed.py). A rank per such op, increasing
+    along the graph's edges between them and along every literal between two of them on one device,
+    makes the literals one order. Only ops that take no time on some device can close such a cycle
+    (every other link of it is a time ``e <= s``); a real schedule has ranks (its order of start, ties
+    in device order)."""
+    inst, md, T = V.inst, V.model, V.T
+    zero = [any(T.p[o][d] == 0 for d in V.allowed[o]) for o in range(inst.n)]
+    pairs = [(key, b) for key, b in V.order_lits.items() if zero[key[0]] and zero[key[1]] and not isinstance(b, bool)]
+    if not pairs:
+        return
+    nz = sum(zero)
+    rank = {o: md.new_int_var(0, nz - 1, f"r{o}") for o in range(inst.n) if zero[o]}
+    V.ranks = rank
+    for k in range(len(inst.esrc)):
+        u, v = int(inst.esrc[k]), int(inst.edst[k])
+        if zero[u] and zero[v] and u != v:
+            md.add(rank[v] >= rank[u] + 1)
+    for (a, c), b in pairs:
+        check_time(V.budget)
+        for dd in set(V.allowed[a]) & set(V.allowed[c]):
+            base = [V.lit(a, dd), V.lit(c, dd)]
+            _enforced(md, rank[c] >= rank[a] + 1, base + [b])
+            _enforced(md, rank[a] >= rank[c] + 1, base + [_neg(b)])
 
 
 def _enforced(md, expr, lits) -> None:

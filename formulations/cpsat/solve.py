@@ -27,8 +27,11 @@ from dplace.instance.model import Instance
 from dplace.registry import register
 from dplace.result import Result, make_result, no_solution
 
-from .hint import Interrupted, best_heuristic, hinted_model, memory_fits, slowdown_guess
-from ..frame import OutOfTime, check_time, cleanup_s, fallback, options_dict, run_guarded, stop_building_on_interrupt
+from ..heuristic_start import slowdown_guess
+from .hint import hinted_model, memory_fits
+from ..frame import (
+    OutOfTime, check_time, cleanup_s, cross_check, fallback, options_dict, run_guarded, stop_building_on_interrupt,
+)
 from .model import CpModelVars, model_cost_s, run_search
 from .windows import energetic_bound
 from .ticks import Ticks, tick_schedule
@@ -211,8 +214,52 @@ def _cpsat_search(inst: Instance, opts: CpsatOptions, seed: int, base: claims.Bo
     search = budget.share(0.8)
     out = solve_model(V, workers=workers, seed=seed, progress=opts.progress, log=opts.log, budget=search)
     _record(extra, "search", left, search.limit_s, t0)
-    return finish(inst, "cpsat", V, out, own, hint[1] if hint else None, opts, extra, budget=budget,
-                  workers=workers, seed=seed)
+    hint_res = hint[1] if hint else None
+    again = _on_finer_ticks(inst, opts, T, horizon_us, out, base, budget, workers, seed, extra)
+    if again is not None:
+        V, out, first = again
+        if hint_res is None or first.makespan < hint_res.makespan:
+            hint_res = first  # the first search's schedule stays a candidate
+    return finish(inst, "cpsat", V, out, own, hint_res, opts, extra, budget=budget, workers=workers, seed=seed)
+
+
+def _on_finer_ticks(inst: Instance, opts: CpsatOptions, T: Ticks, horizon_us: float | None, out: SolveOutcome,
+                    base: claims.Bound, budget: Budget, workers: int, seed: int,
+                    extra: dict[str, Any]) -> tuple[CpModelVars, SolveOutcome, Result] | None:
+    """The tick is fitted to the hint's makespan; a poor heuristic (a schedule 10x or more above the
+    search's) leaves it coarse, the times rounded and the bound weak (composed seeds 1002332 and 1002674:
+    hints 1e9 and 6e4 times the optimum, ticks of 1e4 and 1e3 µs, optimum found, not proven). Then the
+    model once more on ticks fitted to the search's schedule, hinted by it (the MILP's big-M rule alike):
+    (its model, its outcome, the first search's schedule), or None when that does not apply or time is
+    short."""
+    if opts.tick is not None or T.exact or horizon_us is None or out.placement is None or out.interrupted:
+        return None
+    first = make_result(inst, "cpsat", out.placement, out.order, status="feasible")
+    if not first.memory_ok or first.makespan * 10 > horizon_us or first.makespan <= 0:
+        return None
+    T2 = Ticks(inst, None, first.makespan)
+    if T2.tick >= T.tick or model_cost_s(inst) * slowdown_guess() > 0.3 * budget.left():
+        return None
+    t0 = time.perf_counter()
+    build = budget.child(reserve=cleanup_s(inst))
+    with stop_building_on_interrupt():
+        try:
+            V2, vals = hinted_model(inst, T2, (first.placement, first.order), symmetry=opts.symmetry,
+                                    lb_ticks=int(math.ceil(base.value / T2.tick - 1e-9)),
+                                    hint_time_s=max(0.05, min(0.1 * build.left(), build.left())), budget=build)
+        except OutOfTime:
+            return None
+    _record(extra, "model on finer ticks", build.limit_s, build.limit_s, t0)
+    left = budget.left()
+    if left < 0.1:
+        return None
+    t0 = time.perf_counter()
+    search = budget.share(0.7)
+    out2 = solve_model(V2, workers=workers, seed=seed, progress=opts.progress, log=opts.log, budget=search)
+    _record(extra, "search on finer ticks", left, search.limit_s, t0)
+    extra.update(first_tick_us=T.tick, tick_us=T2.tick, ticks_exact=T2.exact, first_bound_ticks=out.bound_ticks,
+                 first_solver_status=out.status_name)
+    return V2, out2, first
 
 
 def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: float | Sequence[claims.Bound],
@@ -286,10 +333,13 @@ def finish(inst: Instance, method: str, V: CpModelVars, out: SolveOutcome, lb: f
         if inst.n <= claims.EXHAUSTIVE_MAX_OPS:
             _record(extra, "brute force", left, lim, t0)
     independent = ex is not None  # a check that no CP-SAT failure can share settled the claim
+    # INFEASIBLE that the search without presolve refuted (it found a schedule): what is left to check is
+    # the bound that search proved, not the infeasibility (composed seed 1002732)
+    says_infeasible = claim == math.inf and (certified is None or certified.value == math.inf)
     if ex is None and cross and not stopped and (
-            (certified is not None and certified.value > own_floor) or claim == math.inf):
+            (certified is not None and own_floor < certified.value < math.inf) or says_infeasible):
         certified, infeasible_confirmed, independent = _cross_check(
-            inst, T, outs, hint_res, own, certified, claim == math.inf, infeasible_confirmed, checks, seed, notes,
+            inst, T, outs, hint_res, own, certified, says_infeasible, infeasible_confirmed, checks, seed, notes,
             extra)
     own_floor = max([own_floor] + [b.value for b in own])  # brute force's optimum may have joined
     if (not independent and not claims.SAME_SOLVER_CONFIRMS and certified is not None
@@ -342,11 +392,10 @@ def _cross_check(inst: Instance, T: Ticks, outs: list[SolveOutcome], hint_res: R
                  infeasible_confirmed: bool, budget: Budget, seed: int, notes: list[str],
                  extra: dict[str, Any]) -> tuple[claims.Bound | None, bool, bool]:
     """CP-SAT's claim (``certified`` so far, or infeasibility) as far as the MILP of
-    :func:`dplace.formulations.milp.cross_check` (HiGHS, rescaled times) proves it; a
-    schedule it finds joins ``outs``. Returns (the bound kept, infeasibility confirmed, whether the MILP
-    proved anything: without that nothing independent stands behind the claim)."""
-    from ..milp import cross_check
-
+    :func:`dplace.formulations.milp.cross_check` (HiGHS, rescaled times; registered with the frame:
+    :func:`..frame.cross_check`) proves it; a schedule it finds joins ``outs``. Returns (the bound kept,
+    infeasibility confirmed, whether the MILP proved anything: without that nothing independent stands
+    behind the claim)."""
     inc = None
     for o in outs:
         if o.placement is not None:

@@ -15,6 +15,7 @@ from typing import Any
 from ..cpsat import (  # noqa: I001 — OR-Tools before PuLP (see below)
     Ticks, build_model, confirm_bound, energetic_bound, horizon_ticks, reachability, tick_schedule,
 )
+from ..decode import choice_sequence
 from ..frame import OutOfTime, check_time, fallback, homogeneous_links, run_guarded  # noqa: I001
 
 import pulp  # noqa: E402
@@ -72,6 +73,7 @@ class MilpModel:
         self.y: dict[tuple[int, int], Any] = {}
         self.z: dict[int, Any] = {}
         self.tr: dict[tuple[int, int, int], tuple[Any, Any]] = {}  # (p, d1, d2) -> (ts, te)
+        self.r: dict[int, Any] = {}  # op -> rank among ops that may take no time (ties: _add_tie_ranks)
         self.classes: list[list[int]] = []  # interchangeable devices (symmetry broken: hints relabelled)
         self.mk = self.prob.add_variable("makespan", lowBound=lb, upBound=big_m)
         self.budget: Budget | None = None  # building raises OutOfTime once it expired
@@ -291,6 +293,7 @@ def _add_transfers(P: MilpModel, reach: list[int]) -> None:
     """Sequential comm: one transfer per (producer, src, dst); FIFO per link in producer order."""
     inst, prob, M = P.inst, P.prob, P.M
     links: dict[tuple[int, int], list[tuple[int, Any, Any, Any]]] = {}
+    fifo: set[tuple[int, int]] = set()  # pairs ordered by a y on some link
     for p in range(inst.n):
         for d1 in P.allowed[p]:
             for d2 in range(inst.m):
@@ -325,8 +328,43 @@ def _add_transfers(P: MilpModel, reach: list[int]) -> None:
                 else:
                     y = _order_var(P, p, q)
                     _same_device(P, min(p, q), max(p, q))
+                    fifo.add((min(p, q), max(p, q)))
                     prob += tsq >= tep - off - M * (1 - y), f"fifo_{p}_{q}_{d1}_{d2}"
                     prob += tsp >= teq - off - M * y, f"fifo_{q}_{p}_{d1}_{d2}"
+    _add_tie_ranks(P, fifo)
+
+
+def _add_tie_ranks(P: MilpModel, fifo: set[tuple[int, int]]) -> None:
+    """The CP-SAT model's tie ranks (:func:`..cpsat.model._add_tie_ranks`): ops that take no time may share
+    an instant on one device, where their ordering binaries ``y`` (which tensor leaves first on a link)
+    are tied to no time and can form a cycle no device order runs (the model proved 11 where the
+    simulator's optimum is 12). A rank per op that may take no time, increasing along the graph's edges
+    between such ops and along every ``y`` between two of them on one device. Two ops that take no time on
+    any device have no disjunction (:func:`_add_ordering`): for them ``y`` also orders their starts, as
+    the simulator runs them in device order (without it ``y`` ordered their tensors against their starts)."""
+    inst, prob, M = P.inst, P.prob, P.M
+    zero = [any(P.p(o, d) == 0 for d in P.allowed[o]) for o in range(inst.n)]
+    pairs = [(key, y) for key, y in P.y.items() if zero[key[0]] and zero[key[1]]]
+    if not pairs:
+        return
+    all_zero, _ = _free_ops(P)
+    nz = sum(zero)
+    R = nz + 1
+    P.r = {o: P.prob.add_variable(f"r{o}", lowBound=0, upBound=nz) for o in range(inst.n) if zero[o]}
+    for k in range(len(inst.esrc)):
+        u, v = int(inst.esrc[k]), int(inst.edst[k])
+        if zero[u] and zero[v] and u != v:
+            prob += P.r[v] >= P.r[u] + 1, f"rank_{k}"
+    for (a, b), y in pairs:
+        check_time(P.budget)
+        qv = _same_device(P, a, b)
+        if isinstance(qv, int) and qv == 0:
+            continue
+        prob += P.r[b] >= P.r[a] + 1 - R * (1 - y) - R * (1 - qv), f"rk_{a}_{b}"
+        prob += P.r[a] >= P.r[b] + 1 - R * y - R * (1 - qv), f"rk_{b}_{a}"
+        if (a, b) in fifo and all_zero[a] and all_zero[b]:
+            prob += P.s[b] >= P.s[a] - M * (1 - y) - M * (1 - qv), f"zord_{a}_{b}"
+            prob += P.s[a] >= P.s[b] - M * y - M * (1 - qv), f"zord_{b}_{a}"
 
 
 def time_unit(big_m: float) -> float:
@@ -385,6 +423,15 @@ def warm_values(P: MilpModel, res: Result) -> dict[str, float]:
             val[y.name] = float(sch.start[a] <= sch.start[b])
     for k, z in P.z.items():
         val[z.name] = float(pl[inst.esrc[k]] != pl[inst.edst[k]])
+    if P.r:  # ranks: the simulator's order of start, ties in device order
+        tp = inst.topo_pos
+        seq = choice_sequence(inst, pl, [(sch.start[o], tp[o]) for o in range(inst.n)],
+                              [(a, b) for ops in order for a, b in zip(ops, ops[1:])])
+        i = 0
+        for o in seq or []:
+            if o in P.r:
+                val[P.r[o].name] = float(i)
+                i += 1
     sent = {(p, perm[a], perm[b]): (st, en) for (p, a, b, st, en, _) in sch.transfers}
     for (p, d1, d2), (ts, te, w) in P.tr.items():
         if (p, d1, d2) in sent and pl[p] == d1:

@@ -2,7 +2,6 @@
 (confirmed by CP-SAT: :func:`cross_check`)."""
 from __future__ import annotations
 
-import functools
 import math
 import os
 import re
@@ -15,7 +14,8 @@ from typing import Any
 from ..cpsat import (  # noqa: I001 — OR-Tools before PuLP (see below)
     Ticks, build_model, confirm_bound, energetic_bound, horizon_ticks, reachability, tick_schedule,
 )
-from ..frame import OutOfTime, check_time, fallback, homogeneous_links, run_guarded  # noqa: I001
+from ..decode import choice_order
+from ..frame import OutOfTime, check_time, fallback, homogeneous_links, register_cross_check, run_guarded  # noqa: I001
 
 import pulp  # noqa: E402
 
@@ -58,7 +58,7 @@ def _read_solution(P: MilpModel, info: dict[str, Any], optd: dict[str, Any], ext
         order[pl[o]].append(o)
     claimed = None if P.mk.varValue is None else P.mk.varValue * P.unit
     best: Result | None = None
-    for cand in (order, _order_by_choices(P, order)):
+    for cand in (order, _order_by_choices(P, pl, st, en, order)):
         if cand is None:
             continue
         try:
@@ -98,26 +98,23 @@ def _start_order(inst: Instance, st: list[float], en: list[float]) -> list[int]:
     return out
 
 
-def _order_by_choices(P: MilpModel, order: list[list[int]]) -> list[list[int]] | None:
-    """The per-device order the model chose: its ordering binaries ``y`` where two ops share a device
-    with no path between them, the graph's order where there is a path. Start times alone lose these
-    choices when the solver's tolerance puts a zero-time op a hair after the op it precedes (seen with
-    HiGHS: starts 1e-6 apart, ``y`` saying the other way round). None when the choices do not form one
-    order (tolerances again) or agree with ``order`` already."""
-    tp = P.inst.topo_pos
-
-    def before(a: int, b: int) -> bool:
-        key = (min(a, b), max(a, b))
-        if key in P.y:
-            y = (P.y[key].varValue or 0.0) > 0.5
-            return y if key == (a, b) else not y
-        return tp[a] < tp[b]
-
-    out = [sorted(ops, key=functools.cmp_to_key(lambda a, b: -1 if before(a, b) else 1)) for ops in order]
-    for ops in out:
-        if any(not before(ops[i], ops[j]) for i in range(len(ops)) for j in range(i + 1, len(ops))):
-            return None
-    return None if out == order else out
+def _order_by_choices(P: MilpModel, pl: list[int], st: list[float], en: list[float],
+                      order: list[list[int]]) -> list[list[int]] | None:
+    """The per-device order the model chose: a topological order of the graph and its ordering binaries
+    ``y`` where two ops share a device (:func:`~..decode.choice_order`), by start, end and topological
+    position first. Start times alone lose these choices when the solver's tolerance puts a zero-time op a
+    hair after the op it precedes (seen with HiGHS: starts 1e-6 apart, ``y`` saying the other way round),
+    and where zero-time ops share an instant (their ``y`` orders their transfers on a link: composed seed
+    1002930). None when the choices do not form one order (tolerances again) or agree with ``order``."""
+    inst = P.inst
+    tp = inst.topo_pos
+    before = []
+    for (a, b), y in P.y.items():
+        if pl[a] == pl[b] and y.varValue is not None:
+            before.append((a, b) if y.varValue > 0.5 else (b, a))
+    key = [(round(st[o], 9), round(en[o], 9), tp[o]) for o in range(inst.n)]
+    out = choice_order(inst, pl, key, before)
+    return None if out is None or out == order else out
 
 
 def _confirm_with_cpsat(inst: Instance, T: Ticks, claim: float, budget: Budget, seed: int,
@@ -181,6 +178,9 @@ def cross_check(inst: Instance, incumbent: Result | None, floor: float, time_lim
         return (math.inf, None) if incumbent is None else (None, None)
     b = info.get("bound")
     return (None if b is None else b * P.unit), res
+
+
+register_cross_check("milp", cross_check)  # CP-SAT's claims are checked by it (through the frame)
 
 
 def _resolve(P: MilpModel, opts: MilpOptions, left: float, warm: bool, seed: int, infeasible: bool,

@@ -279,13 +279,13 @@ def test_a_path_not_built_yet_is_one_line_exit_2(monkeypatch, capsys):
     import dplace.cli as cli
 
     def unbuilt(args):
-        raise NotImplementedError("execute: results on FastT's data-parallel graph cannot run yet\n(detail)")
+        raise NotImplementedError("execute: split results not yet with --workers\n(detail)")
 
     parser = cli.build_parser
     monkeypatch.setattr(cli, "build_parser", lambda: _with_func(parser(), unbuilt))
     assert main(["methods"]) == 2
     err = capsys.readouterr().err
-    assert err == "dplace: error: not implemented yet: execute: results on FastT's data-parallel graph cannot run yet\n"
+    assert err == "dplace: error: not implemented yet: execute: split results not yet with --workers\n"
 
 
 def _with_func(p, func):

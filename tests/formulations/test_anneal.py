@@ -6,7 +6,7 @@ import pytest
 
 from dplace.verify.check import check
 from dplace.formulations.anneal import anneal_placement, applies
-from dplace.formulations.lns import _Units, placement_order
+from dplace.formulations.units import Units, placement_order
 from dplace.kernels.anneal import list_makespan
 from dplace.instance.model import Device, Edge, Instance, Op
 from dplace.verify.oracle import time_schedule
@@ -21,7 +21,7 @@ def compiled():
     from dplace.kernels.anneal import Annealer
 
     inst = _wide(random.Random(0), 2, 2, 2, memory=10**6)
-    u = _Units(inst)
+    u = Units(inst)
     Annealer(inst, [0] * inst.n, u.members, u.allowed).step(1, 1.0, 1.0, 0)
 
 
@@ -88,7 +88,7 @@ def _wide(rng: random.Random, layers: int, width: int, m: int, memory: int) -> I
 def test_anneal_keeps_memory_pins_and_colocation_and_never_gets_worse(compiled):
     rng = random.Random(3)
     inst = _wide(rng, 12, 5, 3, memory=70)
-    units = _Units(inst)
+    units = Units(inst)
     pl0 = [0] * inst.n
     used = [0] * inst.m
     for ms, mem, al in zip(units.members, units.mem, units.allowed):  # a start that keeps memory

@@ -3,7 +3,8 @@ move a hand-made instance needs, and is what ``portfolio`` runs on graphs above 
 import pytest
 
 from dplace.verify.check import check
-from dplace.formulations.lns import critical_path_of, improve, placement_order
+from dplace.formulations.lns import critical_path_of, improve
+from dplace.formulations.units import placement_order
 from dplace.instance.model import Device, Edge, Instance, Link, Op
 from dplace.registry import solve
 from dplace.result import make_result

@@ -374,3 +374,32 @@ def test_list_schedule_cut_at_the_time_limit_is_complete_and_valid(method, seed,
         _valid(inst, res)
         assert res.extra["time_limit"]["clusters_placed_by_method"] == 0
         assert res.extra["sct_lp_status"].startswith("not solved")
+
+
+@pytest.mark.parametrize("method", ("m_etf", "m_sct"))
+def test_the_compiled_list_schedule_keeps_an_expired_budget(method, monkeypatch):
+    """On the compiled list scheduler (as from 10k ops) a budget expired before the schedule: the kernel
+    places nothing by the method's rule, its deadline twin places every cluster, the answer is valid and
+    extra says so (m_sct: the LP not solved either)."""
+    from dplace import kernels
+    from dplace.budget import Budget
+
+    if not kernels.enabled():
+        pytest.skip("numba not importable")
+    monkeypatch.setenv("DPLACE_KERNEL", "numba")
+    seen = 0
+    for seed in range(12):
+        inst = random_instance(random.Random(seed), n_ops=40, n_devices=3)
+        res = dplace.solve(inst, method, budget=Budget(0.0), **OFF)
+        if res.status == "infeasible":  # more memory than the devices hold: no schedule to cut
+            continue
+        seen += 1
+        _valid(inst, res)
+        assert all(d >= 0 for d in res.placement)
+        cut = res.extra["time_limit"]
+        assert cut["clusters_placed_by_method"] == 0 and cut["clusters"] == res.extra["clusters"]
+        if method == "m_sct":
+            assert res.extra["sct_lp_status"].startswith("not solved")
+        full = dplace.solve(inst, method, **OFF)
+        assert "time_limit" not in full.extra
+    assert seen >= 3

@@ -1,5 +1,6 @@
 """Celeritas methods (issue #4): standard_evaluation, order_place, celeritas (Adjusting Placement)."""
 import math
+import os
 import random
 
 import pytest
@@ -273,3 +274,21 @@ def test_colocation_follows_the_first_placed_node():
     assert first.anchor == [first.cluster_of[0]] and largest.anchor == [largest.cluster_of[2]]
     # the coarse graph counts the group's memory at its anchor
     assert first.coarse.mem[first.cluster_of[0]] == 51 and largest.coarse.mem[largest.cluster_of[2]] == 51
+
+
+@pytest.mark.parametrize("method", ("celeritas_balanced", "order_place_balanced"))
+def test_balanced_variants_stop_trying_settings_at_the_time_limit(method):
+    """An expired budget: the first fusion setting still gives an answer, no other is started, and extra
+    says how many were tried; without a limit every setting is tried (no time_limit in extra)."""
+    from dplace.budget import Budget
+    from dplace.testing import assert_valid_result
+
+    inst = dplace.load_instance(os.path.join(os.path.dirname(__file__), "..", "..", "instances",
+                                             "bert12_training_4dev.json"))
+    full = dplace.solve(inst, method)
+    assert "time_limit" not in full.extra
+    res = dplace.solve(inst, method, budget=Budget(0.0))
+    assert_valid_result(res)
+    cut = res.extra["time_limit"]
+    assert cut["settings_tried"] == (2 if method == "order_place_balanced" else 1)
+    assert set(cut["stopped_before"]) == {"work_split", "anchor_first"}

@@ -97,7 +97,7 @@ def test_variants_are_registered_beside_the_paper_methods():
                         "os_dpos": "os_dpos_model_graph"}
     for paper in ("celeritas", "order_place", "standard_evaluation", "m_topo", "m_etf", "m_sct", "dpos", "os_dpos"):
         assert method_info(paper).paper and method_info(paper).variant_of is None
-    from dplace.formulations.cpsat.hint import hint_heuristics
+    from dplace.formulations.heuristic_start import hint_heuristics
 
     names = hint_heuristics()  # refine/portfolio start from the variants (and paper m_topo, m_etf)
     assert all(v in names for v in variants.values())

@@ -312,3 +312,40 @@ def test_forward_of_column_in_npz(tmp_path, monkeypatch):
     np.savez(tmp_path / "bad.npz", **dict(old, forward_of=np.full(len(old["time"]), len(old["time"]))))
     with pytest.raises(InvalidInstanceError, match="forward_of"):
         load_npz(tmp_path / "bad.npz")
+
+
+class _ExpiresAfter:
+    """A budget for the reference's ``_list_schedule`` (checked before each cluster with ``_CHECK_EVERY`` 1):
+    expired once ``k`` clusters are placed (its first look is before the ready queues are built)."""
+
+    def __init__(self, k: int) -> None:
+        self.k, self.looks = k, 0
+
+    def expired(self) -> bool:
+        self.looks += 1
+        return self.looks >= self.k + 2
+
+
+@pytest.mark.parametrize("sct", (False, True))
+def test_a_cut_list_schedule_matches_the_reference(monkeypatch, sct):
+    """The compiled list scheduler stopped after k clusters (what its budget's timer does) and completed
+    by the deadline rule gives the reference's answer cut after the same k clusters."""
+    monkeypatch.setattr(baechi, "_CHECK_EVERY", 1)
+    rng = random.Random(11 + sct)
+    cuts = 0
+    for inst in _cases(25, 21 + sct):
+        opts = baechi.BaechiOptions(colocation_coadjust=rng.random() < 0.7)
+        monkeypatch.setenv("DPLACE_KERNEL", "python")
+        units, cl, _ = baechi._prepare(inst, opts)
+        fav = [rng.choice(s) if s and rng.random() < 0.6 else -1 for s in cl.succ] if sct else None
+        for k in sorted({0, 1, cl.n // 3, cl.n // 2, max(0, cl.n - 1)}):
+            ur = baechi._UnitRules(inst, units, cl, opts.colocation_coadjust)
+            ref = baechi._list_schedule(inst, cl, ur, fav, _ExpiresAfter(k))
+            monkeypatch.setenv("DPLACE_KERNEL", "numba")
+            ku, ca = baechi._prepare_arrays(inst, opts)
+            got = baechi._schedule_arrays(inst, ku, ca, opts.colocation_coadjust,
+                                          None if fav is None else np.array(fav), None, stop_after=k)
+            monkeypatch.setenv("DPLACE_KERNEL", "python")
+            assert got == ref, (inst.name, k)
+            cuts += bool(ref[4])
+    assert cuts > 20

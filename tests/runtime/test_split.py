@@ -1,4 +1,5 @@
-"""FastT split graphs on TensorFlow (dplace.runtime.split): a split step computes the unsplit loss.
+"""FastT split and data-parallel graphs on TensorFlow (dplace.runtime.split, dplace.runtime.replicas): a split
+or replicated step computes the unplaced step's loss.
 
 Tiny models only (2 cores): the test CNN (two 3x3 convolutions) and a 1-block Transformer of width 16.
 """
@@ -16,7 +17,7 @@ tf = pytest.importorskip("tensorflow")
 from dplace.heuristics.fastt_graphs import split_dims, split_instance  # noqa: E402
 from dplace.instance.io import save_instance, save_json  # noqa: E402
 from dplace.instance.transform import apply  # noqa: E402
-from dplace.runtime import execute, extract, split, zoo  # noqa: E402
+from dplace.runtime import execute, extract, replicas, split, zoo  # noqa: E402
 
 pytestmark = pytest.mark.tf
 
@@ -72,12 +73,64 @@ def test_a_saved_split_result_runs_through_the_cli(model, tmp_path, capsys):
     assert rep["extra"]["instance"] == g.name
 
 
-def test_data_parallel_results_do_not_run_yet(model):
+def _replica_placement(g):
+    """Replica r on CPU:r, everything else (shared state, the all-reduce sums, pinned inputs) on CPU:0."""
+    return [0 if op.device is not None else op.extra.get("replica", 0) for op in g.ops]
+
+
+def test_a_data_parallel_result_runs_the_single_device_step(model):
+    """OS-DPOS's result on FastT's data-parallel graph (a replica per device at batch 3 = 2 + 1 rows, re-traced
+    at its own batch, gradients averaged where they reach the variables) runs with every op where placed, its
+    order kept, and the first two losses equal the single-device step's; so does the hand placement with
+    replica r on CPU:r."""
     step, inst = model
     res = dplace.solve(inst, "os_dpos", max_dpos_runs=0)
     assert res.transform is not None and res.transform.params["data_parallel"]["replicas"] == 2
-    with pytest.raises(NotImplementedError, match="data-parallel"):
-        split.execute_result(inst, res, step, BATCH)
+    rep = replicas.execute_result(inst, res, step, BATCH, steps=1, warmup=1)
+    assert rep.loss_ok and not rep.ops_moved and rep.order_matched, (rep.loss_placed, rep.loss_ref, rep.ops_moved[:3])
+    assert rep.extra["data_parallel"] == {"replicas": 2, "rows": [2, 1], "batch_norm_layers": 0}
+    g = res.instance
+    rewrite = replicas.rewrite_for(step, BATCH, g)
+    rep = execute.execute(g, _replica_placement(g), step, BATCH, steps=1, warmup=1, rewrite=rewrite)
+    assert rep.loss_ok and not rep.ops_moved, (rep.loss_placed, rep.loss_ref, rep.ops_moved[:3])
+    assert rep.ops_per_device["CPU:1"] > 10 and rep.loss_placed[1] != rep.loss_placed[0]
+    assert rewrite.sizes == [2, 1] and rewrite.dep  # the batch-size constants of replica 1 are its own
+
+
+def test_splits_of_a_data_parallel_graph_run(model):
+    """A split of replica 0's ops (2 rows: on the batch) on top of the data-parallel rewrite."""
+    step, inst = model
+    g0, _ = apply(inst, "fastt", {"data_parallel": {"replicas": 2, "inputs": ["x", "y"]}})
+    ops = [o for o in g0.ops if o.extra.get("replica") == 0 and "batch" in split_dims(o)]
+    assert ops
+    g, tr = apply(inst, "fastt", {"data_parallel": {"replicas": 2, "inputs": ["x", "y"]},
+                                  "splits": [[o.id, "batch", 2] for o in ops]})
+    res = replace(dplace.solve(g, "heft"), transform=tr)
+    rep = replicas.execute_result(inst, res, step, BATCH, steps=1, warmup=1)
+    assert rep.loss_ok and not rep.ops_moved and rep.order_matched, (rep.loss_placed, rep.loss_ref, rep.ops_moved[:3])
+
+
+def test_a_data_parallel_split_result_runs_on_local_workers(model, tmp_path, capsys):
+    """``dplace execute --workers 2`` of a saved result on the data-parallel graph with a split of replica 0's
+    ops: the rewrites run on the workers' session too (no op moved in their record, losses equal)."""
+    from dplace.cli import main
+
+    step, inst = model
+    if step.name != "convnet":
+        pytest.skip("the workers' path is the same for every model: run once (CI has 2 cores)")
+    dp = {"replicas": 2, "inputs": ["x", "y"]}
+    g0, _ = apply(inst, "fastt", {"data_parallel": dp})
+    op = max((o for o in g0.ops if o.extra.get("replica") == 0 and "batch" in split_dims(o)), key=lambda o: o.memory)
+    g, tr = apply(inst, "fastt", {"data_parallel": dp, "splits": [[op.id, "batch", 2]]})
+    res = replace(dplace.solve(g, "heft"), transform=tr)
+    inst_p, res_p = tmp_path / "i.json", tmp_path / "r.json"
+    save_instance(inst, inst_p)
+    save_json(res_p, res.to_dict())
+    assert main(["execute", "--instance", str(inst_p), "--result", str(res_p), "--steps", "1", "--warmup", "1",
+                 "--workers", "2", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["ok"] and rep["loss_ok"] and rep["ops_moved_count"] == 0 and rep["order_matched"]
+    assert rep["extra"]["data_parallel"]["rows"] == [2, 1] and rep["extra"]["cluster"]["local"]
 
 
 def test_split_shapes_are_measured_and_time_the_pieces(model):

@@ -1,0 +1,172 @@
+"""The large-graph stage of ``portfolio`` (and ``refine`` on large graphs): a proven bound (segments,
+twin stems), every start re-ordered, the segments' schedules stitched, annealing or the twin-part search,
+then the group-move LNS (:func:`.lns.improve`) until the deadline.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from dplace import progress
+from dplace.budget import Budget
+from dplace.instance.model import Instance
+from dplace.schedule.simulate import simulate
+from dplace.verify import claims
+
+from .lns import improve
+from .units import placement_order
+
+__all__ = ["portfolio_large"]
+
+
+def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, seed: int = 0,
+                    bound_share: float = 0.25, twins_share: float = 0.6, anneal_share: float = 0.8, options: dict[str, Any] | None = None,
+                    extra: dict[str, Any] | None = None, should_stop=None):
+    """The large-graph stage of ``portfolio``: a proven bound and the group-move LNS in the budget.
+
+    ``starts``: heuristic name -> Result (already run). Within ``budget``: the
+    segment bound (:func:`dplace.formulations.bounds_segments.segment_bound`, at most ``bound_share`` of what is left),
+    the segments' schedules put together (:func:`.stitch.stitch`, start "stitch"), then each start re-ordered by :func:`placement_order` (kept when faster), on graphs of two parts tied by
+    colocation the best start's placement searched for ``twins_share`` of what is left by
+    :func:`.twins.search` (start "twins") — or, where :func:`.anneal.applies` (both comm modes, up to
+    :data:`.anneal.MAX_OPS` ops), annealed for ``anneal_share`` of what is left instead (start "anneal") —, then :func:`improve` from the best until the deadline. Returns a Result named "portfolio" whose bound names its source;
+    ``extra["starts"]`` holds every start's makespan and ``extra["winner"]`` the one the LNS began from."""
+    from dplace.bounds import lower_bound_with_source
+    from dplace.formulations.bounds_segments import segment_bound
+    from dplace.result import Result
+
+    left = budget.left
+    extra = dict(extra or {})
+    lb, src = lower_bound_with_source(inst)
+    best = None  # (makespan, name, placement, order, its simulated schedule)
+    tried: dict[str, float] = {}  # every start's makespan (after re-ordering), by name
+    if left() > 1.0 and bound_share > 0:
+        progress.phase("segment bound")
+        sols: list[dict[str, Any]] = []
+        seg_cache: dict[Any, Any] = {}
+        sb = segment_bound(inst, budget=budget.share(bound_share), should_stop=should_stop, solutions=sols,
+                           cache=seg_cache)
+        extra["segment_bound"] = {"value": sb.value, "segments": sb.n_segments, "proven_optimal": sb.proven_optimal,
+                                  "memory_cuts": sb.memory_cuts, "time_s": round(sb.time_s, 3)}
+        if sb.best[0] > lb:
+            lb, src = sb.best
+        from dplace.formulations.bounds_twins import twin_stem_bound, twin_stems
+
+        if twin_stems(inst) is not None and left() > 1.0:  # two tied parts that begin with chains
+            progress.phase("twin-stem bound")
+            tb = twin_stem_bound(inst, budget=budget.share(bound_share), should_stop=should_stop,
+                                 cache=seg_cache)
+            if tb is not None:
+                extra["twin_stem_bound"] = {"value": tb.value, "stem": tb.stem, "rests": list(tb.rest_bounds),
+                                            "stems_optimal": tb.optimal, "time_s": round(tb.time_s, 3)}
+                if tb.value > lb:
+                    lb, src = tb.value, "twin_stems"
+        progress.update(bound=lb)
+        if sols and left() > 1.0 and inst.n <= 20000:  # the segments' schedules put together: one more start
+            # (on a 36k-op Transformer it was 1 % worse than heft and cost ~10 s of the budget)
+            from .stitch import stitch
+
+            progress.phase("stitch the segments' schedules")
+            spl, sod = stitch(inst, sols)
+            cands = [(simulate(inst, spl, sod), sod)]
+            if left() > 2.0 and inst.n <= 20000:
+                alt = placement_order(inst, spl)
+                cands.append((simulate(inst, spl, alt), alt))
+            ok = [c for c in cands if c[0].memory_ok]
+            if ok:
+                s_best, s_od = min(ok, key=lambda c: c[0].makespan)
+                best = (s_best.makespan, "stitch", spl, [list(x) for x in s_od], s_best)
+                tried["stitch"] = s_best.makespan
+    progress.phase("re-order the starts")
+    for name, res in starts.items():
+        if should_stop is not None and should_stop() and best is not None:
+            break
+        if res is None or res.placement is None or not res.memory_ok or res.transform is not None:
+            continue
+        order = [list(x) for x in (res.order if res.order is not None else res.schedule.order)]
+        cands = [(res.makespan, order, res.schedule)]
+        if left() > 2.0 and inst.n <= 20000:
+            alt = placement_order(inst, res.placement)
+            s_alt = simulate(inst, res.placement, alt)
+            cands.append((s_alt.makespan, alt, s_alt))
+        mk, od, sch = min(cands, key=lambda c: c[0])
+        tried[name] = mk
+        if best is None or mk < best[0]:
+            best = (mk, name, list(res.placement), od, sch)
+    if best is None:
+        return None
+    from . import anneal
+
+    if anneal.applies(inst) and anneal_share > 0:
+        if left() > 3.0 and not (should_stop is not None and should_stop()):
+            best = _anneal_start(inst, best, tried, budget, anneal_share, seed, (options or {}).get("workers"),
+                                 should_stop, extra)
+    elif inst.n <= 20000 and left() > 2.0 and not (should_stop is not None and should_stop()):
+        best = _twins_start(inst, best, tried, budget, twins_share, seed, should_stop)
+    extra.update(winner=best[1], start_makespan=best[0], starts=tried)
+    pl, od, st = improve(inst, best[2], best[3], budget=budget.child(reserve=0.2), seed=seed,
+                         should_stop=should_stop, target=lb, schedule=best[4])
+    extra["lns"] = {"moves_tried": st.moves_tried, "moves_kept": st.moves_kept, "repairs": st.repairs, "kicks": st.kicks,
+                    "start_makespan": st.start_makespan, "makespan": st.makespan, "wall_s": round(st.wall_s, 3)}
+    extra.update(lns_stopped=st.stopped, lns_steps=st.iterations, lns_improvements=st.moves_kept,
+                 stage="lns" if st.makespan < best[0] else "start")
+    # the LNS's own simulated schedule of (pl, od): no second simulation
+    res = Result(instance=inst, method="portfolio", status="feasible", placement=list(pl), order=[list(x) for x in od],
+                 schedule=st.schedule, options=dict(options or {}), extra=extra)
+    return claims.settle(res, [claims.Bound(lb, src)])
+
+
+def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: Budget, share: float, seed: int,
+                  workers: int | None, should_stop, extra: dict[str, Any]) -> tuple:
+    """The best start's placement improved by :func:`.anneal.anneal_placement` for ``share`` of the time
+    left (chains: ``workers``, default the CPU count, at most 4), ordered by :func:`placement_order`;
+    the new best start when it is faster (recorded as "anneal" in ``tried``)."""
+    import os
+
+    from .anneal import anneal_placement, kernel_ready
+
+    if not kernel_ready() and share * budget.left() < 30.0:  # compiling it would take most of the time
+        extra["anneal"] = {"skipped": "the annealing kernel is not compiled yet (~10 s) and less than 30 s is left"}
+        return best
+    progress.phase("anneal: placements judged by their list schedules")
+    k = max(1, min(4, workers or os.cpu_count() or 1))
+    pl, st = anneal_placement(inst, best[2], budget=budget.share(share).child(reserve=0.5), seed=seed, workers=k,
+                              should_stop=should_stop)
+    extra["anneal"] = {"start_makespan": st.start_makespan, "makespan": st.makespan, "steps": st.steps,
+                       "accepted": st.accepted, "chains": st.chains, "wall_s": round(st.wall_s, 3),
+                       "stopped": st.stopped}
+    od = placement_order(inst, pl)
+    sch = simulate(inst, pl, od)
+    if inst.comm == "sequential":  # the order the annealing judged by (no insertion) may be the faster
+        od2 = placement_order(inst, pl, insertion=False)
+        sch2 = simulate(inst, pl, od2)
+        if sch2.makespan < sch.makespan:
+            od, sch = od2, sch2
+    if sch.memory_ok:
+        tried["anneal"] = sch.makespan
+        if sch.makespan < best[0]:
+            return (sch.makespan, "anneal", pl, od, sch)
+    return best
+
+
+def _twins_start(inst: Instance, best: tuple, tried: dict[str, float], budget: Budget, share: float, seed: int,
+                 should_stop) -> tuple:
+    """On graphs of two parts tied by colocation (:func:`.twins.twin_sides`): the best start's placement
+    improved by :func:`.twins.search` and ordered by :func:`.twins.schedule` (70 % and 30 % of ``share``
+    of the time left); the new best start when it is faster (recorded as "twins" in ``tried``)."""
+    from .twins import schedule, search, twin_sides
+
+    sides = twin_sides(inst)
+    if sides is None or share <= 0:
+        return best
+    progress.phase("twins: placement search on the two parts' bound")
+    mine = budget.share(share)
+    pl, _ = search(inst, best[2], budget=mine.share(0.7), seed=seed, should_stop=should_stop)
+    progress.phase("twins: orders for the placement")
+    od, sch = schedule(inst, pl, sides, budget=budget.child(None if mine.limit_s is None else 0.3 * mine.limit_s, reserve=1.0),
+                       seed=seed,
+                       should_stop=should_stop)
+    if sch.memory_ok:
+        tried["twins"] = sch.makespan
+        if sch.makespan < best[0]:
+            return (sch.makespan, "twins", pl, [list(x) for x in od], sch)
+    return best
