@@ -8,7 +8,7 @@ from __future__ import annotations
 from . import njit
 
 
-@njit(inline="always")
+@njit
 def hpush(ht, hx, size, t, x):
     i = size
     while i > 0:
@@ -21,7 +21,7 @@ def hpush(ht, hx, size, t, x):
     return size + 1
 
 
-@njit(inline="always")
+@njit
 def sift_down(ht, hx, i, size, t, x):
     """Put (t, x) at slot i of the heap ``[:size]`` and move it down to its place."""
     while True:
@@ -37,7 +37,7 @@ def sift_down(ht, hx, i, size, t, x):
     ht[i], hx[i] = t, x
 
 
-@njit(inline="always")
+@njit
 def hpop(ht, hx, size):
     """Drop the smallest pair (the caller read it at ``ht[0], hx[0]``)."""
     size -= 1

@@ -164,22 +164,22 @@ def _bisect_right(a, d, x, hi):
 
 
 @njit
-def _block_max(S, d, b):
+def _block_max(gs, ge, gmax, gn, d, b):
     lo = b * _B
-    hi = min(lo + _B, S.gn[d])
+    hi = min(lo + _B, gn[d])
     mx = -_INF
     for k in range(lo, hi):
-        v = S.ge[d, k] - S.gs[d, k]
+        v = ge[d, k] - gs[d, k]
         if v > mx:
             mx = v
-    S.gmax[d, b] = mx
+    gmax[d, b] = mx
 
 
 @njit
-def _blocks_from(S, d, k):
-    g = S.gn[d]
+def _blocks_from(gs, ge, gmax, gn, d, k):
+    g = gn[d]
     for b in range(k // _B, (g - 1) // _B + 1):
-        _block_max(S, d, b)
+        _block_max(gs, ge, gmax, gn, d, b)
 
 
 @njit(inline="always")
@@ -209,57 +209,65 @@ def earliest(S, d, ready, length):
 @njit
 def _gap_add(S, d, s, f):
     """``Timeline.add(s, f)``; False where the reference raises (the interval overlaps busy time)."""
-    free = S.free[d]
+    return _gap_put(S.gs, S.ge, S.gmax, S.gn, S.free, d, s, f)
+
+
+@njit
+def _gap_put(gs, ge, gmax, gn, free_, d, s, f):
+    """:func:`_gap_add` on the gap arrays themselves (``S.gs, S.ge, S.gmax, S.gn, S.free``): what a
+    loop of calls passes, since each call with ``S`` costs an atomic reference count increment and
+    decrement per array in it (``_rebuild``'s loop spent more on them than on its gaps)."""
+    free = free_[d]
     eps = 1e-9 * max(1.0, abs(s))
     if s >= free - eps:
         if s > free:
-            g = S.gn[d]
-            S.gs[d, g] = free
-            S.ge[d, g] = s
-            S.gn[d] = g + 1
+            g = gn[d]
+            gs[d, g] = free
+            ge[d, g] = s
+            gn[d] = g + 1
             v = s - free
             b = g // _B
-            if g % _B == 0 or v > S.gmax[d, b]:
-                S.gmax[d, b] = v
+            if g % _B == 0 or v > gmax[d, b]:
+                gmax[d, b] = v
         if f > free:
-            S.free[d] = f
+            free_[d] = f
         return True
-    g = S.gn[d]
-    k = _bisect_left(S.ge, d, s - eps, g)
+    g = gn[d]
+    k = _bisect_left(ge, d, s - eps, g)
     for _ in range(4):  # the containing gap is this one or a following one (zero-length ops)
         if k >= g:
             break
-        if S.gs[d, k] > s + eps:
+        if gs[d, k] > s + eps:
             break
-        if f > S.ge[d, k] + eps:
+        if f > ge[d, k] + eps:
             k += 1
             continue
-        a, b = S.gs[d, k], S.ge[d, k]
+        a, b = gs[d, k], ge[d, k]
         right = b > f + eps
         left = s > a + eps
         if left and right:
             for j in range(g, k + 1, -1):
-                S.gs[d, j] = S.gs[d, j - 1]
-                S.ge[d, j] = S.ge[d, j - 1]
-            S.gs[d, k], S.ge[d, k] = a, s
-            S.gs[d, k + 1], S.ge[d, k + 1] = f, b
-            S.gn[d] = g + 1
-            _blocks_from(S, d, k)
+                gs[d, j] = gs[d, j - 1]
+                ge[d, j] = ge[d, j - 1]
+            gs[d, k], ge[d, k] = a, s
+            gs[d, k + 1], ge[d, k + 1] = f, b
+            gn[d] = g + 1
+            _blocks_from(gs, ge, gmax, gn, d, k)
         elif left or right:
             if left:
-                S.ge[d, k] = s
+                ge[d, k] = s
             else:
-                S.gs[d, k] = f
-            _block_max(S, d, k // _B)
+                gs[d, k] = f
+            _block_max(gs, ge, gmax, gn, d, k // _B)
         else:
             for j in range(k, g - 1):
-                S.gs[d, j] = S.gs[d, j + 1]
-                S.ge[d, j] = S.ge[d, j + 1]
-            S.gn[d] = g - 1
+                gs[d, j] = gs[d, j + 1]
+                ge[d, j] = ge[d, j + 1]
+            gn[d] = g - 1
             if g - 1 > k:
-                _blocks_from(S, d, k)
+                _blocks_from(gs, ge, gmax, gn, d, k)
             elif k % _B:
-                _block_max(S, d, k // _B)
+                _block_max(gs, ge, gmax, gn, d, k // _B)
         return True
     return False
 
@@ -270,21 +278,21 @@ def _rebuild(S, d):
     test ``S.stale[d] < inf`` first (the test inline, the call rare: cheaper than an inlined wrapper)."""
     t0 = S.stale[d]
     if t0 < _INF:
-        st, en = S.start, S.end
+        st, en, dnext = S.start, S.end, S.dnext
+        gs, ge, gmax, gn, free = S.gs, S.ge, S.gmax, S.gn, S.free
         o = _first_from(S, d, t0, False)
         # truncate(t0, end of the op before): forget the gaps that end at or after t0
-        g = _bisect_left(S.ge, d, t0, S.gn[d])
-        S.gn[d] = g
+        g = _bisect_left(ge, d, t0, gn[d])
+        gn[d] = g
         if g % _B:
-            _block_max(S, d, g // _B)
+            _block_max(gs, ge, gmax, gn, d, g // _B)
         pv = S.dprev[o] if o >= 0 else S.tail[d]
-        S.free[d] = en[pv] if pv >= 0 else 0.0
+        free[d] = en[pv] if pv >= 0 else 0.0
         while o >= 0:
-            if not _gap_add(S, d, st[o], en[o]):
+            if not _gap_put(gs, ge, gmax, gn, free, d, st[o], en[o]):
                 raise ValueError("ScheduleState: an interval overlaps work already committed")
-            o = S.dnext[o]
+            o = dnext[o]
         S.stale[d] = _INF
-
 
 
 @njit(inline="always")

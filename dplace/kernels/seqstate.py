@@ -4,12 +4,14 @@ of a link's queue (``ScheduleState._retime``) and its replay, beside :mod:`dplac
 device orders, idle gaps and placement rules are that module's, shared); the link state and
 ``data_ready`` are :mod:`dplace.kernels.seqlinks`' (re-exported here).
 
-Deliberate pairs, kept apart on a measurement: ``_retime`` / ``_replay`` here and in
+Deliberate pair, kept apart on a measurement: ``_retime`` / ``_replay`` here and in
 :mod:`dplace.kernels.state` (parallel comm) are the same settling loop, this one with sends as heap
-items beside the ops; ``_hpush`` / ``_hpop`` / ``_heapify`` here repeat :mod:`dplace.kernels.heap` on the
-link arrays. A version sharing the heap, ``push_op`` and the consumer/replay steps gave the same
-schedules but took 49.8 CPU s for HEFT on the 36k-op sequential Transformer against 34.1 s for this one
-(run side by side, load 18-20; the cause was not isolated). Each is tested op by op against the one
+items beside the ops (a version sharing ``push_op`` and the consumer/replay steps gave the same
+schedules but was slower). The heap is :mod:`dplace.kernels.heap`'s. ``_retime`` takes every array out
+of the tuples once, before its loop, and pushes inline: an array read from a tuple, or passed to an
+inlined helper, inside the loop costs an atomic reference-count increment and decrement per array per
+step (with ``_rebuild``'s per-op ``_gap_add(S, ...)`` calls, they were half of HEFT's CPU time on the
+36k-op sequential Transformer: 33.8 -> 8.6 CPU s, the same schedule). Each is tested op by op against the one
 reference, :class:`dplace.schedule.state.ScheduleState` (``tests/kernels/``), and against each other
 where they must agree (instant transfers: ``test_seq_kernels.py::test_seq_state_equals_parallel_state_without_queues``).
 
@@ -29,8 +31,9 @@ Layout: the link state ``Links`` (:func:`dplace.kernels.seqlinks.new_links`) bes
     need_b[p], plist       scratch of data_ready (bytes needed per producer, the producers listed)
     harm[0]                after data_ready: the most a committed send on o's links would arrive later
                            if o were committed there (the link-aware schedulers' penalty)
-    pend[k]                send k queued for re-timing; heap_t / heap_x: the re-timing heap (ops as
-                           -1 - o, sends as k >= 0), cnt[0] the number of sends
+    pend[k]                send k queued for re-timing; heap_t / heap_x: the re-timing heap
+                           (:mod:`dplace.kernels.heap`; ops as -1 - o, sends as k >= 0), cnt[0] the
+                           number of sends
 
 Functions (compiled)::
 
@@ -44,65 +47,10 @@ from __future__ import annotations
 import numpy as np
 
 from . import njit
+from .heap import heapify, hpop, hpush
 from .seqlinks import Links, _bisect_pos, data_ready, fits, new_links  # noqa: F401 - re-exported
 from .state import (_INF, BUDGET, N_PLACED, REPLAYS, RETIMED, _first_from, _gap_add, _rebuild,
                     _seq_insert, device_free, earliest)
-
-# ----------------------------------------------------------------------------------- heap
-
-
-@njit(inline="always")
-def _hpush(L, size, t, x):
-    ht, hx = L.heap_t, L.heap_x
-    i = size
-    while i > 0:
-        p = (i - 1) >> 1
-        if ht[p] < t or (ht[p] == t and hx[p] <= x):
-            break
-        ht[i], hx[i] = ht[p], hx[p]
-        i = p
-    ht[i], hx[i] = t, x
-    return size + 1
-
-
-@njit(inline="always")
-def _hpop(L, size):
-    ht, hx = L.heap_t, L.heap_x
-    size -= 1
-    t, x = ht[size], hx[size]
-    i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= size:
-            break
-        if c + 1 < size and (ht[c + 1] < ht[c] or (ht[c + 1] == ht[c] and hx[c + 1] < hx[c])):
-            c += 1
-        if t < ht[c] or (t == ht[c] and x <= hx[c]):
-            break
-        ht[i], hx[i] = ht[c], hx[c]
-        i = c
-    ht[i], hx[i] = t, x
-    return size
-
-
-@njit
-def _heapify(L, size):
-    for i in range(size // 2 - 1, -1, -1):  # sift down (heapq.heapify's result differs in layout only)
-        ht, hx = L.heap_t, L.heap_x
-        t, x = ht[i], hx[i]
-        j = i
-        while True:
-            c = 2 * j + 1
-            if c >= size:
-                break
-            if c + 1 < size and (ht[c + 1] < ht[c] or (ht[c + 1] == ht[c] and hx[c + 1] < hx[c])):
-                c += 1
-            if t < ht[c] or (t == ht[c] and x <= hx[c]):
-                break
-            ht[j], hx[j] = ht[c], hx[c]
-            j = c
-        ht[j], hx[j] = t, x
-
 
 @njit
 def est(I, S, L, o, d, insertion):
@@ -257,131 +205,125 @@ def commit_at(I, S, L, o, d, ready, t, insertion):
     return st[o]
 
 
-@njit(inline="always")
-def _push_op(S, L, size, v):
-    if not S.pending[v]:
-        pv = S.dprev[v]
-        r = S.ready[v]
-        c = S.end[pv] if pv >= 0 and S.end[pv] > r else r
-        if c > S.start[v]:
-            S.pending[v] = True
-            size = _hpush(L, size, c, -1 - v)
-    return size
-
-
-@njit(inline="always")
-def _push_send(S, L, size, y, m, f_prev_or_end):
-    """Queue send y when its start would grow (``f_prev_or_end``: the value just changed)."""
-    if not L.pend[y]:
-        p = y // m
-        c = S.end[p] if S.end[p] >= f_prev_or_end else f_prev_or_end
-        if c > L.tx_s[y]:
-            L.pend[y] = True
-            size = _hpush(L, size, c, y)
-    return size
-
-
 @njit
 def _retime(I, S, L, size, fresh):
     """``ScheduleState._retime`` on the items heap_x[:size] (sends k >= 0, ops -1 - o). True when some
     op other than ``fresh`` moved or everything was replayed (then S.moved holds, per device, the
-    earliest start a moved op had, or every device is already stale)."""
+    earliest start a moved op had, or every device is already stale). Every array is taken out of the
+    tuples once, before the loop: an array read from a tuple inside it costs an atomic reference
+    count increment and decrement each time (they were 20 % of HEFT's time on 36k ops)."""
     m = I.lat.shape[0]
-    pl, st, en, rd, dprev = S.placement, S.start, S.end, S.ready, S.dprev
-    tx_s, tx_f, tx_b, lprev, lnext = L.tx_s, L.tx_f, L.tx_b, L.lprev, L.lnext
+    pl, st, en, rd, dprev, dnext = S.placement, S.start, S.end, S.ready, S.dprev, S.dnext
+    pending, moved = S.pending, S.moved
+    tx_s, tx_f, tx_b, lprev, lnext, pend = L.tx_s, L.tx_f, L.tx_b, L.lprev, L.lnext, L.pend
+    ht, hx = L.heap_t, L.heap_x
+    dur, lat, bw = I.dur, I.lat, I.bw
+    succ_ptr, succ_edge, edst = I.succ_ptr, I.succ_edge, I.edst
     for i in range(size):
-        x = L.heap_x[i]
+        x = hx[i]
         if x >= 0:
             q = lprev[x]
             pf = tx_f[q] if q >= 0 else 0.0
             ep = en[x // m]
-            L.heap_t[i] = ep if ep >= pf else pf
-            L.pend[x] = True
+            ht[i] = ep if ep >= pf else pf
+            pend[x] = True
         else:
             v = -1 - x
             pv = dprev[v]
             r = rd[v]
-            L.heap_t[i] = en[pv] if pv >= 0 and en[pv] > r else r
-            S.pending[v] = True
-    _heapify(L, size)
+            ht[i] = en[pv] if pv >= 0 and en[pv] > r else r
+            pending[v] = True
+    heapify(ht, hx, size)
     moved_any = False
+    retimed = 0
     budget = S.cnt[BUDGET] * (S.cnt[N_PLACED] + L.cnt[0] + 250)
     while size > 0:
         budget -= 1
         if budget < 0:  # a long cascade: one replay of everything committed costs less
             for i in range(size):
-                x = L.heap_x[i]
+                x = hx[i]
                 if x >= 0:
-                    L.pend[x] = False
+                    pend[x] = False
                 else:
-                    S.pending[-1 - x] = False
-            S.moved[:] = _INF
+                    pending[-1 - x] = False
+            moved[:] = _INF
+            S.cnt[RETIMED] += retimed
             _replay(I, S, L)
             return False
-        t, x = L.heap_t[0], L.heap_x[0]
-        size = _hpop(L, size)
-        if x >= 0:  # a send (p -> d2)
+        t, x = ht[0], hx[0]
+        size = hpop(ht, hx, size)
+        if x >= 0:  # a send (p -> d2): then its consumers on d2 and the next send on its link
             p = x // m
             q = lprev[x]
             pf = tx_f[q] if q >= 0 else 0.0
             s = en[p] if en[p] >= pf else pf
             if s > t:
-                size = _hpush(L, size, s, x)
+                size = hpush(ht, hx, size, s, x)
                 continue
-            L.pend[x] = False
-            d2 = x - p * m
+            pend[x] = False
+            d = x - p * m
             dp = pl[p]
-            f = s + I.lat[dp, d2] + tx_b[x] / I.bw[dp, d2]
+            f = s + lat[dp, d] + tx_b[x] / bw[dp, d]
             if f == tx_f[x]:
                 tx_s[x] = s
                 continue
             tx_s[x], tx_f[x] = s, f
+            nx = -1
             y = lnext[x]
-            if y >= 0:
-                size = _push_send(S, L, size, y, m, f)
-            for j in range(I.succ_ptr[p], I.succ_ptr[p + 1]):
-                v = I.edst[I.succ_edge[j]]
-                if pl[v] == d2 and f > rd[v]:
-                    rd[v] = f
-                    size = _push_op(S, L, size, v)
-            continue
-        o = -1 - x
-        pv = dprev[o]
-        s = en[pv] if pv >= 0 and en[pv] > rd[o] else rd[o]
-        if s > t:
-            size = _hpush(L, size, s, x)
-            continue
-        S.pending[o] = False
-        d = pl[o]
-        f = s + I.dur[o, d]
-        if s == st[o] and f == en[o]:
-            continue
-        if o != fresh:
-            if st[o] < S.moved[d]:
-                S.moved[d] = st[o]
-            moved_any = True
-            S.cnt[RETIMED] += 1
-        st[o] = s
-        if f == en[o]:
-            continue
-        en[o] = f
-        nx = S.dnext[o]
-        if nx >= 0:
-            size = _push_op(S, L, size, nx)
-        for d2 in range(m):
-            y = o * m + d2
-            if tx_b[y] >= 0.0 and not L.pend[y]:
-                q = lprev[y]
-                pf = tx_f[q] if q >= 0 else 0.0
-                c = f if f >= pf else pf
+            if y >= 0 and not pend[y]:
+                q = y // m
+                c = en[q] if en[q] >= f else f
                 if c > tx_s[y]:
-                    L.pend[y] = True
-                    size = _hpush(L, size, c, y)
-        for j in range(I.succ_ptr[o], I.succ_ptr[o + 1]):
-            v = I.edst[I.succ_edge[j]]
-            if pl[v] == d and f > rd[v]:
+                    pend[y] = True
+                    size = hpush(ht, hx, size, c, y)
+        else:  # an op: then the next op on its device, its sends and its consumers on its device
+            p = -1 - x
+            pv = dprev[p]
+            s = en[pv] if pv >= 0 and en[pv] > rd[p] else rd[p]
+            if s > t:
+                size = hpush(ht, hx, size, s, x)
+                continue
+            pending[p] = False
+            d = pl[p]
+            f = s + dur[p, d]
+            if s == st[p] and f == en[p]:
+                continue
+            if p != fresh:
+                if st[p] < moved[d]:
+                    moved[d] = st[p]
+                moved_any = True
+                retimed += 1
+            st[p] = s
+            if f == en[p]:
+                continue
+            en[p] = f
+            nx = dnext[p]
+            for d2 in range(m):
+                y = p * m + d2
+                if tx_b[y] >= 0.0 and not pend[y]:
+                    q = lprev[y]
+                    pf = tx_f[q] if q >= 0 else 0.0
+                    c = f if f >= pf else pf
+                    if c > tx_s[y]:
+                        pend[y] = True
+                        size = hpush(ht, hx, size, c, y)
+        # p's value on d is now f: the ops that may start later (the next op on d first, when any)
+        j0 = succ_ptr[p]
+        for j in range(j0 - 1 if nx >= 0 else j0, succ_ptr[p + 1]):
+            if j < j0:
+                v = nx
+            else:
+                v = edst[succ_edge[j]]
+                if pl[v] != d or f <= rd[v]:
+                    continue
                 rd[v] = f
-                size = _push_op(S, L, size, v)
+            if not pending[v]:  # queued when its start would grow
+                pv = dprev[v]
+                c = en[pv] if pv >= 0 and en[pv] > rd[v] else rd[v]
+                if c > st[v]:
+                    pending[v] = True
+                    size = hpush(ht, hx, size, c, -1 - v)
+    S.cnt[RETIMED] += retimed
     return moved_any
 
 
