@@ -7,7 +7,7 @@ generalisation (Moirai) for the placement part.
   x[o, d]  op o runs on device d (bool);  s[o], e[o]  start / end of o (ticks)
   I[o, d]  optional interval (s[o], p[o][d] + rc[o], e[o]) present iff x[o, d]  -> _add_ops
   rc[o] = r * (receives o pays): per (producer p, device d) the first consumer of p on d (topological
-          order) pays r when p is not on d (receive cost ``transfer_cpu``)        -> _add_receives
+          order) pays r when p is not on d (receive cost ``transfer_cpu``)        -> receives.add_receives
   sum_d x[o, d] = 1, pins, colocation x[o, d] = x[g, d]                          -> _add_placement
   sum_o mem[o] x[o, d] <= capacity[d]                                            -> _add_memory
   NoOverlap(I[., d]) per device                                                  -> _add_device_no_overlap
@@ -39,6 +39,8 @@ from dplace.instance.model import Instance
 
 from ..decode import choice_order
 from ..frame import OutOfTime, check_time, homogeneous_links
+from .literals import _neg
+from .receives import add_receives
 from .ticks import Ticks
 
 __all__ = ["CpModelVars", "build_model", "model_cost_s", "reachability", "run_search", "will_break_symmetry"]
@@ -52,7 +54,7 @@ _BUILD_S_PER_ITEM = 36e-6
 
 def model_cost_s(inst: Instance) -> float:
     """Estimated CPU seconds to build the CP-SAT model of ``inst`` and complete its hint (quiet machine).
-    The receive cost's encoding (:func:`_add_receives`) adds about 7 variables + constraints per edge and
+    The receive cost's encoding (:func:`.receives.add_receives`) adds about 7 variables + constraints per edge and
     device (22.5k on a generated 402-op transformer on 4 devices, 791 edges, beside 10.6k without it)."""
     recv = 7.0 * inst.m * len(inst.esrc) if inst.transfer_cpu and inst.m > 1 else 0.0
     return _BUILD_S_PER_ITEM * (9.9 * inst.n * inst.m + 3.0 * len(inst.esrc) + recv)
@@ -149,7 +151,7 @@ def _enf(lits: Sequence[Any]) -> list[Any] | None:
 
 def _add_ops(V: CpModelVars, horizon: int, windows: tuple[list[int], list[int]] | None = None) -> None:
     """Start/end per op and one (optional) interval per allowed device; ``windows``: start bounds. An
-    interval's size is the op's time there plus the receive cost it pays (:func:`_add_receives`)."""
+    interval's size is the op's time there plus the receive cost it pays (:func:`.receives.add_receives`)."""
     md = V.model
     V.intervals = [[] for _ in range(V.inst.m)]
     for o in range(V.inst.n):
@@ -164,7 +166,7 @@ def _add_ops(V: CpModelVars, horizon: int, windows: tuple[list[int], list[int]] 
             continue
         for d in al:
             V.x[o, d] = md.new_bool_var(f"x{o}_{d}")
-    _add_receives(V)
+    add_receives(V)
     for o in range(V.inst.n):
         s, e, rc = V.s[o], V.e[o], V.rc[o]
         for d in V.allowed[o]:
@@ -174,75 +176,6 @@ def _add_ops(V: CpModelVars, horizon: int, windows: tuple[list[int], list[int]] 
                 V.intervals[d].append(md.new_interval_var(s, size, e, f"I{o}_{d}"))
             else:
                 V.intervals[d].append(md.new_optional_interval_var(s, size, e, x, f"I{o}_{d}"))
-
-
-def _add_receives(V: CpModelVars) -> None:
-    """The receive cost (``transfer_cpu``, ``T.r`` ticks): each tensor received from another device costs
-    that device ``r`` once per (producer p, destination device d), paid by p's consumer on d with the
-    smallest topological index (the simulator's rule, :meth:`Instance.receive_times`). With p's consumers
-    c_1, c_2, ... in topological order: pay[p, c_i, d] = x[c_i, d] AND NOT x[p, d] AND NOT seen[i - 1, d],
-    seen[i, d] = seen[i - 1, d] OR x[c_i, d] (prefix OR); rc[c] = r * sum of c's pays (ticks, in its
-    intervals' size). ``V.rc[o]`` is 0 where o can pay nothing (no term, one device, no producer)."""
-    inst, md, r = V.inst, V.model, V.T.r
-    V.rc = [0] * inst.n
-    if not r or inst.m < 2:
-        return
-    pays: list[list[Any]] = [[] for _ in range(inst.n)]
-    tp = inst.topo_pos
-    for p in range(inst.n):
-        if p % 512 == 0:
-            check_time(V.budget)
-        cons = sorted({inst.edst[k] for k in inst.succ[p]}, key=lambda c: tp[c])
-        for d in range(inst.m):
-            xp = V.lit(p, d)
-            if xp is True:
-                continue
-            seen: Any = False
-            for c in cons:
-                xc = V.lit(c, d)
-                if xc is False:
-                    continue
-                pay = _and(md, [xc, _neg(seen), _neg(xp)], f"pay{p}_{c}_{d}")
-                if pay is not False:
-                    pays[c].append(pay)
-                seen = _or(md, [seen, xc], f"seen{p}_{c}_{d}")
-    for c in range(inst.n):
-        fixed = sum(1 for b in pays[c] if b is True)
-        lits = [b for b in pays[c] if b is not True]
-        if not lits:
-            V.rc[c] = r * fixed
-            continue
-        rc = md.new_int_var(r * fixed, r * (fixed + len(lits)), f"rc{c}")
-        md.add(rc == r * (fixed + sum(lits)))
-        V.rc[c] = rc
-
-
-def _and(md: cp.CpModel, lits: Sequence[Any], name: str) -> Any:
-    """A literal equal to the AND of ``lits`` (constants folded; a new bool only where needed)."""
-    lits = [b for b in lits if b is not True]
-    if any(b is False for b in lits):
-        return False
-    if len(lits) <= 1:
-        return lits[0] if lits else True
-    b = md.new_bool_var(name)
-    for lit in lits:
-        md.add_implication(b, lit)
-    md.add_bool_or([b] + [_neg(lit) for lit in lits])
-    return b
-
-
-def _or(md: cp.CpModel, lits: Sequence[Any], name: str) -> Any:
-    """A literal equal to the OR of ``lits`` (constants folded; a new bool only where needed)."""
-    lits = [b for b in lits if b is not False]
-    if any(b is True for b in lits):
-        return True
-    if len(lits) <= 1:
-        return lits[0] if lits else False
-    b = md.new_bool_var(name)
-    for lit in lits:
-        md.add_implication(lit, b)
-    md.add_bool_or([_neg(b)] + list(lits))
-    return b
 
 
 def _add_placement(V: CpModelVars) -> None:
@@ -348,10 +281,6 @@ def _add_precedence(V: CpModelVars) -> None:
                 ct = md.add(V.s[v] >= V.e[u] + T.c[k][a][b])
                 if enf:
                     ct.only_enforce_if(enf)
-
-
-def _neg(lit):
-    return lit.Not() if hasattr(lit, "Not") else (not lit)
 
 
 def _add_transfers(V: CpModelVars, horizon: int, reach: list[int], fifo_limit: int) -> None:
