@@ -26,14 +26,5 @@ def _and(md: cp.CpModel, lits: Sequence[Any], name: str) -> Any:
 
 
 def _or(md: cp.CpModel, lits: Sequence[Any], name: str) -> Any:
-    """A literal equal to the OR of ``lits`` (constants folded; a new bool only where needed)."""
-    lits = [b for b in lits if b is not False]
-    if any(b is True for b in lits):
-        return True
-    if len(lits) <= 1:
-        return lits[0] if lits else False
-    b = md.new_bool_var(name)
-    for lit in lits:
-        md.add_implication(lit, b)
-    md.add_bool_or([_neg(b)] + list(lits))
-    return b
+    """A literal equal to the OR of ``lits``: NOT the AND of their negations (constants folded)."""
+    return _neg(_and(md, [_neg(lit) for lit in lits], name))
