@@ -25,7 +25,7 @@ from dplace.errors import InvalidInstanceError
 
 from . import watched
 from .cluster import Cluster, ClusterError
-from .recvcost import fit_receive_cost
+from .recvcost import fit_receive_cost, watched_call
 from .zoo import TrainStep, _tf
 
 
@@ -448,8 +448,6 @@ def fit_links(cluster: Cluster, devices: list[str], *, sizes: list[int], reps: i
     tensor of each size lives on the source (a variable), is copied to the destination and one element
     read there; the median wall time of ``reps`` runs minus that of the same graph with both ends on the
     destination is the transfer. R² of the fit is kept."""
-    import time
-
     import numpy as np
 
     from .commfit import fit_line
@@ -476,21 +474,22 @@ def fit_links(cluster: Cluster, devices: list[str], *, sizes: list[int], reps: i
     cfg.graph_options.rewrite_options.disable_meta_optimizer = True
     cfg.graph_options.optimizer_options.opt_level = tf.compat.v1.OptimizerOptions.L0
     fits = []
-    with tf.compat.v1.Session(cluster.target, graph=g, config=cfg) as sess:
-        sess.run(init)
+    alive = cluster.check_alive  # every session call watched: a worker's death ends it (runtime/watched.py)
+    sess = watched_call(lambda: tf.compat.v1.Session(cluster.target, graph=g, config=cfg), alive)[0]
+    ok = False
+    try:
+        watched_call(lambda: sess.run(init), alive)
         for a, b in pairs:
             samples = []
             for s in sizes:
                 med = {}
                 for src in (a, b):
                     fetch = runs[(src, b, s, a)]
-                    sess.run(fetch)
+                    watched_call(lambda: sess.run(fetch), alive)
                     ts = []
                     for _ in range(reps):
                         interrupt.stop_point()
-                        t0 = time.perf_counter()
-                        sess.run(fetch)
-                        ts.append((time.perf_counter() - t0) * 1e6)
+                        ts.append(watched_call(lambda: sess.run(fetch), alive)[1])  # timed in its thread
                     med[src] = statistics.median(ts)
                     done += 1
                     if progress:
@@ -502,4 +501,10 @@ def fit_links(cluster: Cluster, devices: list[str], *, sizes: list[int], reps: i
             ss_tot = float(((ys - ys.mean()) ** 2).sum())
             r2 = 1.0 - float(((ys - pred) ** 2).sum()) / ss_tot if ss_tot > 0 else 0.0
             fits.append(LinkFit(a, b, lat, bw, r2, samples))
+        ok = True
+    finally:
+        if ok:  # after a failure the master may be dead: closing would wait on it
+            watched_call(sess.close, alive)
+        else:
+            sess._closed, sess._session = True, None
     return fits
