@@ -10,7 +10,6 @@ it is not transitive, and the sort then keeps an order the model did not choose 
 """
 from __future__ import annotations
 
-import heapq
 from typing import Hashable, Iterable, Sequence
 
 from dplace.instance.model import Instance
@@ -20,7 +19,7 @@ __all__ = ["choice_order", "choice_sequence"]
 
 def choice_order(inst: Instance, placement: Sequence[int], key: Sequence[Hashable],
                  before: Iterable[tuple[int, int]]) -> list[list[int]] | None:
-    """Per-device order of ``placement``: Kahn's topological order of the graph's edges plus ``before``
+    """Per-device order of ``placement``: networkx's lexicographical topological order of the graph's edges plus ``before``
     (pairs (a, b): a runs before b; pairs on two devices are ignored), the smallest ``key[o]`` first
     (e.g. (start, end, topological position) in the model's answer). None when the pairs and the graph
     form a cycle: no device order runs what the model chose."""
@@ -37,27 +36,13 @@ def choice_sequence(inst: Instance, placement: Sequence[int], key: Sequence[Hash
                     before: Iterable[tuple[int, int]]) -> list[int] | None:
     """All ops in the one order :func:`choice_order` takes them (a topological order of the graph and the
     pairs on one device, by ``key``), or None on a cycle."""
-    n = inst.n
-    succ: list[set[int]] = [set() for _ in range(n)]
-    for k in range(len(inst.esrc)):
-        u, v = int(inst.esrc[k]), int(inst.edst[k])
-        if u != v:
-            succ[u].add(v)
-    for a, b in before:
-        if placement[a] == placement[b] and a != b:
-            succ[a].add(b)
-    waiting = [0] * n
-    for o in range(n):
-        for v in succ[o]:
-            waiting[v] += 1
-    heap = [(key[o], o) for o in range(n) if waiting[o] == 0]
-    heapq.heapify(heap)
-    seq: list[int] = []
-    while heap:
-        o = heapq.heappop(heap)[1]
-        seq.append(o)
-        for v in succ[o]:
-            waiting[v] -= 1
-            if waiting[v] == 0:
-                heapq.heappush(heap, (key[v], v))
-    return seq if len(seq) == n else None
+    import networkx as nx
+
+    g = nx.DiGraph()
+    g.add_nodes_from(range(inst.n))  # insertion order = op index: ties of equal keys go by index
+    g.add_edges_from((int(u), int(v)) for u, v in zip(inst.esrc, inst.edst) if u != v)
+    g.add_edges_from((a, b) for a, b in before if placement[a] == placement[b] and a != b)
+    try:
+        return list(nx.lexicographical_topological_sort(g, key=lambda o: key[o]))
+    except nx.NetworkXUnfeasible:  # the pairs and the graph form a cycle
+        return None
