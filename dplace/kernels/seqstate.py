@@ -6,7 +6,7 @@ device orders, idle gaps and placement rules are that module's, shared); the lin
 
 Deliberate pair, kept apart on a measurement: ``_retime`` / ``_replay`` here and in
 :mod:`dplace.kernels.state` (parallel comm) are the same settling loop, this one with sends as heap
-items beside the ops (a version sharing ``push_op`` and the consumer/replay steps gave the same
+items beside the ops (a version sharing the op push and the consumer/replay steps gave the same
 schedules but was slower). The heap is :mod:`dplace.kernels.heap`'s. ``_retime`` takes every array out
 of the tuples once, before its loop, and pushes inline: an array read from a tuple, or passed to an
 inlined helper, inside the loop costs an atomic reference-count increment and decrement per array per
