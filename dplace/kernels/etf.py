@@ -10,6 +10,9 @@ clusters of :mod:`dplace.kernels.baechi`.
   so the pops do not depend on how the heap breaks ties.
 * A stop count (lowered from another thread at the caller's deadline: the kernel runs without the GIL)
   ends the method's rule; :func:`_complete` then places the rest as ``_complete_by_deadline`` does.
+* Shared with the sequential-comm twin (:mod:`dplace.kernels.etfseq`): a step's choice (:func:`pick`),
+  a ready cluster's pushes (:func:`push_ready`) and the bookkeeping (:func:`new_lists`, :func:`book`,
+  :func:`fallback_next`).
 
 tests/kernels/test_etf_kernels.py compares it with the reference (m_etf, m_sct and their options).
 """
