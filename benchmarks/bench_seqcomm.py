@@ -71,16 +71,16 @@ def _old_exe(rev: str, tmp: str) -> str:
             os.symlink(os.path.join(src, pkg), os.path.join(src, "dplace", pkg))
     exe = os.path.join(tmp, "old-dplace")
     with open(exe, "w") as f:
-        f.write(f"#!/bin/sh\nPYTHONPATH={src} exec {sys.executable} -c "
+        f.write(f"#!/bin/sh\nPYTHONPATH={src} exec {sys.executable} -P -c "  # -P: not the current folder first
                 "'import sys; from dplace.cli import main; sys.exit(main())' \"$@\"\n")
     os.chmod(exe, 0o755)
     return exe
 
 
 def _warm(args: argparse.Namespace, tmp: str) -> None:
-    """Each method once per executable on small graphs above the compiled kernels' sizes (2,500 ops
-    sequential, 10,500 parallel), so that no timed cell pays numba's compilation (cached on disk)."""
-    for comm, ops in (("sequential", 2500),) + (() if args.no_parallel else (("parallel", 10500),)):
+    """Each method once per executable on 10,500-op graphs (above every compiled kernel's size, e.g. Baechi's
+    units from 10,000 ops), so that no timed cell pays numba's compilation (cached on disk)."""
+    for comm, ops in (("sequential", 10500),) + (() if args.no_parallel else (("parallel", 10500),)):
         g = os.path.join(tmp, f"warm_{comm}.json")
         subprocess.run([NEW, "generate", "transformer", "--ops", str(ops), "--devices", str(args.devices), "--comm",
                         comm, "--out", g], check=True, capture_output=True)
