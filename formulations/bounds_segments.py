@@ -301,8 +301,10 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
     t0 = time.perf_counter()
     budget = Budget.resolve(budget, time_limit_s)
     windows = tuple(sorted(set(windows), reverse=True)) or (0,)
-    levels = [segments(inst, windows[0])]  # the narrower ones when a segment is refined (0.04 s each at 36k ops):
-    starts = [[s.a for s in levels[0][1]]]  # none once the budget has run out
+    # the narrower decompositions are made when a segment is refined (0.04 s each at 36k ops), so none is
+    # made once the budget has run out
+    levels = [segments(inst, windows[0])]
+    starts = [[s.a for s in levels[0][1]]]
 
     def level_segments(level: int) -> list:
         while len(levels) <= level:

@@ -142,4 +142,3 @@ def run() -> None:
         except (OSError, ValueError):  # a closed pipe or stream: nothing more can be said on it
             code = code or 120  # what Python's own exit gives when the final flush fails
     os._exit(code)
-
