@@ -155,6 +155,7 @@ def main() -> None:
     print(f"{len(rows) - bad}/{len(rows)} within the limit; {a.jobs} at a time; load average now "
           f"{os.getloadavg()[0]:.1f}")
     if a.json:
+        rows.sort(key=lambda r: (r["instance"], r["method"], r["limit"]))  # the same file whatever the --jobs
         with open(a.json + ".tmp", "w") as f:
             json.dump(rows, f, indent=1)
         os.replace(a.json + ".tmp", a.json)
