@@ -128,6 +128,31 @@ def place(inst, method: str, portfolio_s: float):
     return pl, res.order, time.perf_counter() - t0
 
 
+def explain_table(model: str, rows: list[dict], devices: list[str]):
+    """The ``--explain`` table: per placement, the measured step split up (:mod:`dplace.runtime.explain`)."""
+    from rich.table import Table
+
+    t = Table(title=f"{model}: where the step goes (ms; per device: kernel time predicted / in this run, node time; "
+                    "receives: the model's count x transfer_cpu, the record's _Recv nodes (count: span); _Send nodes; "
+                    "other nodes; idle in the span)")
+    for col in ("placement", "sim", "replay kernel", "replay node", "traced span", "outside span",
+                "traced wall", "wall", "transfers: n, took / model median µs", *[f"{d}" for d in devices]):
+        t.add_column(col, justify="right")
+    for r in rows:
+        x = r["explain"]
+        tr = x["transfers"]
+        per = [f"{v['pred_kernel_us'] / 1000:.1f}/{v['kernel_us'] / 1000:.1f} node {v['node_us'] / 1000:.1f}; "
+               f"recv {v['receives']}x: {v['pred_receive_us'] / 1000:.1f}, {v['recv_nodes']}: {v['recv_us'] / 1000:.1f}; "
+               f"send {v['send_nodes']}: {v['send_us'] / 1000:.1f}; other {v['other_nodes']}: {v['other_us'] / 1000:.1f}; "
+               f"idle {v['idle_us'] / 1000:.1f}" for v in (x["devices"][d] for d in devices)]
+        t.add_row(r["placement"], *(f"{x[k] / 1000:.2f}" for k in ("sim_us", "replay_kernel_us", "replay_node_us",
+                                                                      "span_us", "outside_us", "traced_wall_us",
+                                                                      "wall_us")),
+                  f"{tr['n']} (+{tr['unmatched']}): {tr.get('took_median_us', 0):.0f} / {tr.get('model_median_us', 0):.0f}",
+                  *per)
+    return t
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", default="transformer,resnet50,inceptionv3")
@@ -138,6 +163,8 @@ def main() -> None:
     ap.add_argument("--portfolio-s", type=float, default=30.0)
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--json", default=None, help="write every row here too")
+    ap.add_argument("--explain", action="store_true",
+                    help="per placement, where the measured step goes (dplace.runtime.explain): a table per model")
     args = ap.parse_args()
 
     from rich.console import Console
@@ -147,6 +174,7 @@ def main() -> None:
     from dplace.runtime import remote, zoo
     from dplace.runtime.cluster import LocalWorkers
     from dplace.runtime.dispatch import fold_dispatch
+    from dplace.runtime.explain import explain
 
     con = Console(width=220)
     rows, summary = [], []
@@ -206,6 +234,8 @@ def main() -> None:
                        "record": rep.extra["record"], "memory_peak": peak, "memory_predicted": pred,
                        "op_memory": rep.extra["op_memory"], "ops_not_run": rep.ops_not_run, "loadavg": load,
                        "place_s": secs, "transfers": transfers(inst, pl)}
+                if args.explain:
+                    row["explain"] = explain(inst, pl, order, *rep.trace[:1], meas, rep.trace[1])
                 model_rows.append(row)
                 rows.append(row)
                 t.add_row(method, "/".join(str(rep.ops_per_device.get(d, 0)) for d in devices), f"{secs:.1f}",
@@ -219,6 +249,8 @@ def main() -> None:
                           "/".join(f"{peak.get(d, 0) / 2**20:.1f}:{pred[d] / 2**20:.1f}" for d in devices), load)
                 con.print(f"[dim]{model} {method}: measured {meas / 1000:.2f} ms, simulated {par / 1000:.2f} ms")
             con.print(t)
+            if args.explain:
+                con.print(explain_table(model, model_rows, devices))
             if len(model_rows) >= 2:
                 meas = [r["measured_median_us"] for r in model_rows]
                 best = min(model_rows, key=lambda r: r["measured_median_us"])

@@ -23,6 +23,7 @@ from dplace.testing import split_placement
 tf = pytest.importorskip("tensorflow")
 
 from dplace.runtime import cluster, extract, memory, remote, zoo  # noqa: E402
+from dplace.runtime.explain import explain  # noqa: E402
 
 pytestmark = pytest.mark.tf
 
@@ -80,6 +81,16 @@ def test_two_worker_run_places_orders_and_matches_the_loss(workers, tiny):
                                                                                  "Softmax", "AssignVariableOp")]
     assert len(on1) >= 5 and all(res_split.ran_on.get(n) == "CPU:1" for n in on1)
     assert res_split.extra["record"]["span_us"] > 0
+    # the record's received tensors are the model's cross-device transfers (explain sets one against the other)
+    rec, traced_us = res_split.trace
+    ex = explain(inst, pl, None, rec, res_split.step_us_median, traced_us)
+    tr = ex["transfers"]
+    crossing = {(inst.esrc[e], pl[inst.edst[e]]) for e in range(inst.n_edges) if pl[inst.esrc[e]] != pl[inst.edst[e]]}
+    assert 0 < tr["n"] <= len(crossing) and tr["n"] + tr["unmatched"] == len(rec.transfers)
+    assert all(took >= 0 and model > 0 for _, took, model, _ in tr["rows"])
+    per = ex["devices"]
+    assert sum(v["ops"] for v in per.values()) == inst.n and all(0 <= v["idle_us"] <= ex["span_us"] for v in per.values())
+    assert ex["sim_us"] == dplace.simulate(inst, pl).makespan and ex["replay_node_us"] >= ex["replay_kernel_us"] > 0
     rep = remote.execute(inst, res, step, 2, workers.cluster, steps=2, warmup=1, loss_steps=1)
     assert rep.order_enforced and rep.order_matched and rep.ok
 
@@ -96,7 +107,14 @@ def test_step_record_reads_devices_and_concurrency():
     ns2.device = "/job:worker/replica:0/task:0/device:CPU:0"
     b = ns2.node_stats.add()
     b.node_name, b.all_start_micros, b.all_end_rel_micros = "b", 12, 10
+    r = ns2.node_stats.add()  # a worker's gRPC receive: a transfer, not a node
+    r.node_name, r.all_start_micros, r.all_end_rel_micros = "RecvTensor", 13, 4
+    r.timeline_label = ("[64B] [2.048000Mb/s] edge_280_a from /job:worker/replica:0/task:1/device:CPU:0 "
+                        "to /job:worker/replica:0/task:0/device:CPU:0")
     rec = remote.StepRecord.from_metadata(md)
+    assert "RecvTensor" not in rec.device
+    assert rec.transfers == [("a", "/job:worker/replica:0/task:1/device:CPU:0",
+                              "/job:worker/replica:0/task:0/device:CPU:0", 64, 13.0, 17.0)]
     assert rec.device["a"].endswith("task:1/device:CPU:0")
     conc = rec.concurrency()
     assert conc["span_us"] == 12 and conc["concurrent_us"] == 3

@@ -1,0 +1,122 @@
+"""Where a placement's measured step goes, set against the simulator's prediction.
+
+One traced step on a cluster (:class:`dplace.runtime.remote.StepRecord`: per node its device, start, end and
+kernel time) splits the measured step into parts the model can be checked on, one at a time:
+
+* ``outside_us``: the traced step's wall time less the span of its nodes (first start to last end): what a
+  step costs beyond its ops (the session's call, the master, the workers' set-up and tear-down);
+* ``replay_kernel_us``: the simulator's makespan of the same placement and order with each op's time
+  replaced by its kernel time *in this run* (op start to op end): against ``sim_us`` it shows how far
+  the profiled op times drift when the placement runs (two workers at once, another load);
+* ``replay_node_us``: the same with each op's whole node time (start to end: the kernel and the
+  executor's work around it): against ``replay_kernel_us`` it is the executor's cost per op; against
+  ``span_us`` what the model's structure (links, receive cost, order) misses;
+* per device: ops, predicted kernel time, this run's kernel and node time, the tensors it receives
+  (the model's count and receive cost; the record's ``_Recv`` nodes, whose span is mostly waiting for
+  the tensor, and ``_Send`` nodes, with their times), the other nodes that are no instance op, and the
+  device's idle time in the span (no node but a ``_Recv`` running: a waiting receive is not work).
+
+``benchmarks/bench_runtime_truth.py --explain`` prints it per placement.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+def _node_times(rec, nodes) -> dict[str, float]:
+    return {n: rec.end_us[n] - rec.start_us[n] for n in nodes if n in rec.start_us}
+
+
+def explain(inst, placement, order, rec, wall_us: float, traced_wall_us: float) -> dict[str, Any]:
+    """The breakdown above for ``placement`` (with ``order``, or None) of ``inst``, from ``rec`` (the
+    traced step's record), ``wall_us`` (the median untraced step) and ``traced_wall_us`` (the traced
+    step's own wall time)."""
+    from dplace.schedule.simulate import as_placement, simulate
+
+    from .profile import with_times
+    from .remote import merge_intervals
+
+    pl = [int(d) for d in as_placement(inst, placement)]
+    node_of = [op.extra.get("tf_node", op.id) for op in inst.ops]
+    ours = set(node_of)
+    dev_of_node = {node_of[o]: inst.devices[pl[o]].name for o in range(inst.n)}
+    starts = list(rec.start_us.values())
+    span = (max(rec.end_us.values()) - min(starts)) if starts else 0.0
+    kernel = {n: rec.op_us.get(n, 0.0) for n in ours}
+    node = _node_times(rec, ours)
+    out: dict[str, Any] = {
+        "wall_us": wall_us, "traced_wall_us": traced_wall_us, "span_us": span,
+        "outside_us": traced_wall_us - span,
+        "sim_us": simulate(inst, pl, order).makespan,
+        "replay_kernel_us": simulate(with_times(inst, kernel), pl, order).makespan,
+        "replay_node_us": simulate(with_times(inst, node), pl, order).makespan,
+    }
+    received = {}
+    for e in range(inst.n_edges):
+        s, t = inst.esrc[e], inst.edst[e]
+        if pl[s] != pl[t]:
+            received.setdefault(pl[t], set()).add(s)
+    tf_names = {}  # the record's device name (a task device) -> instance device, from where our ops ran
+    for n, d in rec.device.items():
+        if n in dev_of_node:
+            tf_names.setdefault(d, dev_of_node[n])
+    per = {}
+    for d, dev in enumerate(inst.devices):
+        mine = [o for o in range(inst.n) if pl[o] == d]
+        tfd = [k for k, v in tf_names.items() if v == dev.name]
+        ran = [n for n in rec.start_us if rec.device[n] in tfd]
+        others = [n for n in ran if n not in ours]
+        kinds = {k: [n for n in others if rec.op_type.get(n, "").endswith(k)] for k in ("_Recv", "_Send")}
+        rest = [n for n in others if n not in kinds["_Recv"] and n not in kinds["_Send"]]
+        work = [(rec.start_us[n], rec.end_us[n]) for n in ran if n not in kinds["_Recv"]]
+        per[dev.name] = {
+            "ops": len(mine),
+            "pred_kernel_us": sum(inst.dur[o][d] for o in mine),
+            "pred_receive_us": inst.transfer_cpu * len(received.get(d, ())),
+            "receives": len(received.get(d, ())),
+            "kernel_us": sum(kernel[node_of[o]] for o in mine),
+            "node_us": sum(node.get(node_of[o], 0.0) for o in mine),
+            **{f"{key}_{what}": (len(ns) if what == "nodes" else sum(rec.end_us[n] - rec.start_us[n] for n in ns))
+               for key, ns in (("recv", kinds["_Recv"]), ("send", kinds["_Send"]), ("other", rest))
+               for what in ("nodes", "us")},
+            "idle_us": span - sum(b - a for a, b in merge_intervals(work)),
+        }
+    out["devices"] = per
+    out["transfers"] = _transfers(inst, pl, rec, node_of)
+    return out
+
+
+def _transfers(inst, pl, rec, node_of) -> dict[str, Any]:
+    """The tensors the workers received in the step (their RecvTensor calls) against the model's links:
+    per transfer its bytes, the time from the later of the call's start and the end of the producer's
+    kernel to the call's end (``took``: the transfer once the tensor existed) and the model's ``latency + bytes /
+    bandwidth`` for that pair (``model``; the receive cost ``transfer_cpu`` is apart: the receiver's
+    core pays it). Calls whose producer is no instance op (a variable's stand-in) or that no edge of the
+    instance explains are counted apart (``unmatched``)."""
+    import statistics
+
+    index = {n: o for o, n in enumerate(node_of)}
+    dev_index = {}
+    for o in range(inst.n):  # the record's task device -> instance device, from where the ops ran
+        if node_of[o] in rec.device:
+            dev_index.setdefault(rec.device[node_of[o]], pl[o])
+    rows, unmatched = [], 0
+    for node, src, dst, nbytes, start, end in rec.transfers:
+        o = index.get(node)
+        if o is None or src not in dev_index or dst not in dev_index or node not in rec.op_end_us:
+            unmatched += 1
+            continue
+        a, b = dev_index[src], dev_index[dst]
+        e = next((e for e in inst.succ[o] if pl[inst.edst[e]] == b), None)
+        if e is None:  # no edge of the instance crosses there (a control input, a node TF added)
+            unmatched += 1
+            continue
+        model = inst.transfer_time(e, a, b)
+        rows.append((nbytes, end - max(start, rec.op_end_us[node]), model, end - start))
+    out = {"n": len(rows), "unmatched": unmatched, "rows": [[round(x, 1) for x in r] for r in rows]}
+    if rows:
+        out.update({"took_median_us": statistics.median(r[1] for r in rows),
+                    "model_median_us": statistics.median(r[2] for r in rows),
+                    "took_sum_us": sum(r[1] for r in rows), "model_sum_us": sum(r[2] for r in rows),
+                    "call_median_us": statistics.median(r[3] for r in rows)})
+    return out
