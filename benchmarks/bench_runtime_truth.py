@@ -13,7 +13,15 @@ measured directly and folded into the op times by :func:`dplace.runtime.dispatch
 ``dplace profile --workers`` does: the "par+disp" columns) and the cost per transfer (fitted on the placements, in-sample).
 
     .venv/bin/python benchmarks/bench_runtime_truth.py [--models transformer,resnet50,inceptionv3]
-        [--workers 2] [--steps 10] [--warmup 3] [--portfolio-s 30] [--json out.json]
+        [--workers 2] [--steps 10] [--warmup 3] [--portfolio-s 30] [--json out.json] [--explain]
+        [--inter-threads 1]
+
+``--explain``: first :func:`dplace.runtime.explain.busy_transfer_probe` (is a transfer served while a
+worker computes?), then per model a table of where each placement's measured step goes
+(:func:`dplace.runtime.explain.explain`: the simulator replayed with the run's own kernel and node times,
+the traced span, per device kernel/node/idle time, every received tensor against the model's link).
+``--inter-threads``: inter-op threads per worker (default 1, the issue's setting; that pool also runs the
+worker's side of every transfer).
 
 No timed asserts. On a loaded machine (this one is shared), figures are noisy: loadavg is printed beside each.
 """
@@ -136,7 +144,7 @@ def explain_table(model: str, rows: list[dict], devices: list[str]):
                     "receives: the model's count x transfer_cpu, the record's _Recv nodes (count: span); _Send nodes; "
                     "other nodes; idle in the span)")
     for col in ("placement", "sim", "replay kernel", "replay node", "traced span", "outside span",
-                "traced wall", "wall", "transfers: n, took / model median µs", *[f"{d}" for d in devices]):
+                "traced wall", "wall", "transfers: n, send wait / took / model median µs", *[f"{d}" for d in devices]):
         t.add_column(col, justify="right")
     for r in rows:
         x = r["explain"]
@@ -148,7 +156,8 @@ def explain_table(model: str, rows: list[dict], devices: list[str]):
         t.add_row(r["placement"], *(f"{x[k] / 1000:.2f}" for k in ("sim_us", "replay_kernel_us", "replay_node_us",
                                                                       "span_us", "outside_us", "traced_wall_us",
                                                                       "wall_us")),
-                  f"{tr['n']} (+{tr['unmatched']}): {tr.get('took_median_us', 0):.0f} / {tr.get('model_median_us', 0):.0f}",
+                  f"{tr['n']} (+{tr['unmatched']}): {tr.get('send_wait_median_us', 0):.0f} / {tr.get('took_median_us', 0):.0f} / "
+                  f"{tr.get('model_median_us', 0):.0f}",
                   *per)
     return t
 
@@ -158,6 +167,8 @@ def main() -> None:
     ap.add_argument("--models", default="transformer,resnet50,inceptionv3")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--inter-threads", type=int, default=1,
+                    help="inter-op threads per worker (1 intra-op thread, one core each, whatever this says)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--prof-steps", type=int, default=5)
     ap.add_argument("--portfolio-s", type=float, default=30.0)
@@ -174,15 +185,20 @@ def main() -> None:
     from dplace.runtime import remote, zoo
     from dplace.runtime.cluster import LocalWorkers
     from dplace.runtime.dispatch import fold_dispatch
-    from dplace.runtime.explain import explain
+    from dplace.runtime.explain import busy_transfer_probe, explain
 
     con = Console(width=220)
     rows, summary = [], []
     devices = [f"CPU:{i}" for i in range(args.workers)]
-    with LocalWorkers(args.workers) as workers:
+    with LocalWorkers(args.workers, inter_threads=args.inter_threads) as workers:
         c = workers.cluster
-        con.print(f"[dim]{args.workers} workers on cores {workers.cores}, 1 intra/1 inter-op thread each; "
+        con.print(f"[dim]{args.workers} workers on cores {workers.cores}, 1 intra/{args.inter_threads} inter-op thread(s) each; "
                   f"load {loadavg()}")
+        probe = busy_transfer_probe(c, devices) if args.explain else []
+        for p in probe:
+            con.print(f"transfer {p['src']}->{p['dst']}, {p['busy']} computing a matmul chain until "
+                      f"{p['chain_end_us'] / 1000:.1f} ms: {p['n']} tensors ready at {p['ready_median_us'] / 1000:.1f} ms "
+                      f"(median), sent from {p['send_median_us'] / 1000:.1f} ms, arrived {p['arrive_median_us'] / 1000:.1f} ms")
         for model in [m for m in args.models.split(",") if m]:
             opts, batch = MODELS[model]
             step = zoo.build_step(model, **opts)
@@ -294,7 +310,7 @@ def main() -> None:
     con.print(f"load at the end: {loadavg()}")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"rows": rows, "summary": summary}, fh, indent=1, default=str)
+            json.dump({"rows": rows, "summary": summary, "busy_transfer_probe": probe}, fh, indent=1, default=str)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ kernel time) splits the measured step into parts the model can be checked on, on
   the tensor, and ``_Send`` nodes, with their times), the other nodes that are no instance op, and the
   device's idle time in the span (no node but a ``_Recv`` running: a waiting receive is not work).
 
-``benchmarks/bench_runtime_truth.py --explain`` prints it per placement.
+``benchmarks/bench_runtime_truth.py --explain`` prints it per placement, and :func:`busy_transfer_probe`
+before them: whether a worker serves a transfer while its core computes.
 """
 from __future__ import annotations
 
@@ -100,7 +101,7 @@ def _transfers(inst, pl, rec, node_of) -> dict[str, Any]:
     for o in range(inst.n):  # the record's task device -> instance device, from where the ops ran
         if node_of[o] in rec.device:
             dev_index.setdefault(rec.device[node_of[o]], pl[o])
-    rows, unmatched = [], 0
+    rows, unmatched, waits = [], 0, []
     for node, src, dst, nbytes, start, end in rec.transfers:
         o = index.get(node)
         if o is None or src not in dev_index or dst not in dev_index or node not in rec.op_end_us:
@@ -113,10 +114,55 @@ def _transfers(inst, pl, rec, node_of) -> dict[str, Any]:
             continue
         model = inst.transfer_time(e, a, b)
         rows.append((nbytes, end - max(start, rec.op_end_us[node]), model, end - start))
+        waits.append((start - rec.op_end_us[node], end - rec.op_end_us[node]))
     out = {"n": len(rows), "unmatched": unmatched, "rows": [[round(x, 1) for x in r] for r in rows]}
     if rows:
         out.update({"took_median_us": statistics.median(r[1] for r in rows),
                     "model_median_us": statistics.median(r[2] for r in rows),
                     "took_sum_us": sum(r[1] for r in rows), "model_sum_us": sum(r[2] for r in rows),
-                    "call_median_us": statistics.median(r[3] for r in rows)})
+                    "call_median_us": statistics.median(r[3] for r in rows),
+                    "send_wait_median_us": statistics.median(w for w, _ in waits),
+                    "delay_median_us": statistics.median(d for _, d in waits)})
+    return out
+
+
+def busy_transfer_probe(cluster, devices: list[str], *, n: int = 20, heavy: int = 20, size: int = 512,
+                        warmup: int = 2) -> list[dict[str, Any]]:
+    """Does a worker serve a transfer while its core computes? For each ordered pair (a, b) of the first
+    two devices and each side: ``n`` tiny tensors made on ``a`` at the step's start are summed on ``b``
+    while a chain of ``heavy`` ``size``² matmuls keeps the sender (``busy: sender``) or the receiver
+    (``busy: receiver``) computing (:func:`dplace.runtime.recvcost.probe_graph`, configs ``send`` and
+    ``recv``); one traced step each. Per case (µs from the step's first node): the chain's end, the
+    median of the tensors' ready time, of when the sender began to send them (TensorFlow's
+    ``send_start_micros``, kept in the RecvTensor record) and of their arrival. A send that starts at the
+    chain's end, not at the tensor's ready time, says the busy worker served no transfer while it
+    computed (its inter-op pool, which runs its side of each transfer, was busy)."""
+    import statistics
+
+    from .recvcost import probe_graph, session_config, watched_call
+    from .remote import StepRecord
+    from .zoo import _tf
+
+    tf = _tf()
+    cluster = cluster.map_devices(list(devices))
+    out = []
+    pairs = [(devices[0], devices[1]), (devices[1], devices[0])] if len(devices) > 1 else []
+    for a, b in pairs:
+        for cfg, busy in (("send", "sender"), ("recv", "receiver")):
+            g, fetch = probe_graph(cfg, n, cluster.devices[a], cluster.devices[b], heavy=heavy, size=size)
+            sess = watched_call(lambda g=g: tf.compat.v1.Session(cluster.target, graph=g, config=session_config()),
+                                cluster.check_alive)[0]
+            opts = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
+            md = tf.compat.v1.RunMetadata()
+            for _ in range(warmup):
+                watched_call(lambda s=sess: s.run(fetch), cluster.check_alive)
+            watched_call(lambda s=sess: s.run(fetch, options=opts, run_metadata=md), cluster.check_alive)
+            sess.close()
+            rec = StepRecord.from_metadata(md)
+            t0 = min(rec.start_us.values())
+            chain = [rec.end_us[k] for k in rec.start_us if rec.op_type.get(k, "").endswith("MatMul")]
+            got = [(rec.op_end_us[k] - t0, s - t0, e - t0) for k, _, _, _, s, e in rec.transfers if k in rec.op_end_us]
+            out.append({"src": a, "dst": b, "busy": busy, "chain_end_us": max(chain) - t0 if chain else float("nan"),
+                        "n": len(got), **{f"{k}_median_us": statistics.median(x[i] for x in got) if got else float("nan")
+                                          for i, k in enumerate(("ready", "send", "arrive"))}})
     return out
