@@ -11,6 +11,9 @@ kernel time) splits the measured step into parts the model can be checked on, on
 * ``replay_node_us``: the same with each op's whole node time (start to end: the kernel and the
   executor's work around it): against ``replay_kernel_us`` it is the executor's cost per op; against
   ``span_us`` what the model's structure (links, receive cost, order) misses;
+* ``replay_gated_us``: the same as ``replay_node_us`` with transfers served only while the sender and
+  the receiver are idle (:func:`replay_gated`): against ``span_us`` it tests that term; ``sim_gated_us``:
+  that term with the profiled op times (a prediction, as ``sim_us``);
 * per device: ops, predicted kernel time, this run's kernel and node time, the tensors it receives
   (the model's count and receive cost; the record's ``_Recv`` nodes, whose span is mostly waiting for
   the tensor, and ``_Send`` nodes, with their times), the other nodes that are no instance op, and the
@@ -51,6 +54,8 @@ def explain(inst, placement, order, rec, wall_us: float, traced_wall_us: float) 
         "sim_us": simulate(inst, pl, order).makespan,
         "replay_kernel_us": simulate(with_times(inst, kernel), pl, order).makespan,
         "replay_node_us": simulate(with_times(inst, node), pl, order).makespan,
+        "replay_gated_us": replay_gated(inst, pl, order, node),
+        "sim_gated_us": replay_gated(inst, pl, order, {node_of[o]: inst.dur[o][pl[o]] for o in range(inst.n)}),
     }
     received = {}
     for e in range(inst.n_edges):
@@ -85,6 +90,92 @@ def explain(inst, placement, order, rec, wall_us: float, traced_wall_us: float) 
     out["devices"] = per
     out["transfers"] = _transfers(inst, pl, rec, node_of)
     return out
+
+
+def replay_gated(inst, placement, order, times: dict[str, float]) -> float:
+    """The makespan of ``placement`` (its order: ``order``, or the simulator's own) with op times
+    ``times`` (µs by graph node) when a worker serves its side of a transfer only while it is idle, as
+    :func:`busy_transfer_probe` measures for one inter-op thread: a device is idle when it runs no op and
+    its next op in its order is not ready. A device's requests for the tensors it receives go out at its
+    first idle moment; the sender sends a tensor at its first idle moment after the tensor exists and the
+    request came; the tensor then takes the model's ``latency + bytes / bandwidth`` and is usable at the
+    receiver's first idle moment after it arrived. Everything else is the simulator's (``transfer_cpu``
+    paid by the first consumer on a device, parallel links). Not the model: a check of a term it lacks."""
+    import heapq
+
+    from dplace.schedule.simulate import as_placement, simulate
+
+    from .profile import with_times
+
+    pl = [int(d) for d in as_placement(inst, placement)]
+    base = with_times(inst, times)
+    lists = simulate(base, pl, order).order
+    n, m = inst.n, inst.m
+    rc = inst.receive_times(pl)
+    dur = [base.dur[o][pl[o]] + rc[o] for o in range(n)]
+    end = [None] * n
+    usable: dict[tuple[int, int], float] = {}  # (producer, device) -> when its tensor is usable there
+    arrived: list[dict[int, float]] = [{} for _ in range(m)]  # per device: producer -> arrival (not taken in)
+    pending = [[] for _ in range(m)]  # per sender: (producer, destination) made, not yet sent
+    queued = set()  # every (producer, destination) ever put in pending
+    asked = [None] * m  # when each device sent its requests (its first idle moment)
+    nxt = [0] * m
+    busy_until = [0.0] * m
+    events = [0.0]
+    t = 0.0
+
+    def ready(o: int, d: int) -> bool:
+        for e in inst.pred[o]:
+            s = inst.esrc[e]
+            if end[s] is None or (pl[s] == d and end[s] > t) or (pl[s] != d and usable.get((s, d), t + 1) > t):
+                return False
+        return True
+
+    while events:
+        t = heapq.heappop(events)
+        while events and events[0] <= t:
+            heapq.heappop(events)
+        changed = True
+        while changed:
+            changed = False
+            for d in range(m):
+                if busy_until[d] > t:
+                    continue
+                if nxt[d] < len(lists[d]) and ready(lists[d][nxt[d]], d):
+                    o = lists[d][nxt[d]]
+                    nxt[d] += 1
+                    end[o] = t + dur[o]
+                    busy_until[d] = end[o]
+                    heapq.heappush(events, end[o])
+                    for e in inst.succ[o]:
+                        b = pl[inst.edst[e]]
+                        if b != d and (o, b) not in queued:
+                            queued.add((o, b))
+                            pending[d].append((o, b))
+                    changed = True
+                    continue
+                # d is idle at t: it asks, takes in what arrived, sends what was asked for and exists
+                if asked[d] is None:
+                    asked[d] = t
+                    changed = True
+                for o, at in list(arrived[d].items()):
+                    if at <= t:
+                        usable[(o, d)] = t
+                        del arrived[d][o]
+                        changed = True
+                keep = []
+                for o, b in pending[d]:
+                    if end[o] <= t and asked[b] is not None and asked[b] <= t:
+                        at = t + min(inst.transfer_time(e, d, b) for e in inst.succ[o] if pl[inst.edst[e]] == b)
+                        arrived[b][o] = at
+                        heapq.heappush(events, at)
+                        changed = True
+                    else:
+                        keep.append((o, b))
+                pending[d] = keep
+    if any(x is None for x in end):
+        raise RuntimeError("replay_gated: not every op ran")
+    return max(end) if n else 0.0
 
 
 def _transfers(inst, pl, rec, node_of) -> dict[str, Any]:

@@ -426,7 +426,8 @@ def profile(step: TrainStep, batch: int, cluster: Cluster, devices: list[str], *
     meta["profile"] = {
         "steps": steps, "warmup": warmup, "statistic": "median of the worker's step stats (op start to op end)",
         "cluster": {"tasks": cluster.tasks, "devices": cluster.devices, "local": local is not None,
-                    "threads": local.threads if local else None, "cores": local.cores if local else None},
+                    "threads": local.threads if local else None, "cores": local.cores if local else None,
+                    "inter_threads": local.inter_threads if local else None},
         "ops_timed": sum(1 for op in inst.ops if op.extra["tf_node"] in times),
         "links": [f.to_dict() for f in fits],
         "receive_cost": recv.to_dict() if recv is not None else None,
