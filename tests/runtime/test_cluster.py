@@ -283,6 +283,7 @@ def test_bad_cluster_arguments_are_one_line(tmp_path, capsys):
     spec = tmp_path / "c.json"
     spec.write_text("{}")
     for extra, needle in [(["--workers", "0"], "--workers must be >= 1, got 0"),
+                          (["--workers", "2", "--inter-threads", "0"], "--inter-threads must be >= 1, got 0"),
                           (["--workers", "2", "--cluster-spec", str(spec)], "not both"),
                           (["--cluster-spec", str(spec)], "exactly one job")]:
         assert main(["execute", *MODEL_ARGS, "--result", str(r), *extra]) == 2
