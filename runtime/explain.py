@@ -92,7 +92,7 @@ def explain(inst, placement, order, rec, wall_us: float, traced_wall_us: float) 
     return out
 
 
-def replay_gated(inst, placement, order, times: dict[str, float]) -> float:
+def replay_gated(inst, placement, order, times: dict[str, float], serve_us: float = 0.0) -> float:
     """The makespan of ``placement`` (its order: ``order``, or the simulator's own) with op times
     ``times`` (µs by graph node) when a worker serves its side of a transfer only while it is idle, as
     :func:`busy_transfer_probe` measures for one inter-op thread: a device is idle when it runs no op and
@@ -100,7 +100,9 @@ def replay_gated(inst, placement, order, times: dict[str, float]) -> float:
     first idle moment; the sender sends a tensor at its first idle moment after the tensor exists and the
     request came; the tensor then takes the model's ``latency + bytes / bandwidth`` and is usable at the
     receiver's first idle moment after it arrived. Everything else is the simulator's (``transfer_cpu``
-    paid by the first consumer on a device, parallel links). Not the model: a check of a term it lacks."""
+    paid by the first consumer on a device, parallel links). ``serve_us`` > 0: an idle sender serves one
+    tensor at a time, each taking it ``serve_us`` of its core (its next op, once ready, goes first).
+    Not the model: a check of a term it lacks."""
     import heapq
 
     from dplace.schedule.simulate import as_placement, simulate
@@ -165,8 +167,12 @@ def replay_gated(inst, placement, order, times: dict[str, float]) -> float:
                         changed = True
                 keep = []
                 for o, b in pending[d]:
-                    if end[o] <= t and asked[b] is not None and asked[b] <= t:
-                        at = t + min(inst.transfer_time(e, d, b) for e in inst.succ[o] if pl[inst.edst[e]] == b)
+                    if end[o] <= t and asked[b] is not None and asked[b] <= t and not (serve_us and busy_until[d] > t):
+                        left = t + serve_us
+                        if serve_us:
+                            busy_until[d] = left
+                            heapq.heappush(events, left)
+                        at = left + min(inst.transfer_time(e, d, b) for e in inst.succ[o] if pl[inst.edst[e]] == b)
                         arrived[b][o] = at
                         heapq.heappush(events, at)
                         changed = True

@@ -28,6 +28,8 @@ def test_a_tensor_leaves_a_busy_sender_when_it_idles():
     assert dplace.simulate(inst, pl, order).makespan == 1100.0  # z ends last; y ends at 165
     times = {"x": 100.0, "z": 1000.0, "y": 50.0}
     assert replay_gated(inst, pl, order, times) == 1100.0 + 15.0 + 50.0
+    # serving a tensor costs the idle sender 100 µs of its core before it leaves
+    assert replay_gated(inst, pl, order, times, serve_us=100.0) == 1100.0 + 100.0 + 15.0 + 50.0
 
 
 def test_an_idle_sender_sends_at_once_and_a_busy_receiver_takes_in_late():
