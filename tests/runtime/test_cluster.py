@@ -324,3 +324,28 @@ def test_a_port_in_use_is_one_line_and_leaves_no_worker():
     assert "\n" not in msg and f"port {port}" in msg and "in use" in msg, msg
     assert w.procs == [] or all(p.poll() is not None for p in w.procs)
     assert all(p.poll() is not None for p in w._stopped)
+
+
+def test_a_worker_killed_during_the_receive_probe_ends_it_with_one_error():
+    """``dplace profile --workers`` probes the receive cost on the cluster (:func:`fit_receive_cost`): a
+    worker killed during those probes ends them with the cluster's one error naming it, at once (not
+    after the probes' own length), and no worker is left."""
+    import threading
+
+    from dplace.runtime.recvcost import fit_receive_cost
+
+    _ports_or_skip()
+    w = cluster.LocalWorkers(2)
+    w.start()
+    try:
+        victim = w.pids[1]
+        killer = threading.Timer(3.0, lambda: os.kill(victim, signal.SIGKILL))
+        killer.start()
+        t0 = time.monotonic()
+        with pytest.raises(cluster.ClusterError, match=r"worker 1 \(pid \d+\) died"):
+            fit_receive_cost(w.cluster, ["CPU:0", "CPU:1"], n=200, rounds=10_000, steps=5)  # hours, unkilled
+        assert time.monotonic() - t0 < 90
+        killer.join()
+    finally:
+        w.stop()
+    assert all(p.poll() is not None for p in w._stopped) and len(w._stopped) == 2
