@@ -168,6 +168,7 @@ def _profile_on_cluster(args: argparse.Namespace, small) -> int:
         flag = "--regress-from" if small else "--split-shapes"
         raise InvalidInstanceError(f"profile: {flag} is not available with --workers/--cluster-spec")
     _at_least(args.workers, "--workers", 1)
+    _at_least(args.inter_threads, "--inter-threads", 1)
     spec = read_cluster_spec(args.cluster_spec) if args.cluster_spec is not None else None
     step = zoo.build_step(args.model, **_model_options(args))
 
@@ -182,13 +183,14 @@ def _profile_on_cluster(args: argparse.Namespace, small) -> int:
         if spec is not None:
             inst = run(spec, len(spec.tasks))
         else:
-            with LocalWorkers(args.workers) as workers:
+            with LocalWorkers(args.workers, inter_threads=args.inter_threads) as workers:
                 inst = run(workers.cluster, args.workers)
     save_instance(inst, args.out)
     prof = inst.extra["tf"]["profile"]
     tot = sum(inst.dur[o][0] for o in range(inst.n))
     print(f"{inst.name}: {inst.n} ops, {len(inst.edges)} edges, sum of op times {tot / 1000:.1f} ms on one worker "
-          f"({prof['cluster']['threads'] or '?'} intra/inter-op thread(s)) -> {args.out}")
+          f"({prof['cluster']['threads'] or '?'} intra-op / {prof['cluster'].get('inter_threads') or '?'} inter-op "
+          f"thread(s)) -> {args.out}")
     for f in prof["links"]:
         print(f"link {f['src']} -> {f['dst']}: latency {f['latency']:.1f} us, bandwidth {f['bandwidth']:.1f} B/us, "
               f"R^2 {f['r2']:.3f} ({len(f['samples'])} sizes {f['samples'][0][0]}-{f['samples'][-1][0]} B)")
@@ -223,6 +225,7 @@ def cmd_execute(args: argparse.Namespace) -> int:
     if args.workers is not None and args.cluster_spec is not None:
         raise InvalidInstanceError("execute: give --workers or --cluster-spec, not both")
     _at_least(args.workers, "--workers", 1)
+    _at_least(args.inter_threads, "--inter-threads", 1)
     cluster_spec = None
     if args.cluster_spec is not None:
         from .cluster import read_cluster_spec
@@ -311,7 +314,7 @@ def _execute_on_cluster(args, spec, inst, res, step, batch, cb):
     kw = dict(steps=args.steps, warmup=args.warmup, progress=cb, rewrite=rewrite)
     if spec is not None:
         return replicas.describe(remote.execute(g, res, step, batch, spec, **kw), rewrite, step)
-    with LocalWorkers(args.workers) as workers:
+    with LocalWorkers(args.workers, inter_threads=args.inter_threads) as workers:
         return replicas.describe(remote.execute(g, res, step, batch, workers.cluster, **kw), rewrite, step)
 
 
@@ -329,6 +332,13 @@ def _print_cluster_record(rep) -> None:
     if om["median_rel_error"] is not None:
         print(f"per-op memory estimate (Celeritas' score): median |estimate - measured| / measured "
               f"{100 * om['median_rel_error']:.1f}% over {om['n']} ops")
+
+
+def _inter_threads_arg(s) -> None:
+    s.add_argument("--inter-threads", type=int, default=1, metavar="T",
+                   help="with --workers: inter-op threads per worker (default 1). That pool also runs the worker's side "
+                        "of every tensor transfer: with 1 a tensor moves only while both workers are idle (README, "
+                        "\"Runtime truth\")")
 
 
 def add_profile(subparsers) -> None:
@@ -360,6 +370,7 @@ def add_profile(subparsers) -> None:
     s.add_argument("--workers", type=int, default=None, metavar="N",
                    help="profile for N local TensorFlow workers (op times on one worker under its thread limits, "
                         "links fitted between workers, memory measured); devices CPU:0..CPU:N-1")
+    _inter_threads_arg(s)
     s.add_argument("--cluster-spec", default=None, metavar="FILE", help="profile for the TensorFlow cluster of FILE "
                    "(the form dplace execute --cluster-spec reads)")
     s.set_defaults(func=cmd_profile)
@@ -377,6 +388,7 @@ def add_execute(subparsers) -> None:
     s.add_argument("--workers", type=int, default=None, metavar="N",
                    help="run on N local TensorFlow worker processes (one per instance device, each pinned to its "
                         "own core with 1 intra-op and 1 inter-op thread, bound to loopback, stopped on exit)")
+    _inter_threads_arg(s)
     s.add_argument("--cluster-spec", default=None, metavar="FILE",
                    help="run on the TensorFlow cluster of FILE: {\"cluster\": {\"worker\": [\"host:port\", ...]}} "
                         "(TF_CONFIG's form; instance device i on task i's CPU:0, or an optional \"devices\" map)")

@@ -195,7 +195,8 @@ class LocalWorkers:
     stops every one of them on exit, also on an exception or Ctrl-C."""
 
     def __init__(self, n: int, *, cores: list[list[int]] | None = None, threads: int = 1,
-                 ports: list[int] | None = None, ready_timeout_s: float = READY_TIMEOUT_S):
+                 ports: list[int] | None = None, ready_timeout_s: float = READY_TIMEOUT_S,
+                 inter_threads: int | None = None):
         if n < 1:
             raise InvalidInstanceError(f"--workers must be >= 1, got {n}")
         have = sorted(os.sched_getaffinity(0))
@@ -203,6 +204,7 @@ class LocalWorkers:
         self.cores = cores or [[have[i % len(have)]] for i in range(n)]
         self.shared_cores = n > len(have)  # more workers than cores: some share one
         self.threads = threads
+        self.inter_threads = inter_threads or threads  # inter-op threads (the pool that serves transfers too)
         self.ports = ports
         self.ready_timeout_s = ready_timeout_s
         self.procs: list[subprocess.Popen] = []
@@ -250,7 +252,8 @@ class LocalWorkers:
                 log = tempfile.TemporaryFile(prefix=f"dplace-worker{i}-")
                 self._logs.append(log)
                 cmd = [sys.executable, "-m", "dplace.runtime.worker", "--task", str(i), "--tasks", ",".join(tasks),
-                       "--cores", ",".join(map(str, self.cores[i])), "--threads", str(self.threads)]
+                       "--cores", ",".join(map(str, self.cores[i])), "--threads", str(self.threads),
+                       "--inter-threads", str(self.inter_threads)]
                 self.procs.append(subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                                    env=env, text=True, bufsize=1))
             deadline = time.monotonic() + self.ready_timeout_s

@@ -22,7 +22,7 @@ import math
 import statistics
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable
 
 from dplace import interrupt
@@ -57,6 +57,7 @@ class ExecReport:
     order_matched: bool | None = None  # measured per-device start order == the Result's (None: not enforced)
     order_mismatches: list[tuple[str, str, str]] = field(default_factory=list)  # (device, expected, ran first)
     ran_on: dict[str, str] = field(default_factory=dict, repr=False)  # node -> device it ran on (cluster runs)
+    trace: Any = field(default=None, repr=False)  # cluster runs: (StepRecord of the traced step, its wall µs)
 
     @property
     def ok(self) -> bool:
@@ -64,8 +65,9 @@ class ExecReport:
         return not self.ops_moved and self.loss_ok and self.order_matched is not False
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = asdict(replace(self, ran_on={}, trace=None))  # neither is copied: both are large
         d.pop("ran_on")
+        d.pop("trace")
         d["ops_moved_count"] = len(self.ops_moved)
         d["ok"] = self.ok
         return d

@@ -18,6 +18,7 @@ from typing import Any, Callable
 from dplace import interrupt
 
 from . import watched
+from .cluster import ClusterError
 from .zoo import _tf
 
 
@@ -66,9 +67,17 @@ def session_config():
 
 def watched_call(fn: Callable[[], Any], alive: Callable[[], None] | None) -> tuple[Any, float]:
     """(``fn()``, its wall µs): with ``alive`` (a cluster's ``check_alive``) run watched
-    (:func:`dplace.runtime.watched.call`: a worker's death ends a call TensorFlow would wait in)."""
+    (:func:`dplace.runtime.watched.call`: a worker's death ends a call TensorFlow would wait in); a
+    TensorFlow error of a lost worker (Unavailable, Aborted, ...) becomes the cluster's one error naming
+    the worker that died (:class:`~dplace.runtime.cluster.ClusterError`)."""
     if alive is not None:
-        timed = watched.call(fn, alive)
+        try:
+            timed = watched.call(fn, alive)
+        except _tf().errors.OpError as exc:
+            if isinstance(exc, (_tf().errors.InvalidArgumentError, _tf().errors.NotFoundError)):
+                raise
+            alive()  # Unavailable, Aborted, ...: a worker is gone; this names it
+            raise ClusterError(f"cluster: {type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300]}") from None
         return timed.value, timed.us
     t0 = time.perf_counter()
     out = fn()

@@ -37,6 +37,9 @@ def canonical(device: str) -> str:
                         device_index=spec.device_index or 0).to_string()
 
 
+_RECV = re.compile(r"\[(\d+)B\] \[[^]]*\] edge_\d+_(\S+) from (\S+) to (\S+)\s*$")
+
+
 @dataclass
 class StepRecord:
     """What the workers recorded for one traced step: per node (by name) the device it ran on, start and
@@ -48,6 +51,11 @@ class StepRecord:
     out_bytes: dict[str, int] = field(default_factory=dict)  # requested bytes of the outputs it allocated
     temp_bytes: dict[str, int] = field(default_factory=dict)  # allocator bytes it used, where TF records them
     op_us: dict[str, float] = field(default_factory=dict)  # the kernel's own time (op start to op end)
+    op_type: dict[str, str] = field(default_factory=dict)  # from the timeline label "name = Type(inputs)"
+    op_end_us: dict[str, float] = field(default_factory=dict)  # when its kernel ended: its outputs exist
+    # each tensor a worker received (its RecvTensor call): producer node, from and to device, bytes, start
+    # and end (µs; the call starts when the receiver asks, before the tensor may exist)
+    transfers: list[tuple[str, str, str, int, float, float]] = field(default_factory=list)
 
     @classmethod
     def from_metadata(cls, md) -> "StepRecord":
@@ -58,7 +66,16 @@ class StepRecord:
                 name = ns.node_name
                 start = float(ns.all_start_micros)
                 end = start + float(ns.all_end_rel_micros)
+                if name == "RecvTensor":  # a worker's gRPC call, not a node: "[64B] [..Mb/s] edge_7_<node> from A to B"
+                    m = _RECV.match(ns.timeline_label)
+                    if m:
+                        rec.transfers.append((m[2], canonical(m[3]), canonical(m[4]), int(m[1]), start, end))
+                    continue
                 rec.op_us[name] = rec.op_us.get(name, 0.0) + float(ns.op_end_rel_micros - ns.op_start_rel_micros)
+                rec.op_end_us[name] = max(rec.op_end_us.get(name, 0.0), start + float(ns.op_end_rel_micros))
+                label = ns.timeline_label.split(" = ", 1)
+                if len(label) == 2:
+                    rec.op_type.setdefault(name, label[1].split("(", 1)[0].strip())
                 if name in rec.start_us:  # a node seen twice (e.g. a device listed twice): keep the span
                     rec.start_us[name] = min(rec.start_us[name], start)
                     rec.end_us[name] = max(rec.end_us[name], end)
@@ -77,7 +94,7 @@ class StepRecord:
         per: dict[str, list[tuple[float, float]]] = {}
         for n, start in self.start_us.items():
             per.setdefault(self.device[n], []).append((start, self.end_us[n]))
-        return {d: _merge(iv) for d, iv in per.items()}
+        return {d: merge_intervals(iv) for d, iv in per.items()}
 
     def concurrency(self) -> dict[str, float]:
         """Span of the step, per-device busy time and the time two or more devices were busy at once (µs)."""
@@ -98,7 +115,7 @@ class StepRecord:
         return out
 
 
-def _merge(iv: list[tuple[float, float]]) -> list[tuple[float, float]]:
+def merge_intervals(iv: list[tuple[float, float]]) -> list[tuple[float, float]]:
     out: list[tuple[float, float]] = []
     for a, b in sorted(iv):
         if out and a <= out[-1][1]:
@@ -298,6 +315,7 @@ def execute(inst, placement, step: TrainStep, batch: int | None, cluster: Cluste
             for t in range(len(local.procs)):
                 local.ask(t, "reset")
         _, rec = sess.run(trace=True)
+        traced_us = sess.last_us
         for stand_in, node in sess.stand_in.items():  # a variable ran where its VarHandleOp ran
             if stand_in in rec.device:
                 rec.device.setdefault(node, rec.device[stand_in])
@@ -330,7 +348,7 @@ def execute(inst, placement, step: TrainStep, batch: int | None, cluster: Cluste
         not_run_types=dict(Counter(types[n] for n in node_dev if n not in ran_on).most_common()),
         ops_per_device=per_dev, loss_ref=loss_ref, loss_placed=losses[:loss_steps], loss_ok=loss_ok,
         extra=extra, order_enforced=chains is not None, order_matched=matched, order_mismatches=mismatches,
-        ran_on=ran_on,
+        ran_on=ran_on, trace=(rec, traced_us),
     )
 
 
@@ -408,7 +426,8 @@ def profile(step: TrainStep, batch: int, cluster: Cluster, devices: list[str], *
     meta["profile"] = {
         "steps": steps, "warmup": warmup, "statistic": "median of the worker's step stats (op start to op end)",
         "cluster": {"tasks": cluster.tasks, "devices": cluster.devices, "local": local is not None,
-                    "threads": local.threads if local else None, "cores": local.cores if local else None},
+                    "threads": local.threads if local else None, "cores": local.cores if local else None,
+                    "inter_threads": local.inter_threads if local else None},
         "ops_timed": sum(1 for op in inst.ops if op.extra["tf_node"] in times),
         "links": [f.to_dict() for f in fits],
         "receive_cost": recv.to_dict() if recv is not None else None,

@@ -4,7 +4,9 @@
 Before TensorFlow is imported the process pins itself to its cores (``sched_setaffinity``: the threads
 TensorFlow starts later inherit it) and asks the kernel to kill it when its parent dies
 (``PR_SET_PDEATHSIG``); then it starts a ``tf.distribute.Server`` for ``job:worker``/task I whose
-session and device thread pools have ``T`` intra-op and ``T`` inter-op threads. The server binds
+session and device thread pools have ``T`` intra-op and ``T`` inter-op threads (``--inter-threads``: another
+number of inter-op threads; that pool also runs the worker's side of every tensor transfer, see
+:mod:`dplace.runtime.explain`). The server binds
 TensorFlow's hard-coded wildcard address, which the ``loopback_bind`` shim (``LD_PRELOAD``, set by the
 parent) turns into loopback. It prints ``ready PID`` and then serves until its standard input closes
 (the parent's end of the pipe: closed when the parent stops it, exits or dies), answering one command a
@@ -50,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tasks", required=True, help="HOST:PORT of every task of job 'worker', comma-separated")
     ap.add_argument("--cores", default="", help="CPU cores to pin to, comma-separated (default: no pinning)")
     ap.add_argument("--threads", type=int, default=1, help="intra-op and inter-op threads (default 1)")
+    ap.add_argument("--inter-threads", type=int, default=None,
+                    help="inter-op threads, where they differ from --threads (the pool that also serves tensor transfers)")
     args = ap.parse_args(argv)
     _die_with_parent()
     signal.signal(signal.SIGINT, lambda *a: os._exit(130))  # Ctrl-C at a terminal reaches the whole group
@@ -58,10 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
 
+    inter = args.inter_threads or args.threads
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-    tf.config.threading.set_inter_op_parallelism_threads(args.threads)
-    cfg = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=args.threads,
-                                   inter_op_parallelism_threads=args.threads)
+    tf.config.threading.set_inter_op_parallelism_threads(inter)
+    cfg = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=args.threads, inter_op_parallelism_threads=inter)
     cluster = tf.train.ClusterSpec({"worker": args.tasks.split(",")})
     try:
         tf.distribute.Server(cluster, job_name="worker", task_index=args.task, protocol="grpc", config=cfg, start=True)

@@ -23,6 +23,7 @@ from dplace.testing import split_placement
 tf = pytest.importorskip("tensorflow")
 
 from dplace.runtime import cluster, extract, memory, remote, zoo  # noqa: E402
+from dplace.runtime.explain import explain  # noqa: E402
 
 pytestmark = pytest.mark.tf
 
@@ -80,6 +81,16 @@ def test_two_worker_run_places_orders_and_matches_the_loss(workers, tiny):
                                                                                  "Softmax", "AssignVariableOp")]
     assert len(on1) >= 5 and all(res_split.ran_on.get(n) == "CPU:1" for n in on1)
     assert res_split.extra["record"]["span_us"] > 0
+    # the record's received tensors are the model's cross-device transfers (explain sets one against the other)
+    rec, traced_us = res_split.trace
+    ex = explain(inst, pl, None, rec, res_split.step_us_median, traced_us)
+    tr = ex["transfers"]
+    crossing = {(inst.esrc[e], pl[inst.edst[e]]) for e in range(inst.n_edges) if pl[inst.esrc[e]] != pl[inst.edst[e]]}
+    assert 0 < tr["n"] <= len(crossing) and tr["n"] + tr["unmatched"] == len(rec.transfers)
+    assert all(took >= 0 and model > 0 for _, took, model, _ in tr["rows"])
+    per = ex["devices"]
+    assert sum(v["ops"] for v in per.values()) == inst.n and all(0 <= v["idle_us"] <= ex["span_us"] for v in per.values())
+    assert ex["sim_us"] == dplace.simulate(inst, pl).makespan and ex["replay_node_us"] >= ex["replay_kernel_us"] > 0
     rep = remote.execute(inst, res, step, 2, workers.cluster, steps=2, warmup=1, loss_steps=1)
     assert rep.order_enforced and rep.order_matched and rep.ok
 
@@ -96,7 +107,14 @@ def test_step_record_reads_devices_and_concurrency():
     ns2.device = "/job:worker/replica:0/task:0/device:CPU:0"
     b = ns2.node_stats.add()
     b.node_name, b.all_start_micros, b.all_end_rel_micros = "b", 12, 10
+    r = ns2.node_stats.add()  # a worker's gRPC receive: a transfer, not a node
+    r.node_name, r.all_start_micros, r.all_end_rel_micros = "RecvTensor", 13, 4
+    r.timeline_label = ("[64B] [2.048000Mb/s] edge_280_a from /job:worker/replica:0/task:1/device:CPU:0 "
+                        "to /job:worker/replica:0/task:0/device:CPU:0")
     rec = remote.StepRecord.from_metadata(md)
+    assert "RecvTensor" not in rec.device
+    assert rec.transfers == [("a", "/job:worker/replica:0/task:1/device:CPU:0",
+                              "/job:worker/replica:0/task:0/device:CPU:0", 64, 13.0, 17.0)]
     assert rec.device["a"].endswith("task:1/device:CPU:0")
     conc = rec.concurrency()
     assert conc["span_us"] == 12 and conc["concurrent_us"] == 3
@@ -265,6 +283,7 @@ def test_bad_cluster_arguments_are_one_line(tmp_path, capsys):
     spec = tmp_path / "c.json"
     spec.write_text("{}")
     for extra, needle in [(["--workers", "0"], "--workers must be >= 1, got 0"),
+                          (["--workers", "2", "--inter-threads", "0"], "--inter-threads must be >= 1, got 0"),
                           (["--workers", "2", "--cluster-spec", str(spec)], "not both"),
                           (["--cluster-spec", str(spec)], "exactly one job")]:
         assert main(["execute", *MODEL_ARGS, "--result", str(r), *extra]) == 2
@@ -305,3 +324,28 @@ def test_a_port_in_use_is_one_line_and_leaves_no_worker():
     assert "\n" not in msg and f"port {port}" in msg and "in use" in msg, msg
     assert w.procs == [] or all(p.poll() is not None for p in w.procs)
     assert all(p.poll() is not None for p in w._stopped)
+
+
+def test_a_worker_killed_during_the_receive_probe_ends_it_with_one_error():
+    """``dplace profile --workers`` probes the receive cost on the cluster (:func:`fit_receive_cost`): a
+    worker killed during those probes ends them with the cluster's one error naming it, at once (not
+    after the probes' own length), and no worker is left."""
+    import threading
+
+    from dplace.runtime.recvcost import fit_receive_cost
+
+    _ports_or_skip()
+    w = cluster.LocalWorkers(2)
+    w.start()
+    try:
+        victim = w.pids[1]
+        killer = threading.Timer(3.0, lambda: os.kill(victim, signal.SIGKILL))
+        killer.start()
+        t0 = time.monotonic()
+        with pytest.raises(cluster.ClusterError, match=r"worker 1 \(pid \d+\) died"):
+            fit_receive_cost(w.cluster, ["CPU:0", "CPU:1"], n=200, rounds=10_000, steps=5)  # hours, unkilled
+        assert time.monotonic() - t0 < 90
+        killer.join()
+    finally:
+        w.stop()
+    assert all(p.poll() is not None for p in w._stopped) and len(w._stopped) == 2
