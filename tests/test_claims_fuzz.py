@@ -96,7 +96,9 @@ def test_no_claim_beyond_the_oracle(first):
     pytest.param(s, m, marks=pytest.mark.xfail(strict=True, reason=why)) for (s, m), why in sorted(KNOWN.items())
 ])
 def test_known_wrong_claims(seed, spec):
-    assert _defects(seed, spec, time_limit=10.0) == []
+    # a long limit: the wrong OPTIMAL comes within ~1 s on a quiet machine, but a loaded one (the suite at -n 2
+    # beside other work) once reached 10 s first, and the strict xfail then failed as an XPASS
+    assert _defects(seed, spec, time_limit=60.0) == []
 
 
 def test_benchmark_runs_and_resumes(tmp_path, capsys):
