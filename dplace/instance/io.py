@@ -1,5 +1,8 @@
 """JSON I/O: the ``dplace-instance/1`` schema, loading with one-line errors, atomic writes.
 
+Instances are read and written here, in JSON or in the columnar form of :mod:`dplace.instance.npz` (which
+turns an instance into ``.npz`` bytes and reads them back): imports go io -> npz -> model -> columns -> records.
+
 Converters from other formats and the generators live in :mod:`dplace.formats`.
 """
 from __future__ import annotations
@@ -349,6 +352,11 @@ def save_json(path: str | os.PathLike, obj: Any, indent: int | None = 1) -> None
 
 
 def save_instance(inst: Instance, path: str | os.PathLike) -> None:
-    """Write ``inst`` as a ``dplace-instance/1`` JSON file, atomically (parent directories are created);
-    :func:`load_instance` reads it back to an equal instance."""
-    save_json(path, instance_to_dict(inst))
+    """Write ``inst`` as a ``dplace-instance/1`` file (its columnar form to a ``.npz`` path, else JSON),
+    atomically (parent directories are created); :func:`load_instance` reads it back to an equal instance."""
+    if str(path).endswith(".npz"):
+        from .npz import instance_to_npz_bytes
+
+        write_atomic(path, instance_to_npz_bytes(inst))
+    else:
+        save_json(path, instance_to_dict(inst))
