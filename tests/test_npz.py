@@ -14,7 +14,7 @@ from dplace.cli import main
 from dplace.errors import InvalidInstanceError
 from dplace.formats import transformer_training
 from dplace.instance.io import instance_to_dict, load_instance, save_instance
-from dplace.instance.npz import load_npz
+from dplace.instance.npz import load_npz, save_npz
 from dplace.testing import random_instance
 
 VIEWS = ("dur", "mem", "esrc", "edst", "ebytes", "succ", "pred", "topo", "topo_pos", "pinned", "group_of",
@@ -41,10 +41,20 @@ def _odd_instance() -> Instance:
 @pytest.mark.parametrize("seed", range(40))
 def test_round_trip_random(tmp_path, seed):
     inst = random_instance(random.Random(seed))
-    save_instance(inst, tmp_path / "i.npz")
+    save_npz(inst, tmp_path / "i.npz")
     back = load_npz(tmp_path / "i.npz")
     _same(inst, back)
     assert back.ops == inst.ops and back.edges == inst.edges
+
+
+def test_save_instance_writes_the_columnar_form_to_an_npz_path(tmp_path):
+    """As load_instance reads either form by the name, save_instance writes either."""
+    inst = random_instance(random.Random(7))
+    save_instance(inst, tmp_path / "i.npz")
+    save_instance(inst, tmp_path / "i.json")
+    assert (tmp_path / "i.npz").read_bytes()[:2] == b"PK" and (tmp_path / "i.json").read_bytes()[:1] == b"{"
+    _same(inst, load_instance(tmp_path / "i.npz"))
+    _same(inst, load_instance(tmp_path / "i.json"))
 
 
 def test_round_trip_odd_fields_and_cli(tmp_path):
@@ -62,7 +72,7 @@ def test_round_trip_odd_fields_and_cli(tmp_path):
 
 def test_generated_transformer_round_trip(tmp_path):
     inst = transformer_training(2000, 4, seed=1)
-    save_instance(inst, tmp_path / "t.npz")
+    save_npz(inst, tmp_path / "t.npz")
     _same(inst, load_npz(tmp_path / "t.npz"))
 
 
@@ -93,7 +103,7 @@ def test_topological_order_is_kahn_smallest_index_first():
 
 
 def _npz_with(tmp_path, **changes):
-    save_instance(_odd_instance(), tmp_path / "ok.npz")
+    save_npz(_odd_instance(), tmp_path / "ok.npz")
     with np.load(tmp_path / "ok.npz") as z:
         arrays = {k: z[k] for k in z.files}
     arrays.update(changes)

@@ -20,6 +20,7 @@ import numpy as np
 
 from .columns import Columns, forward_of_index
 from ..errors import InvalidInstanceError
+from .files import write_atomic
 from .model import Device, Instance, Link
 
 FORMAT = "dplace-instance-npz/1"
@@ -97,6 +98,11 @@ def instance_to_npz_bytes(inst: Instance) -> bytes:
     buf = _io.BytesIO()
     np.savez(buf, **arrays)
     return buf.getvalue()
+
+
+def save_npz(inst: Instance, path: str | os.PathLike) -> None:
+    """Write ``inst`` as ``.npz`` atomically."""
+    write_atomic(path, instance_to_npz_bytes(inst))
 
 
 def load_npz(path: str | os.PathLike) -> Instance:

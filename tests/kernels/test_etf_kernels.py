@@ -290,8 +290,7 @@ def test_forward_of_column_in_npz(tmp_path, monkeypatch):
     JSON fields and equal the pairs read from the fields (self references, unknown ids and numbers
     included); files without the column still load and give the same pairs; a bad column is an error."""
     from dplace.errors import InvalidInstanceError
-    from dplace.instance.io import save_instance
-    from dplace.instance.npz import _LazyJSON, load_npz
+    from dplace.instance.npz import _LazyJSON, load_npz, save_npz
 
     ops = [Op("a", 1.0), Op("b", 1.0, extra={"forward_of": "a"}), Op("c", 1.0, extra={"forward_of": "c"}),
            Op("7", 1.0, extra={"forward_of": "zz", "x": 1}), Op("d", 1.0, extra={"forward_of": 7})]
@@ -299,7 +298,7 @@ def test_forward_of_column_in_npz(tmp_path, monkeypatch):
     for k, inst in enumerate(cases):
         ref = baechi._forward_pairs(inst)
         path = tmp_path / f"i{k}.npz"
-        save_instance(inst, path)
+        save_npz(inst, path)
         with monkeypatch.context() as mp:
             mp.setattr(_LazyJSON, "items", lambda self: pytest.fail("op fields parsed"))
             assert baechi._forward_pairs(load_npz(path)) == ref

@@ -73,10 +73,10 @@ def test_switch(monkeypatch):
 
 def test_arrays_of_a_loaded_npz_build_no_per_op_lists(tmp_path):
     from dplace.instance.io import load_instance
-    from dplace.instance.io import save_instance
+    from dplace.instance.npz import save_npz
 
     inst = random_instance(random.Random(5))
-    save_instance(inst, tmp_path / "x.npz")
+    save_npz(inst, tmp_path / "x.npz")
     loaded = load_instance(tmp_path / "x.npz")
     a = kernels.inst_arrays(loaded)
     lists = ("dur", "mem", "esrc", "edst", "ebytes", "pred", "succ", "topo", "topo_pos", "pinned", "group_of",
