@@ -1,14 +1,18 @@
 """Sequential communication (issue 25): the list heuristics, old code beside new, on one graph in both
 comm modes. Each cell is one whole process, ``dplace solve GRAPH --method M --out R.json`` (start-up,
-loading, placing, the final simulation and the proven bound), timed by the wall clock; the makespan and
+loading, placing, the final simulation and the proven bound), timed by the wall clock, after each method
+ran once per executable on small graphs (numba's compile caches warm); the makespan and
 the bound are read back from R.json.
 
     .venv/bin/python benchmarks/bench_seqcomm.py --ops 36000
     .venv/bin/python benchmarks/bench_seqcomm.py --ops 3000 --methods heft,heft_links,m_topo,m_etf,celeritas
     .venv/bin/python benchmarks/bench_seqcomm.py --ops 36000 --old /work/main/.venv/bin/dplace --timeout 400
+    .venv/bin/python benchmarks/bench_seqcomm.py --ops 36000 --methods heft,dpos,m_etf,m_sct --old c90937a
 
 ``--old``: a ``dplace`` executable of the old code (e.g. the main checkout's venv, run with
-PYTHONPATH unset so that it imports its own checkout); methods it lacks print "-". A run past
+PYTHONPATH unset so that it imports its own checkout), or a git revision of this repository (e.g.
+``--old c90937a``: its files are exported to a temporary folder and run by this venv's Python, its
+packages ahead of this checkout's); methods it lacks print "-". A run past
 ``--timeout`` seconds (wall) is stopped and printed as "> T". Times are "wall/CPU" seconds of the whole
 process (CPU: user + system, what a loaded box distorts least). Prints, per method: new time
 sequential, new time parallel, their CPU ratio (the goal: at most 2), old time sequential, then makespans (old and new,
@@ -54,6 +58,41 @@ def _run(exe: str, graph: str, method: str, timeout: float, out_dir: str) -> tup
     return f"{dt:.1f}/{cpu:.1f}", r.get("makespan"), r.get("lower_bound")
 
 
+def _old_exe(rev: str, tmp: str) -> str:
+    """A ``dplace`` script running revision ``rev`` of this repository (exported under ``tmp``) with this
+    venv's Python: PYTHONPATH names the export, and its method packages stand where the editable
+    install maps them (``dplace.heuristics`` -> ``heuristics/``, ...)."""
+    src = os.path.join(tmp, "old")
+    os.makedirs(src)
+    arc = subprocess.run(["git", "-C", ROOT, "archive", rev], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", src], input=arc, check=True)
+    for pkg in ("formulations", "heuristics", "pipeline", "runtime"):
+        if os.path.isdir(os.path.join(src, pkg)) and not os.path.exists(os.path.join(src, "dplace", pkg)):
+            os.symlink(os.path.join(src, pkg), os.path.join(src, "dplace", pkg))
+    exe = os.path.join(tmp, "old-dplace")
+    with open(exe, "w") as f:
+        f.write(f"#!/bin/sh\nPYTHONPATH={src} exec {sys.executable} -P -c "  # -P: not the current folder first
+                "'import sys; from dplace.cli import main; sys.exit(main())' \"$@\"\n")
+    os.chmod(exe, 0o755)
+    return exe
+
+
+def _warm(args: argparse.Namespace, tmp: str) -> None:
+    """Each method once per executable on 10,500-op graphs (above every compiled kernel's size, e.g. Baechi's
+    units from 10,000 ops), so that no timed cell pays numba's compilation (cached on disk)."""
+    for comm, ops in (("sequential", 10500),) + (() if args.no_parallel else (("parallel", 10500),)):
+        g = os.path.join(tmp, f"warm_{comm}.json")
+        subprocess.run([NEW, "generate", "transformer", "--ops", str(ops), "--devices", str(args.devices), "--comm",
+                        comm, "--out", g], check=True, capture_output=True)
+        for exe in (NEW, args.old) if args.old and comm == "sequential" else (NEW,):
+            for m in args.methods.split(","):
+                try:
+                    subprocess.run([exe, "solve", g, "--method", m, "--quiet"], capture_output=True,
+                                   timeout=args.timeout)
+                except subprocess.TimeoutExpired:
+                    pass  # its timed cell says so
+
+
 def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:,.0f}"
 
@@ -63,18 +102,20 @@ def main() -> None:
     ap.add_argument("--ops", type=int, default=36000)
     ap.add_argument("--devices", type=int, default=4)
     ap.add_argument("--methods", default=METHODS)
-    ap.add_argument("--old", default=None, help="dplace executable of the old code")
+    ap.add_argument("--old", default=None, help="dplace executable of the old code, or a git revision")
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--no-parallel", action="store_true", help="only the sequential graph")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        if args.old and not os.path.isfile(args.old):
+            args.old = _old_exe(args.old, tmp)
         graphs = {}
         for comm in ("sequential",) + (() if args.no_parallel else ("parallel",)):
             g = os.path.join(tmp, f"t{args.ops}_{comm}.json")
             subprocess.run([NEW, "generate", "transformer", "--ops", str(args.ops), "--devices", str(args.devices),
                             "--comm", comm, "--out", g], check=True, capture_output=True)
             graphs[comm] = g
-        subprocess.run([NEW, "solve", graphs["sequential"], "--method", "heft", "--quiet"], capture_output=True)
+        _warm(args, tmp)
         print(f"transformer --ops {args.ops} --devices {args.devices}; load {open('/proc/loadavg').read().split()[:3]}")
         print(f"{'method':11} {'new seq s':>12} {'new par s':>12} {'ratio':>6} {'old seq s':>12} "
               f"{'old seq makespan':>17} {'new seq makespan':>17} {'new par makespan':>17} {'seq bound':>12}", flush=True)

@@ -159,8 +159,9 @@ class Result:
         elif key == "schedule":
             value = [{"op": o, "device": d, "start": st, "end": en} for o, d, st, en in zip(ids, pl, s.start, s.end)]
         else:
-            value = [{"op": ids[p], "src": dn[a], "dst": dn[b], "start": st, "end": en, "bytes": nb}
-                     for (p, a, b, st, en, nb) in s.transfers]
+            p, a, b, st, en, nb = s.transfer_columns()  # without a tuple per transfer
+            value = [{"op": i, "src": x, "dst": y, "start": t0, "end": t1, "bytes": z} for i, x, y, t0, t1, z in
+                     zip(map(ids.__getitem__, p), map(dn.__getitem__, a), map(dn.__getitem__, b), st, en, nb)]
         return _orjson().dumps(value)
 
     def _per_op_chunks(self, key: str, ids: list[str], dn: list[str]) -> Iterator[str]:

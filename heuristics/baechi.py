@@ -23,8 +23,9 @@ How the pieces fit (one timing model, one set of placement rules):
   (keyed by priority), refreshed lazily, so a step costs O(m log n) instead of a rescan of all
   ready ops.
 
-Compiled twins: :mod:`dplace.kernels.baechi` (units, fusion) and :mod:`dplace.kernels.etf` (the m-ETF /
-m-SCT list scheduler, parallel comm); tests/kernels/test_etf_kernels.py compares them with this code.
+Compiled twins: :mod:`dplace.kernels.baechi` (units, fusion), :mod:`dplace.kernels.etf` (the m-ETF /
+m-SCT list scheduler, parallel comm) and :mod:`dplace.kernels.etfseq` (sequential comm);
+tests/kernels/test_etf_kernels.py compares them with this code.
 """
 from __future__ import annotations
 
@@ -86,7 +87,8 @@ def _prepare_arrays(inst: Instance, opts: BaechiOptions):
 def _schedule_arrays(inst: Instance, units: np.ndarray, ca, reserve_whole: bool, fav_child: np.ndarray | None,
                      budget: Budget | None = None, stop_after: int | None = None
                      ) -> tuple[list[int], list[list[int]], float | None, int, dict]:
-    """``_list_schedule`` compiled (parallel comm): placement, per-device order, makespan, fallbacks, extra.
+    """``_list_schedule`` compiled (parallel comm: :mod:`dplace.kernels.etf`; sequential:
+    :mod:`dplace.kernels.etfseq`): placement, per-device order, makespan, fallbacks, extra.
 
     ``budget``: at its deadline a timer lowers the kernel's stop count (the kernel releases the GIL),
     so it ends after the cluster it is placing; the clusters left are placed by the compiled twin of
@@ -116,6 +118,14 @@ def _schedule_arrays(inst: Instance, units: np.ndarray, ca, reserve_whole: bool,
     stop = np.full(1, nc if stop_after is None else min(nc, stop_after), dtype=np.int64)
     if budget is not None and budget.expired():
         stop[0] = 0
+    if inst.comm == "sequential":  # the state's times (sends queued on their links), compiled
+        from dplace.kernels.etfseq import etf_seq
+
+        with budget.on_expiry(lambda: stop.fill(0)) if budget is not None else contextlib.nullcontext():
+            pl_s, order, span, fallbacks, placed = etf_seq(
+                inst, ca.ops_ptr, ca.ops, ca.succ_ptr, ca.succ, ca.pred_ptr, ca.pred, prio, uid[first], unit_mem,
+                unit_pin, cmem, reserve_whole, fav, sct, stop)
+        return pl_s, order, span, fallbacks, ({} if placed == nc else _cut_extra(placed, nc))
     with budget.on_expiry(lambda: stop.fill(0)) if budget is not None else contextlib.nullcontext():
         pl, _, end, seq, fallbacks, placed = etf(
             inst.m, ca.ops_ptr, ca.ops, ca.succ_ptr, ca.succ, ca.pred_ptr, ca.pred, prio, uid[first], unit_mem,
@@ -126,6 +136,12 @@ def _schedule_arrays(inst: Instance, units: np.ndarray, ca, reserve_whole: bool,
     if placed == nc:
         return pl.tolist(), order, float(end.max()) if inst.n else 0.0, int(fallbacks), {}
     return pl.tolist(), order, None, int(fallbacks), _cut_extra(int(placed), nc)
+
+
+def _compiled(inst: Instance) -> bool:
+    """Whether m-ETF / m-SCT run compiled: parallel comm from the ``etf`` kernel size, sequential comm where
+    the compiled sequential state runs (:func:`dplace.schedule.simulate.seq_kernel_wanted`)."""
+    return kernels.use(inst.n, "etf") if inst.comm == "parallel" else seq_kernel_wanted(inst)
 
 
 def _extra(inst: Instance, units: list[int], cl: Clusters) -> dict:
@@ -370,8 +386,7 @@ def _m_etf(inst: Instance, method: str, opts: BaechiOptions, options: dict, budg
     fo = _forward_only(inst, opts, method, options, lambda g: _m_etf(g, method, opts, options, budget))
     if fo is not None:
         return fo
-    # the compiled list scheduler; sequential comm stays on the reference, whose sends re-time committed work
-    if inst.comm == "parallel" and kernels.use(inst.n, "etf"):
+    if _compiled(inst):  # the compiled list scheduler (the same decisions: tests compare)
         units, ca = _prepare_arrays(inst, opts)
         pl, order, makespan, fallbacks, cut = _schedule_arrays(inst, units, ca, opts.colocation_coadjust, None,
                                                                budget)
@@ -431,7 +446,7 @@ def _m_sct(inst: Instance, method: str, opts: SctOptions, options: dict, budget:
     fo = _forward_only(inst, opts, method, options, lambda g: _m_sct(g, method, opts, options, budget))
     if fo is not None:
         return fo
-    compiled = inst.comm == "parallel" and kernels.use(inst.n, "etf")
+    compiled = _compiled(inst)
     if compiled:  # the compiled list scheduler, as m_etf's (the same decisions: tests compare)
         units_a, ca = _prepare_arrays(inst, opts)
         nc, ur = ca.n, None

@@ -258,9 +258,10 @@ def _best_of(inst: Instance, method: str, opts: CeleritasOptions, variant: _Vari
              fills: tuple[bool, ...] = (False,), budget: Budget | None = None) -> Result:
     """Run ``place(cz, balanced) -> (coarse placement, extra)`` for each fusion granularity (and each
     of ``fills``) and keep the best simulated result (memory kept first, then makespan; ties: the
-    earlier setting). The paper's variant: only the memory-only clusters and fill. ``budget``: once it
-    has expired no further setting is started (the first always runs); the best one's extra says how
-    many were tried (``time_limit``)."""
+    earlier setting). The paper's variant: only the memory-only clusters and fill. ``budget``: a setting
+    is started only while the time left is at least the slowest setting so far took (the first always
+    runs), so the last one ends within the budget; the best one's extra says how many were tried
+    (``time_limit``)."""
     settings = BALANCE_SPLITS if variant.balance else (None,)
     order = cpd_topo_order(inst)
     best = None
@@ -268,6 +269,7 @@ def _best_of(inst: Instance, method: str, opts: CeleritasOptions, variant: _Vari
     ccr_before = ccr(inst)
     total = _total_time(inst)
     tried = 0
+    slowest = 0.0  # seconds the slowest setting took (fusion and placements)
     for split in settings:
         wl = _work_limit(inst, split, total)
         if wl is not None and wl >= widest:
@@ -275,10 +277,11 @@ def _best_of(inst: Instance, method: str, opts: CeleritasOptions, variant: _Vari
         for anchor_first in variant.anchors:
             if anchor_first and len(variant.anchors) > 1 and not inst.groups:
                 continue  # no colocation: the same fusion
-            if best is not None and budget is not None and budget.expired():
+            if best is not None and budget is not None and (budget.expired() or budget.left() < slowest):
                 return replace(best, extra={**best.extra, "time_limit": {
                     "settings_tried": tried, "stopped_before": {"work_split": split, "anchor_first": anchor_first},
-                    "rest": "fusion settings not tried: the time limit came"}})
+                    "rest": "fusion settings not tried: the time left is less than one setting takes"}})
+            t_setting = budget.elapsed() if budget is not None else 0.0
             cz = _coarse(inst, opts, split, order, total, anchor_first)
             if split is None:
                 widest = _widest(inst, cz) if widest == math.inf else max(widest, _widest(inst, cz))
@@ -291,6 +294,8 @@ def _best_of(inst: Instance, method: str, opts: CeleritasOptions, variant: _Vari
                                   extra=_extra(inst, cz, ccr_before, **more))
                 if best is None or (not res.memory_ok, res.makespan) < (not best.memory_ok, best.makespan):
                     best = res
+            if budget is not None:
+                slowest = max(slowest, budget.elapsed() - t_setting)
     return best
 
 

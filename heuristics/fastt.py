@@ -304,6 +304,9 @@ def _os_dpos(inst: Instance, method: str, opts: ModelGraphOsDposOptions, options
                 runs += 1
                 t_run = budget.elapsed()
                 g = split_instance(cur, [[op_id, dim, n]], overhead_us=opts.split_overhead_us, copy_bytes_per_us=bw)
+                if budget.left() < run_s:  # the split took what DPOS on it needs (a large graph, a busy machine)
+                    out_of_budget = True
+                    break
                 if sum(g.mem) > sum(g.capacity):  # pieces of a partial sum each hold it whole
                     continue
                 run = _dpos_schedule(g, dopts)

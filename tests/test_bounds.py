@@ -220,6 +220,48 @@ def test_segment_bound_respects_its_time_limit_and_stays_a_bound():
     assert critical_path_length(inst) - 1e-9 <= sb.value <= opt + 1e-9
 
 
+def test_segment_bound_builds_no_narrower_decomposition_once_out_of_time(monkeypatch):
+    # the narrower windows' decompositions are built when a segment is refined, never up front: with the
+    # budget spent only the widest one is made (the rest of the phase was not stoppable); with time the
+    # bound is the one every level gives
+    import dplace.formulations.bounds_segments as bs
+
+    inst, _ = series_composition(random.Random(6), [6, 5, 7, 5])
+    made = []
+    real = bs.segments
+    monkeypatch.setattr(bs, "segments", lambda g, w: made.append(w) or real(g, w))
+    cut = bs.segment_bound(inst, time_limit_s=0.0)
+    assert made == [48]
+    assert critical_path_length(inst) - 1e-9 <= cut.value
+    made.clear()
+    full = bs.segment_bound(inst, windows=(48, 24, 12, 6, 3, 0), time_limit_s=60.0, segment_time_s=0.01, max_segment_ops=4)
+    assert made[0] == 48 and len(made) > 1  # refined: the narrower levels made on the way
+    assert full.value >= cut.value - 1e-9
+
+
+def test_segment_sub_instances_read_op_fields_without_building_ops(tmp_path):
+    # id, colocation and own pin per op as inst.ops has them, for instances built, read from JSON and
+    # from .npz; a freshly read instance's segment bound builds no Op
+    from dplace.formulations.bounds_segments import _op_fields
+    from dplace.instance.io import load_instance, save_instance
+    from dplace.instance.npz import load_npz, save_npz
+
+    rng = random.Random(11)
+    seen = set()
+    for k in range(12):
+        inst = random_instance(rng, n_ops=rng.randint(2, 12))
+        seen |= {"coloc" for op in inst.ops if op.colocation} | {"pin" for op in inst.ops if op.device}
+        save_instance(inst, tmp_path / f"{k}.json")
+        save_npz(inst, tmp_path / f"{k}.npz")
+        for g in (inst, load_instance(tmp_path / f"{k}.json"), load_npz(tmp_path / f"{k}.npz")):
+            ids, coloc, pin = _op_fields(g)
+            assert list(zip(ids, coloc, pin)) == [(op.id, op.colocation, op.device) for op in inst.ops]
+    assert seen == {"coloc", "pin"}
+    fresh = load_instance(tmp_path / "0.json")
+    segment_bound(fresh, time_limit_s=5.0)
+    assert fresh._ops is None
+
+
 def test_compare_sets_the_segment_bound_beside_the_methods(tmp_path, capsys):
     from dplace.cli import main
 

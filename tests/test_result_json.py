@@ -52,3 +52,21 @@ def test_compact_per_op_entries_hold_the_same_value(monkeypatch):
     res = dplace.solve(inst, "heft")
     text = b"".join(x if isinstance(x, bytes) else x.encode() for x in res.json_chunks())
     assert json.loads(text) == res.to_dict()
+
+
+def test_compact_transfers_from_the_compiled_simulators_arrays(monkeypatch):
+    """An array schedule's transfers are written from its columns, before any row tuple is built: the same
+    JSON value as ``to_dict``."""
+    import dplace.result as result_mod
+    from dplace.schedule.simulate import ArraySchedule
+
+    monkeypatch.setattr(result_mod, "COMPACT_FROM", 0)
+    monkeypatch.setenv("DPLACE_KERNEL", "numba")
+    rng = random.Random(8)
+    for _ in range(6):
+        inst = random_instance(rng, n_ops=rng.randint(2, 12), comm="parallel")
+        res = dplace.solve(inst, "heft")
+        assert isinstance(res.schedule, ArraySchedule)
+        text = b"".join(x if isinstance(x, bytes) else x.encode() for x in res.json_chunks())
+        assert "transfers" not in res.schedule.__dict__  # written from the arrays
+        assert json.loads(text) == res.to_dict()

@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..errors import DplaceError
+from . import common
 from .common import Parser, say_interrupted, seconds
 
-__all__ = ["COMMANDS", "Command", "build_parser", "main", "seconds"]
+__all__ = ["COMMANDS", "Command", "build_parser", "main", "run", "seconds"]
 
 
 @dataclass(frozen=True)
@@ -112,3 +113,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         say_interrupted("stopped before there was an answer; nothing written")
         return 130
+
+
+def run() -> None:
+    """The ``dplace`` program (``python -m dplace.cli``): :func:`main`, in a process of its own.
+
+    Such a process keeps what it loads (the modules, numba, the instance) until it ends, so it skips the
+    work that only pays in a long-lived one: the cyclic collector runs less often and leaves out what
+    the instance loaded (``common.PROCESS_OWNED``), and the exit skips Python's teardown of every object
+    (0.25 CPU s after a 36k-op solve, measured with ``/usr/bin/time``): the ``atexit`` functions run and
+    the streams are flushed, then the process ends. Where a thread that is not a daemon is still alive
+    the usual exit joins it."""
+    import gc
+    import os
+    import threading
+
+    common.PROCESS_OWNED = True
+    gc.set_threshold(10_000, 50, 50)  # from 700, 10, 10: fewer passes over the loaded modules and kernels
+    code = main()
+    if any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.exit(code)
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more can be said on it
+            code = code or 120  # what Python's own exit gives when the final flush fails
+    os._exit(code)

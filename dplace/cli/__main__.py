@@ -1,6 +1,4 @@
 """``python -m dplace.cli``: the ``dplace`` command."""
-import sys
+from . import run
 
-from . import main
-
-sys.exit(main())
+run()

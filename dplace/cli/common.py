@@ -100,10 +100,19 @@ def check_outputs(args: argparse.Namespace, *inputs: str) -> None:
     check_files({k: v for k, v in outs.items() if v}, {name: getattr(args, name) for name in inputs})
 
 
+# True in the ``dplace`` program (:func:`dplace.cli.run`), False where main() runs inside another program
+PROCESS_OWNED = False
+
+
 def load(path: str):
     from ..instance.io import load_instance
 
-    return load_instance(path)
+    inst = load_instance(path)
+    if PROCESS_OWNED:  # the instance lives as long as the process: no collector pass need look at it again
+        import gc
+
+        gc.freeze()
+    return inst
 
 
 def write_outputs(args: argparse.Namespace, res, data: dict | None = None, npz_extra: dict | None = None) -> None:

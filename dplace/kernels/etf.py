@@ -10,6 +10,9 @@ clusters of :mod:`dplace.kernels.baechi`.
   so the pops do not depend on how the heap breaks ties.
 * A stop count (lowered from another thread at the caller's deadline: the kernel runs without the GIL)
   ends the method's rule; :func:`_complete` then places the rest as ``_complete_by_deadline`` does.
+* Shared with the sequential-comm twin (:mod:`dplace.kernels.etfseq`): a step's choice (:func:`pick`),
+  a ready cluster's pushes (:func:`push_ready`) and the bookkeeping (:func:`new_lists`, :func:`book`,
+  :func:`fallback_next`).
 
 tests/kernels/test_etf_kernels.py compares it with the reference (m_etf, m_sct and their options).
 """
@@ -111,9 +114,19 @@ def _forced(c, cunit, unit_pin, unit_dev):
 def _make_ready(c, m, H, size, dr, drmax, prio, ready_seq, cnt, ops_ptr, ops, cunit, unit_pin, unit_dev,
                 unit_mem, cmem, reserve_whole, used, capacity, pl, end, pred_ptr, pred_edge, esrc, ebytes, lat, bw):
     o = ops[ops_ptr[c]]
-    mx = 0.0
     for d in range(m):
         dr[d] = ready_at(o, d, pl, end, pred_ptr, pred_edge, esrc, ebytes, lat, bw)
+    return push_ready(c, m, H, size, dr, drmax, prio, ready_seq, cnt, cunit, unit_pin, unit_dev, unit_mem, cmem,
+                      reserve_whole, used, capacity)
+
+
+@njit
+def push_ready(c, m, H, size, dr, drmax, prio, ready_seq, cnt, cunit, unit_pin, unit_dev, unit_mem, cmem,
+               reserve_whole, used, capacity):
+    """Cluster c is ready, its first op's inputs on device d at dr[d]: it waits on every device it may use
+    (both comm modes' ``make_ready``); returns the heaps."""
+    mx = 0.0
+    for d in range(m):
         if d == 0 or dr[d] > mx:
             mx = dr[d]
     drmax[c] = mx
@@ -199,6 +212,89 @@ def _complete(m, nc, ops_ptr, ops, csucc_ptr, csucc, cpred_ptr, cpred, cunit, un
 
 
 @njit
+def pick(m, H, size, free, sct, fav_dev, drmax, done, cunit, unit_pin, unit_dev, unit_mem, cmem, reserve_whole,
+         used, capacity):
+    """One step's choice (both comm modes), device d free at free[d]: each device's heaps refreshed (waiting
+    clusters whose data is there by then become available, SCT's promotions), then the smallest key
+    (t, class, prio, d) over the devices. Returns (found, t, cluster, device, 0 if it is at the top of the
+    device's available heap else 1 (waiting), the heaps)."""
+    found = False
+    bt, bk, bp, bd, bc, bsrc = 0.0, 0, 0.0, 0, 0, 0
+    for d in range(m):
+        fr = free[d]
+        w, av, pq = d, m + d, 2 * m + d
+        while size[w] > 0 and H[w, 0, 0] <= fr:
+            pr, c = H[w, 0, 1], int(H[w, 0, 2])
+            _hpop(H, size, w)
+            if _allowed(c, d, done, cunit, unit_pin, unit_dev, unit_mem, cmem, reserve_whole, used, capacity):
+                k = 0
+                if sct and fav_dev[c] != d:
+                    k = 1 if drmax[c] <= fr else 2
+                H = _hpush(H, size, av, float(k), pr, c)
+                if k == 2:
+                    H = _hpush(H, size, pq, drmax[c], pr, c)
+        if sct:
+            while size[pq] > 0 and H[pq, 0, 0] <= fr:
+                pr, c = H[pq, 0, 1], int(H[pq, 0, 2])
+                _hpop(H, size, pq)
+                if _allowed(c, d, done, cunit, unit_pin, unit_dev, unit_mem, cmem, reserve_whole, used, capacity):
+                    H = _hpush(H, size, av, 1.0, pr, c)
+        while size[av] > 0 and not _allowed(int(H[av, 0, 2]), d, done, cunit, unit_pin, unit_dev, unit_mem, cmem,
+                                            reserve_whole, used, capacity):
+            _hpop(H, size, av)
+        if size[av] > 0:
+            t, k, pr, c, src = fr, int(H[av, 0, 0]), H[av, 0, 1], int(H[av, 0, 2]), 0
+        else:
+            while size[w] > 0 and not _allowed(int(H[w, 0, 2]), d, done, cunit, unit_pin, unit_dev, unit_mem, cmem,
+                                               reserve_whole, used, capacity):
+                _hpop(H, size, w)
+            if size[w] == 0:
+                continue
+            t, pr, c, src = H[w, 0, 0], H[w, 0, 1], int(H[w, 0, 2]), 1
+            k = 0
+            if sct and fav_dev[c] != d:
+                k = 1 if drmax[c] <= t else 2
+        # the reference's key (t, class, prio, d)
+        if not found or t < bt or (t == bt and (k < bk or (k == bk and (pr < bp or (pr == bp and d < bd))))):
+            found = True
+            bt, bk, bp, bd, bc, bsrc = t, k, pr, d, c, src
+    return found, bt, bc, bd, bsrc, H
+
+
+@njit
+def new_lists(nc, m, nu, cpred_ptr):
+    """A list schedule's bookkeeping (both comm modes): memory used per device, each unit's device, each
+    cluster's inputs left, done, largest data-ready time, favourite device; the ready clusters in order
+    (and their count); the heaps (wait[d] row d, avail[d] row m + d, promote[d] row 2m + d) and their
+    sizes; a per-device scratch row."""
+    return (np.zeros(m, dtype=np.int64), np.full(nu, -1, dtype=np.int64), np.diff(cpred_ptr),
+            np.zeros(nc, dtype=np.bool_), np.zeros(nc), np.full(nc, -1, dtype=np.int64), np.empty(nc, dtype=np.int64),
+            np.zeros(1, dtype=np.int64), np.zeros(3 * m, dtype=np.int64), np.empty((3 * m, 64, 3)), np.zeros(m))
+
+
+@njit(inline="always")
+def fallback_next(m, ready_seq, ready_ptr, done, cunit, unit_pin, unit_dev, capacity, used):
+    """No ready cluster fits anywhere: the first ready one not done, on the device :func:`_fallback` gives.
+    Returns (cluster, device, the new read position in ready_seq)."""
+    while done[ready_seq[ready_ptr]]:
+        ready_ptr += 1
+    c = ready_seq[ready_ptr]
+    return c, _fallback(c, m, cunit, unit_pin, unit_dev, capacity, used), ready_ptr
+
+
+@njit(inline="always")
+def book(c, d, used, unit_dev, done, fav_dev, fav_child, sct, cunit, unit_mem, cmem, reserve_whole):
+    """Cluster c is placed on d (``_UnitRules.assign``, done, SCT's favourite child follows it)."""
+    used[d] += _need(c, cunit, unit_dev, unit_mem, cmem, reserve_whole)
+    u = cunit[c]
+    if unit_dev[u] < 0:
+        unit_dev[u] = d
+    done[c] = True
+    if sct and fav_child[c] >= 0:
+        fav_dev[fav_child[c]] = d
+
+
+@njit
 def _etf(m, ops_ptr, ops, csucc_ptr, csucc, cpred_ptr, cpred, prio, cunit, unit_mem, unit_pin, cmem, capacity,
          reserve_whole, fav_child, sct, pred_ptr, pred_edge, esrc, ebytes, lat, bw, dur, stop):
     nc = len(ops_ptr) - 1
@@ -209,19 +305,9 @@ def _etf(m, ops_ptr, ops, csucc_ptr, csucc, cpred_ptr, cpred, prio, cunit, unit_
     seq = np.empty(n, dtype=np.int64)  # ops in commit order
     nseq = 0
     free = np.zeros(m)  # end of the device's last op
-    used = np.zeros(m, dtype=np.int64)
-    unit_dev = np.full(len(unit_mem), -1, dtype=np.int64)
-    need = np.diff(cpred_ptr)
-    done = np.zeros(nc, dtype=np.bool_)
-    drmax = np.zeros(nc)
-    fav_dev = np.full(nc, -1, dtype=np.int64)
-    ready_seq = np.empty(nc, dtype=np.int64)
-    cnt = np.zeros(1, dtype=np.int64)
+    used, unit_dev, need, done, drmax, fav_dev, ready_seq, cnt, size, H, dr = new_lists(nc, m, len(unit_mem),
+                                                                                         cpred_ptr)
     ready_ptr = 0
-    # heaps: wait[d] is row d, avail[d] row m + d, promote[d] row 2m + d
-    size = np.zeros(3 * m, dtype=np.int64)
-    H = np.empty((3 * m, 64, 3))
-    dr = np.zeros(m)
     for c in range(nc):
         if need[c] == 0:
             H = _make_ready(c, m, H, size, dr, drmax, prio, ready_seq, cnt, ops_ptr, ops, cunit,
@@ -232,54 +318,13 @@ def _etf(m, ops_ptr, ops, csucc_ptr, csucc, cpred_ptr, cpred, prio, cunit, unit_
     while placed < nc:
         if placed >= stop[0]:  # the caller's budget expired (a timer thread lowers stop[0]; nogil)
             break
-        found = False
-        bt, bk, bp, bd, bc, bsrc = 0.0, 0, 0.0, 0, 0, 0
-        for d in range(m):
-            fr = free[d]
-            w, av, pq = d, m + d, 2 * m + d
-            while size[w] > 0 and H[w, 0, 0] <= fr:
-                pr, c = H[w, 0, 1], int(H[w, 0, 2])
-                _hpop(H, size, w)
-                if _allowed(c, d, done, cunit, unit_pin, unit_dev, unit_mem, cmem, reserve_whole, used, capacity):
-                    k = 0
-                    if sct and fav_dev[c] != d:
-                        k = 1 if drmax[c] <= fr else 2
-                    H = _hpush(H, size, av, float(k), pr, c)
-                    if k == 2:
-                        H = _hpush(H, size, pq, drmax[c], pr, c)
-            if sct:
-                while size[pq] > 0 and H[pq, 0, 0] <= fr:
-                    pr, c = H[pq, 0, 1], int(H[pq, 0, 2])
-                    _hpop(H, size, pq)
-                    if _allowed(c, d, done, cunit, unit_pin, unit_dev, unit_mem, cmem, reserve_whole, used, capacity):
-                        H = _hpush(H, size, av, 1.0, pr, c)
-            while size[av] > 0 and not _allowed(int(H[av, 0, 2]), d, done, cunit, unit_pin, unit_dev, unit_mem, cmem,
-                                                reserve_whole, used, capacity):
-                _hpop(H, size, av)
-            if size[av] > 0:
-                t, k, pr, c, src = fr, int(H[av, 0, 0]), H[av, 0, 1], int(H[av, 0, 2]), 0
-            else:
-                while size[w] > 0 and not _allowed(int(H[w, 0, 2]), d, done, cunit, unit_pin, unit_dev, unit_mem, cmem,
-                                                   reserve_whole, used, capacity):
-                    _hpop(H, size, w)
-                if size[w] == 0:
-                    continue
-                t, pr, c, src = H[w, 0, 0], H[w, 0, 1], int(H[w, 0, 2]), 1
-                k = 0
-                if sct and fav_dev[c] != d:
-                    k = 1 if drmax[c] <= t else 2
-            # the reference's key (t, class, prio, d)
-            if not found or t < bt or (t == bt and (k < bk or (k == bk and (pr < bp or (pr == bp and d < bd))))):
-                found = True
-                bt, bk, bp, bd, bc, bsrc = t, k, pr, d, c, src
+        found, bt, bc, bd, bsrc, H = pick(m, H, size, free, sct, fav_dev, drmax, done, cunit, unit_pin, unit_dev,
+                                          unit_mem, cmem, reserve_whole, used, capacity)
         if found:
             c, d = bc, bd
             _hpop(H, size, (m + d) if bsrc == 0 else d)
         else:  # no ready cluster fits anywhere: best effort (the device with the most room), flagged
-            while done[ready_seq[ready_ptr]]:
-                ready_ptr += 1
-            c = ready_seq[ready_ptr]
-            d = _fallback(c, m, cunit, unit_pin, unit_dev, capacity, used)
+            c, d, ready_ptr = fallback_next(m, ready_seq, ready_ptr, done, cunit, unit_pin, unit_dev, capacity, used)
             fallbacks += 1
         for j in range(ops_ptr[c], ops_ptr[c + 1]):
             o = ops[j]
@@ -291,13 +336,7 @@ def _etf(m, ops_ptr, ops, csucc_ptr, csucc, cpred_ptr, cpred, prio, cunit, unit_
             pl[o] = d
             seq[nseq] = o
             nseq += 1
-        used[d] += _need(c, cunit, unit_dev, unit_mem, cmem, reserve_whole)
-        u = cunit[c]
-        if unit_dev[u] < 0:
-            unit_dev[u] = d
-        done[c] = True
-        if sct and fav_child[c] >= 0:
-            fav_dev[fav_child[c]] = d
+        book(c, d, used, unit_dev, done, fav_dev, fav_child, sct, cunit, unit_mem, cmem, reserve_whole)
         for j in range(csucc_ptr[c], csucc_ptr[c + 1]):
             s2 = csucc[j]
             need[s2] -= 1

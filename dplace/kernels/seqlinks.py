@@ -65,48 +65,46 @@ def _link_arrival(I, S, L, dp, d, ps, k, has_harm):
     prev_f = L.tx_f[lk[l, i - 1] * m + d] if i else 0.0
     moved = False
     out = 0.0
-    for a in range(k):
-        p = ps[a]
-        while i < n_l and pos[lk[l, i]] < pos[p]:  # sends of other producers before p
+    tx_b, tx_f, harm = L.tx_b, L.tx_f, L.harm
+    for a in range(k + 1):  # a == k: the sends after the last of them, while they move (with has_harm)
+        if a < k:
+            p = ps[a]
+            bound = pos[p]
+        elif has_harm:
+            bound = np.inf
+        else:
+            break
+        while i < n_l and pos[lk[l, i]] < bound and (moved or a < k):  # sends of other producers before p
             q = lk[l, i]
             y = q * m + d
             if moved:
                 s = end[q] if end[q] >= prev_f else prev_f
-                f = s + lat + L.tx_b[y] / bw
-                moved = f != L.tx_f[y]
-                if f - L.tx_f[y] > L.harm[0]:
-                    L.harm[0] = f - L.tx_f[y]
+                f = s + lat + tx_b[y] / bw
+                moved = f != tx_f[y]
+                if f - tx_f[y] > harm[0]:
+                    harm[0] = f - tx_f[y]
                 prev_f = f
             else:
-                prev_f = L.tx_f[y]
+                prev_f = tx_f[y]
             i += 1
+        if a == k:
+            break
         y = p * m + d
-        has = L.tx_b[y] >= 0.0
+        has = tx_b[y] >= 0.0
         if has:
             i += 1  # lk[l, i] is p
         b = L.need_b[p]
-        if not has or moved or b != L.tx_b[y]:
+        if not has or moved or b != tx_b[y]:
             s = end[p] if end[p] >= prev_f else prev_f
             f = s + lat + b / bw
-            if has and f - L.tx_f[y] > L.harm[0]:
-                L.harm[0] = f - L.tx_f[y]  # (a send that others wait for: its consumers too)
+            if has and f - tx_f[y] > harm[0]:
+                harm[0] = f - tx_f[y]  # (a send that others wait for: its consumers too)
             moved = True
         else:
-            f = L.tx_f[y]
+            f = tx_f[y]
         prev_f = f
         if f > out:
             out = f
-    if has_harm:  # the sends after the last of them, while they move
-        while moved and i < n_l:
-            q = lk[l, i]
-            y = q * m + d
-            s = end[q] if end[q] >= prev_f else prev_f
-            f = s + lat + L.tx_b[y] / bw
-            moved = f != L.tx_f[y]
-            if f - L.tx_f[y] > L.harm[0]:
-                L.harm[0] = f - L.tx_f[y]
-            prev_f = f
-            i += 1
     return out
 
 

@@ -6,7 +6,7 @@ device orders, idle gaps and placement rules are that module's, shared); the lin
 
 Deliberate pair, kept apart on a measurement: ``_retime`` / ``_replay`` here and in
 :mod:`dplace.kernels.state` (parallel comm) are the same settling loop, this one with sends as heap
-items beside the ops (a version sharing ``push_op`` and the consumer/replay steps gave the same
+items beside the ops (a version sharing the op push and the consumer/replay steps gave the same
 schedules but was slower). The heap is :mod:`dplace.kernels.heap`'s. ``_retime`` takes every array out
 of the tuples once, before its loop, and pushes inline: an array read from a tuple, or passed to an
 inlined helper, inside the loop costs an atomic reference-count increment and decrement per array per
@@ -374,37 +374,28 @@ def _replay(I, S, L):
                 if tleft[y] == 0:
                     queue[qn] = y
                     qn += 1
-            for j in range(I.succ_ptr[p], I.succ_ptr[p + 1]):
-                v = I.edst[I.succ_edge[j]]
-                if pl[v] != d2:
-                    continue
-                if f > rd[v]:
-                    rd[v] = f
-                left[v] -= 1
-                if left[v] == 0:
-                    queue[qn] = -1 - v
+            d = d2  # p's value is on d2 at f
+        else:
+            p = -1 - x
+            d = pl[p]
+            pv = S.dprev[p]
+            s = en[pv] if pv >= 0 and en[pv] > rd[p] else rd[p]
+            f = s + I.dur[p, d]
+            st[p], en[p] = s, f
+            nx = S.dnext[p]
+            if nx >= 0:
+                left[nx] -= 1
+                if left[nx] == 0:
+                    queue[qn] = -1 - nx
                     qn += 1
-            continue
-        o = -1 - x
-        d = pl[o]
-        pv = S.dprev[o]
-        s = en[pv] if pv >= 0 and en[pv] > rd[o] else rd[o]
-        f = s + I.dur[o, d]
-        st[o], en[o] = s, f
-        nx = S.dnext[o]
-        if nx >= 0:
-            left[nx] -= 1
-            if left[nx] == 0:
-                queue[qn] = -1 - nx
-                qn += 1
-        for d2 in range(m):
-            y = o * m + d2
-            if tx_b[y] >= 0.0:
-                tleft[y] -= 1
-                if tleft[y] == 0:
-                    queue[qn] = y
-                    qn += 1
-        for j in range(I.succ_ptr[o], I.succ_ptr[o + 1]):
+            for d2 in range(m):
+                y = p * m + d2
+                if tx_b[y] >= 0.0:
+                    tleft[y] -= 1
+                    if tleft[y] == 0:
+                        queue[qn] = y
+                        qn += 1
+        for j in range(I.succ_ptr[p], I.succ_ptr[p + 1]):  # p's consumers on d: their input is there at f
             v = I.edst[I.succ_edge[j]]
             if pl[v] != d:
                 continue

@@ -61,6 +61,11 @@ class Schedule:
         return (np.asarray(self.placement, dtype=np.int64), np.asarray(self.start, dtype=np.float64),
                 np.asarray(self.end, dtype=np.float64))
 
+    def transfer_columns(self) -> list[list]:
+        """The transfers by column: [producers, src devices, dst devices, starts, ends, bytes] (lists), for
+        bulk writers."""
+        return [list(c) for c in zip(*self.transfers)] if self.transfers else [[] for _ in range(6)]
+
 
 def _listed(key: str, how=lambda a: a.tolist()) -> cached_property:
     def get(self):
@@ -84,6 +89,11 @@ class ArraySchedule(Schedule):
     end = _listed("end")
     transfers = _listed("transfers", lambda tr: list(zip(*(x.tolist() for x in tr))))
     order = _listed("order", lambda po: [po[1][a:b].tolist() for a, b in zip(po[0][:-1].tolist(), po[0][1:].tolist())])
+
+    def transfer_columns(self) -> list[list]:
+        if "transfers" in self.__dict__:  # the rows are built already
+            return super().transfer_columns()
+        return [x.tolist() for x in self._arrays["transfers"]]
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         a = self._arrays

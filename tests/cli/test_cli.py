@@ -294,3 +294,32 @@ def _with_func(p, func):
     for sp in sub.choices.values():
         sp.set_defaults(func=func)
     return p
+
+
+def _program(tmp_path, *args: str, before: str = ""):
+    """Run the ``dplace`` program (``dplace.cli.run``) in a process of its own, with ``before`` run first."""
+    import subprocess
+    import sys
+
+    code = (f"import atexit, sys\n{before}\nfrom dplace.cli import run; "
+            f"atexit.register(lambda: print('atexit ran', flush=True)); sys.argv = ['dplace', *{list(args)!r}]; run()")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+
+
+def test_the_program_exits_with_main_code_after_atexit_and_flushed_output(tmp_path, inst_file):
+    out = tmp_path / "r.json"
+    p = _program(tmp_path, "solve", str(inst_file), "--method", "heft", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert "method heft" in p.stdout and p.stdout.rstrip().endswith("atexit ran")  # printed, flushed, in order
+    assert json.loads(out.read_text())["method"] == "heft"
+    p = _program(tmp_path, "solve", str(tmp_path / "missing.json"), "--method", "heft")
+    assert p.returncode == 2 and "no such file" in p.stderr and "atexit ran" in p.stdout
+
+
+def test_the_program_waits_for_a_thread_that_is_not_a_daemon(tmp_path):
+    # the fast exit would kill it: the usual exit joins it, so its last line is written
+    before = ("import threading, time; threading.Thread(target=lambda: (time.sleep(1.0), print('thread done', "
+              "flush=True)), daemon=False).start()")
+    p = _program(tmp_path, "methods", before=before)
+    assert p.returncode == 0, p.stderr
+    assert "thread done" in p.stdout

@@ -288,3 +288,28 @@ def test_balanced_variants_stop_trying_settings_at_the_time_limit(method):
     cut = res.extra["time_limit"]
     assert cut["settings_tried"] == (2 if method == "order_place_balanced" else 1)
     assert set(cut["stopped_before"]) == {"work_split", "anchor_first"}
+
+
+@pytest.mark.parametrize("method", ("celeritas_balanced", "order_place_balanced"))
+def test_balanced_variants_start_no_setting_that_would_end_past_the_limit(method, monkeypatch):
+    """A clock that moves 3 s per fusion: with a 5 s budget the second fusion would end at 6 s, so it is
+    not started although the budget has not expired (before: started, and the method ended past its
+    limit)."""
+    import dplace.heuristics.celeritas as cel
+    from dplace.budget import Budget
+    from dplace.testing import assert_valid_result
+
+    inst = dplace.load_instance(os.path.join(os.path.dirname(__file__), "..", "..", "instances",
+                                             "bert12_training_4dev.json"))
+    now = [0.0]
+    real = cel._coarse
+
+    def coarse(*a, **k):
+        now[0] += 3.0
+        return real(*a, **k)
+
+    monkeypatch.setattr(cel, "_coarse", coarse)
+    res = dplace.solve(inst, method, budget=Budget(5.0, clock=lambda: now[0]))
+    assert_valid_result(res)
+    assert now[0] == 3.0  # one fusion made
+    assert res.extra["time_limit"]["settings_tried"] == (2 if method == "order_place_balanced" else 1)

@@ -409,3 +409,31 @@ def test_os_dpos_splits_on_the_bundled_vgg19_graph_and_evaluate_accepts_it():
     target = result_from_dict(inst, data).instance
     assert target.name == data["instance"] and dplace.check(target, data).ok
     assert result_from_dict(target, data).makespan == pytest.approx(res.makespan)
+
+
+def test_os_dpos_drops_a_trial_whose_split_used_the_time_its_dpos_run_needs(monkeypatch):
+    # a clock that moves only when the phases below say: the first DPOS run takes 1 s, building the split
+    # graph 8.5 s of the 10 s limit, leaving less than one DPOS run: the trial is dropped before its DPOS
+    import dplace.heuristics.fastt as fastt
+    from dplace.budget import Budget
+
+    now = [0.0]
+    runs = []
+    real_dpos, real_split = fastt._dpos_schedule, fastt.split_instance
+
+    def dpos(g, opts):
+        runs.append(g.name)
+        now[0] += 1.0
+        return real_dpos(g, opts)
+
+    def split(*a, **k):
+        now[0] += 8.5
+        return real_split(*a, **k)
+
+    monkeypatch.setattr(fastt, "_dpos_schedule", dpos)
+    monkeypatch.setattr(fastt, "split_instance", split)
+    res = dplace.solve(_hand(), "os_dpos", budget=Budget(10.0, clock=lambda: now[0]))
+    _ok(_hand(), res)
+    assert runs == ["hand"]  # no DPOS on the split graph
+    assert res.extra["dpos_runs"] == 1 and res.extra["splits"] == [] and res.extra["stopped"] == "time_limit_s"
+    assert now[0] <= 10.0

@@ -1,8 +1,8 @@
 """The compiled Baechi / Celeritas pieces (dplace.kernels) decide exactly as the pure-Python reference
 (``DPLACE_KERNEL=python``): same units, clusters, orders, placements, per-device orders and makespans on
 random instances with pins, colocation groups, forward/backward pairs, memory pressure, per-pair links,
-per-device times, zero times and ties (small integers). The compiled list scheduler runs for parallel
-comm only; sequential comm stays on the reference (checked: both switches give the reference's result).
+per-device times, zero times and ties (small integers). The compiled list scheduler runs in both comm
+modes (sequential: :mod:`dplace.kernels.etfseq` on the compiled sequential state), whole and cut.
 """
 from __future__ import annotations
 
@@ -103,6 +103,14 @@ def _untimed(extra: dict) -> dict:
     return {k: v for k, v in extra.items() if not k.endswith("time_s")}
 
 
+def _assert_same(ref, got, name: str) -> None:
+    """Two Results of one method: the same placement, orders, makespans, claims and (untimed) extras."""
+    assert got.placement == ref.placement, name
+    assert got.order == ref.order
+    assert got.makespan == ref.makespan and got.claimed_makespan == ref.claimed_makespan
+    assert _untimed(got.extra) == _untimed(ref.extra) and got.memory_ok == ref.memory_ok
+
+
 def _partition(labels) -> list[list[int]]:
     groups: dict[int, list[int]] = {}
     for o, x in enumerate(labels):
@@ -131,16 +139,17 @@ def test_baechi_methods_match_the_reference(monkeypatch, method):
     for inst in _cases(count, 2 + len(method)):
         for options in ({}, {"colocation_coadjust": False, "fusion": False}):
             ref, got = _both(monkeypatch, lambda: dplace.solve(inst, method, **options))
-            assert got.placement == ref.placement, inst.name
-            assert got.order == ref.order
-            assert got.makespan == ref.makespan and got.claimed_makespan == ref.claimed_makespan
-            assert _untimed(got.extra) == _untimed(ref.extra) and got.memory_ok == ref.memory_ok
+            _assert_same(ref, got, inst.name)
 
 
-def test_sequential_comm_stays_on_the_reference(monkeypatch):
-    for inst in _cases(8, 7, comm="sequential"):
-        ref, got = _both(monkeypatch, lambda: dplace.solve(inst, "m_etf"))
-        assert (got.placement, got.order, got.makespan) == (ref.placement, ref.order, ref.makespan)
+@pytest.mark.parametrize("method", ["m_etf", "m_sct"])
+def test_sequential_comm_matches_the_reference(monkeypatch, method):
+    """The compiled sequential m-ETF / m-SCT: the reference's placements, orders, claims, extras; among the
+    cases some where link contention sends a chosen cluster back to wait (the reference's second look)."""
+    for inst in _cases(30 if method == "m_etf" else 15, 7 + len(method), comm="sequential"):
+        for options in ({}, {"colocation_coadjust": False, "fusion": False}):
+            ref, got = _both(monkeypatch, lambda: dplace.solve(inst, method, **options))
+            _assert_same(ref, got, inst.name)
 
 
 def test_heap_pops_in_tuple_order():
@@ -326,21 +335,42 @@ class _ExpiresAfter:
         return self.looks >= self.k + 2
 
 
-@pytest.mark.parametrize("sct", (False, True))
-def test_a_cut_list_schedule_matches_the_reference(monkeypatch, sct):
+class _ExpiresAfterPlaced:
+    """A budget for the reference's ``_list_schedule`` (``_CHECK_EVERY`` 1): expired once ``k`` clusters are
+    placed, counted where the unit rules book them (in sequential comm a step may place nothing: a cluster
+    delayed by link contention goes back to wait)."""
+
+    def __init__(self, k: int, ur) -> None:
+        self.k, self.placed = k, 0
+        assign = ur.assign
+
+        def counted(c: int, d: int) -> None:
+            self.placed += 1
+            assign(c, d)
+
+        ur.assign = counted
+
+    def expired(self) -> bool:
+        return self.placed >= self.k
+
+
+@pytest.mark.parametrize("sct,comm", [(False, "parallel"), (True, "parallel"), (False, "sequential"),
+                                      (True, "sequential")])
+def test_a_cut_list_schedule_matches_the_reference(monkeypatch, sct, comm):
     """The compiled list scheduler stopped after k clusters (what its budget's timer does) and completed
     by the deadline rule gives the reference's answer cut after the same k clusters."""
     monkeypatch.setattr(baechi, "_CHECK_EVERY", 1)
     rng = random.Random(11 + sct)
     cuts = 0
-    for inst in _cases(25, 21 + sct):
+    for inst in _cases(25, 21 + sct, comm=comm):
         opts = baechi.BaechiOptions(colocation_coadjust=rng.random() < 0.7)
         monkeypatch.setenv("DPLACE_KERNEL", "python")
         units, cl, _ = baechi._prepare(inst, opts)
         fav = [rng.choice(s) if s and rng.random() < 0.6 else -1 for s in cl.succ] if sct else None
         for k in sorted({0, 1, cl.n // 3, cl.n // 2, max(0, cl.n - 1)}):
             ur = baechi._UnitRules(inst, units, cl, opts.colocation_coadjust)
-            ref = baechi._list_schedule(inst, cl, ur, fav, _ExpiresAfter(k))
+            budget = _ExpiresAfter(k) if comm == "parallel" else _ExpiresAfterPlaced(k, ur)
+            ref = baechi._list_schedule(inst, cl, ur, fav, budget)
             monkeypatch.setenv("DPLACE_KERNEL", "numba")
             ku, ca = baechi._prepare_arrays(inst, opts)
             got = baechi._schedule_arrays(inst, ku, ca, opts.colocation_coadjust,
