@@ -30,11 +30,10 @@ from rich.table import Table
 
 import dplace
 from dplace.formats.generate import transformer_training
-from dplace.heuristics.celeritas import adjusting_placement, fill_placement
+from dplace.heuristics.celeritas import adjusting_placement, fill_schedule
 from dplace.heuristics.coarsen import coarsen, coarsen_report
 from dplace.heuristics.orders import cpd_topo_order
 from dplace.schedule.simulate import simulate
-from dplace.schedule.state import ScheduleState
 from dplace.testing import random_instance
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -132,10 +131,7 @@ def claim_table(n: int) -> Table:
         inst = random_instance(random.Random(s), comm="parallel", colocation=False, pins=False, memory_slack=100)
         order = cpd_topo_order(inst)
         ap, st = adjusting_placement(inst, order)
-        op = fill_placement(inst, order)
-        ref = ScheduleState(inst)
-        for v in order:
-            ref.commit(v, op[v], insertion=True)
+        op, ref = fill_schedule(inst, order)
         worse_model += st.makespan > ref.makespan + 1e-9
         worse_sim += simulate(inst, ap).makespan > simulate(inst, op).makespan + 1e-9
     tab = Table(title=f"Adjusting Placement worse than Order-Place? ({n} random DAGs, 1-9 ops, 1-3 devices, ample memory)")

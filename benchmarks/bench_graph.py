@@ -18,6 +18,7 @@ The machine may be shared: compare only figures taken side by side in one run.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import statistics
@@ -30,6 +31,7 @@ from pathlib import Path
 import networkx as nx
 
 from dplace.instance import graph
+from dplace.instance.io import instance_to_dict
 from dplace.instance.model import Instance
 
 
@@ -210,7 +212,7 @@ def main() -> None:
         tmp = None
         if file is None:
             tmp = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-            tmp.write(inst.to_json())
+            tmp.write(json.dumps(instance_to_dict(inst)))
             tmp.close()
             file = tmp.name
         new_bin = str(Path(sys.executable).parent / "dplace")

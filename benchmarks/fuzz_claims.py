@@ -127,6 +127,7 @@ def check_seed(seed: int, methods: list[str], time_limit: float, oracle_limit: f
     """Solve instance ``seed`` with every method in ``methods`` (row keys of :func:`run_keys`, or plain
     specs judged at the solver level when ``levels`` is None) and judge each answer by the oracle."""
     import dplace
+    from dplace.instance.io import instance_to_dict
     from dplace.verify.oracle import judge
 
     inst, orc, made = instance_of(seed, composed, oracle_limit)
@@ -142,7 +143,7 @@ def check_seed(seed: int, methods: list[str], time_limit: float, oracle_limit: f
                 res = dplace.solve(inst, name, time_limit_s=time_limit, seed=seed, **opts)
         except Exception as exc:  # noqa: BLE001 - a fuzzer counts every failure
             row.update(status="error", error=repr(exc)[:300], time_s=time.perf_counter() - t0, defects=[])
-            row["case"] = {"instance": inst.to_dict(), "oracle": oracle_record(orc), "options": opts,
+            row["case"] = {"instance": instance_to_dict(inst), "oracle": oracle_record(orc), "options": opts,
                            "made": made, "error": repr(exc)}
             rows.append(row)
             continue
@@ -150,7 +151,7 @@ def check_seed(seed: int, methods: list[str], time_limit: float, oracle_limit: f
                    memory_ok=res.memory_ok, time_s=round(time.perf_counter() - t0, 4),
                    defects=judge(res, orc))
         if row["defects"]:
-            row["case"] = {"instance": inst.to_dict(), "oracle": oracle_record(orc), "options": opts,
+            row["case"] = {"instance": instance_to_dict(inst), "oracle": oracle_record(orc), "options": opts,
                            "made": made, "result": res.to_dict()}
         rows.append(row)
     return rows

@@ -57,6 +57,25 @@ def homogeneous_links(inst: Instance) -> bool:
     return len(vals) <= 1
 
 
+def possible_sends(inst: Instance, allowed: list, budget: Budget | None = None
+                   ) -> Iterator[tuple[int, int, int, list[int]]]:
+    """Sequential comm's possible transfers, as both exact models lay them out: (producer p, its device d1,
+    another device d2, p's out-edges whose consumer may run on d2), producers in index order, only where that
+    list is not empty. ``allowed[o]``: the devices op o may run on. The budget is looked at every 256 producers."""
+    for p in range(inst.n):
+        if budget is not None and p % 256 == 0:
+            check_time(budget)
+        if not inst.succ[p]:
+            continue
+        for d1 in allowed[p]:
+            for d2 in range(inst.m):
+                if d2 == d1:
+                    continue
+                cons = [k for k in inst.succ[p] if d2 in allowed[inst.edst[k]]]
+                if cons:
+                    yield p, d1, d2, cons
+
+
 def cleanup_s(inst: Instance) -> float:
     """Time kept for reading the answer back and simulating it (grows with the graph)."""
     return 0.01 + 2e-5 * (inst.n + len(inst.esrc))

@@ -111,32 +111,31 @@ def heads_tails(inst: Instance, placement: Sequence[int], graph: _Graph | None =
     n = inst.n
     pl = placement
     p = [inst.dur[o][pl[o]] for o in range(n)]
-    lat, bw, nb, c = inst.lat, inst.bw, inst.ebytes, G.cost
-    H = [0.0] * n
-    Q = [0.0] * n
-    for o in G.topo:
-        d = pl[o]
-        b = 0.0
-        for u, k in G.pred[o]:
-            du = pl[u]
-            v = H[u] + p[u]
-            if du != d:
-                v += c[k] if c is not None else lat[du][d] + nb[k] / bw[du][d]
-            if v > b:
-                b = v
-        H[o] = b
-    for o in reversed(G.topo):
-        d = pl[o]
-        b = 0.0
-        for w, k in G.succ[o]:
-            dw = pl[w]
-            v = Q[w] + p[w]
-            if dw != d:
-                v += c[k] if c is not None else lat[d][dw] + nb[k] / bw[d][dw]
-            if v > b:
-                b = v
-        Q[o] = b
+    H = _longest(G.topo, G.pred, pl, p, inst, G.cost, inward=True)
+    Q = _longest(reversed(G.topo), G.succ, pl, p, inst, G.cost, inward=False)
     return H, Q
+
+
+def _longest(order, nbrs, pl: Sequence[int], p: list[float], inst: Instance, cost: list[float] | None,
+             inward: bool) -> list[float]:
+    """Per op (visited in ``order``) the longest path over its neighbours ``nbrs[o]`` (pairs (op, edge)) that
+    ends at it: a neighbour's value plus its time ``p``, plus the edge's transfer where the two devices differ
+    (from the neighbour when ``inward``, to it otherwise; ``cost[edge]`` when all links are one)."""
+    lat, bw, nb = inst.lat, inst.bw, inst.ebytes
+    out = [0.0] * len(pl)
+    for o in order:
+        d = pl[o]
+        b = 0.0
+        for u, k in nbrs[o]:
+            du = pl[u]
+            v = out[u] + p[u]
+            if du != d:
+                src, dst = (du, d) if inward else (d, du)
+                v += cost[k] if cost is not None else lat[src][dst] + nb[k] / bw[src][dst]
+            if v > b:
+                b = v
+        out[o] = b
+    return out
 
 
 def jackson_bound(items: Sequence[tuple[float, float, float]]) -> float:

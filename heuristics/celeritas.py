@@ -59,7 +59,7 @@ from .orders import cpd_topo_order, dfs_topo_order
 
 __all__ = [
     "CeleritasOptions", "StandardEvaluationOptions", "adjusting_placement", "add_cli", "celeritas",
-    "celeritas_balanced", "coarsen_report", "fill_placement", "order_place", "order_place_balanced",
+    "celeritas_balanced", "coarsen_report", "fill_placement", "fill_schedule", "order_place", "order_place_balanced",
     "standard_evaluation",
 ]
 
@@ -155,6 +155,17 @@ def fill_placement(inst: Instance, order: list[int], work_share: float | None = 
         work[d] += inst.dur[o][d]
         pl[o] = d
     return pl
+
+
+def fill_schedule(inst: Instance, order: list[int]) -> tuple[list[int], ScheduleState]:
+    """Order-Place's answer as :func:`adjusting_placement` gives its own: :func:`fill_placement` of ``order``
+    and the ScheduleState of it (the ops of ``order`` committed one after another, with insertion), the
+    paper's model in which Alg. 2 is claimed never worse."""
+    placement = fill_placement(inst, order)
+    state = ScheduleState(inst)
+    for v in order:
+        state.commit(v, placement[v], insertion=True)
+    return placement, state
 
 
 def adjusting_placement(inst: Instance, order: list[int] | None = None,

@@ -39,6 +39,16 @@ def _solver(budget: Budget, seed: int):
     return s
 
 
+def _start(chain: Chain, processors: int | None, memory: float | None, time_limit_s: float | None,
+           budget: Budget | None) -> tuple[float, Budget, int, float | None]:
+    """What both models begin with: (the clock at the start, the budget, processors, memory), the chain's
+    costs checked; ``processors`` and ``memory`` default to the chain's."""
+    t0 = time.perf_counter()
+    budget = Budget.resolve(budget, time_limit_s)
+    _check_cost(chain)
+    return t0, budget, processors or chain.processors, memory if memory is not None else chain.memory
+
+
 def _solve_alloc(m, b, L: int, P: int, budget: Budget, seed: int, presolve: bool = True):
     """Solve an allocation model within ``budget`` (the search is stopped by dplace at its deadline):
     (solver, status, allocation or None when no solution was found)."""
@@ -65,11 +75,7 @@ def contiguous_cpsat(chain: Chain, processors: int | None = None, memory: float 
     Same optimum as :func:`contiguous_dp` (both are exact for this model)."""
     from ortools.sat.python import cp_model
 
-    t0 = time.perf_counter()
-    budget = Budget.resolve(budget, time_limit_s)
-    _check_cost(chain)
-    P = processors or chain.processors
-    M = memory if memory is not None else chain.memory
+    t0, budget, P, M = _start(chain, processors, memory, time_limit_s, budget)
     L = chain.L
     cf = [communication_time(chain, l) for l in range(L - 1)]
     sc, rounded = _int_scale(chain.u + cf)
@@ -199,11 +205,7 @@ def general_cpsat(chain: Chain, processors: int | None = None, memory: float | N
     its own (one op at a time on it), between the two layers' ops (§3.1).
     With ``hint`` the contiguous DP solution seeds the search and is returned if nothing better is
     found (it is a general allocation too)."""
-    t0 = time.perf_counter()
-    budget = Budget.resolve(budget, time_limit_s)
-    _check_cost(chain)
-    P = processors or chain.processors
-    M = memory if memory is not None else chain.memory
+    t0, budget, P, M = _start(chain, processors, memory, time_limit_s, budget)
     L = chain.L
     half = [communication_time(chain, l) / 2.0 for l in range(L - 1)]  # each way
     sc, rounded = _int_scale(chain.uf + chain.ub + half)

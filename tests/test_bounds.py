@@ -12,6 +12,7 @@ from dplace.bounds import (
 from dplace.formulations.bounds_segments import segment_bound, segments
 from dplace.errors import InfeasibleError
 from dplace.instance.model import Device, Edge, Instance, Link, Op
+from dplace.instance.io import instance_to_dict
 from dplace.testing import random_instance, series_composition
 from formulations._brute import brute_force
 
@@ -38,7 +39,7 @@ def test_every_bound_at_most_brute_force_optimum(integer):
             continue
         parts = bound_portfolio(inst, segments=True, time_limit_s=5.0)
         for b in parts:
-            assert b.value <= opt + TOL * max(1.0, opt), (inst.name, b.name, b.value, opt, inst.to_json())
+            assert b.value <= opt + TOL * max(1.0, opt), (inst.name, b.name, b.value, opt, json.dumps(instance_to_dict(inst)))
         best = max(b.value for b in parts)
         stronger += best > max(critical_path_length(inst), work_bound(inst)) + 1e-9
         checked += 1
@@ -67,7 +68,7 @@ def test_pinned_links_at_most_brute_force_and_sees_link_contention(comm):
                         link=Link(float(rng.randint(0, 2)), 1.0), comm=comm)
         opt = _opt(inst)
         b = pinned_links_bound(inst)
-        assert b <= opt + TOL * max(1.0, opt), (inst.to_json(), b, opt)
+        assert b <= opt + TOL * max(1.0, opt), (json.dumps(instance_to_dict(inst)), b, opt)
         others = {n: v for n, v in lower_bound_parts(inst).items() if n != "pinned_links"}
         sees += b > max(others.values()) + 1e-9
         checked += 1
@@ -161,7 +162,7 @@ def test_anchored_work_at_most_brute_force_with_one_source_and_sink():
         opt = _opt(inst)
         if opt is None:
             continue
-        assert anchored_work_bound(inst) <= opt + TOL * max(1.0, opt), inst.to_json()
+        assert anchored_work_bound(inst) <= opt + TOL * max(1.0, opt), json.dumps(instance_to_dict(inst))
         checked += 1
     assert checked >= 20
 
@@ -198,7 +199,7 @@ def test_lower_bound_names_its_source_in_results_and_cli(tmp_path, capsys):
     res = solve(inst, "heft")
     assert res.bound_source == "memory_path" and res.to_dict()["bound_source"] == "memory_path"
     path = tmp_path / "i.json"
-    path.write_text(inst.to_json())
+    path.write_text(json.dumps(instance_to_dict(inst)))
     assert main(["info", str(path), "--bounds", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert {b["name"] for b in info["bounds"]} >= {"critical_path", "energetic", "memory_path", "segments"}
@@ -267,7 +268,7 @@ def test_compare_sets_the_segment_bound_beside_the_methods(tmp_path, capsys):
     inst, opt = series_composition(random.Random(6), [5] * 10)
     assert inst.n >= 50
     path = tmp_path / "s.json"
-    path.write_text(inst.to_json())
+    path.write_text(json.dumps(instance_to_dict(inst)))
     assert main(["compare", str(path), "--methods", "heft,m_etf", "--bound-time", "20", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     # every block is a segment solved exactly: the bound is the optimum, and it is the best bound printed

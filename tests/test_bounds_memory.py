@@ -1,3 +1,4 @@
+import json
 """The forced-cut bounds (dplace.bounds.memory) against optima worked out independently: brute force on
 tiny memory-tight instances, and a 40-op series composition whose memory-bound head is enumerated."""
 import itertools
@@ -12,6 +13,7 @@ from dplace.instance.graph import critical_path_ops
 from dplace.errors import InfeasibleError, InvalidInstanceError
 from dplace.instance.model import Device, Edge, Instance, Link, Op
 from dplace.testing import block_instance, random_instance, series_block
+from dplace.instance.io import instance_to_dict
 from formulations._brute import brute_force
 
 pytestmark = pytest.mark.solver  # the segment bound runs CP-SAT
@@ -30,9 +32,9 @@ def test_forced_cuts_at_most_brute_force_on_memory_tight_instances():
         except InfeasibleError:
             continue
         v = memory_cuts_bound(inst)
-        assert v <= opt + TOL * max(1.0, opt), inst.to_json()
+        assert v <= opt + TOL * max(1.0, opt), json.dumps(instance_to_dict(inst))
         sb = segment_bound(inst, time_limit_s=2.0)
-        assert sb.best[0] <= opt + TOL * max(1.0, opt), inst.to_json()
+        assert sb.best[0] <= opt + TOL * max(1.0, opt), json.dumps(instance_to_dict(inst))
         bites += v > critical_path_length(inst) + 1e-9
         checked += 1
     assert checked >= 30
@@ -128,7 +130,7 @@ def test_forced_cut_cost_is_the_cheapest_cut_whose_runs_fit(seed):
             continue
         path = list(range(K))
         cost = [float(rng.randint(0, 9)) for _ in range(K - 1)]
-        assert forced_cut_cost(inst, path, cost) == _cuts_by_enumeration(inst, path, cost), (trial, inst.to_json(), cost)
+        assert forced_cut_cost(inst, path, cost) == _cuts_by_enumeration(inst, path, cost), (trial, json.dumps(instance_to_dict(inst)), cost)
 
 
 def test_forced_cut_cost_respects_colocation_and_pins():

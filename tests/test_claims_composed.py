@@ -10,13 +10,14 @@ from dplace.verify import claims
 from dplace.instance.model import Instance
 from dplace.verify.oracle import brute_force
 from dplace.verify.fuzz import COMPOSITIONS, composed_instance
+from dplace.instance.io import instance_from_dict
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "claims"
 
 
 def _fixture(name):
     d = json.loads((FIXTURES / name).read_text())
-    return Instance.from_dict(d["instance"]), d["optimum"]
+    return instance_from_dict(d["instance"]), d["optimum"]
 
 
 @pytest.mark.parametrize("kind", COMPOSITIONS)
@@ -155,7 +156,7 @@ def test_cpsat_s_wrong_optimal_is_the_solver_s_not_the_model_s(name):
     from dplace.formulations.cpsat.hint import complete_hint, hinted_model
 
     d = json.loads((FIXTURES / name).read_text())
-    inst = Instance.from_dict(d["instance"])
+    inst = instance_from_dict(d["instance"])
     h = dplace.solve(inst, "heft")
     T = Ticks(inst, None, h.makespan)
     V, _ = hinted_model(inst, T, (h.placement, h.order or h.schedule.order), symmetry=True)

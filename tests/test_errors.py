@@ -225,7 +225,7 @@ def test_evaluate_accepts_an_optimal_claim_that_holds(tmp_path, capsys):
 def test_python_api_type_errors_are_dplace_errors(tmp_path):
     import dplace
 
-    inst = dplace.Instance.from_dict(BASE)
+    inst = dplace.instance_from_dict(BASE)
     with pytest.raises(dplace.InvalidInstanceError, match="time_limit_s must be a number of seconds, got '5'"):
         dplace.solve(inst, "cpsat", time_limit_s="5")
     with pytest.raises(dplace.InvalidInstanceError, match="time_limit_s must be a finite number"):

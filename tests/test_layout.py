@@ -9,7 +9,9 @@
   ``kernels``, and each top-level module such as ``registry``, ``plugins``, ``result``), counting imports
   inside functions too (only ``if TYPE_CHECKING:`` imports are left out: they never run);
 - no import circle between the modules and subpackages of a method package (``formulations/cpsat``,
-  ``formulations/milp``, ``formulations/frame.py`` ...), counted the same way.
+  ``formulations/milp``, ``formulations/frame.py`` ...), counted the same way;
+- no import circle between any two modules, inside a room too (``dplace/instance``: io -> npz -> model ->
+  columns -> records), counted the same way.
 """
 from __future__ import annotations
 
@@ -200,6 +202,20 @@ def test_no_import_circle_inside_the_method_packages():
     g = _import_graph(_product_sources(), _method_room)
     assert _circles(g) == []
     assert ("dplace.formulations.milp", "dplace.formulations.cpsat") in g.edges  # the graph is read at all
+
+
+def _module(module: str) -> str | None:
+    """Every product module is its own room."""
+    return module if module.startswith("dplace.") else None
+
+
+def test_no_import_circle_between_modules():
+    """Inside a room, imports between its modules go one way too: the instance's records and columns below
+    the model, the model below its file forms (the model does not know them: :func:`instance_to_dict`
+    and :func:`instance_from_dict` in ``io`` do), the columnar ``npz`` below ``io``."""
+    g = _import_graph(_product_sources(), _module)
+    assert _circles(g) == []
+    assert ("dplace.instance.io", "dplace.instance.npz") in g.edges  # the graph is read at all
 
 
 def test_a_circle_made_inside_a_function_is_found():

@@ -47,6 +47,16 @@ def test_round_trip_random(tmp_path, seed):
     assert back.ops == inst.ops and back.edges == inst.edges
 
 
+def test_save_instance_writes_the_columnar_form_to_an_npz_path(tmp_path):
+    """As load_instance reads either form by the name, save_instance writes either."""
+    inst = random_instance(random.Random(7))
+    save_instance(inst, tmp_path / "i.npz")
+    save_instance(inst, tmp_path / "i.json")
+    assert (tmp_path / "i.npz").read_bytes()[:2] == b"PK" and (tmp_path / "i.json").read_bytes()[:1] == b"{"
+    _same(inst, load_instance(tmp_path / "i.npz"))
+    _same(inst, load_instance(tmp_path / "i.json"))
+
+
 def test_round_trip_odd_fields_and_cli(tmp_path):
     inst = _odd_instance()
     save_instance(inst, tmp_path / "a.json")

@@ -3,10 +3,11 @@ arguments of commands that run methods, and writing --out/--gantt/--trace all to
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import math
 import sys
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import InvalidInstanceError
 from ..viz import COLOR_BY
@@ -164,13 +165,32 @@ def say_interrupted(what: str) -> None:
     sys.stderr.flush()
 
 
+INSTANCE_FILE = "dplace-instance/1 JSON file"
+
+
+def add_command(subparsers: Any, name: str, func: Callable[[argparse.Namespace], int], help: str,
+                instance: str | None = INSTANCE_FILE) -> argparse.ArgumentParser:
+    """The parser of the sub-command ``name``, run by ``func(args)``: ``help`` is its line in ``dplace --help``,
+    ``func``'s docstring its description in ``dplace name --help``; with the positional argument ``instance``
+    (its help text; None: the command takes none)."""
+    s = subparsers.add_parser(name, help=help, description=inspect.getdoc(func))
+    s.set_defaults(func=func)
+    if instance is not None:
+        s.add_argument("instance", help=instance)
+    return s
+
+
+def add_json_arg(s: argparse.ArgumentParser, instead_of: str) -> None:
+    s.add_argument("--json", action="store_true", help=f"print JSON instead of {instead_of}")
+
+
 def add_run_args(s: argparse.ArgumentParser) -> None:
     """--time-limit, --seed, --json and --quiet of the commands that run methods."""
     s.add_argument("--time-limit", type=seconds, default=None, metavar="S",
                    help="seconds per method (default: each method's own; exact solvers stop there with "
                    "their best answer and proven bound)")
     s.add_argument("--seed", type=int, default=0, help="random seed given to the method (default 0)")
-    s.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_json_arg(s, "a table")
     s.add_argument("--quiet", action="store_true",
                    help="no progress on stderr (default: a live line on a terminal, timestamped lines otherwise; "
                    "DPLACE_PROGRESS=live|plain|quiet overrides)")

@@ -6,26 +6,24 @@ import json
 from typing import Any
 
 from ..errors import DplaceError, InvalidInstanceError
-from .common import add_run_args, console, fmt, fmt_bytes, load, pct, progress_mode, say_interrupted
+from .common import add_command, add_run_args, console, fmt, fmt_bytes, load, pct, progress_mode, say_interrupted
 
 
 def add_compare(subparsers: Any) -> argparse.ArgumentParser:
-    s = subparsers.add_parser("compare", help="run several methods on one instance and print a table",
-                              description="Run several methods on one instance, one after another, and print a table: "
-                              "status, simulated makespan, proven bound, gap to the best bound any method proved, "
-                              "time, peak memory and the checker's verdict. A method that fails is a row, not an abort.")
-    s.add_argument("instance", help="dplace-instance/1 JSON file")
+    s = add_command(subparsers, "compare", cmd_compare, "run several methods on one instance and print a table")
     s.add_argument("--methods", default=None, help="comma-separated (default: every method suited to the size)")
     add_run_args(s)
     s.add_argument("--out", metavar="FILE.json", help="write the rows (dplace-compare/1 JSON) here")
     s.add_argument("--bound-time", type=_seconds_or_zero, default=None, metavar="S",
                    help="seconds of CP-SAT for the segment bound computed beside the methods' own (default: a "
                    "quarter of --time-limit, at most 10, on graphs of 50 to 20,000 ops; 0: none)")
-    s.set_defaults(func=cmd_compare)
     return s
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    """Run several methods on one instance, one after another, and print a table: status, simulated makespan,
+    proven bound, gap to the best bound any method proved, time, peak memory and the checker's verdict. A method
+    that fails is a row, not an abort."""
     import time
 
     from .. import interrupt, progress

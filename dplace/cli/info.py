@@ -6,15 +6,11 @@ import json
 from typing import Any
 
 from ..errors import InvalidInstanceError
-from .common import console, fmt, fmt_bytes, load
+from .common import add_command, add_json_arg, console, fmt, fmt_bytes, load
 
 
 def add_info(subparsers: Any) -> argparse.ArgumentParser:
-    s = subparsers.add_parser("info", help="describe an instance: size, memory, lower bound",
-                              description="Describe an instance: ops, edges, devices, work, memory and the proven lower "
-                              "bound with its parts (critical path, work over capacity, longest op, pinned load). "
-                              "A malformed file is one line naming the field and value, exit 2.")
-    s.add_argument("instance", help="dplace-instance/1 JSON file")
+    s = add_command(subparsers, "info", cmd_info, "describe an instance: size, memory, lower bound")
     s.add_argument("--coarsen", action="store_true", help="also report nodes and CCR before/after Celeritas fusion")
     s.add_argument("--R", type=int, default=None, help="fusion exploration range (default 200)")
     s.add_argument("--M", type=float, default=None, help="cluster memory limit as a fraction of device memory (default 0.25)")
@@ -22,12 +18,14 @@ def add_info(subparsers: Any) -> argparse.ArgumentParser:
                    "segments of the critical path included, and on two parts tied op by op that begin with chains "
                    "the twin-stem bound (runs CP-SAT)")
     s.add_argument("--bounds-time", type=float, default=30.0, metavar="S", help="time for --bounds' segments, and as much again for the twin-stem bound where it applies (default 30)")
-    s.add_argument("--json", action="store_true", help="print JSON instead of text")
-    s.set_defaults(func=cmd_info)
+    add_json_arg(s, "text")
     return s
 
 
 def cmd_info(args: argparse.Namespace) -> int:
+    """Describe an instance: ops, edges, devices, work, memory and the proven lower bound with its parts
+    (critical path, work over capacity, longest op, pinned load). A malformed file is one line naming the field
+    and value, exit 2."""
     from ..bounds import lower_bound_parts
 
     inst = load(args.instance)
@@ -82,17 +80,17 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def add_methods(subparsers: Any) -> argparse.ArgumentParser:
-    s = subparsers.add_parser("methods", help="list registered methods and their options",
-                              description="List every registered method: kind (heuristic, exact, baseline), the paper and "
-                              "sections it follows (a method named after a paper runs it with the paper's settings; "
-                              "a dplace variant says which paper method it departs from, its summary what differs), "
-                              "options with their defaults (give them to solve as -o KEY=VALUE) and a one-line summary.")
-    s.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    s.set_defaults(func=cmd_methods)
+    s = add_command(subparsers, "methods", cmd_methods, "list registered methods and their options",
+                    instance=None)
+    add_json_arg(s, "a table")
     return s
 
 
 def cmd_methods(args: argparse.Namespace) -> int:
+    """List every registered method: kind (heuristic, exact, baseline), the paper and sections it follows (a
+    method named after a paper runs it with the paper's settings; a dplace variant says which paper method it
+    departs from, its summary what differs), options with their defaults (give them to solve as -o KEY=VALUE)
+    and a one-line summary."""
     import dataclasses
 
     from ..registry import method_info, methods

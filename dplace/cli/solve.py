@@ -9,19 +9,12 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import InvalidInstanceError
-from .common import (add_picture_args, add_run_args, check_outputs, console, fmt, load, parse_options, print_result,
-                     progress_mode, say_interrupted, write_outputs)
+from .common import (add_command, add_json_arg, add_picture_args, add_run_args, check_outputs, console, fmt, load,
+                     parse_options, print_result, progress_mode, say_interrupted, write_outputs)
 
 
 def add_solve(subparsers: Any) -> argparse.ArgumentParser:
-    s = subparsers.add_parser("solve", help="run one method, print and save its result",
-                              description="Run one method on an instance. The makespan printed is the simulator's "
-                              "(dplace.simulate); a method's own objective is shown as 'claimed'; the lower bound is "
-                              "proven. --out, --gantt and --trace are written together or not at all (temporary files, "
-                              "renamed; missing parent directories are created; an input file is never overwritten). "
-                              "Exit 0: a valid schedule or a proven 'infeasible'; 1: the checker found a problem; 2: an input "
-                              "error.")
-    s.add_argument("instance", help="dplace-instance/1 JSON file")
+    s = add_command(subparsers, "solve", cmd_solve, "run one method, print and save its result")
     s.add_argument("--method", required=True, help="a registered method (see: dplace methods)")
     add_run_args(s)
     s.add_argument("--out", metavar="FILE.json",
@@ -32,11 +25,15 @@ def add_solve(subparsers: Any) -> argparse.ArgumentParser:
     s.add_argument("--M", type=float, default=None, help="celeritas: cluster memory limit (fraction of device memory)")
     s.add_argument("--solver", default=None, help="milp: cbc or highs")
     add_picture_args(s, "the schedule")
-    s.set_defaults(func=cmd_solve)
     return s
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
+    """Run one method on an instance. The makespan printed is the simulator's (dplace.simulate); a method's own
+    objective is shown as 'claimed'; the lower bound is proven. --out, --gantt and --trace are written together
+    or not at all (temporary files, renamed; missing parent directories are created; an input file is never
+    overwritten). Exit 0: a valid schedule or a proven 'infeasible'; 1: the checker found a problem; 2: an input
+    error."""
     from .. import interrupt, progress
     from ..verify.check import check
     from ..registry import solve
@@ -71,20 +68,19 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
 
 def add_evaluate(subparsers: Any) -> argparse.ArgumentParser:
-    s = subparsers.add_parser("evaluate", help="re-simulate and check a saved result",
-                              description="Re-simulate a saved result on its instance and check it. The file's bound "
-                              "and status are claims: a lower_bound above the schedule's makespan, or status optimal "
-                              "with a bound that does not reach the makespan, is an error (exit 2). Exit 1 when the "
-                              "file's schedule is invalid or its makespan differs from the re-simulation.")
-    s.add_argument("instance", help="the dplace-instance/1 JSON file the result was made for")
+    s = add_command(subparsers, "evaluate", cmd_evaluate, "re-simulate and check a saved result",
+                    instance="the dplace-instance/1 JSON file the result was made for")
     s.add_argument("result", help="dplace-result/1 JSON file, or its .npz form (from solve --out)")
-    s.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add_json_arg(s, "text")
     add_picture_args(s, "the re-simulated schedule")
-    s.set_defaults(func=cmd_evaluate)
     return s
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    """Re-simulate a saved result on its instance and check it. The file's bound and status are claims: a
+    lower_bound above the schedule's makespan, or status optimal with a bound that does not reach the makespan,
+    is an error (exit 2). Exit 1 when the file's schedule is invalid or its makespan differs from the
+    re-simulation."""
     from ..bounds import lower_bound
     from ..verify.check import check
     from ..errors import InfeasibleError

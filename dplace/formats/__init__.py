@@ -7,6 +7,7 @@
 * :mod:`~dplace.formats.stg` — Standard Task Graph set files (Kasahara);
 * :mod:`~dplace.formats.generate` — random layered DAGs with a target CCR, Transformer-like training
   graphs, and :func:`~dplace.formats.generate.ccr`, the one CCR definition;
+* :mod:`~dplace.formats.native` — the dplace instance itself (JSON or ``.npz``), to write in the other form;
 * :mod:`~dplace.formats.common` — the options every converter shares and the ``@converter`` decorator;
 * :mod:`~dplace.formats.cli` — ``dplace convert`` and ``dplace generate``.
 
@@ -22,7 +23,7 @@ from .pipedream import from_pipedream
 from .dot import from_dot  # noqa: I001  (import order = the order of FORMATS)
 from .stg import from_stg
 from .generate import ccr, default_memory, layered_dag, transformer_training
-from ..instance.npz import from_instance_file
+from .native import from_instance_file
 
 CONVERTERS["instance"] = from_instance_file  # a dplace instance (.json or .npz), to write in the other form
 FORMATS = tuple(CONVERTERS)

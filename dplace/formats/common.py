@@ -166,11 +166,7 @@ def write_instance(inst: Instance, path: str | Path, *, compact: bool = False) -
 
     from ..instance.io import instance_to_dict, save_instance, write_atomic
 
-    if str(path).endswith(".npz"):
-        from ..instance.npz import save_npz
-
-        save_npz(inst, path)
-    elif compact:
+    if compact and not str(path).endswith(".npz"):
         write_atomic(path, json.dumps(instance_to_dict(inst), separators=(",", ":")) + "\n")
     else:
         save_instance(inst, path)

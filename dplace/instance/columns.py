@@ -14,6 +14,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from .records import Edge, Op
 
 
 FREEZE_FROM = 100_000  # ops: from this size what was built is moved out of the collector's passes
@@ -74,8 +75,6 @@ class Columns:
 
     def make_ops(self) -> tuple:
         """The ``Op`` objects (built on first use for instances loaded from arrays)."""
-        from .model import Op
-
         tm = self.time.tolist() if isinstance(self.time, np.ndarray) else self.time
         mem = self.mem.tolist() if isinstance(self.mem, np.ndarray) else self.mem
         types = self._names(self.type, self.type_names)
@@ -99,8 +98,6 @@ class Columns:
         return [table[c] for c in col.tolist()]
 
     def make_edges(self) -> tuple:
-        from .model import Edge
-
         if isinstance(self.src, np.ndarray):
             ids = self.ids
             src = [ids[u] for u in self.src.tolist()]

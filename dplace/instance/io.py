@@ -1,5 +1,8 @@
 """JSON I/O: the ``dplace-instance/1`` schema, loading with one-line errors, atomic writes.
 
+Instances are read and written here, in JSON or in the columnar form of :mod:`dplace.instance.npz`; imports go
+io -> npz -> model -> columns -> records, and io and npz write through :mod:`dplace.instance.files`.
+
 Converters from other formats and the generators live in :mod:`dplace.formats`.
 """
 from __future__ import annotations
@@ -8,12 +11,12 @@ import json
 import math
 import os
 import sys
-import tempfile
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .columns import Columns, RawExtras
 from ..errors import InvalidInstanceError
+from .files import write_atomic, write_atomic_many  # noqa: F401 (re-exported: outputs are written through io)
 from .model import COMM_MODES, FORMAT, Device, Edge, Instance, Link, Op
 
 _OP_KEYS = {"id", "time", "memory", "type", "colocation", "device"}
@@ -281,48 +284,6 @@ def load_instance(path: str | os.PathLike) -> Instance:
         return instance_from_dict(read_json(path, "instance"), own=True)
 
 
-def write_atomic(path: str | os.PathLike, text: str | bytes) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename: never half-written."""
-    write_atomic_many([(path, text)])
-
-
-def write_atomic_many(files: Sequence[tuple[str | os.PathLike, Any]]) -> None:
-    """Write several files through temporary files, renamed only once every one is written, so a
-    command that fails on one output (a directory, no permission, a full disk) leaves none behind.
-    Errors are one line naming the file."""
-    todo = [(Path(p), t.encode() if isinstance(t, str) else t) for p, t in files]  # t: text, bytes or text pieces
-    for p, _ in todo:
-        if p.is_dir():
-            raise InvalidInstanceError(f"output {str(p)!r}: is a directory")
-    umask = os.umask(0)  # mkstemp makes 0600 files: give the usual permissions
-    os.umask(umask)
-    tmps: list[str] = []
-    p = None
-    try:
-        for p, data in todo:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=str(p.parent))
-            tmps.append(tmp)
-            with os.fdopen(fd, "wb") as fh:
-                if isinstance(data, bytes):
-                    fh.write(data)
-                else:  # an iterable of text or UTF-8 pieces (a large file written as it is produced)
-                    for piece in data:
-                        fh.write(piece if isinstance(piece, bytes) else piece.encode())
-            os.chmod(tmp, 0o666 & ~umask)
-        for (p, _), tmp in zip(todo, tmps):
-            os.replace(tmp, p)
-    except OSError as exc:
-        why = exc.strerror or exc.__class__.__name__
-        raise InvalidInstanceError(f"output {str(p)!r}: cannot write ({why})") from None
-    finally:
-        for tmp in tmps:  # renamed ones are gone already
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-
-
 def check_outputs(outputs: dict[str, str | os.PathLike], inputs: dict[str, str | os.PathLike]) -> None:
     """Refuse, before any work, an output path that is one of the inputs (it would be overwritten) or
     that two outputs share. Keys name them in the one-line error (``--out``, ``instance``)."""
@@ -349,6 +310,11 @@ def save_json(path: str | os.PathLike, obj: Any, indent: int | None = 1) -> None
 
 
 def save_instance(inst: Instance, path: str | os.PathLike) -> None:
-    """Write ``inst`` as a ``dplace-instance/1`` JSON file, atomically (parent directories are created);
-    :func:`load_instance` reads it back to an equal instance."""
-    save_json(path, instance_to_dict(inst))
+    """Write ``inst`` as a ``dplace-instance/1`` file (its columnar form to a ``.npz`` path, else JSON),
+    atomically (parent directories are created); :func:`load_instance` reads it back to an equal instance."""
+    if str(path).endswith(".npz"):
+        from .npz import save_npz
+
+        save_npz(inst, path)
+    else:
+        save_json(path, instance_to_dict(inst))

@@ -7,13 +7,16 @@ costs the receiving device (see :meth:`Instance.receive_times`; measured by
 An op's ``time`` is either one number (µs on a device of speed 1; on device d it takes
 ``time / speed_d``) or a mapping ``{device name: µs}`` (heterogeneous costs).
 
+The records (``Op``, ``Edge``, ``Device``, ``Link``) are :mod:`dplace.instance.records`, re-exported here. The
+model knows no file format: :mod:`dplace.instance.io` writes and reads it (``instance_to_dict``,
+``instance_from_dict``, ``load_instance``, ``save_instance``).
+
 An :class:`Instance` is built once, validated once, and then read-only. Inside, ops, devices and edges
 are indexed by integers; names are kept for people. Every method reuses the precomputed adjacency
 lists, durations, transfer parameters and the deterministic topological order.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Iterable, Mapping
 
@@ -22,61 +25,9 @@ import numpy as np
 from .columns import FREEZE_FROM, Columns, RowTimes, bulk_numbers, csr_arrays, csr_lists, gc_paused, ordered_forward
 from ..errors import InvalidInstanceError, show_value
 from .graph import digraph, edge_on_cycle, ready_order
+from .records import COMM_MODES, FORMAT, Device, Edge, Link, Op  # noqa: F401 (re-exported)
 from .values import (MAX_BYTES, MAX_MEMORY, MAX_SERIAL_US, MAX_TIME_US, MIN_BANDWIDTH, SPEED_RANGE,  # noqa: F401
                      check_number)
-
-FORMAT = "dplace-instance/1"
-COMM_MODES = ("parallel", "sequential")
-
-
-@dataclass(frozen=True)
-class Device:
-    """A device: ``memory`` in bytes (what its ops may hold at once), ``speed`` relative to 1 (a scalar
-    op time ``t`` takes ``t / speed`` here)."""
-
-    name: str
-    memory: int  # bytes
-    speed: float = 1.0  # relative speed; a scalar op time t takes t / speed here
-
-
-@dataclass(frozen=True)
-class Link:
-    """A directed link's cost model: moving ``b`` bytes takes ``latency + b / bandwidth`` µs
-    (latency in µs, bandwidth in bytes per µs)."""
-
-    latency: float  # µs
-    bandwidth: float  # bytes / µs
-
-    def transfer_time(self, nbytes: float) -> float:
-        """µs to move ``nbytes`` over this link."""
-        return self.latency + nbytes / self.bandwidth
-
-
-@dataclass(frozen=True)
-class Op:
-    """An operation of the graph. ``time``: µs on a device of speed 1, or ``{device name: µs}``;
-    ``memory``: bytes it holds on its device for the whole step; ``type``: a label (e.g. ``MatMul``);
-    ``colocation``: ops with the same value must share a device; ``device``: the device it is pinned
-    to; ``extra``: unknown JSON fields, kept as given."""
-
-    id: str
-    time: float | Mapping[str, float]  # µs at speed 1, or µs per device name
-    memory: int = 0  # bytes held on its device
-    type: str | None = None
-    colocation: str | None = None  # same value => same device
-    device: str | None = None  # pinned device name
-    extra: Mapping[str, Any] = field(default_factory=dict)  # unknown fields, kept as given
-
-
-@dataclass(frozen=True)
-class Edge:
-    """A data dependency: ``dst`` starts after ``src`` ends and, on another device, after ``bytes``
-    have crossed the link between them."""
-
-    src: str
-    dst: str
-    bytes: float = 0.0
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _listed(array_attr: str) -> cached_property:
@@ -555,23 +506,6 @@ class Instance:
     def __repr__(self) -> str:
         tc = f", transfer_cpu={self.transfer_cpu:g}" if self.transfer_cpu else ""
         return f"Instance({self.name!r}, ops={self.n}, edges={self.n_edges}, devices={self.m}, comm={self.comm!r}{tc})"
-
-    # ------------------------------------------------------------------ (de)serialisation
-    @classmethod
-    def from_dict(cls, data: Any) -> "Instance":
-        from .io import instance_from_dict
-
-        return instance_from_dict(data)
-
-    def to_dict(self) -> dict[str, Any]:
-        from .io import instance_to_dict
-
-        return instance_to_dict(self)
-
-    def to_json(self, indent: int | None = None) -> str:
-        import json
-
-        return json.dumps(self.to_dict(), indent=indent)
 
     def replace(self, **changes: Any) -> "Instance":
         """A new validated Instance with some constructor arguments changed (explicit transform)."""

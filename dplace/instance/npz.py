@@ -20,6 +20,7 @@ import numpy as np
 
 from .columns import Columns, forward_of_index
 from ..errors import InvalidInstanceError
+from .files import write_atomic
 from .model import Device, Instance, Link
 
 FORMAT = "dplace-instance-npz/1"
@@ -101,8 +102,6 @@ def instance_to_npz_bytes(inst: Instance) -> bytes:
 
 def save_npz(inst: Instance, path: str | os.PathLike) -> None:
     """Write ``inst`` as ``.npz`` atomically."""
-    from .io import write_atomic
-
     write_atomic(path, instance_to_npz_bytes(inst))
 
 
@@ -170,27 +169,6 @@ def load_npz(path: str | os.PathLike) -> Instance:
     return Instance.from_columns(meta.get("name", "instance"), devices, cols, link=link, pairs=pairs,
                                  comm=meta.get("comm", "parallel"), extra=meta.get("extra") or {},
                                  transfer_cpu=meta.get("transfer_cpu", 0.0))
-
-
-def from_instance_file(path: str | os.PathLike, *, devices: Any = None, memory: Any = None,
-                       memory_fraction: Any = None, latency: Any = None, bandwidth: Any = None,
-                       comm: str = "parallel", name: str | None = None) -> Instance:
-    """``dplace convert instance``: the instance in ``path`` (JSON or ``.npz``) as it is; ``--comm
-    sequential`` and ``--name`` change it, the device and link options do not apply."""
-    from .io import load_instance
-
-    given = {"--devices": devices, "--memory": memory, "--memory-fraction": memory_fraction,
-             "--latency": latency, "--bandwidth": bandwidth}
-    for flag, value in given.items():
-        if value is not None:
-            raise InvalidInstanceError(f"{flag} does not apply to the instance format (convert it as it is)")
-    inst = load_instance(path)
-    changes: dict[str, Any] = {}
-    if comm != "parallel" and comm != inst.comm:
-        changes["comm"] = comm
-    if name is not None and name != inst.name:
-        changes["name"] = name
-    return inst.replace(**changes) if changes else inst
 
 
 RESULT_FORMAT = "dplace-result-npz/1"

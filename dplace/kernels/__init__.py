@@ -4,7 +4,9 @@ The pure-Python code stays the reference: every kernel has a test that compares 
 reference's on the test graphs (identical placements, orders and times). One function decides where
 they run, :func:`use` (by size and availability), with one setting, ``DPLACE_KERNEL`` (:func:`mode`):
 ``python`` runs the reference everywhere, ``numba`` the kernels at every size. The compiled graph
-passes every method shares (longest paths, levels, mean op and edge costs) live in :mod:`.levels`.
+passes every method shares (longest paths, levels, mean op and edge costs) live in :mod:`.levels`, the
+parallel-comm rule of when an op's inputs are on a device in :mod:`.ready`, the queues (the re-timing heap,
+Kahn's first-in first-out queue) in :mod:`.heap`.
 
 Compiled functions are cached on disk (``cache=True``): the first call in a fresh install compiles them
 (seconds), later processes load them.

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import njit
+from .ready import ready_at
 
 
 @njit
@@ -58,14 +59,7 @@ def _schedule(pl, dur, lat, bw, topo, esrc, ebytes, pred_ptr, pred_edge, rank, m
     mk = 0.0
     for o in order:
         d = pl[o]
-        r = 0.0
-        for j in range(pred_ptr[o], pred_ptr[o + 1]):
-            e = pred_edge[j]
-            p = esrc[e]
-            dp = pl[p]
-            a = end[p] if dp == d else end[p] + lat[dp, d] + ebytes[e] / bw[dp, d]
-            if a > r:
-                r = a
+        r = ready_at(o, d, pl, end, pred_ptr, pred_edge, esrc, ebytes, lat, bw)
         p_o = dur[o, d]
         c = cnt[d]
         # earliest t >= r with [t, t + p_o) free: intervals are sorted by start and do not overlap (a

@@ -21,6 +21,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import njit
+from .heap import enqueue, release
+from .ready import ready_at
 
 __all__ = ["etf"]
 
@@ -93,22 +95,6 @@ def _hpop(H, size, h):
 
 # ----------------------------------------------------------------------------------- m-ETF / m-SCT
 @njit(inline="always")
-def _data_ready(o, d, pl, end, pred_ptr, pred_edge, esrc, ebytes, lat, bw):
-    t = 0.0
-    for k in range(pred_ptr[o], pred_ptr[o + 1]):
-        e = pred_edge[k]
-        p = esrc[e]
-        dp = pl[p]
-        if dp == d:
-            x = end[p]
-        else:
-            x = end[p] + lat[dp, d] + ebytes[e] / bw[dp, d]
-        if x > t:
-            t = x
-    return t
-
-
-@njit(inline="always")
 def _need(c, cunit, unit_dev, unit_mem, cmem, reserve_whole):
     if reserve_whole:
         u = cunit[c]
@@ -129,7 +115,7 @@ def _make_ready(c, m, H, size, dr, drmax, prio, ready_seq, cnt, ops_ptr, ops, cu
                 unit_mem, cmem, reserve_whole, used, capacity, pl, end, pred_ptr, pred_edge, esrc, ebytes, lat, bw):
     o = ops[ops_ptr[c]]
     for d in range(m):
-        dr[d] = _data_ready(o, d, pl, end, pred_ptr, pred_edge, esrc, ebytes, lat, bw)
+        dr[d] = ready_at(o, d, pl, end, pred_ptr, pred_edge, esrc, ebytes, lat, bw)
     return push_ready(c, m, H, size, dr, drmax, prio, ready_seq, cnt, cunit, unit_pin, unit_dev, unit_mem, cmem,
                       reserve_whole, used, capacity)
 
@@ -186,8 +172,7 @@ def _complete(m, nc, ops_ptr, ops, csucc_ptr, csucc, cpred_ptr, cpred, cunit, un
     qn = 0
     for c in range(nc):
         if not done[c] and need[c] == 0:
-            queue[qn] = c
-            qn += 1
+            qn = enqueue(queue, qn, c)
     qi = 0
     while qi < qn:
         c = queue[qi]
@@ -222,11 +207,7 @@ def _complete(m, nc, ops_ptr, ops, csucc_ptr, csucc, cpred_ptr, cpred, cunit, un
             seq[nseq] = o
             nseq += 1
         for j in range(csucc_ptr[c], csucc_ptr[c + 1]):
-            s2 = csucc[j]
-            need[s2] -= 1
-            if need[s2] == 0:
-                queue[qn] = s2
-                qn += 1
+            qn = release(need, csucc[j], queue, qn)
     return fallbacks, nseq
 
 
@@ -347,7 +328,7 @@ def _etf(m, ops_ptr, ops, csucc_ptr, csucc, cpred_ptr, cpred, prio, cunit, unit_
             fallbacks += 1
         for j in range(ops_ptr[c], ops_ptr[c + 1]):
             o = ops[j]
-            ready = _data_ready(o, d, pl, end, pred_ptr, pred_edge, esrc, ebytes, lat, bw)
+            ready = ready_at(o, d, pl, end, pred_ptr, pred_edge, esrc, ebytes, lat, bw)
             s = free[d] if free[d] > ready else ready
             start[o] = s
             end[o] = s + dur[o, d]

@@ -1,8 +1,9 @@
-"""The re-timing heap of both compiled schedule states (:mod:`dplace.kernels.state`, parallel comm;
-:mod:`dplace.kernels.seqstate`, sequential): a binary min-heap of (time, item) pairs in two arrays
-``ht`` / ``hx`` of which ``[:size]`` is in use, ordered as Python's tuples (time, then item), so items
-pop in the order :mod:`heapq` pops the reference's ``(time, item)`` tuples. Each function returns the new
-size."""
+"""The queues of the compiled schedules: the re-timing heap of both compiled schedule states
+(:mod:`dplace.kernels.state`, parallel comm; :mod:`dplace.kernels.seqstate`, sequential), a binary min-heap
+of (time, item) pairs in two arrays ``ht`` / ``hx`` of which ``[:size]`` is in use, ordered as Python's tuples
+(time, then item), so items pop in the order :mod:`heapq` pops the reference's ``(time, item)`` tuples (each
+function returns the new size); and :func:`enqueue` / :func:`release`, the first-in first-out queue of
+Kahn's algorithm that replays and completions walk."""
 from __future__ import annotations
 
 from . import njit
@@ -51,3 +52,18 @@ def heapify(ht, hx, size):
     for i in range(size // 2 - 1, -1, -1):
         sift_down(ht, hx, i, size, ht[i], hx[i])
     return size
+
+
+@njit(inline="always")
+def enqueue(queue, qn, v):
+    """``v`` joins ``queue[:qn]`` at its end; returns the queue's new length."""
+    queue[qn] = v
+    return qn + 1
+
+
+@njit(inline="always")
+def release(left, v, queue, qn):
+    """One more input of ``v`` is done (Kahn's algorithm): ``left[v]`` counts down and, at 0, ``v`` joins
+    ``queue[:qn]`` at its end. Returns the queue's new length."""
+    left[v] -= 1
+    return enqueue(queue, qn, v) if left[v] == 0 else qn

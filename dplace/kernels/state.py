@@ -39,9 +39,10 @@ from collections import namedtuple
 import numpy as np
 
 from . import njit
-from .heap import hpop, hpush
+from .heap import enqueue, hpop, hpush, release
 from .orders import (_B, _BL, _INF, BUDGET, N_BLOCKS, N_PLACED, REPLAYS, RETIMED, _first_from,  # noqa: F401
                      _gap_add, _rebuild, _seq_insert, device_free, earliest, order_arrays, order_lists)
+from .ready import placed_pred, ready_at
 from .rules import (RulesState, new_rules, rules_assign, rules_candidates, rules_fits,  # noqa: F401
                     rules_forced, rules_need)
 
@@ -90,21 +91,7 @@ def new_state(n: int, m: int, cascade_budget: int | None = None) -> State:
 @njit(inline="always")
 def data_ready(I, S, o, d):
     """Time all inputs of o would be on d (parallel comm: every transfer on its own)."""
-    t = 0.0
-    pl, end = S.placement, S.end
-    for k in range(I.pred_ptr[o], I.pred_ptr[o + 1]):
-        e = I.pred_edge[k]
-        p = I.esrc[e]
-        dp = pl[p]
-        if dp < 0:
-            raise ValueError("ScheduleState: a predecessor is not committed")
-        if dp == d:
-            a = end[p]
-        else:
-            a = end[p] + I.lat[dp, d] + I.ebytes[e] / I.bw[dp, d]
-        if a > t:
-            t = a
-    return t
+    return ready_at(o, d, S.placement, S.end, I.pred_ptr, I.pred_edge, I.esrc, I.ebytes, I.lat, I.bw)
 
 
 @njit(inline="always")
@@ -114,11 +101,7 @@ def ready_on(I, S, o, devs, k, out):
         out[i] = 0.0
     pl, end = S.placement, S.end
     for j in range(I.pred_ptr[o], I.pred_ptr[o + 1]):
-        e = I.pred_edge[j]
-        p = I.esrc[e]
-        dp = pl[p]
-        if dp < 0:
-            raise ValueError("ScheduleState: a predecessor is not committed")
+        e, p, dp = placed_pred(pl, I.pred_edge, I.esrc, j)
         f = end[p]
         nb = I.ebytes[e]
         for i in range(k):
@@ -276,8 +259,7 @@ def _replay(I, S):
         left[o] = c
         rd[o] = 0.0
         if c == 0:
-            queue[qn] = o
-            qn += 1
+            qn = enqueue(queue, qn, o)
     qi = 0
     while qi < qn:
         o = queue[qi]
@@ -289,10 +271,7 @@ def _replay(I, S):
         st[o], en[o] = s, f
         nx = S.dnext[o]
         if nx >= 0:
-            left[nx] -= 1
-            if left[nx] == 0:
-                queue[qn] = nx
-                qn += 1
+            qn = release(left, nx, queue, qn)
         for k in range(I.succ_ptr[o], I.succ_ptr[o + 1]):
             e = I.succ_edge[k]
             v = I.edst[e]
@@ -301,10 +280,7 @@ def _replay(I, S):
             a = _arrival(I, pl, e, d, f)
             if a > rd[v]:
                 rd[v] = a
-            left[v] -= 1
-            if left[v] == 0:
-                queue[qn] = v
-                qn += 1
+            qn = release(left, v, queue, qn)
     if qn < S.cnt[N_PLACED]:
         raise ValueError("ScheduleState: the device orders and the graph form a cycle")
     S.cnt[REPLAYS] += 1

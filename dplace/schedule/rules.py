@@ -6,7 +6,7 @@ the first op of a group reserves memory for the whole group, so only devices wit
 are candidates. When no device has room, ``fallback`` names the allowed device with the most free
 memory and the Result will carry ``memory_ok = False`` (flagged, never hidden).
 
-Compiled twin: the rules in :mod:`dplace.kernels.state` (tests/kernels/test_list_kernels.py).
+Compiled twin: :mod:`dplace.kernels.rules` (tests/kernels/test_list_kernels.py).
 """
 from __future__ import annotations
 

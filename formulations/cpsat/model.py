@@ -38,7 +38,7 @@ from dplace.errors import InfeasibleError
 from dplace.instance.model import Instance
 
 from ..decode import choice_order
-from ..frame import OutOfTime, check_time, homogeneous_links
+from ..frame import OutOfTime, check_time, homogeneous_links, possible_sends
 from .literals import _neg
 from .receives import add_receives
 from .ticks import Ticks
@@ -288,55 +288,44 @@ def _add_transfers(V: CpModelVars, horizon: int, reach: list[int], fifo_limit: i
     link, and FIFO in producer order (the simulator sends in the order producers finish)."""
     inst, md, T = V.inst, V.model, V.T
     links: dict[tuple[int, int], list[tuple[int, Any, Any, Any]]] = {}
-    for p in range(inst.n):
-        if p % 256 == 0:
-            check_time(V.budget)
-        if not inst.succ[p]:
-            continue
-        for d1 in V.allowed[p]:
-            for d2 in range(inst.m):
-                if d2 == d1:
-                    continue
-                cons = [k for k in inst.succ[p] if d2 in V.allowed[inst.edst[k]]]
-                if not cons:
-                    continue
-                xp = V.lit(p, d1)
-                lens = [(T.c[k][d1][d2], V.lit(inst.edst[k], d2)) for k in cons]
-                maxlen = max(l for l, _ in lens)
-                forced = [l for l, x in lens if x is True]
-                if xp is True and forced:
-                    w = True
-                else:
-                    w = md.new_bool_var(f"w{p}_{d1}_{d2}")
-                if all(x is True for _, x in lens):
-                    L = maxlen
-                else:
-                    L = md.new_int_var(max(forced, default=0), maxlen, f"L{p}_{d1}_{d2}")
-                    for l, x in lens:
-                        if x is not True and l > 0:
-                            md.add(L >= l * x)
-                ts = md.new_int_var(0, horizon, f"ts{p}_{d1}_{d2}")
-                te = md.new_int_var(0, horizon, f"te{p}_{d1}_{d2}")
-                if w is True:
-                    iv = md.new_interval_var(ts, L, te, f"T{p}_{d1}_{d2}")
-                else:
-                    iv = md.new_optional_interval_var(ts, L, te, w, f"T{p}_{d1}_{d2}")
-                    if xp is not True:
-                        md.add_implication(w, xp)
-                md.add(ts >= V.e[p])
-                V.tr[p, d1, d2] = (ts, te)
-                for k in cons:
-                    v = inst.edst[k]
-                    xv = V.lit(v, d2)
-                    enf = _enf([xp, xv])
-                    if enf is None:
-                        continue
-                    ct = md.add(V.s[v] >= te)
-                    if enf:
-                        ct.only_enforce_if(enf)
-                        if w is not True:
-                            md.add_bool_or([w] + [_neg(l) for l in enf])
-                links.setdefault((d1, d2), []).append((p, iv, ts, te, w))
+    for p, d1, d2, cons in possible_sends(inst, V.allowed, V.budget):
+        xp = V.lit(p, d1)
+        lens = [(T.c[k][d1][d2], V.lit(inst.edst[k], d2)) for k in cons]
+        maxlen = max(l for l, _ in lens)
+        forced = [l for l, x in lens if x is True]
+        if xp is True and forced:
+            w = True
+        else:
+            w = md.new_bool_var(f"w{p}_{d1}_{d2}")
+        if all(x is True for _, x in lens):
+            L = maxlen
+        else:
+            L = md.new_int_var(max(forced, default=0), maxlen, f"L{p}_{d1}_{d2}")
+            for l, x in lens:
+                if x is not True and l > 0:
+                    md.add(L >= l * x)
+        ts = md.new_int_var(0, horizon, f"ts{p}_{d1}_{d2}")
+        te = md.new_int_var(0, horizon, f"te{p}_{d1}_{d2}")
+        if w is True:
+            iv = md.new_interval_var(ts, L, te, f"T{p}_{d1}_{d2}")
+        else:
+            iv = md.new_optional_interval_var(ts, L, te, w, f"T{p}_{d1}_{d2}")
+            if xp is not True:
+                md.add_implication(w, xp)
+        md.add(ts >= V.e[p])
+        V.tr[p, d1, d2] = (ts, te)
+        for k in cons:
+            v = inst.edst[k]
+            xv = V.lit(v, d2)
+            enf = _enf([xp, xv])
+            if enf is None:
+                continue
+            ct = md.add(V.s[v] >= te)
+            if enf:
+                ct.only_enforce_if(enf)
+                if w is not True:
+                    md.add_bool_or([w] + [_neg(l) for l in enf])
+        links.setdefault((d1, d2), []).append((p, iv, ts, te, w))
     for (d1, d2), items in links.items():
         if len(items) > 1:
             md.add_no_overlap([it[1] for it in items])

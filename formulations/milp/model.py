@@ -16,7 +16,7 @@ from ..cpsat import (  # noqa: I001 — OR-Tools before PuLP (see below)
     Ticks, build_model, confirm_bound, energetic_bound, horizon_ticks, reachability, receive_count, tick_schedule,
 )
 from ..decode import choice_sequence
-from ..frame import OutOfTime, check_time, fallback, homogeneous_links, run_guarded  # noqa: I001
+from ..frame import OutOfTime, check_time, fallback, homogeneous_links, possible_sends, run_guarded  # noqa: I001
 
 import pulp  # noqa: E402
 
@@ -348,27 +348,20 @@ def _add_transfers(P: MilpModel, reach: list[int]) -> None:
     inst, prob, M = P.inst, P.prob, P.M
     links: dict[tuple[int, int], list[tuple[int, Any, Any, Any]]] = {}
     fifo: set[tuple[int, int]] = set()  # pairs ordered by a y on some link
-    for p in range(inst.n):
-        for d1 in P.allowed[p]:
-            for d2 in range(inst.m):
-                if d2 == d1:
-                    continue
-                cons = [k for k in inst.succ[p] if d2 in P.allowed[inst.edst[k]]]
-                if not cons:
-                    continue
-                ts = P.prob.add_variable(f"ts{p}_{d1}_{d2}", lowBound=0, upBound=M)
-                te = P.prob.add_variable(f"te{p}_{d1}_{d2}", lowBound=0, upBound=M)
-                w = P.prob.add_variable(f"w{p}_{d1}_{d2}", cat="Binary")
-                P.tr[p, d1, d2] = (ts, te, w)
-                prob += ts >= P.end(p), f"tstart_{p}_{d1}_{d2}"
-                for k in cons:
-                    v = inst.edst[k]
-                    both = P.X(p, d1) + P.X(v, d2) - 1
-                    prob += te >= ts + P.c(k, d1, d2) * both, f"tlen_{k}_{d1}_{d2}"
-                    prob += P.s[v] >= te - M * (1 - both), f"tarr_{k}_{d1}_{d2}"
-                    prob += w >= both, f"tpres_{k}_{d1}_{d2}"
-                prob += w <= P.X(p, d1), f"tonly_{p}_{d1}_{d2}"
-                links.setdefault((d1, d2), []).append((p, ts, te, w))
+    for p, d1, d2, cons in possible_sends(inst, P.allowed):
+        ts = P.prob.add_variable(f"ts{p}_{d1}_{d2}", lowBound=0, upBound=M)
+        te = P.prob.add_variable(f"te{p}_{d1}_{d2}", lowBound=0, upBound=M)
+        w = P.prob.add_variable(f"w{p}_{d1}_{d2}", cat="Binary")
+        P.tr[p, d1, d2] = (ts, te, w)
+        prob += ts >= P.end(p), f"tstart_{p}_{d1}_{d2}"
+        for k in cons:
+            v = inst.edst[k]
+            both = P.X(p, d1) + P.X(v, d2) - 1
+            prob += te >= ts + P.c(k, d1, d2) * both, f"tlen_{k}_{d1}_{d2}"
+            prob += P.s[v] >= te - M * (1 - both), f"tarr_{k}_{d1}_{d2}"
+            prob += w >= both, f"tpres_{k}_{d1}_{d2}"
+        prob += w <= P.X(p, d1), f"tonly_{p}_{d1}_{d2}"
+        links.setdefault((d1, d2), []).append((p, ts, te, w))
     for (d1, d2), items in links.items():
         for i in range(len(items)):
             p, tsp, tep, wp = items[i]

@@ -8,11 +8,10 @@ from hypothesis import example, given, settings
 
 import dplace
 from dplace.errors import InvalidInstanceError
-from dplace.heuristics.celeritas import adjusting_placement, coarsen_report, fill_placement
+from dplace.heuristics.celeritas import adjusting_placement, coarsen_report, fill_placement, fill_schedule
 from dplace.heuristics.coarsen import coarsen
 from dplace.heuristics.orders import cpd_topo_order, dfs_topo_order
 from dplace.instance.model import Device, Edge, Instance, Link, Op
-from dplace.schedule.state import ScheduleState
 from dplace.testing import assert_valid_result, instances, random_instance
 
 METHODS = ("standard_evaluation", "order_place", "celeritas", "order_place_balanced", "celeritas_balanced")
@@ -157,10 +156,7 @@ def test_papers_global_claim_has_counter_examples_on_the_coarse_model():
     inst = Instance("cx", [Device("d0", 555), Device("d1", 555)], ops, edges, link=Link(3.0, 4.0))
     order = cpd_topo_order(inst)
     ap, state = adjusting_placement(inst, order)
-    op = fill_placement(inst, order)
-    ref = ScheduleState(inst)
-    for v in order:
-        ref.commit(v, op[v], insertion=True)
+    _, ref = fill_schedule(inst, order)
     assert state.makespan == pytest.approx(23.25) and ref.makespan == pytest.approx(22.0)
 
 
