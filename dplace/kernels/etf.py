@@ -12,7 +12,8 @@ clusters of :mod:`dplace.kernels.baechi`.
   ends the method's rule; :func:`_complete` then places the rest as ``_complete_by_deadline`` does.
 * Shared with the sequential-comm twin (:mod:`dplace.kernels.etfseq`): a step's choice (:func:`pick`),
   a ready cluster's pushes (:func:`push_ready`) and the bookkeeping (:func:`new_lists`, :func:`book`,
-  :func:`fallback_next`).
+  :func:`fallback_next`). The loop's skeleton itself is written in both (a deliberate pair: each runs over its
+  own state, parallel arrays or the sequential state tuple; numba compiles no loop generic over them).
 
 tests/kernels/test_etf_kernels.py compares it with the reference (m_etf, m_sct and their options).
 """

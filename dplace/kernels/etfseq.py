@@ -9,6 +9,10 @@ their links), and the reference's second look: the chosen cluster's start is ask
 contention has delayed it since it was keyed (beyond 1e-9 relative) it waits again on that device, keyed by
 its new data-ready time, and the step is chosen anew.
 
+A deliberate pair with :func:`dplace.kernels.etf.etf`: the loop's skeleton (seeding the ready clusters, the
+stop check, the pick) is written in both, each over its own state (the parallel arrays, the sequential state
+tuple), since numba compiles no loop generic over them; each twin is compared op by op with the reference.
+
 tests/kernels/test_etf_kernels.py compares it with the reference (m_etf, m_sct, their options).
 """
 from __future__ import annotations
