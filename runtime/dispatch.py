@@ -17,6 +17,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from . import watched
 from .recvcost import session_config, time_probes, watched_call
 from .zoo import _tf
 
@@ -42,7 +43,7 @@ def kernel_us(target: str, n: int, device: str, size: int = 0, alive: Callable[[
     session's calls run watched, :func:`~.recvcost.watched_call`)."""
     tf = _tf()
     g, out = chain_graph(n, device, size)
-    sess = watched_call(lambda: tf.compat.v1.Session(target, graph=g, config=session_config()), alive)[0]
+    sess = watched_call(lambda: watched.cluster_session(target, g, session_config()), alive)[0]
     opts = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
     md = tf.compat.v1.RunMetadata()
     try:

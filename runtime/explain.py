@@ -236,6 +236,7 @@ def busy_transfer_probe(cluster, devices: list[str], *, n: int = 20, heavy: int 
     computed (its inter-op pool, which runs its side of each transfer, was busy)."""
     import statistics
 
+    from . import watched
     from .recvcost import probe_graph, session_config, watched_call
     from .remote import StepRecord
     from .zoo import _tf
@@ -247,7 +248,7 @@ def busy_transfer_probe(cluster, devices: list[str], *, n: int = 20, heavy: int 
     for a, b in pairs:
         for cfg, busy in (("send", "sender"), ("recv", "receiver")):
             g, fetch = probe_graph(cfg, n, cluster.devices[a], cluster.devices[b], heavy=heavy, size=size)
-            sess = watched_call(lambda g=g: tf.compat.v1.Session(cluster.target, graph=g, config=session_config()),
+            sess = watched_call(lambda g=g: watched.cluster_session(cluster.target, g, session_config()),
                                 cluster.check_alive)[0]
             opts = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
             md = tf.compat.v1.RunMetadata()

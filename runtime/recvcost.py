@@ -95,7 +95,7 @@ def time_probes(target: str, graphs: dict[str, tuple[Any, Any]], *, rounds: int,
     broken = False
     try:
         for k, (g, out) in graphs.items():
-            sess = watched_call(lambda g=g: tf.compat.v1.Session(target, graph=g, config=session_config()), alive)[0]
+            sess = watched_call(lambda g=g: watched.cluster_session(target, g, session_config()), alive)[0]
             sessions[k] = (sess, out)
             for _ in range(warmup):
                 watched_call(lambda s=sess, o=out: s.run(o), alive)

@@ -178,7 +178,7 @@ class SessionStep:
         self.last_us = float("nan")  # the last call's wall time, measured in its own thread
         self.sess = None
         # a session opened on a dead master waits for it with no time limit: opened watched, as every call
-        self.sess = self._guard(lambda: tf.compat.v1.Session(cluster.target, graph=g, config=cfg))
+        self.sess = self._guard(lambda: watched.cluster_session(cluster.target, g, cfg))
         self._guard(lambda: self.sess.run(inits, init_feeds))
 
     def _guard(self, call: Callable[[], Any]) -> Any:
@@ -494,7 +494,7 @@ def fit_links(cluster: Cluster, devices: list[str], *, sizes: list[int], reps: i
     cfg.graph_options.optimizer_options.opt_level = tf.compat.v1.OptimizerOptions.L0
     fits = []
     alive = cluster.check_alive  # every session call watched: a worker's death ends it (runtime/watched.py)
-    sess = watched_call(lambda: tf.compat.v1.Session(cluster.target, graph=g, config=cfg), alive)[0]
+    sess = watched_call(lambda: watched.cluster_session(cluster.target, g, cfg), alive)[0]
     ok = False
     try:
         watched_call(lambda: sess.run(init), alive)

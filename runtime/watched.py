@@ -70,3 +70,47 @@ def call(fn: Callable[[], Any], alive: Callable[[], None], *, grace_s: float = G
     if "error" in box:
         raise box["error"]
     return Timed(box["value"], box["us"])
+
+
+def _master_gone(target: Any) -> bool:
+    """True when nothing accepts connections at a ``grpc://host:port`` session target any more (its worker
+    process is gone): a session's close there would wait on the dead master (gRPC retries)."""
+    import socket
+
+    t = target.decode() if isinstance(target, bytes) else str(target)
+    if not t.startswith("grpc://"):
+        return False
+    host, _, port = t[len("grpc://"):].rpartition(":")
+    try:
+        socket.create_connection((host or "localhost", int(port)), timeout=0.5).close()
+        return False
+    except (OSError, ValueError):
+        return True
+
+
+_SESSION_CLASS: Any = None
+
+
+def cluster_session(target: str, graph: Any, config: Any) -> Any:
+    """``tf.compat.v1.Session(target, graph=, config=)`` for a cluster, except that closing it (explicitly
+    or when it is garbage-collected) does nothing once its master's process is gone: TensorFlow's
+    ``CloseSession`` would retry the dead master, and a collection anywhere later in the process (seen in a
+    test run: ``keras.clear_session`` collecting a session of a cluster stopped long before) would hang."""
+    global _SESSION_CLASS
+    if _SESSION_CLASS is None:
+        import tensorflow as tf
+
+        class ClusterSession(tf.compat.v1.Session):
+            def close(self) -> None:
+                if not getattr(self, "_closed", True) and _master_gone(self._target):
+                    self._closed = True  # the handle is left to the process: nothing can answer its close
+                    return
+                super().close()
+
+            def __del__(self) -> None:
+                if not getattr(self, "_closed", True) and _master_gone(getattr(self, "_target", b"")):
+                    return
+                super().__del__()
+
+        _SESSION_CLASS = ClusterSession
+    return _SESSION_CLASS(target, graph=graph, config=config)

@@ -349,3 +349,34 @@ def test_a_worker_killed_during_the_receive_probe_ends_it_with_one_error():
     finally:
         w.stop()
     assert all(p.poll() is not None for p in w._stopped) and len(w._stopped) == 2
+
+
+def test_a_session_of_a_stopped_cluster_is_collected_without_waiting_on_its_master():
+    """A session still referenced when its cluster stops is closed (or collected) later; TensorFlow's close
+    would retry the dead master (seen: a test run hung in keras.clear_session's collection, inside
+    GrpcRemoteMaster::CloseSession). watched.cluster_session's close gives up at once when the master is gone."""
+    import gc
+    import threading
+
+    from dplace.runtime import watched
+
+    _ports_or_skip()
+    with cluster.LocalWorkers(1) as w:
+        g = tf.Graph()
+        with g.as_default(), tf.device(w.cluster.task_device(0)):
+            out = tf.constant(2.0) * 3.0
+        target = w.cluster.target
+        sess = watched.cluster_session(target, g, tf.compat.v1.ConfigProto(operation_timeout_in_ms=5000))
+        assert watched.call(lambda: sess.run(out), w.check_alive).value == 6.0
+    assert watched._master_gone(target)
+    done = threading.Event()
+
+    def collect():
+        nonlocal sess
+        sess.close()
+        del sess
+        gc.collect()
+        done.set()
+
+    threading.Thread(target=collect, daemon=True).start()
+    assert done.wait(10.0), "closing a session of a stopped cluster waited on its dead master"
