@@ -65,17 +65,22 @@ def heft_links(inst: Instance, *, time_limit_s: float | None = None, seed: int =
     (:meth:`dplace.schedule.state.ScheduleState.data_ready` with ``harm``) + ``w`` x the split cost
     (:func:`split_cost`: the link time its tensors would need to reach the successors whose committed
     inputs are all elsewhere), one list schedule per weight ``w`` in ``lookahead``, and returns the
-    schedule of smallest makespan (its claim is that schedule's simulation: the state is). With parallel
-    comm it is ``heft``."""
+    schedule of smallest makespan (its claim is that schedule's simulation: the state is); at the time
+    limit it keeps the best of those already made (``extra["schedules"]``). With parallel comm it is
+    ``heft``."""
     opts = HeftLinksOptions(**options)
     weights = opts.lookahead if inst.comm == "sequential" else (0.0,)
-    best, best_w = None, 0.0
+    budget = Budget.resolve(budget, time_limit_s)
+    best, best_w, ran = None, 0.0, 0
     for w in weights:
+        if best is not None and budget.expired():  # the first schedule always runs (as heft's)
+            break
+        ran += 1
         state = heft_schedule(inst, opts.insertion, link_aware=True, lookahead=w)
         if best is None or state.makespan < best.makespan:
             best, best_w = state, w
     return make_result(inst, "heft_links", best.placement, best.order(), options=options,
-                       claimed_makespan=best.makespan, extra={"lookahead": best_w})
+                       claimed_makespan=best.makespan, extra={"lookahead": best_w, "schedules": ran})
 
 
 def split_cost(inst: Instance, placement, o: int, d: int) -> float:

@@ -77,6 +77,21 @@ def test_heft_links_is_its_best_weight_and_claims_the_simulation():
     assert res.makespan < dplace.solve(inst, "heft").makespan
 
 
+def test_heft_links_stops_between_schedules_at_its_time_limit():
+    from dplace.budget import Budget
+
+    inst = _seq_transformer()
+    now = [0.0]
+    budget = Budget(1.0, clock=lambda: now[0])
+    now[0] = 2.0  # expired before it starts: the first schedule only
+    from dplace.heuristics.heft import heft_links
+
+    res = heft_links(inst, budget=budget)
+    assert res.extra["schedules"] == 1 and res.extra["lookahead"] == 2.0
+    assert res.makespan == heft_schedule(inst, True, link_aware=True, lookahead=2.0).makespan
+    assert dplace.solve(inst, "heft_links").extra["schedules"] == 3
+
+
 def test_heft_links_options():
     inst = _seq_transformer()
     one = dplace.solve(inst, "heft_links", lookahead="10")
