@@ -1,4 +1,7 @@
-"""``heft``: HEFT list scheduling (Topcuoglu, Hariri, Wu, IEEE TPDS 2002), insertion-based, memory-aware.
+"""``heft``: HEFT list scheduling (Topcuoglu, Hariri, Wu, IEEE TPDS 2002), insertion-based, memory-aware;
+``heft_links``: dplace's HEFT for sequential comm (link harm + split-cost lookahead; not in the paper).
+The lookahead weights (2, 10, 50) were picked by a sweep on the 3k-op sequential Transformer and the three
+bundled graphs (``benchmarks/bench_seqcomm.py``): a setting of ours, not a paper's.
 
 Compiled twin: :mod:`dplace.kernels.lists` (``run_heft``; tests/kernels/test_list_kernels.py,
 test_seq_kernels.py).
