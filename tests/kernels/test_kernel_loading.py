@@ -1,0 +1,75 @@
+"""Loading compiled kernels in a fresh process: the cached code is read without numba's registry refresh
+(:func:`dplace.kernels.light_load`), and a kernel not in the cache still compiles."""
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("numba")
+
+KERNEL = '''
+import numpy as np
+from dplace.kernels import njit
+
+
+@njit
+def prefix(x):
+    out = np.empty(len(x) + 1)  # an array made by the compiled code: numba's runtime must be set up
+    out[0] = 0.0
+    for i in range(len(x)):
+        out[i + 1] = out[i] + x[i]
+    return out
+'''
+
+RUN = '''
+import json, sys
+import numpy as np
+import kmod
+from numba.core.caching import FunctionCache
+out = kmod.prefix(np.arange(5.0)).tolist()
+print(json.dumps({"out": out, "hits": sum(kmod.prefix.stats.cache_hits.values()),
+                  "light": type(kmod.prefix._cache) is not FunctionCache,
+                  "refreshed": "numba.np.linalg" in sys.modules}))
+'''
+
+
+def _run(folder):
+    p = subprocess.run([sys.executable, "-c", RUN], cwd=folder, capture_output=True, text=True, timeout=300,
+                       env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(folder), "NUMBA_CACHE_DIR": str(folder / "nbcache")})
+    assert p.returncode == 0, p.stderr[-2000:]
+    return json.loads(p.stdout)
+
+
+def test_a_cached_kernel_loads_without_numbas_registry_refresh(tmp_path):
+    """First process: a cache miss, compiled (numba's compiler refreshes its registries itself). Second
+    process: the same kernel read from the cache, same result, and numba's registries (``numba.np.linalg``
+    among them, imported only by a refresh) never loaded."""
+    (tmp_path / "kmod.py").write_text(textwrap.dedent(KERNEL))
+    first = _run(tmp_path)
+    assert first["out"] == [0.0, 0.0, 1.0, 3.0, 6.0, 10.0] and first["hits"] == 0 and first["light"]
+    second = _run(tmp_path)
+    assert second["out"] == first["out"]
+    assert second["hits"] == 1 and second["light"]
+    assert not second["refreshed"]
+
+
+def test_light_load_leaves_other_numba_versions_to_numba(monkeypatch):
+    import numba
+
+    from dplace import kernels
+
+    kernels._light_cache_class.cache_clear()
+    monkeypatch.setattr(numba, "__version__", "0.0.1")
+    try:
+        assert kernels._light_cache_class() is None
+
+        @kernels.njit
+        def f(x):
+            return x + 1
+
+        assert type(f._cache).__name__ == "FunctionCache" and f(1) == 2
+    finally:
+        kernels._light_cache_class.cache_clear()
+
