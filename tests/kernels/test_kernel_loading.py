@@ -1,9 +1,11 @@
 """Loading compiled kernels in a fresh process: the cached code is read without numba's registry refresh
 (:func:`dplace.kernels.light_load`), and a kernel not in the cache still compiles."""
 import json
+import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -73,3 +75,40 @@ def test_light_load_leaves_other_numba_versions_to_numba(monkeypatch):
     finally:
         kernels._light_cache_class.cache_clear()
 
+
+
+AFTER_WARM = r'''
+import os, sys
+from dplace.cli.warm import compiled_count
+from dplace.formats.generate import transformer_training
+from dplace.registry import method_info, methods, solve
+
+rows = []
+for comm in ("parallel", "sequential"):
+    big = transformer_training(12000, 4, seed=3, comm=comm)  # the sizes where auto picks the kernels
+    for m in ("heft", "dpos", "m_etf"):
+        solve(big, m, time_limit_s=60)
+        rows.append((comm, m, compiled_count()))
+os.environ["DPLACE_KERNEL"] = "numba"  # every family at every size, every kernel-using method
+mid = transformer_training(800, 3, seed=5)
+for m in methods():
+    if method_info(m).kind != "exact":
+        solve(mid, m, time_limit_s=60)
+        rows.append(("numba", m, compiled_count()))
+print(rows)
+print(compiled_count())
+'''
+
+
+@pytest.mark.slow
+def test_after_warm_no_solve_compiles_a_kernel(tmp_path):
+    """``dplace warm`` (make install runs it) leaves nothing for a solve to compile: in a fresh process the
+    heuristics on a 12k-op Transformer (both comm modes, the policy's own choice) and every kernel-using
+    method with the compiled path forced compile no kernel signature (numba's cache misses: 0)."""
+    exe = Path(sys.executable).parent / "dplace"
+    warm = subprocess.run([str(exe), "warm"], capture_output=True, text=True, timeout=1800)
+    assert warm.returncode == 0, warm.stderr[-2000:]
+    p = subprocess.run([sys.executable, "-c", AFTER_WARM], capture_output=True, text=True, timeout=900,
+                       env={**os.environ, "DPLACE_PROGRESS": "quiet", "DPLACE_KERNEL": "auto"})
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.split("\n")[-2] == "0", p.stdout
