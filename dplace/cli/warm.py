@@ -61,10 +61,11 @@ def warm_instances() -> list[Any]:
 def warm(say=print) -> dict[str, Any]:
     """Run every kernel-using method on :func:`warm_instances` with the compiled path forced; returns
     {"instances", "runs", "compiled", "seconds"}."""
+    from ..kernels import set_mode
     from ..registry import method_info, methods, solve
     from ..verify.check import check
 
-    os.environ["DPLACE_KERNEL"] = "numba"
+    set_mode("numba")
     os.environ.setdefault("DPLACE_PROGRESS", "quiet")
     t0 = time.perf_counter()
     insts = warm_instances()

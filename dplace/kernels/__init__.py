@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from .arrays import InstArrays, inst_arrays
 
-__all__ = ["FROM", "enabled", "mode", "njit", "inst_arrays", "InstArrays", "size", "use"]
+__all__ = ["FROM", "enabled", "mode", "njit", "inst_arrays", "InstArrays", "set_mode", "size", "use"]
 
 
 @lru_cache(maxsize=1)
@@ -57,6 +57,13 @@ def mode() -> str:
     ``monkeypatch.setenv``."""
     m = os.environ.get("DPLACE_KERNEL", "auto").lower()
     return m if m in ("numba", "python") else "auto"
+
+
+def set_mode(m: str) -> None:
+    """Set :func:`mode` for this process and the processes it starts (``dplace warm``: ``numba``)."""
+    if m not in ("numba", "python", "auto"):
+        raise ValueError(f"kernel mode must be numba, python or auto, got {m!r}")
+    os.environ["DPLACE_KERNEL"] = m
 
 
 def use(n: int, kind: str = "graph") -> bool:

@@ -112,3 +112,15 @@ def test_after_warm_no_solve_compiles_a_kernel(tmp_path):
                        env={**os.environ, "DPLACE_PROGRESS": "quiet", "DPLACE_KERNEL": "auto"})
     assert p.returncode == 0, p.stderr[-2000:]
     assert p.stdout.split("\n")[-2] == "0", p.stdout
+
+
+def test_set_mode_is_the_one_writer_of_the_setting(monkeypatch):
+    from dplace import kernels
+
+    monkeypatch.setenv("DPLACE_KERNEL", "auto")
+    kernels.set_mode("python")
+    assert kernels.mode() == "python" and not kernels.enabled()
+    kernels.set_mode("numba")
+    assert kernels.mode() == "numba"
+    with pytest.raises(ValueError, match="numba, python or auto"):
+        kernels.set_mode("fast")
