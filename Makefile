@@ -3,11 +3,13 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+WARM := $(VENV)/.kernels-warm
+KERNEL_USERS := $(wildcard dplace/kernels/*.py heuristics/*.py)
 DEFAULT_INSTANCE ?= instances/bert12_training_4dev.json
 
-.PHONY: install bytecode run test bench clean
+.PHONY: install bytecode warm run test bench clean
 
-install: $(STAMP)
+install: $(STAMP) $(WARM)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -21,6 +23,17 @@ $(STAMP): pyproject.toml
 # Run again after pulling; stale .pyc files are never used (Python checks each source's time stamp).
 bytecode:
 	$(BIN)/python -m compileall -q -j 0 dplace formulations heuristics pipeline runtime
+
+# numba compiles a kernel on its first call (seconds to a minute each: a first solve past any short time
+# limit); `dplace warm` compiles them all into numba's disk cache once, and again after a kernel source or a
+# method that calls kernels changes (a kernel edit drops the whole cache: dplace.kernels.clear_stale_cache).
+$(WARM): $(STAMP) $(KERNEL_USERS)
+	$(BIN)/dplace warm
+	touch $(WARM)
+
+warm:
+	$(BIN)/dplace warm
+	touch $(WARM)
 
 run: install
 	$(BIN)/dplace compare $(DEFAULT_INSTANCE) --time-limit 20

@@ -116,6 +116,21 @@ def run_one(instance: str, method: str, limit: float, workers: int | None) -> di
     return row
 
 
+RIGHT = {2, 3, 4, 5, 6}  # the number columns, right-aligned
+
+
+def column_widths(methods: list[str], instances: list[str]) -> list[int]:
+    """Each column's width: its header's or its longest entry's (method and instance names of any length),
+    the last column (how) unpadded."""
+    return [max([10] + [len(m) for m in methods]), max([28] + [len(i) for i in instances]), 7, 7, 9, 6, 9, 3, 10, 0]
+
+
+def table_line(cells: list[str], widths: list[int]) -> str:
+    """One line of the Markdown table, every cell padded to its column's width."""
+    return "| " + " | ".join(c.rjust(w) if i in RIGHT else c.ljust(w)
+                             for i, (c, w) in enumerate(zip(cells, widths))) + " |"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("instances", nargs="*", default=DEFAULT_INSTANCES)
@@ -131,12 +146,13 @@ def main() -> None:
     a = ap.parse_args()
     instances = list(a.instances) + ([t36k()] if a.t36k else [])
     print(f"load average {os.getloadavg()[0]:.1f} {os.getloadavg()[1]:.1f} on {os.cpu_count()} cores", flush=True)
-    hdr = (f"| {'method':10s} | {'instance':28s} | {'limit s':>7s} | {'solve s':>7s} | {'process s':>9s} | "
-           f"{'CPU s':>6s} | {'allowed s':>9s} | {'ok':3s} | {'status':9s} | how |")
-    print(hdr)
-    print("|" + "|".join("-" * (len(c)) for c in hdr.split("|")[1:-1]) + "|", flush=True)
     limits = [float(x) for x in a.limits.split(",")]
     todo = [(instance, method) for instance in instances for method in method_list(a.methods)]
+    widths = column_widths([m for _, m in todo], instances)
+    hdr = table_line(["method", "instance", "limit s", "solve s", "process s", "CPU s", "allowed s", "ok", "status",
+                      "how"], widths)
+    print(hdr)
+    print("|" + "|".join("-" * (len(c)) for c in hdr.split("|")[1:-1]) + "|", flush=True)
     rows = []
     with ThreadPoolExecutor(max_workers=a.jobs) as pool:
         if a.warm:  # numba compiles a kernel on its first use after an install or an edit: not timed
@@ -148,9 +164,9 @@ def main() -> None:
             r["ok"] = r["solve_s"] is not None and r["solve_s"] <= r["allowed"]
             rows.append(r)
             solve = "-" if r["solve_s"] is None else f"{r['solve_s']:.2f}"
-            print(f"| {r['method']:10s} | {r['instance'][:28]:28s} | {r['limit']:7g} | {solve:>7s} | "
-                  f"{r['process_s']:9.2f} | {r['cpu_s']:6.1f} | {r['allowed']:9.1f} | {'yes' if r['ok'] else 'NO':3s} | "
-                  f"{str(r['status']):9s} | {r['how']} |", flush=True)
+            print(table_line([r["method"], r["instance"], f"{r['limit']:g}", solve, f"{r['process_s']:.2f}",
+                              f"{r['cpu_s']:.1f}", f"{r['allowed']:.1f}", "yes" if r["ok"] else "NO", str(r["status"]),
+                              r["how"]], widths), flush=True)
     bad = sum(not r["ok"] for r in rows)
     print(f"{len(rows) - bad}/{len(rows)} within the limit; {a.jobs} at a time; load average now "
           f"{os.getloadavg()[0]:.1f}")

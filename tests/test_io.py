@@ -100,3 +100,16 @@ def test_a_file_s_unknown_fields_are_collected_on_first_use(tmp_path):
     assert forward_of_index(lazy).tolist() == forward_of_index(copied).tolist() == [-1, -1, 0]
     assert instance_to_dict(lazy) == instance_to_dict(copied) == json.loads(json.dumps(instance_to_dict(copied)))
     assert instance_to_npz_bytes(lazy) == instance_to_npz_bytes(copied)
+
+
+def test_raw_extras_of_some_ops_equal_the_collected_ones():
+    """RawExtras.of reads only the rows asked for (before the extras are collected) and gives what
+    ``items`` collects; Columns.extras_of on a plain mapping the same."""
+    from dplace.instance.columns import RawExtras
+
+    rows = [{"id": "a", "time": 1}, {"id": "b", "time": 2, "split_of": "a"}, {"id": "c", "note": 1, "time": 3}]
+    raw = RawExtras(rows, {"id", "time"})
+    assert raw.of([0, 1]) == {1: {"split_of": "a"}}
+    assert raw.of([2]) == {2: {"note": 1}}
+    assert dict(raw.items()) == {1: {"split_of": "a"}, 2: {"note": 1}}
+    assert raw.of([0, 1, 2]) == dict(raw.items())  # after collection: from the collected fields

@@ -114,3 +114,24 @@ def test_cpsat_keeps_its_limit_when_the_search_does_not_stop(monkeypatch):
     assert res.status in ("feasible", "optimal") and dplace.check(inst, res).ok
     assert within(3.0, res.solve_time_s), res.solve_time_s
     assert C.wait_abandoned(60)
+
+
+def test_the_limits_table_keeps_its_columns_for_long_names():
+    """benchmarks/bench_limits.py: every line of the table has its bars where the header has them, with
+    method and instance names longer than the default widths."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_limits.py"
+    spec = importlib.util.spec_from_file_location("bench_limits", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    methods, instances = ["heft", "os_dpos_model_graph"], ["a.json", "instances/bert12_training_4dev.json"]
+    w = mod.column_widths(methods, instances)
+    lines = [mod.table_line(["method", "instance", "limit s", "solve s", "process s", "CPU s", "allowed s", "ok",
+                             "status", "how"], w)]
+    for m in methods:
+        for i in instances:
+            lines.append(mod.table_line([m, i, "60", "0.10", "1.50", "1.1", "66.0", "yes", "infeasible", "why"], w))
+    bars = {tuple(k for k, ch in enumerate(line[:-6]) if ch == "|") for line in lines}
+    assert len(bars) == 1 and len(next(iter(bars))) == 10

@@ -47,6 +47,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("generate", "dplace.formats.cli:add_generate", solver=False),
     Command("convert", "dplace.formats.cli:add_convert", solver=False),
     Command("bench", "dplace.study.cli:add_bench"),
+    Command("warm", "dplace.cli.warm:add_warm"),
     Command("pipeline", "dplace.pipeline.cli:add_cli"),
     Command("profile", "dplace.runtime.cli:add_profile"),
     Command("execute", "dplace.runtime.cli:add_execute"),

@@ -85,6 +85,19 @@ class Columns:
                              colocation=colocs[o], device=pins[o], extra=dict(extra.get(o, ())))
                      for o, oid in enumerate(self.ids))
 
+    def types(self) -> list[Any]:
+        """Per op its ``type`` (None: none), without building the ``Op`` objects."""
+        return self._names(self.type, self.type_names)
+
+    def extras_of(self, ops: Sequence[int]) -> dict[int, Mapping[str, Any]]:
+        """The unknown fields of ``ops`` (index -> mapping; ops without any are left out), reading only
+        those ops' rows while a file's extras are not collected yet (:class:`RawExtras`)."""
+        x = self.op_extra
+        if isinstance(x, RawExtras):
+            return x.of(ops)
+        found = x if isinstance(x, dict) else dict(x.items())
+        return {o: found[o] for o in ops if o in found}
+
     def pin_codes(self, devices: list[str]) -> list[int]:
         """Per op the index in ``devices`` of the device it names as pinned (-1: none), as given."""
         where = {x: d for d, x in enumerate(devices)}
@@ -156,6 +169,14 @@ class RawExtras:
                            for i, r in enumerate(self._rows) if not r.keys() <= known]
             self._rows = []
         return iter(self._found)
+
+    def of(self, ops: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """The unknown fields of ``ops`` alone (ops without any left out), the rest not collected."""
+        if self._found is not None:
+            found = dict(self._found)
+            return {o: found[o] for o in ops if o in found}
+        known, rows = self._known, self._rows
+        return {o: {k: v for k, v in rows[o].items() if k not in known} for o in ops if not rows[o].keys() <= known}
 
     def may_contain(self, word: str) -> bool:
         return True

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from .arrays import InstArrays, inst_arrays
 
-__all__ = ["FROM", "enabled", "mode", "njit", "inst_arrays", "InstArrays", "size", "use"]
+__all__ = ["FROM", "enabled", "mode", "njit", "inst_arrays", "InstArrays", "set_mode", "size", "use"]
 
 
 @lru_cache(maxsize=1)
@@ -57,6 +57,13 @@ def mode() -> str:
     ``monkeypatch.setenv``."""
     m = os.environ.get("DPLACE_KERNEL", "auto").lower()
     return m if m in ("numba", "python") else "auto"
+
+
+def set_mode(m: str) -> None:
+    """Set :func:`mode` for this process and the processes it starts (``dplace warm``: ``numba``)."""
+    if m not in ("numba", "python", "auto"):
+        raise ValueError(f"kernel mode must be numba, python or auto, got {m!r}")
+    os.environ["DPLACE_KERNEL"] = m
 
 
 def use(n: int, kind: str = "graph") -> bool:
@@ -126,15 +133,58 @@ def _fresh_cache() -> None:
                       [os.path.join(here, n) for n in os.listdir(here) if n.endswith(".py")])
 
 
+LIGHT_LOAD_NUMBA = "0.68.1"  # the numba whose cache loading :func:`light_load` was read against (pyproject pins it)
+
+
+@lru_cache(maxsize=1)
+def _light_cache_class():
+    """numba's ``FunctionCache`` with a lighter ``load_overload``, or None on another numba version.
+
+    numba's own ``load_overload`` first calls ``target_context.refresh()``: it imports and installs every
+    lowering and typing registry (``numba.cpython.unicode``, ``numba.np.linalg``, ``numba.typed``, ...),
+    about 0.1 CPU s of the first kernel load in a fresh process, needed to *compile* but not to run
+    machine code read back from the cache. Here a load only initialises numba's runtime (NRT: the
+    compiled code allocates arrays through it) and reads the cached code. Nothing is lost: a cache miss
+    goes on to numba's compiler, whose ``CompilerBase`` refreshes both contexts itself, and a lowering
+    lookup that fails refreshes on its first call (``BaseContext.get_function``)."""
+    import numba
+
+    if numba.__version__ != LIGHT_LOAD_NUMBA:
+        return None
+    from numba.core.caching import FunctionCache
+    from numba.core.runtime.nrt import rtsys
+
+    class LightCache(FunctionCache):
+        def load_overload(self, sig, target_context):
+            rtsys.initialize(target_context)  # returns at once after the first call
+            with self._guard_against_spurious_io_errors():
+                return self._load_overload(sig, target_context)
+
+    return LightCache
+
+
+def light_load(dispatcher):
+    """``dispatcher`` (a cached numba dispatcher) made to load its cached code without numba's registry
+    refresh (:func:`_light_cache_class`); unchanged where numba is not the pinned version."""
+    cls = _light_cache_class()
+    cache = getattr(dispatcher, "_cache", None)
+    if cls is not None and type(cache) is cls.__base__:  # numba's own FunctionCache (cache=True)
+        cache.__class__ = cls
+    return dispatcher
+
+
 def njit(*args, **kwargs):
     """``numba.njit`` with the house defaults (cached on disk, no fastmath: results must equal the
-    reference's bit for bit). The disk cache is cleared once when any kernel source changed
-    (:func:`clear_stale_cache`)."""
+    reference's bit for bit), loading cached code the light way (:func:`light_load`). The disk cache is
+    cleared once when any kernel source changed (:func:`clear_stale_cache`)."""
     import numba
 
     _fresh_cache()
 
     kwargs.setdefault("cache", True)
     kwargs.setdefault("nogil", True)
-    return numba.njit(*args, **kwargs)
+    made = numba.njit(*args, **kwargs)
+    if args and callable(args[0]):
+        return light_load(made)
+    return lambda fn: light_load(made(fn))
 

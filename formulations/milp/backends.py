@@ -2,6 +2,8 @@
 binary, its log read for status and bound); both stopped by dplace at the budget's deadline."""
 from __future__ import annotations
 
+import atexit
+import contextlib
 import functools
 import math
 import os
@@ -108,6 +110,68 @@ def cbc_increment(P: MilpModel) -> float:
     return min(1e-5, 1e-8 * P.M)
 
 
+CBC_PREFIX = "dplace_cbc_"  # CBC's files: <temp dir>/dplace_cbc_<pid>_<random>/ (model, start, solution, log)
+_LIVE_FOLDERS: set[str] = set()  # this process's CBC folders in use
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def sweep_cbc_folders(where: str | None = None) -> list[str]:
+    """Remove the CBC folders (:data:`CBC_PREFIX`) left behind in ``where`` (default: the temp dir) by
+    processes that no longer run (killed while CBC ran: their own clean-up never came); a folder of a live
+    process, or not named with a process id, is left alone. Returns the folders removed."""
+    import shutil
+
+    where = where or tempfile.gettempdir()
+    gone = []
+    try:
+        names = os.listdir(where)
+    except OSError:
+        return gone
+    for name in names:
+        pid = name[len(CBC_PREFIX):].split("_", 1)[0]
+        if name.startswith(CBC_PREFIX) and pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            shutil.rmtree(os.path.join(where, name), ignore_errors=True)
+            gone.append(name)
+    return gone
+
+
+def _remove_live_folders() -> None:
+    """At exit (``dplace.cli.run`` runs the ``atexit`` functions before ``os._exit``): a CBC run still in
+    a thread when the process ends leaves no folder."""
+    import shutil
+
+    for path in list(_LIVE_FOLDERS):
+        shutil.rmtree(path, ignore_errors=True)
+
+
+atexit.register(_remove_live_folders)
+
+
+@contextlib.contextmanager
+def cbc_folder():
+    """A new folder for one CBC run, removed after it (also at the process's exit, and by a later run's
+    :func:`sweep_cbc_folders` when the process was killed)."""
+    import shutil
+
+    sweep_cbc_folders()
+    path = tempfile.mkdtemp(prefix=f"{CBC_PREFIX}{os.getpid()}_")
+    _LIVE_FOLDERS.add(path)
+    try:
+        yield path
+    finally:
+        _LIVE_FOLDERS.discard(path)
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def _run_cbc(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, presolve: bool,
              stop_by: Budget | None = None, cbc_sec: float | None = None, preprocess: bool = True,
              ) -> tuple[str, bool]:
@@ -139,7 +203,7 @@ def _run_cbc(P: MilpModel, opts: MilpOptions, limit: float, warm: bool, presolve
                                    + ([] if presolve and preprocess else ["preprocess off"]))
     if not solver.available():
         raise SolverError(f"milp: CBC is not available at {solver.path}")
-    with tempfile.TemporaryDirectory(prefix="dplace_cbc_") as tmp:
+    with cbc_folder() as tmp:
         mps, mst, sol, logp = (os.path.join(tmp, f) for f in ("model.mps", "start.mst", "out.sol", "cbc.log"))
         vs, vnames, cnames, _ = prob.writeMPS(mps, rename=1)
         cmd = [solver.path, mps]

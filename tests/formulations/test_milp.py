@@ -1,5 +1,6 @@
 """Pesto-style MILP: warm start used, true status and bound, both solvers."""
 import math
+import os
 import random
 import re
 
@@ -193,3 +194,57 @@ def test_symmetry_keeps_the_optimum():
     inst = task_graph(7, 3, 1.0, seed=5, comm="sequential")
     res = dplace.solve(inst, "milp", time_limit_s=60, solver="cbc")
     assert res.status == "optimal" and res.makespan == pytest.approx(brute_force(inst)[0], rel=1e-9)
+
+
+def _cbc_folders(where):
+    return sorted(p.name for p in where.iterdir() if p.name.startswith(MB.CBC_PREFIX))
+
+
+def test_cbc_runs_leave_no_folder_behind(tmp_path, monkeypatch):
+    """A CBC run that ends, and one stopped by dplace at its limit, remove their files."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    inst = task_graph(30, 4, 10.0, seed=9)
+    heft = dplace.solve(inst, "heft")
+    P = M.build_milp(inst, heft.makespan * (1 + 1e-6), dplace.lower_bound(inst), M.time_unit(heft.makespan))
+    MB._run_cbc(P, M.MilpOptions(solver="cbc"), 0.5, False, True, cbc_sec=1000)  # stopped by dplace
+    assert _cbc_folders(tmp_path) == []
+    res = dplace.solve(task_graph(5, 2, seed=1), "milp", solver="cbc", time_limit_s=30)
+    assert res.makespan is not None and _cbc_folders(tmp_path) == []
+
+
+def test_folders_of_processes_that_are_gone_are_swept(tmp_path):
+    """A process killed while CBC ran never removed its folder: the next run's sweep removes it, and
+    leaves the folders of live processes (and names without a process id) alone."""
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(p.stdout)
+    for name in (f"dplace_cbc_{dead}_ab12", f"dplace_cbc_{os.getppid()}_cd34", f"dplace_cbc_{os.getpid()}_ef56",
+                 "dplace_cbc_xyz"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "model.mps").write_text("x")
+    assert MB.sweep_cbc_folders(str(tmp_path)) == [f"dplace_cbc_{dead}_ab12"]
+    assert _cbc_folders(tmp_path) == sorted([f"dplace_cbc_{os.getppid()}_cd34", f"dplace_cbc_{os.getpid()}_ef56",
+                                             "dplace_cbc_xyz"])
+
+
+def test_a_folder_in_use_at_exit_is_removed(tmp_path):
+    """``dplace.cli.run`` ends with the atexit functions and ``os._exit``: a CBC run still going in a
+    thread then has its folder removed by the atexit function (a process of its own, as the program)."""
+    import subprocess
+    import sys
+
+    code = ("import atexit, os, sys, tempfile\n"
+            "tempfile.tempdir = sys.argv[1]\n"
+            "from dplace.formulations.milp import backends as MB\n"
+            "cm = MB.cbc_folder()\n"
+            "cm.__enter__()\n"  # entered, never left: as in a thread still running CBC
+            "print(len(os.listdir(sys.argv[1])), flush=True)\n"
+            "atexit._run_exitfuncs()\n"
+            "os._exit(0)\n")
+    p = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.split() == ["1"], p.stderr[-2000:]
+    assert _cbc_folders(tmp_path) == []

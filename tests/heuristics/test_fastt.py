@@ -140,6 +140,39 @@ def test_copy_bandwidth_from_the_instances_copy_ops():
                                          [["a", "batch", 2]], copy_bytes_per_us=7.0)) == 7.0
 
 
+def _copy_bandwidth_by_ops(inst):
+    """The definition, op by op (what copy_bandwidth computed before it read the columns)."""
+    from dplace.heuristics.fastt_graphs import COPY_TYPES
+
+    nb = t = 0.0
+    for o, op in enumerate(inst.ops):
+        if op.type in COPY_TYPES and "split_of" not in op.extra and "allreduce" not in op.extra and inst.mem[o] > 0:
+            if min(inst.dur[o]) > 0:
+                nb, t = nb + inst.mem[o], t + min(inst.dur[o])
+    return nb / t if t > 0 else DEFAULT_COPY_BYTES_PER_US
+
+
+@pytest.mark.parametrize("stored", ["json", "npz"])
+def test_copy_bandwidth_reads_columns_only(tmp_path, stored):
+    """From a file (JSON: the extras not yet collected; .npz: kept as JSON text) the copy ops, their
+    extras (a copy made by a split or an all-reduce does not count) and times give the definition's
+    value, without building any Op; the same once the extras are collected."""
+    ops = [Op("a", 1.0, 10), Op("s", 4.0, 2000, type="AddN"), Op("c", {"g0": 6.0, "g1": 3.0}, 3000, type="ConcatV2"),
+           Op("x", 2.0, 900, type="Split", extra={"split_of": "a"}), Op("r", 3.0, 700, type="AddN", extra={"allreduce": 1}),
+           Op("z", 5.0, 0, type="Concat"), Op("w", 2.0, 400, type="SplitV", extra={"note": "kept"})]
+    edges = [Edge("a", "s", 1), Edge("s", "c", 1), Edge("c", "x", 1), Edge("x", "r", 1), Edge("r", "z", 1), Edge("z", "w", 1)]
+    inst = Instance("cp", [Device("g0", 10**6), Device("g1", 10**6)], ops, edges)
+    path = tmp_path / f"cp.{stored}"
+    dplace.save_instance(inst, path)
+    loaded = dplace.load_instance(path)
+    want = _copy_bandwidth_by_ops(inst)
+    assert want == pytest.approx((2000 + 3000 + 400) / (4.0 + 3.0 + 2.0))
+    built = loaded._ops is not None  # a small JSON file is read into Ops; a .npz into columns
+    assert copy_bandwidth(loaded) == want and (loaded._ops is not None) == built  # no Op built by it
+    assert stored == "json" or not built
+    assert _copy_bandwidth_by_ops(loaded) == want and copy_bandwidth(loaded) == want  # extras collected now
+
+
 @pytest.mark.parametrize("bad", [[["nope", "batch", 2]], [["H", "width", 2]], [["H", "batch", 1]],
                                  [["H", "batch", 61]], [["a", "batch", 2]], [["H", "batch"]]])
 def test_split_instance_errors(bad):
