@@ -58,10 +58,9 @@ def _run(exe: str, graph: str, method: str, timeout: float, out_dir: str) -> tup
     return f"{dt:.1f}/{cpu:.1f}", r.get("makespan"), r.get("lower_bound")
 
 
-def _old_exe(rev: str, tmp: str) -> str:
-    """A ``dplace`` script running revision ``rev`` of this repository (exported under ``tmp``) with this
-    venv's Python: PYTHONPATH names the export, and its method packages stand where the editable
-    install maps them (``dplace.heuristics`` -> ``heuristics/``, ...)."""
+def export_revision(rev: str, tmp: str) -> str:
+    """Revision ``rev`` of this repository exported under ``tmp`` (returned: the folder for PYTHONPATH), its
+    method packages where the editable install maps them (``dplace.heuristics`` -> ``heuristics/``, ...)."""
     src = os.path.join(tmp, "old")
     os.makedirs(src)
     arc = subprocess.run(["git", "-C", ROOT, "archive", rev], check=True, capture_output=True).stdout
@@ -69,6 +68,13 @@ def _old_exe(rev: str, tmp: str) -> str:
     for pkg in ("formulations", "heuristics", "pipeline", "runtime"):
         if os.path.isdir(os.path.join(src, pkg)) and not os.path.exists(os.path.join(src, "dplace", pkg)):
             os.symlink(os.path.join(src, pkg), os.path.join(src, "dplace", pkg))
+    return src
+
+
+def _old_exe(rev: str, tmp: str) -> str:
+    """A ``dplace`` script running revision ``rev`` of this repository (:func:`export_revision`) with this
+    venv's Python: PYTHONPATH names the export."""
+    src = export_revision(rev, tmp)
     exe = os.path.join(tmp, "old-dplace")
     with open(exe, "w") as f:
         f.write(f"#!/bin/sh\nPYTHONPATH={src} exec {sys.executable} -P -c "  # -P: not the current folder first
