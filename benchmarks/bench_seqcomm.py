@@ -8,6 +8,10 @@ the bound are read back from R.json.
     .venv/bin/python benchmarks/bench_seqcomm.py --ops 3000 --methods heft,heft_links,m_topo,m_etf,celeritas
     .venv/bin/python benchmarks/bench_seqcomm.py --ops 36000 --old /work/main/.venv/bin/dplace --timeout 400
     .venv/bin/python benchmarks/bench_seqcomm.py --ops 36000 --methods heft,dpos,m_etf,m_sct --old c90937a
+    .venv/bin/python benchmarks/bench_seqcomm.py --instances instances/bert12_training_4dev.json,instances/resnet50_training_4dev.json --old 34ce35c
+
+``--instances``: instance files instead of the generated Transformer, each converted to both comm modes
+(``dplace convert instance FILE --comm C``).
 
 ``--old``: a ``dplace`` executable of the old code (e.g. the main checkout's venv, run with
 PYTHONPATH unset so that it imports its own checkout), or a git revision of this repository (e.g.
@@ -111,33 +115,52 @@ def main() -> None:
     ap.add_argument("--old", default=None, help="dplace executable of the old code, or a git revision")
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--no-parallel", action="store_true", help="only the sequential graph")
+    ap.add_argument("--instances", default="", help="comma-separated instance files instead of the generated graph")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         if args.old and not os.path.isfile(args.old):
             args.old = _old_exe(args.old, tmp)
-        graphs = {}
-        for comm in ("sequential",) + (() if args.no_parallel else ("parallel",)):
-            g = os.path.join(tmp, f"t{args.ops}_{comm}.json")
-            subprocess.run([NEW, "generate", "transformer", "--ops", str(args.ops), "--devices", str(args.devices),
-                            "--comm", comm, "--out", g], check=True, capture_output=True)
-            graphs[comm] = g
+        comms = ("sequential",) + (() if args.no_parallel else ("parallel",))
+        todo = []  # (title, {comm: file})
+        for path in filter(None, args.instances.split(",")):
+            graphs = {}
+            for comm in comms:
+                g = os.path.join(tmp, f"{os.path.basename(path)}_{comm}.json")
+                subprocess.run([NEW, "convert", "instance", path, "--comm", comm, "--out", g], check=True,
+                               capture_output=True)
+                graphs[comm] = g
+            todo.append((path, graphs))
+        if not todo:
+            graphs = {}
+            for comm in comms:
+                g = os.path.join(tmp, f"t{args.ops}_{comm}.json")
+                subprocess.run([NEW, "generate", "transformer", "--ops", str(args.ops), "--devices", str(args.devices),
+                                "--comm", comm, "--out", g], check=True, capture_output=True)
+                graphs[comm] = g
+            todo.append((f"transformer --ops {args.ops} --devices {args.devices}", graphs))
         _warm(args, tmp)
-        print(f"transformer --ops {args.ops} --devices {args.devices}; load {open('/proc/loadavg').read().split()[:3]}")
-        print(f"{'method':11} {'new seq s':>12} {'new par s':>12} {'ratio':>6} {'old seq s':>12} "
-              f"{'old seq makespan':>17} {'new seq makespan':>17} {'new par makespan':>17} {'seq bound':>12}", flush=True)
-        for m in args.methods.split(","):
-            ns, nms, bound = _run(NEW, graphs["sequential"], m, args.timeout, tmp)
-            np_, npm, _ = (("", None, None) if args.no_parallel
-                           else _run(NEW, graphs["parallel"], m, args.timeout, tmp))
-            os_, oms, _ = (_run(args.old, graphs["sequential"], m, args.timeout, tmp) if args.old
-                           else ("", None, None))
-            try:
-                ratio = f"{float(ns.split('/')[1]) / float(np_.split('/')[1]):.1f}"
-            except (ValueError, IndexError):
-                ratio = ""
-            print(f"{m:11} {ns:>12} {np_:>12} {ratio:>6} {os_:>12} {_num(oms):>17} {_num(nms):>17} "
-                  f"{_num(npm):>17} {_num(bound):>12}", flush=True)
-        print(f"load {open('/proc/loadavg').read().split()[:3]}")
+        for title, graphs in todo:
+            _table(args, title, graphs, tmp)
+
+
+def _table(args: argparse.Namespace, title: str, graphs: dict[str, str], tmp: str) -> None:
+    """One graph's rows (module docstring)."""
+    print(f"{title}; load {open('/proc/loadavg').read().split()[:3]}")
+    print(f"{'method':11} {'new seq s':>12} {'new par s':>12} {'ratio':>6} {'old seq s':>12} "
+          f"{'old seq makespan':>17} {'new seq makespan':>17} {'new par makespan':>17} {'seq bound':>12}", flush=True)
+    for m in args.methods.split(","):
+        ns, nms, bound = _run(NEW, graphs["sequential"], m, args.timeout, tmp)
+        np_, npm, _ = (("", None, None) if args.no_parallel
+                       else _run(NEW, graphs["parallel"], m, args.timeout, tmp))
+        os_, oms, _ = (_run(args.old, graphs["sequential"], m, args.timeout, tmp) if args.old
+                       else ("", None, None))
+        try:
+            ratio = f"{float(ns.split('/')[1]) / float(np_.split('/')[1]):.1f}"
+        except (ValueError, IndexError):
+            ratio = ""
+        print(f"{m:11} {ns:>12} {np_:>12} {ratio:>6} {os_:>12} {_num(oms):>17} {_num(nms):>17} "
+              f"{_num(npm):>17} {_num(bound):>12}", flush=True)
+    print(f"load {open('/proc/loadavg').read().split()[:3]}")
 
 
 if __name__ == "__main__":

@@ -103,11 +103,38 @@ def _commit(I, S, L, o, d, insertion):
 
 
 @njit
-def heft_loop(I, S, R, order, insertion, L=None, harm=None, hw=1.0):
+def split_cost(I, S, o, d):
+    """``heuristics.heft.split_cost``: the link time o's tensors would need on d to reach its successors
+    not yet committed whose committed inputs (other than o's) are all on other devices."""
+    total = 0.0
+    for j in range(I.succ_ptr[o], I.succ_ptr[o + 1]):
+        e = I.succ_edge[j]
+        v = I.edst[e]
+        if S.placement[v] >= 0:
+            continue
+        c = np.inf
+        for k in range(I.pred_ptr[v], I.pred_ptr[v + 1]):
+            p = I.esrc[I.pred_edge[k]]
+            dp = S.placement[p]
+            if p == o or dp < 0:
+                continue
+            if dp == d:
+                c = np.inf
+                break
+            x = I.lat[d, dp] + I.ebytes[e] / I.bw[d, dp]
+            if x < c:
+                c = x
+        if c < np.inf:
+            total += c
+    return total
+
+
+@njit
+def heft_loop(I, S, R, order, insertion, L=None, harm=None, look=0.0):
     """HEFT's loop (heuristics/heft.py): each op on the candidate device of smallest EFT (first one on
     ties), then committed there at that est (what ``commit`` would compute again). ``L``: the link
     state in sequential comm; ``harm`` (an array of m floats, sequential comm): the link-aware test,
-    EFT + the most a committed send would arrive later (``heft_links``)."""
+    EFT + the most a committed send would arrive later + ``look`` x :func:`split_cost` (``heft_links``)."""
     cand = np.empty(len(I.capacity), dtype=np.int64)
     ready = np.empty(len(I.capacity))
     for o in order:
@@ -119,7 +146,9 @@ def heft_loop(I, S, R, order, insertion, L=None, harm=None, hw=1.0):
             s = est_at(I, S, o, d, ready[i], insertion)
             f = s + I.dur[o, d]
             if harm is not None:
-                f += harm[i] * hw
+                f += harm[i]
+                if look:
+                    f += look * split_cost(I, S, o, d)
             if f < best_f:
                 best_i, best_f, best_s = i, f, s
         d = cand[best_i]
@@ -295,14 +324,14 @@ def _prepare(inst, op_cost: str, comm_cost: str):
     return a, rank, order, I, new_state(a.n, a.m), new_rules(I, a.n, a.m), L
 
 
-def run_heft(inst, insertion: bool = True, link_aware: bool = False):
+def run_heft(inst, insertion: bool = True, link_aware: bool = False, lookahead: float = 0.0):
     """HEFT on ``inst``: an :class:`~dplace.kernels.state.ArrayState`; ``link_aware`` (sequential comm):
-    ``heft_links``'s test."""
+    ``heft_links``'s test with split-cost weight ``lookahead``."""
     from .state import ArrayState
 
     _, _, order, I, S, R, L = _prepare(inst, "mean", "mean")
     if link_aware and L is not None:
-        heft_loop(I, S, R, order, insertion, L, np.zeros(len(I.capacity)))
+        heft_loop(I, S, R, order, insertion, L, np.zeros(len(I.capacity)), float(lookahead))
     else:
         heft_loop(I, S, R, order, insertion, L)
     return ArrayState(I, S)

@@ -91,6 +91,15 @@ def test_seq_list_schedulers_are_the_reference(monkeypatch, method, seed):
         _same(*_both(monkeypatch, inst, method, insertion=False))
 
 
+@pytest.mark.parametrize("lookahead", [2.0, 50.0])
+@pytest.mark.parametrize("seed", range(6))
+def test_seq_heft_links_each_weight_is_the_reference(monkeypatch, lookahead, seed):
+    """heft_links' split cost (heuristics.heft.split_cost, kernels.lists.split_cost) in the compiled loop
+    gives the reference's schedule at every weight, not only at the best one."""
+    inst = _seq(seed)
+    _same(*_both(monkeypatch, inst, "heft_links", lookahead=(lookahead,)))
+
+
 _PAIR: list[int] = []
 
 
