@@ -51,17 +51,19 @@ def _start(chain: Chain, processors: int | None, memory: float | None, time_limi
 
 def _solve_alloc(m, b, L: int, P: int, budget: Budget, seed: int, presolve: bool = True):
     """Solve an allocation model within ``budget`` (the search is stopped by dplace at its deadline):
-    (solver, status, allocation or None when no solution was found)."""
+    (the answer to read values from: the solver, or the last solution kept of a search dplace abandoned, whose
+    bound is -inf; status; allocation or None when no solution was found)."""
     from ortools.sat.python import cp_model
 
     from dplace.formulations.cpsat.model import run_search
 
     solver = _solver(budget, seed)
     solver.parameters.cp_model_presolve = presolve
-    st, _ = run_search(solver, m, budget=budget)
+    got = run_search(solver, m, budget=budget)
+    st, ans = got.status, (got.answer if got.answer is not None else solver)
     if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return solver, st, None
-    return solver, st, [next(p for p in range(P) if solver.Value(b[l, p])) for l in range(L)]
+        return ans, st, None
+    return ans, st, [next(p for p in range(P) if ans.Value(b[l, p])) for l in range(L)]
 
 
 def contiguous_cpsat(chain: Chain, processors: int | None = None, memory: float | None = None, *,

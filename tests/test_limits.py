@@ -31,9 +31,9 @@ def test_the_search_is_stopped_at_the_deadline_and_keeps_its_best_solution():
     sv = cp.CpSolver()
     sv.parameters.max_time_in_seconds = 1e9
     sv.parameters.num_workers = 2
-    st, interrupted = C.run_search(sv, V.model, Cb(), budget=budget)
-    assert st in (cp.FEASIBLE, cp.OPTIMAL) and Cb.found >= 1 and not interrupted
-    pl, order, _ = V.extract(sv.value)
+    got = C.run_search(sv, V.model, Cb(), budget=budget)
+    assert got.status in (cp.FEASIBLE, cp.OPTIMAL) and Cb.found >= 1 and not got.interrupted and not got.abandoned
+    pl, order, _ = V.extract(got.answer.value)
     assert len(pl) == inst.n
 
 
@@ -54,3 +54,63 @@ def test_cpsat_keeps_a_short_limit_on_bert12(monkeypatch):
     assert res.makespan is not None and dplace.check(inst, res).ok
     for st in res.extra.get("stages", []):  # no stage was promised more than what was left
         assert st["limit_s"] <= st["left_s"] + 1e-9, st
+
+
+def _stuck_callback(release):
+    """A solution callback that holds the solver's thread (until ``release``): CP-SAT cannot see its stop
+    flag meanwhile, as in its long uninterruptible steps (BERT-12, one worker: 30 s in
+    ``ComputeFullPrecedences`` while loading the NoOverlap relaxation, after the stop)."""
+
+    class Stuck(C.KeepingCallback):
+        def on_solution(self):
+            release.wait(120)
+
+    return Stuck()
+
+
+@pytest.mark.solver
+def test_a_search_that_does_not_stop_is_abandoned_with_its_last_solution():
+    """The deadline passes while CP-SAT cannot stop: run_search stops waiting ``grace`` after it (it would
+    otherwise wait for the 120 s hold), and the last solution the callback kept comes back, without a bound."""
+    import threading
+
+    inst = task_graph(40, 4, 1.0, seed=1)
+    T = C.Ticks(inst, None, None)
+    V, _ = C.hinted_model(inst, T, None)
+    release = threading.Event()
+    cb = _stuck_callback(release)
+    budget = Budget(1.0, clock=lambda: 0.0 if cb.kept is None else 10.0)  # expires once a solution is kept
+    sv = cp.CpSolver()
+    sv.parameters.max_time_in_seconds = 1e9
+    sv.parameters.num_workers = 1
+    try:
+        got = C.run_search(sv, V.model, cb, budget=budget, grace=0.1)
+    finally:
+        release.set()
+    assert got.abandoned and got.status == cp.FEASIBLE and not got.interrupted
+    assert got.answer.best_objective_bound == float("-inf")  # an abandoned search proves nothing
+    pl, order, _ = V.extract(got.answer.value)
+    assert sorted(o for d in order for o in d) == list(range(inst.n))
+    assert got.answer.value(V.mk) == got.answer.objective_value
+    assert C.wait_abandoned(60)  # told to stop, it ends once its thread is free
+
+
+@pytest.mark.solver
+def test_cpsat_keeps_its_limit_when_the_search_does_not_stop(monkeypatch):
+    """End to end: the search holds past the deadline; dplace.solve returns within max(1.1 L, L + 1 s) with a
+    valid schedule, says the search was stopped by dplace, and claims no bound from it."""
+    import threading
+
+    from dplace.formulations.cpsat import solve as S
+
+    release = threading.Event()
+    monkeypatch.setattr(S._Progress, "on_solution", lambda self: release.wait(120))
+    inst = task_graph(40, 4, 1.0, seed=1)
+    try:
+        res = dplace.solve(inst, "cpsat", time_limit_s=3.0, progress=False, workers=1)
+    finally:
+        release.set()
+    assert "stopped by dplace" in res.extra["solver_status"], res.extra
+    assert res.status in ("feasible", "optimal") and dplace.check(inst, res).ok
+    assert within(3.0, res.solve_time_s), res.solve_time_s
+    assert C.wait_abandoned(60)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from .hint import complete_hint, hinted_model, memory_fits, relabel_symmetric
 from .model import (
-    CpModelVars, build_model, model_cost_s, reachability, run_search, will_break_symmetry,
+    ABANDONED, CpModelVars, KeepingCallback, KeptAnswer, Search, build_model, grace_s, model_cost_s, reachability,
+    run_search, wait_abandoned, will_break_symmetry,
 )
 from .solve import (
     CLAIM_STAGES, CpsatOptions, SolveOutcome, confirm_bound, cpsat, finish, solve_model, stage_limit,
@@ -20,6 +21,7 @@ from .ticks import (
 )
 
 __all__ = [
+    "ABANDONED", "KeepingCallback", "KeptAnswer", "Search", "grace_s", "wait_abandoned",
     "CLAIM_STAGES", "CpModelVars", "CpsatOptions", "SolveOutcome", "Ticks", "build_model", "complete_hint",
     "confirm_bound", "cpsat", "energetic_bound", "finish", "hinted_model", "horizon_ticks", "memory_fits",
     "model_cost_s", "reachability", "receive_count", "relabel_symmetric", "run_search", "solve_model",

@@ -95,10 +95,10 @@ def complete_hint(V: CpModelVars, placement: Sequence[int], order: Sequence[Sequ
     prm.search_branching = cp.FIXED_SEARCH
     prm.cp_model_presolve = False
     prm.stop_after_first_solution = True
-    st, _ = run_search(sv, md, budget=hint_budget)
-    if st not in (cp.OPTIMAL, cp.FEASIBLE):
+    got = run_search(sv, md, budget=hint_budget)
+    if got.status not in (cp.OPTIMAL, cp.FEASIBLE):
         return None
-    return [sv.value(get(i)) for i in range(nv)]
+    return [got.answer.value(get(i)) for i in range(nv)]
 
 
 def hinted_model(inst: Instance, T: Ticks, start: tuple[Sequence[int], Sequence[Sequence[int]]] | None, *,

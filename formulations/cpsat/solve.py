@@ -32,7 +32,10 @@ from .hint import hinted_model, memory_fits
 from ..frame import (
     OutOfTime, check_time, cleanup_s, cross_check, fallback, options_dict, run_guarded, stop_building_on_interrupt,
 )
-from .model import CpModelVars, model_cost_s, run_search
+from .model import CpModelVars, KeepingCallback, model_cost_s, run_search
+
+# the status name's tail when dplace stopped waiting for a search that did not stop (model.run_search)
+ABANDONED_NOTE = " (stopped by dplace: CP-SAT did not stop at the deadline; its last solution kept)"
 from .windows import energetic_bound
 from .ticks import Ticks, tick_schedule
 
@@ -58,14 +61,14 @@ class CpsatOptions:
             raise bad_option("hint", "best, heft or none", self.hint)
 
 
-class _Progress(cp.CpSolverSolutionCallback):
+class _Progress(KeepingCallback):
     def __init__(self, V: CpModelVars, show: bool, label: str) -> None:
         super().__init__()
         self.V, self.show, self.label = V, show, label
         self.t0 = time.perf_counter()
         self.n = 0
 
-    def on_solution_callback(self) -> None:
+    def on_solution(self) -> None:
         self.n += 1
         if self.show:
             tk = self.V.T.tick
@@ -111,17 +114,20 @@ def solve_model(V: CpModelVars, *, time_limit_s: float | None = None, workers: i
     sv.parameters.cp_model_presolve = presolve
     cb = _Progress(V, progress, label)
     t0 = time.perf_counter()
-    st, stopped = run_search(sv, V.model, cb, budget=budget)
+    got = run_search(sv, V.model, cb, budget=budget)
+    st, stopped, ans = got.status, got.interrupted, got.answer
     wall = time.perf_counter() - t0
-    name = sv.status_name(st) + (" (interrupted)" if stopped else "")
+    name = st.name + (" (interrupted)" if stopped else "") + (ABANDONED_NOTE if got.abandoned else "")
     ties = None
     if st in (cp.OPTIMAL, cp.FEASIBLE):
-        pl, order, _ = V.extract(sv.value)
-        ties = V.tie_order(sv.value, pl, order)
-        obj, bound = sv.objective_value, sv.best_objective_bound
+        pl, order, _ = V.extract(ans.value)
+        ties = V.tie_order(ans.value, pl, order)
+        obj, bound = ans.objective_value, ans.best_objective_bound
     else:
         pl = order = obj = None
-        bound = sv.best_objective_bound if st != cp.INFEASIBLE else math.inf
+        bound = math.inf if st == cp.INFEASIBLE else ans.best_objective_bound if ans is not None else None
+    if got.abandoned:
+        bound = None  # proves nothing
     return SolveOutcome(st, name, pl, order, obj, bound, wall, stopped, presolve, ties)
 
 
@@ -144,19 +150,24 @@ def confirm_bound(V: CpModelVars, claim_ticks: float, *, time_limit_s: float | N
     _params(sv, budget.seconds(0.01, cap=1e9), workers, seed)
     sv.parameters.cp_model_presolve = False
     t0 = time.perf_counter()
-    st, stopped = run_search(sv, md, budget=budget)
+    got = run_search(sv, md, budget=budget)
+    st, ans = got.status, got.answer
+    stopped = got.interrupted or got.abandoned
     wall = time.perf_counter() - t0
     if stopped:  # cut short: it proves nothing (a solution it found still counts)
         claim_ticks = -math.inf
     if st == cp.INFEASIBLE and not stopped:
         return claim_ticks, None
     if st in (cp.OPTIMAL, cp.FEASIBLE):
-        pl, order, _ = W.extract(sv.value)
-        out = SolveOutcome(st, sv.status_name(st) + " (presolve off)", pl, order, sv.objective_value,
-                           sv.best_objective_bound, wall, False, False, W.tie_order(sv.value, pl, order))
-        return (None if stopped else min(claim_ticks, sv.best_objective_bound)), out
-    b = sv.best_objective_bound
-    return (min(claim_ticks, b) if math.isfinite(b) and not stopped else None), None
+        pl, order, _ = W.extract(ans.value)
+        out = SolveOutcome(st, st.name + " (presolve off)", pl, order, ans.objective_value,
+                           None if stopped else ans.best_objective_bound, wall, False, False,
+                           W.tie_order(ans.value, pl, order))
+        return (None if stopped else min(claim_ticks, ans.best_objective_bound)), out
+    if stopped:
+        return None, None
+    b = ans.best_objective_bound
+    return (min(claim_ticks, b) if math.isfinite(b) else None), None
 
 
 @register("cpsat", options=CpsatOptions, kind="exact",
