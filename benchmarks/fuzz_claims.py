@@ -105,32 +105,54 @@ def run_keys(methods: list[str], levels: list[str]) -> list[tuple[str, str, str]
     return out
 
 
-def instance_of(seed: int, composed: bool | str, oracle_limit: float = 120.0):
-    """(instance, the oracle's word on it, how it was made) of ``seed``: a brute-forced
-    ``fuzz_instance`` (3-9 ops), or with ``composed`` a ``composed_instance`` (10-40 ops: brute-forced
-    blocks padded with zero ops, side by side on disjoint devices, or in series), with ``composed`` =
-    "mixed" a ``mixed_instance`` (10+ ops, parallel comm, magnitudes far apart: issue 29's two files)."""
+def _small(seed: int, time_limit_s: float):
+    from dplace.verify.fuzz import fuzz_instance
     from dplace.verify.oracle import brute_force
-    from dplace.verify.fuzz import composed_instance, fuzz_instance, mixed_instance
 
-    if composed == "mixed":
-        return mixed_instance(seed, time_limit_s=oracle_limit)
-    if composed:
-        return composed_instance(seed, time_limit_s=oracle_limit)
     inst = fuzz_instance(seed)
-    return inst, brute_force(inst, time_limit_s=oracle_limit), {"kind": "fuzz"}
+    return inst, brute_force(inst, time_limit_s=time_limit_s), {"kind": "fuzz"}
+
+
+def _composed(seed: int, time_limit_s: float):
+    from dplace.verify.fuzz import composed_instance
+
+    return composed_instance(seed, time_limit_s=time_limit_s)
+
+
+def _mixed(seed: int, time_limit_s: float):
+    from dplace.verify.fuzz import mixed_instance
+
+    return mixed_instance(seed, time_limit_s=time_limit_s)
+
+
+# family -> (maker, the flag's help: None for the default family, which has no flag); the flags choose one
+FAMILIES = {
+    "small": (_small, None),
+    "composed": (_composed, "instances of 10-40 ops whose optimum is known from brute-forced blocks "
+                            "(dplace.verify.fuzz.composed_instance: padded, side by side, in series) instead of 3-9 ops"),
+    "mixed": (_mixed, "instances of 10+ ops whose times lie orders of magnitude apart, parallel comm "
+                      "(dplace.verify.fuzz.mixed_instance: issue 29's two files) instead of 3-9 ops"),
+}
+
+
+def instance_of(seed: int, family: str = "small", oracle_limit: float = 120.0):
+    """(instance, the oracle's word on it, how it was made) of ``seed`` in ``family`` (:data:`FAMILIES`):
+    "small" a brute-forced ``fuzz_instance`` (3-9 ops), "composed" a ``composed_instance`` (10-40 ops:
+    brute-forced blocks padded with zero ops, side by side on disjoint devices, or in series), "mixed" a
+    ``mixed_instance`` (10+ ops, parallel comm, magnitudes far apart: issue 29's two files)."""
+    return FAMILIES[family][0](seed, oracle_limit)
 
 
 def check_seed(seed: int, methods: list[str], time_limit: float, oracle_limit: float = 120.0,
                oracle_in_claims: bool = False, levels: tuple[str, ...] | None = None,
-               composed: bool | str = False) -> list[dict]:
+               family: str = "small") -> list[dict]:
     """Solve instance ``seed`` with every method in ``methods`` (row keys of :func:`run_keys`, or plain
     specs judged at the solver level when ``levels`` is None) and judge each answer by the oracle."""
     import dplace
     from dplace.instance.io import instance_to_dict
     from dplace.verify.oracle import judge
 
-    inst, orc, made = instance_of(seed, composed, oracle_limit)
+    inst, orc, made = instance_of(seed, family, oracle_limit)
     rows = []
     keys = [(m, m, "solver") for m in methods] if levels is None else run_keys(methods, list(levels))
     for key, spec, level in keys:
@@ -245,17 +267,16 @@ def main(argv: list[str] | None = None) -> int:
                          "formulation confirms, as shipped; brute force still off)")
     ap.add_argument("--oracle-in-claims", action="store_true",
                     help="let dplace.verify.claims settle claims by brute force as shipped (circular here: off by default)")
-    ap.add_argument("--composed", action="store_true",
-                    help="instances of 10-40 ops whose optimum is known from brute-forced blocks "
-                         "(dplace.verify.fuzz.composed_instance: padded, side by side, in series) instead of 3-9 ops")
-    ap.add_argument("--mixed", action="store_true",
-                    help="instances of 10+ ops whose times lie orders of magnitude apart, parallel comm "
-                         "(dplace.verify.fuzz.mixed_instance: issue 29's two files) instead of 3-9 ops")
+    kinds = ap.add_mutually_exclusive_group()
+    for family, (_, text) in FAMILIES.items():
+        if text is not None:
+            kinds.add_argument(f"--{family}", dest="family", action="store_const", const=family, help=text)
     ap.add_argument("--summary-only", action="store_true",
                     help="print the table of every row already in --out (any seeds) without running anything")
     ap.add_argument("--workers", type=int, default=2, help="processes (1: run in this process)")
     ap.add_argument("--out", default="fuzz_claims.jsonl", help="JSONL of results (appended; resumes)")
     ap.add_argument("--cases", default="fuzz_cases", help="folder for the instances with a wrong claim")
+    ap.set_defaults(family="small")
     args = ap.parse_args(argv)
     methods = [m for m in args.methods.split(",") if m]
     levels = [lv for lv in args.levels.split(",") if lv]
@@ -289,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     for sd in seeds:
         left = [m for m in methods if any(k not in done.get(sd, ()) for k, _, _ in run_keys([m], levels))]
         todo.append((sd, left, args.time_limit, 120.0, args.oracle_in_claims, tuple(levels),
-                     "mixed" if args.mixed else args.composed))
+                     args.family))
     todo = [t for t in todo if t[1]]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a kill also ends the workers (finally)
     pool = mp.get_context("spawn").Pool(args.workers) if args.workers > 1 else None

@@ -217,6 +217,26 @@ def test_cbc_does_not_call_its_warm_start_optimal_above_the_optimum(monkeypatch)
 
 
 @pytest.mark.solver
+def test_cbc_does_not_call_its_warm_start_optimal_on_side_1006988(monkeypatch):
+    """Composed seed 1006988 (session 10's audit: block a's times 0.5e6..1e7 µs side by side with block b's
+    0.033..1 µs, 39 ops, parallel comm): with ``RESOLUTION`` 1e-8 the model kept block b's times, 1e-8..1e-7
+    x M, in big-M rows that also hold ~M; CLP's 1e-7 tolerances act at about 1e-7 x M there, reduced-cost
+    fixing pruned the optimum's subtree and CBC called the dpos warm start optimal (9,500,100 µs; its
+    re-solve without presolve 9,000,025) against the optimum 8,166,766.67 (HiGHS and CP-SAT prove it). The
+    MILP's own claim (no other check) is now the optimum or ``feasible`` with a bound at most the optimum.
+    The limit is 60 s so that CBC ends its search on a loaded machine (at 5 s it stopped on time, which
+    hid the wrong claim); nothing here is timed."""
+    from dplace.verify.oracle import OracleResult, judge
+
+    _solver_level(monkeypatch)
+    inst, opt = _fixture("side-1006988.json")
+    res = dplace.solve(inst, "milp", solver="cbc", time_limit_s=60, seed=1006988)
+    orc = OracleResult(optimum=opt, placement=None, order=None, feasible=True, complete=True, seconds=0.0, counts={})
+    assert judge(res, orc) == [], (res.status, res.makespan, res.lower_bound, opt, res.extra.get("claim_notes"))
+    assert res.lower_bound is not None and res.lower_bound <= opt * (1 + 1e-6)
+
+
+@pytest.mark.solver
 def test_cbc_does_not_call_a_feasible_model_infeasible():
     """The same model (big-M from the heuristic's 25,921,962 µs, times in units of 1e4 µs) solved by CBC
     without a warm start and without presolve: with its default integer tolerance CBC rejected every

@@ -6,8 +6,6 @@ instance. 150 instances in CI (3-9 ops, 2-3 devices, every model feature); the e
 subset each to keep CI short. ``benchmarks/fuzz_claims.py`` runs the same checks on 10,000 instances.
 """
 import functools
-import importlib.util
-from pathlib import Path
 
 import pytest
 
@@ -101,11 +99,8 @@ def test_known_wrong_claims(seed, spec):
     assert _defects(seed, spec, time_limit=60.0) == []
 
 
-def test_benchmark_runs_and_resumes(tmp_path, capsys):
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "fuzz_claims.py"
-    spec = importlib.util.spec_from_file_location("fuzz_claims", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+def test_benchmark_runs_and_resumes(tmp_path, capsys, benchmark_script):
+    mod = benchmark_script("fuzz_claims")
     out = tmp_path / "r.jsonl"
     args = ["--n", "3", "--methods", "heft,cpsat", "--workers", "1", "--out", str(out), "--cases", str(tmp_path / "c")]
     assert mod.main(args) == 0
@@ -113,6 +108,17 @@ def test_benchmark_runs_and_resumes(tmp_path, capsys):
     assert mod.main(args) == 0  # resumed: nothing new to run
     assert len(out.read_text().splitlines()) == 9  # heft, cpsat/solver, cpsat/product
     assert "heft" in capsys.readouterr().out
+
+
+def test_benchmark_instance_families_are_one_choice(tmp_path, capsys, benchmark_script):
+    """--composed and --mixed pick one family of instances (both given: a usage error, exit 2); each seed
+    is made by its family's maker."""
+    mod = benchmark_script("fuzz_claims")
+    with pytest.raises(SystemExit) as e:
+        mod.main(["--composed", "--mixed", "--n", "1", "--out", str(tmp_path / "r.jsonl")])
+    assert e.value.code == 2 and "not allowed with" in capsys.readouterr().err
+    assert [mod.instance_of(1006988, f)[2]["kind"] for f in ("small", "composed")] == ["fuzz", "side_by_side"]
+    assert mod.instance_of(3, "mixed")[0].n >= 10
 
 
 # sequential transfers, zero-time ops and tied times (fuzz seeds 150-312 with all three, 7-9 ops); CP-SAT

@@ -65,5 +65,11 @@ def enqueue(queue, qn, v):
 def release(left, v, queue, qn):
     """One more input of ``v`` is done (Kahn's algorithm): ``left[v]`` counts down and, at 0, ``v`` joins
     ``queue[:qn]`` at its end. Returns the queue's new length."""
+    return release_as(left, v, v, queue, qn)
+
+
+@njit(inline="always")
+def release_as(left, v, x, queue, qn):
+    """``release`` with ``v`` queued as the item ``x`` (e.g. ops as -1 - o beside sends)."""
     left[v] -= 1
-    return enqueue(queue, qn, v) if left[v] == 0 else qn
+    return enqueue(queue, qn, x) if left[v] == 0 else qn

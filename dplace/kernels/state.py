@@ -16,6 +16,10 @@ reference keeps a device's order in one list (an insertion shifts everything aft
 blocks of at most ``_BL`` ops (an insertion shifts at most one block; a full block is split in two),
 linked op to op by ``dprev``/``dnext``, found by bisecting the blocks' first starts then a block.
 
+The commit's steps and the settling loop serve both comm modes (:mod:`dplace.kernels.seqstate` passes
+its link state ``L``; here ``L`` is None and numba compiles the link branches out): ``link_in``,
+``time_in``, ``settle``, ``_retime``, ``_replay``.
+
 Layout (all numpy arrays, every function takes them as two namedtuples):
 ``Inst`` (:func:`inst_tuple`): the instance's arrays; ``State`` (:func:`new_state`): the partial
 schedule. Functions (compiled, ``I`` an ``Inst``, ``S`` a ``State``, ``R`` a ``RulesState``)::
@@ -39,7 +43,7 @@ from collections import namedtuple
 import numpy as np
 
 from . import njit
-from .heap import enqueue, hpop, hpush, release
+from .heap import enqueue, heapify, hpop, hpush, release, release_as
 from .orders import (_B, _BL, _INF, BUDGET, N_BLOCKS, N_PLACED, REPLAYS, RETIMED, _first_from,  # noqa: F401
                      _gap_add, _rebuild, _seq_insert, device_free, earliest, order_arrays, order_lists)
 from .ready import placed_pred, ready_at
@@ -156,79 +160,141 @@ def makespan(S):
 
 
 @njit
-def _arrival(I, pl, e, d, f):
-    """When edge e's tensor, produced on d at f, is on its consumer's device (committed)."""
-    dv = pl[I.edst[e]]
-    return f if dv == d else f + I.lat[d, dv] + I.ebytes[e] / I.bw[d, dv]
+def _retime(I, S, L, size, fresh):
+    """``ScheduleState._retime`` on the items ``hx[:size]`` of the re-timing heap (ops as -1 - o; in
+    sequential comm, ``L`` the links of :mod:`dplace.kernels.seqlinks`, also sends k >= 0; ``L`` None:
+    parallel comm, numba compiles the link branches out): settle them in (time, item) order, the
+    reference's, until nothing moves. True when an op other than ``fresh`` moved: S.moved[d] then holds
+    the earliest start such an op had on d. Past the reference's budget the reference replays everything
+    committed (the same times) and marks every device's gaps stale: so does this (returns False).
 
-
-@njit
-def _retime(I, S, first, fresh):
-    """``ScheduleState._retime`` for parallel comm from op ``first`` (delayed by ``fresh``): settle
-    ops in time order until nothing moves; S.moved[d] gets the earliest start an op other than
-    ``fresh`` had on d before it moved. Past the reference's budget the reference replays everything
-    (same times) and marks every device's gaps stale: so does this (returns True).
-    With ``_replay``, the deliberate pair of :mod:`dplace.kernels.seqstate`'s (which also settles sends).
-    Every array is taken out of the tuples once, before the loop, and the heap pushes are inline: an array
-    read from a tuple, or passed to a helper, inside the loop costs an atomic reference-count increment
-    and decrement per step (as in seqstate's ``_retime``). Measured on the 36k-op Transformer (parallel
-    comm, every op committed at its data-ready time with insertion: 26.5M ops re-timed): 9.2-9.7 -> 1.5-1.7
-    CPU s; the op push written as a shared inline helper taking the arrays instead: 3.3-3.6 s, hence the
-    push is written out here and in seqstate's ``_retime`` (the same nine lines)."""
+    Every array is taken out of the tuples once, before the loop, and the heap pushes are inline: an
+    array read from a tuple, or passed to a helper, inside the loop costs an atomic reference-count
+    increment and decrement per step. Measured on the 36k-op Transformer (parallel comm, every op
+    committed at its data-ready time with insertion: 23-26M ops re-timed): 9.2-9.7 -> 1.5-1.7 CPU s;
+    the op push written as a shared inline helper taking the arrays instead: 3.3-3.6 s. In sequential
+    comm (with ``_rebuild``'s per-op ``_gap_add(S, ...)`` calls) they were half of HEFT's CPU time on the
+    36k-op sequential Transformer: 33.8 -> 8.6 CPU s."""
+    m = I.lat.shape[0]
     pl, st, en, rd, dprev, dnext = S.placement, S.start, S.end, S.ready, S.dprev, S.dnext
-    pending, moved, ht, hx = S.pending, S.moved, S.heap_t, S.heap_x
+    pending, moved = S.pending, S.moved
     dur, lat, bw, ebytes = I.dur, I.lat, I.bw, I.ebytes
     succ_ptr, succ_edge, edst = I.succ_ptr, I.succ_edge, I.edst
-    budget = S.cnt[BUDGET] * (S.cnt[N_PLACED] + 250)
+    if L is None:
+        ht, hx = S.heap_t, S.heap_x
+        budget = S.cnt[BUDGET] * (S.cnt[N_PLACED] + 250)
+    else:
+        ht, hx = L.heap_t, L.heap_x
+        tx_s, tx_f, tx_b, lprev, lnext, pend = L.tx_s, L.tx_f, L.tx_b, L.lprev, L.lnext, L.pend
+        budget = S.cnt[BUDGET] * (S.cnt[N_PLACED] + L.cnt[0] + 250)
+    for i in range(size):  # each item keyed by when it could start now
+        x = hx[i]
+        if x < 0:
+            v = -1 - x
+            pv = dprev[v]
+            r = rd[v]
+            ht[i] = en[pv] if pv >= 0 and en[pv] > r else r
+            pending[v] = True
+        elif L is not None:
+            q = lprev[x]
+            pf = tx_f[q] if q >= 0 else 0.0
+            ep = en[x // m]
+            ht[i] = ep if ep >= pf else pf
+            pend[x] = True
+    heapify(ht, hx, size)
+    moved_any = False
     retimed = 0
-    pv = dprev[first]
-    r = rd[first]
-    pending[first] = True
-    # heap items (time, -1 - op): the reference's, so ties pop in its order and the step count is its
-    size = hpush(ht, hx, 0, en[pv] if pv >= 0 and en[pv] > r else r, -1 - first)
     while size > 0:
         budget -= 1
-        if budget < 0:  # a long cascade: the reference replays everything committed instead
+        if budget < 0:  # a long cascade: one replay of everything committed costs less
             for i in range(size):
-                pending[-1 - hx[i]] = False
+                x = hx[i]
+                if x < 0:
+                    pending[-1 - x] = False
+                elif L is not None:
+                    pend[x] = False
             moved[:] = _INF
             S.cnt[RETIMED] += retimed
-            _replay(I, S)
-            return True
+            _replay(I, S, L)
+            return False
         t, x = ht[0], hx[0]
-        o = -1 - x
         size = hpop(ht, hx, size)
-        pv = dprev[o]
-        s = en[pv] if pv >= 0 and en[pv] > rd[o] else rd[o]
-        if s > t:
-            size = hpush(ht, hx, size, s, x)
-            continue
-        pending[o] = False
-        d = pl[o]
-        f = s + dur[o, d]
-        if s == st[o] and f == en[o]:
-            continue
-        if o != fresh:
-            if st[o] < moved[d]:
-                moved[d] = st[o]
-            retimed += 1
-        st[o] = s
-        if f == en[o]:
-            continue
-        en[o] = f
-        # o's value is on each device later: the ops that may start later (the next op on d first, when any)
-        nx = dnext[o]
-        j0 = succ_ptr[o]
-        for j in range(j0 - 1 if nx >= 0 else j0, succ_ptr[o + 1]):
+        if x < 0:  # an op: then the next op on its device, its sends and its consumers
+            p = -1 - x
+            pv = dprev[p]
+            s = en[pv] if pv >= 0 and en[pv] > rd[p] else rd[p]
+            if s > t:
+                size = hpush(ht, hx, size, s, x)
+                continue
+            pending[p] = False
+            d = pl[p]
+            f = s + dur[p, d]
+            if s == st[p] and f == en[p]:
+                continue
+            if p != fresh:
+                if st[p] < moved[d]:
+                    moved[d] = st[p]
+                moved_any = True
+                retimed += 1
+            st[p] = s
+            if f == en[p]:
+                continue
+            en[p] = f
+            nx = dnext[p]
+            if L is not None:
+                for d2 in range(m):
+                    y = p * m + d2
+                    if tx_b[y] >= 0.0 and not pend[y]:
+                        q = lprev[y]
+                        pf = tx_f[q] if q >= 0 else 0.0
+                        c = f if f >= pf else pf
+                        if c > tx_s[y]:
+                            pend[y] = True
+                            size = hpush(ht, hx, size, c, y)
+        else:  # a send (p -> d2, sequential comm): then its consumers on d2 and the next send on its link
+            if L is None:
+                continue
+            p = x // m
+            q = lprev[x]
+            pf = tx_f[q] if q >= 0 else 0.0
+            s = en[p] if en[p] >= pf else pf
+            if s > t:
+                size = hpush(ht, hx, size, s, x)
+                continue
+            pend[x] = False
+            d = x - p * m
+            dp = pl[p]
+            f = s + lat[dp, d] + tx_b[x] / bw[dp, d]
+            if f == tx_f[x]:
+                tx_s[x] = s
+                continue
+            tx_s[x], tx_f[x] = s, f
+            nx = -1
+            y = lnext[x]
+            if y >= 0 and not pend[y]:
+                q = y // m
+                c = en[q] if en[q] >= f else f
+                if c > tx_s[y]:
+                    pend[y] = True
+                    size = hpush(ht, hx, size, c, y)
+        # p's value is on d at f (and, in parallel comm, on each other device later): the ops that may start
+        # later (the next op on d first, when any)
+        j0 = succ_ptr[p]
+        for j in range(j0 - 1 if nx >= 0 else j0, succ_ptr[p + 1]):
             if j < j0:
                 v = nx
             else:
                 e = succ_edge[j]
                 v = edst[e]
                 dv = pl[v]
-                if dv < 0:
-                    continue
-                a = f if dv == d else f + lat[d, dv] + ebytes[e] / bw[d, dv]
+                if L is None:
+                    if dv < 0:
+                        continue
+                    a = f if dv == d else f + lat[d, dv] + ebytes[e] / bw[d, dv]
+                else:  # from other devices by sends
+                    if dv != d:
+                        continue
+                    a = f
                 if a <= rd[v]:
                     continue
                 rd[v] = a
@@ -239,17 +305,25 @@ def _retime(I, S, first, fresh):
                     pending[v] = True
                     size = hpush(ht, hx, size, c, -1 - v)
     S.cnt[RETIMED] += retimed
-    return False
+    return moved_any
 
 
 @njit
-def _replay(I, S):
-    """``ScheduleState._replay`` for parallel comm: every committed op timed again from scratch (start
-    = max(previous op on its device ended, inputs arrived)), every device's gaps stale."""
+def _replay(I, S, L):
+    """``ScheduleState._replay``: every committed op (and in sequential comm, ``L`` not None, every send)
+    timed again from scratch in dependency order, the same recurrences, hence the simulator's times
+    (an op starts when the previous op on its device ended and its inputs are there; a send when its
+    producer ended and the send before it on its link arrived); every device's gaps stale."""
+    m = I.lat.shape[0]
     pl, st, en, rd = S.placement, S.start, S.end, S.ready
     n = len(pl)
     left = np.zeros(n, dtype=np.int64)
-    queue = np.empty(n, dtype=np.int64)
+    if L is None:
+        queue = S.heap_x  # items (ops -1 - o, sends k) in an order where each comes after what it needs
+    else:
+        queue = L.heap_x
+        tx_s, tx_f, tx_b, lprev, lnext = L.tx_s, L.tx_f, L.tx_b, L.lprev, L.lnext
+        tleft = np.zeros(n * m, dtype=np.int64)
     qn = 0
     for o in range(n):
         if pl[o] < 0:
@@ -259,29 +333,64 @@ def _replay(I, S):
         left[o] = c
         rd[o] = 0.0
         if c == 0:
-            qn = enqueue(queue, qn, o)
+            qn = enqueue(queue, qn, -1 - o)
+        if L is not None:
+            for d2 in range(m):
+                y = o * m + d2
+                if tx_b[y] >= 0.0:
+                    tleft[y] = 1 + (1 if lprev[y] >= 0 else 0)
     qi = 0
+    timed = 0
     while qi < qn:
-        o = queue[qi]
+        x = queue[qi]
         qi += 1
-        d = pl[o]
-        pv = S.dprev[o]
-        s = en[pv] if pv >= 0 and en[pv] > rd[o] else rd[o]
-        f = s + I.dur[o, d]
-        st[o], en[o] = s, f
-        nx = S.dnext[o]
-        if nx >= 0:
-            qn = release(left, nx, queue, qn)
-        for k in range(I.succ_ptr[o], I.succ_ptr[o + 1]):
-            e = I.succ_edge[k]
-            v = I.edst[e]
-            if pl[v] < 0:
+        if x < 0:
+            p = -1 - x
+            d = pl[p]
+            pv = S.dprev[p]
+            s = en[pv] if pv >= 0 and en[pv] > rd[p] else rd[p]
+            f = s + I.dur[p, d]
+            st[p], en[p] = s, f
+            timed += 1
+            nx = S.dnext[p]
+            if nx >= 0:
+                qn = release_as(left, nx, -1 - nx, queue, qn)
+            if L is not None:
+                for d2 in range(m):
+                    y = p * m + d2
+                    if tx_b[y] >= 0.0:
+                        qn = release(tleft, y, queue, qn)
+        else:
+            if L is None:
                 continue
-            a = _arrival(I, pl, e, d, f)
+            p = x // m
+            d2 = x - p * m
+            dp = pl[p]
+            q = lprev[x]
+            pf = tx_f[q] if q >= 0 else 0.0
+            s = en[p] if en[p] >= pf else pf
+            f = s + I.lat[dp, d2] + tx_b[x] / I.bw[dp, d2]
+            tx_s[x], tx_f[x] = s, f
+            y = lnext[x]
+            if y >= 0:
+                qn = release(tleft, y, queue, qn)
+            d = d2  # p's value is on d2 at f
+        for j in range(I.succ_ptr[p], I.succ_ptr[p + 1]):  # p's consumers: their input is there at a
+            e = I.succ_edge[j]
+            v = I.edst[e]
+            dv = pl[v]
+            if L is None:
+                if dv < 0:
+                    continue
+                a = f if dv == d else f + I.lat[d, dv] + I.ebytes[e] / I.bw[d, dv]
+            else:  # from other devices by sends
+                if dv != d:
+                    continue
+                a = f
             if a > rd[v]:
                 rd[v] = a
-            qn = release(left, v, queue, qn)
-    if qn < S.cnt[N_PLACED]:
+            qn = release_as(left, v, -1 - v, queue, qn)
+    if timed < S.cnt[N_PLACED]:
         raise ValueError("ScheduleState: the device orders and the graph form a cycle")
     S.cnt[REPLAYS] += 1
     S.stale[:] = -_INF
@@ -291,22 +400,14 @@ def _replay(I, S):
 def commit(I, S, o, d, start, has_start, insertion):
     """``ScheduleState.commit(o, d, start if has_start else None, insertion)``: returns o's start."""
     ready = data_ready(I, S, o, d)
-    if has_start:
-        t = start
-    elif insertion:
-        if S.stale[d] < _INF:
-            _rebuild(S, d)
-        t = earliest(S, d, ready, I.dur[o, d])
-    else:
-        t = device_free(S, d)
-        t = ready if ready > t else t
-    return commit_at(I, S, o, d, ready, t, insertion)
+    return commit_at(I, S, o, d, ready, start if has_start else est_at(I, S, o, d, ready, insertion), insertion)
 
 
-@njit
-def commit_at(I, S, o, d, ready, t, insertion):
-    """``commit`` with o's inputs on d at ``ready`` (``data_ready``) and its start asked for at ``t``
-    (given, or the est the caller just computed)."""
+@njit(inline="always")
+def link_in(I, S, o, d, t, insertion):
+    """Op o joins device d's order where a start asked for at ``t`` puts it (at the end; with insertion
+    before the first op starting after t, behind the zero-time ops at t), placed there: returns the ops
+    before and after it on d (-1: none). Both comm modes' commit."""
     if S.placement[o] >= 0:
         raise ValueError("ScheduleState: op committed twice")
     st, en = S.start, S.end
@@ -331,39 +432,64 @@ def commit_at(I, S, o, d, ready, t, insertion):
     S.placement[o] = d
     S.mem_used[d] += I.mem[o]
     S.cnt[N_PLACED] += 1
+    return pv, nx
+
+
+@njit(inline="always")
+def time_in(I, S, L, o, d, pv, nx, ready):
+    """Op o, just linked in after pv and before nx on d, timed with its inputs there at ``ready``; when
+    it now ends after nx starts, nx and what follows are re-timed (:func:`_retime`; ``L`` as there).
+    True when an op other than o moved."""
+    st, en = S.start, S.end
     S.ready[o] = ready
-    s = en[pv] if pv >= 0 and en[pv] > ready else ready
-    st[o] = s
-    en[o] = s + I.dur[o, d]
-    stale = S.stale
+    st[o] = en[pv] if pv >= 0 and en[pv] > ready else ready
+    en[o] = st[o] + I.dur[o, d]
     if nx >= 0 and en[o] > st[nx]:
-        if not _retime(I, S, nx, o):
-            for dd in range(len(stale)):
-                if S.moved[dd] < stale[dd]:
-                    stale[dd] = S.moved[dd]
-                S.moved[dd] = _INF
+        if L is None:
+            S.heap_x[0] = -1 - nx
+        else:
+            L.heap_x[0] = -1 - nx
+        return _retime(I, S, L, 1, o)
+    return False
+
+
+@njit(inline="always")
+def settle(S, o, d, moved, insertion):
+    """After o's commit on d: every device's gaps stale from the earliest start an op the commit moved
+    had (``S.moved``, when ``moved``); d's gaps given o's slot (with insertion, when they are up to
+    date) or stale from o's start. Returns o's start."""
+    stale = S.stale
+    if moved:
+        for dd in range(len(stale)):
+            if S.moved[dd] < stale[dd]:
+                stale[dd] = S.moved[dd]
+            S.moved[dd] = _INF
+    st = S.start[o]
     if stale[d] == _INF and insertion:
-        if not _gap_add(S, d, st[o], en[o]):
+        if not _gap_add(S, d, st, S.end[o]):
             stale[d] = -_INF
-    elif st[o] < stale[d]:
-        stale[d] = st[o]
-    return st[o]
+    elif st < stale[d]:
+        stale[d] = st
+    return st
 
 
+@njit
+def commit_at(I, S, o, d, ready, t, insertion):
+    """``commit`` with o's inputs on d at ``ready`` (``data_ready``) and its start asked for at ``t``
+    (given, or the est the caller just computed)."""
+    pv, nx = link_in(I, S, o, d, t, insertion)
+    return settle(S, o, d, time_in(I, S, None, o, d, pv, nx, ready), insertion)
 
-class ArrayState:
-    """A finished (or partial) compiled schedule with the reference's read side: ``placement``,
-    ``order()``, ``makespan``, ``start``/``end`` (lists, built on first use)."""
 
-    def __init__(self, I: Inst, S: State) -> None:
-        self.I, self.S = I, S
+class StateView:
+    """The reference's read side of a compiled schedule ``self.S`` (both comm modes): ``placement``,
+    ``start`` / ``end`` (lists), ``makespan``, ``retimed``, ``replays``, ``order()``."""
+
+    S: State
 
     @property
     def placement(self) -> list[int]:
-        got = self.__dict__.get("_pl")
-        if got is None:
-            got = self.__dict__["_pl"] = self.S.placement.tolist()
-        return got
+        return self.S.placement.tolist()
 
     @property
     def start(self) -> list[float]:
@@ -381,5 +507,24 @@ class ArrayState:
     def retimed(self) -> int:
         return int(self.S.cnt[RETIMED])
 
+    @property
+    def replays(self) -> int:
+        return int(self.S.cnt[REPLAYS])
+
     def order(self) -> list[list[int]]:
         return order_lists(self.S)
+
+
+class ArrayState(StateView):
+    """A finished compiled schedule with the reference's read side (:class:`StateView`; ``placement``
+    built on first use)."""
+
+    def __init__(self, I: Inst, S: State) -> None:
+        self.I, self.S = I, S
+
+    @property
+    def placement(self) -> list[int]:
+        got = self.__dict__.get("_pl")
+        if got is None:
+            got = self.__dict__["_pl"] = self.S.placement.tolist()
+        return got

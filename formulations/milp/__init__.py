@@ -17,8 +17,9 @@ K-device generalisation (Moirai). Times are continuous µs (no rounding).
             topological order, seen_i <= seen_(i-1) + x[c_i, d], pay_i >= x[c_i, d] - x[p, d] - seen_(i-1)
             (in [0, 1]); e[c] and d's load grow by r x c's pays                     -> _add_receives
   sum_o mem[o] x[o, d] <= capacity[d];  mk >= e[o];  mk >= sum_o dur[o][d] x[o, d] (device load);
-  M = heuristic makespan, every duration and transfer coefficient capped at M, and left out below 1e-8 M
-  (``RESOLUTION``; CBC's integer tolerance is set 10x below it, ``INTEGRALITY``: at its default 1e-7 a
+  M = heuristic makespan, every duration and transfer coefficient capped at M, and left out below 1e-7 M
+  (``RESOLUTION``, CLP's tolerances: times of 1e-8..1e-7 M in big-M rows let its reduced-cost fixing
+  prune the optimum; CBC's integer tolerance is set 10x below it, ``INTEGRALITY``: at its default 1e-7 a
   binary 1e-7 from 0/1 let big-M rows drop such times and CBC pruned the nodes it then rejected);
   interchangeable devices (:func:`device_classes`) used in first-use order      -> _add_symmetry
   mk >= max(lower_bound, energetic-reasoning bound of cpsat.energetic_bound).

@@ -47,14 +47,19 @@ class MilpOptions:
             raise bad_option("hint", "best, heft or none", self.hint)
 
 
-RESOLUTION = 1e-8  # times below this fraction of big-M are left out of the model (MilpModel.coef)
+RESOLUTION = 1e-7  # times below this fraction of big-M are left out of the model (MilpModel.coef)
+# Not below CLP's primal and dual tolerances (1e-7, CBC's defaults): CLP scales each row to about unit
+# size, so in a big-M row that also holds ~M they act at about 1e-7 x M. At 1e-8, times of 1e-8..1e-7 x M
+# stayed in such rows and reduced-cost fixing pruned the subtree holding the optimum: CBC called its warm
+# start optimal 16 % above the optimum (tests/fixtures/claims/side-1006988.json; every wrong re-solve
+# logged "Cbc0044I Reduced cost fixing ... restarting search").
 # CBC's integer tolerance (its default 1e-7): a binary within it of 0 or 1 counts as integral, so an LP
-# answer it accepts may break a big-M row by this x M once rounded. At 1e-7 that swallowed times of
-# 1e-8..1e-7 x M (kept by RESOLUTION): CBC took such node answers as integral, its exact check then
-# rejected them (cyclic orders of tiny ops) and the nodes stayed pruned: its warm start "optimal" 15 %
-# above the optimum, "proven infeasible" without presolve (tests/fixtures/claims/series-1000424.json).
+# answer it accepts may break a big-M row by this x M once rounded. At 1e-7 that swallowed the times just
+# above RESOLUTION (then 1e-8): CBC took such node answers as integral, its exact check then rejected them
+# (cyclic orders of tiny ops) and the nodes stayed pruned: its warm start "optimal" 15 % above the
+# optimum, "proven infeasible" without presolve (tests/fixtures/claims/series-1000424.json).
 # Kept a factor 10 below RESOLUTION.
-INTEGRALITY = 1e-9
+INTEGRALITY = RESOLUTION / 10
 
 
 class MilpModel:
@@ -91,12 +96,14 @@ class MilpModel:
 
         Above M: a longer time cannot occur in a schedule below M either way, and coefficients of 1e10
         beside a big-M of 30 left CBC's rows wrong by 1e-3 (it answered infeasible, and optima above the
-        simulated optimum). Below the resolution: times under what a big-M row resolves (CBC's integer
-        tolerance x M: 1e-7 x M by default, so CBC is given ``INTEGRALITY``, a factor 10 below) broke CBC: op times of 5e-10 x M (10 µs beside transfers of 1e10 µs) and its
-        preprocessing lost its own optimum (mapped back, its solution broke the original rows: it still said
-        optimal and wrote a vector of zeros); op times of 1e-9 x M and it called the hint optimal at the
-        root, 3e5 times the optimum. Both only lower the model's values: its bounds stay proven, its
-        schedules are simulated (the times left out cost at most n x RESOLUTION x M on them)."""
+        simulated optimum). Below the resolution: times under what a big-M row resolves (CLP's tolerances
+        act at about 1e-7 x M in a row scaled to unit size) broke CBC: op times of 5e-10 x M (10 µs beside
+        transfers of 1e10 µs) and its preprocessing lost its own optimum (mapped back, its solution broke
+        the original rows: it still said optimal and wrote a vector of zeros); op times of 1e-9 x M and it
+        called the hint optimal at the root, 3e5 times the optimum; times of 1e-8..1e-7 x M and reduced-cost
+        fixing pruned the optimum (``RESOLUTION``'s comment). These cuts only lower the model's values: its
+        bounds stay proven, its schedules are simulated (the times left out cost at most n x RESOLUTION x M
+        on them)."""
         return 0.0 if t < RESOLUTION * self.M else min(t, self.M)
 
     def p(self, o: int, d: int) -> float:

@@ -144,6 +144,35 @@ def test_cbc_answer_lost_by_its_preprocessing_is_asked_for_again(monkeypatch):
     assert judge(res, orc) == [] and res.status == "optimal", (res.status, res.makespan, orc.optimum)
 
 
+CLP_TOLERANCE = 1e-7  # CLP's primal and dual tolerances (CBC's defaults), after it scales a row to about 1
+
+
+@pytest.mark.parametrize("comm", ["parallel", "sequential"])
+def test_every_coefficient_is_zero_or_at_least_the_resolution(comm):
+    """Every coefficient of the model (every row and the objective) is 0 or at least ``RESOLUTION`` x M,
+    and ``RESOLUTION`` is not below CLP's tolerance: a time inside that band, in a big-M row that also
+    holds ~M, is what CLP's reduced-cost fixing pruned the optimum on (composed seed 1006988, CBC's wrong
+    optimal; tests/test_claims_composed.py). The fixture has times in the band (block b's 0.033..1 µs
+    beside a big-M of ~9.5e6 µs), so the cut is exercised; the sequential model adds the transfer rows."""
+    import json
+    from pathlib import Path
+
+    from dplace.instance.io import instance_from_dict
+
+    d = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "claims" / "side-1006988.json").read_text())
+    inst = instance_from_dict(dict(d["instance"], comm=comm))
+    big_m = 9500100.0 * (1 + 1e-6) + 1e-6  # the dpos warm start's makespan, as milp sets it
+    unit = M.time_unit(big_m)
+    P = M.build_milp(inst, big_m, 0.0, unit)
+    floor = M.RESOLUTION * P.M
+    assert M.RESOLUTION >= CLP_TOLERANCE
+    times = [t / unit for row in inst.dur for t in row if t > 0]
+    assert any(1e-8 * P.M <= t < 1e-7 * P.M for t in times)  # block b's times: in the band CLP cannot see
+    bad = [(name, v, a) for name, row in P.prob.constraints.items() for v, a in row.items() if a and abs(a) < floor]
+    bad += [("objective", v, a) for v, a in P.prob.objective.items() if a and abs(a) < floor]
+    assert not bad, bad[:5]
+
+
 def test_device_classes_are_the_interchangeable_devices():
     """Devices 0 and 2 are alike (memory, speed, links); 1 is slower; a pin on a device takes it out."""
     from dplace.instance.model import Device, Edge, Instance, Link, Op
