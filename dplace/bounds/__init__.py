@@ -560,7 +560,7 @@ def bound_portfolio(inst: Instance, *, segments: bool = True, time_limit_s: floa
                      ("longest_op", lambda i: max((min(r) for r in i.dur), default=0.0)), ("pinned", pinned_bound),
                      ("memory_path", memory_path_bound), ("memory_cuts", memory_cuts_bound),
                      ("energetic", lambda i: energetic_bound(i, grid=48)),
-                     ("anchored_work", anchored_work_bound)):
+                     ("anchored_work", anchored_work_bound), ("anchored_split", anchored_split_bound)):
         t0 = time.perf_counter()
         v = fn(inst)
         out.append(BoundPart(name, v, time.perf_counter() - t0))
