@@ -270,10 +270,14 @@ def _segment_lb(sub: Instance, budget: Budget | None, workers: int) -> tuple[flo
         return cp_len, False, _one_device(sub)
     if budget is None or budget.expired():
         return cp_len, False, None
+    from dplace.errors import DplaceError  # noqa: PLC0415
     from dplace.plugins import get_method  # noqa: PLC0415
 
-    heft = get_method("heft")(sub)
-    if heft.memory_ok and heft.makespan <= cp_len:  # the cheap bounds prove HEFT optimal: no CP-SAT
+    try:
+        heft = get_method("heft")(sub)
+    except DplaceError:  # e.g. no placement HEFT finds keeps memory: CP-SAT decides
+        heft = None
+    if heft is not None and heft.memory_ok and heft.makespan <= cp_len:  # the cheap bounds prove HEFT optimal
         return cp_len, True, (list(heft.placement), list(heft.schedule.start))
     from .cpsat import cpsat  # noqa: PLC0415 — formulations imports dplace.bounds
 
