@@ -39,15 +39,16 @@ NEW = os.path.join(os.path.dirname(sys.executable), "dplace")
 METHODS = "heft,heft_links,m_etf,m_sct,dpos,os_dpos,m_topo,celeritas"
 
 
-def _run(exe: str, graph: str, method: str, timeout: float, out_dir: str) -> tuple[str, float | None, float | None]:
-    """(time cell, makespan, lower bound) of one whole ``dplace solve`` process."""
+def _run(exe: str, graph: str, method: str, timeout: float, out_dir: str,
+         extra: tuple[str, ...] | list[str] = ()) -> tuple[str, float | None, float | None]:
+    """(time cell, makespan, lower bound) of one whole ``dplace solve`` process (``extra``: more of its flags)."""
     out = os.path.join(out_dir, f"{os.path.basename(graph)}.{method}.{abs(hash(exe))}.json")
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     t = time.perf_counter()
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
-        p = subprocess.run([exe, "solve", graph, "--method", method, "--out", out, "--quiet"], env=env,
+        p = subprocess.run([exe, "solve", graph, "--method", method, "--out", out, "--quiet", *extra], env=env,
                            capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return f"> {timeout:.0f}", None, None
