@@ -39,15 +39,16 @@ NEW = os.path.join(os.path.dirname(sys.executable), "dplace")
 METHODS = "heft,heft_links,m_etf,m_sct,dpos,os_dpos,m_topo,celeritas"
 
 
-def _run(exe: str, graph: str, method: str, timeout: float, out_dir: str) -> tuple[str, float | None, float | None]:
-    """(time cell, makespan, lower bound) of one whole ``dplace solve`` process."""
+def _run(exe: str, graph: str, method: str, timeout: float, out_dir: str,
+         extra: tuple[str, ...] | list[str] = ()) -> tuple[str, float | None, float | None]:
+    """(time cell, makespan, lower bound) of one whole ``dplace solve`` process (``extra``: more of its flags)."""
     out = os.path.join(out_dir, f"{os.path.basename(graph)}.{method}.{abs(hash(exe))}.json")
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     t = time.perf_counter()
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
-        p = subprocess.run([exe, "solve", graph, "--method", method, "--out", out, "--quiet"], env=env,
+        p = subprocess.run([exe, "solve", graph, "--method", method, "--out", out, "--quiet", *extra], env=env,
                            capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return f"> {timeout:.0f}", None, None
@@ -62,10 +63,9 @@ def _run(exe: str, graph: str, method: str, timeout: float, out_dir: str) -> tup
     return f"{dt:.1f}/{cpu:.1f}", r.get("makespan"), r.get("lower_bound")
 
 
-def _old_exe(rev: str, tmp: str) -> str:
-    """A ``dplace`` script running revision ``rev`` of this repository (exported under ``tmp``) with this
-    venv's Python: PYTHONPATH names the export, and its method packages stand where the editable
-    install maps them (``dplace.heuristics`` -> ``heuristics/``, ...)."""
+def export_revision(rev: str, tmp: str) -> str:
+    """Revision ``rev`` of this repository exported under ``tmp`` (returned: the folder for PYTHONPATH), its
+    method packages where the editable install maps them (``dplace.heuristics`` -> ``heuristics/``, ...)."""
     src = os.path.join(tmp, "old")
     os.makedirs(src)
     arc = subprocess.run(["git", "-C", ROOT, "archive", rev], check=True, capture_output=True).stdout
@@ -73,6 +73,13 @@ def _old_exe(rev: str, tmp: str) -> str:
     for pkg in ("formulations", "heuristics", "pipeline", "runtime"):
         if os.path.isdir(os.path.join(src, pkg)) and not os.path.exists(os.path.join(src, "dplace", pkg)):
             os.symlink(os.path.join(src, pkg), os.path.join(src, "dplace", pkg))
+    return src
+
+
+def _old_exe(rev: str, tmp: str) -> str:
+    """A ``dplace`` script running revision ``rev`` of this repository (:func:`export_revision`) with this
+    venv's Python: PYTHONPATH names the export."""
+    src = export_revision(rev, tmp)
     exe = os.path.join(tmp, "old-dplace")
     with open(exe, "w") as f:
         f.write(f"#!/bin/sh\nPYTHONPATH={src} exec {sys.executable} -P -c "  # -P: not the current folder first

@@ -24,7 +24,7 @@ from typing import Sequence
 from dplace.budget import Budget
 from dplace.instance.model import Instance
 
-__all__ = ["AnnealStats", "anneal_placement", "applies", "kernel_ready"]
+__all__ = ["AnnealStats", "anneal_placement", "applies", "judged_order", "kernel_ready"]
 
 MAX_OPS = 5000  # one judgement costs ~O(n * ops per device): past this a second gives too few
 
@@ -110,6 +110,28 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     value, best_pl = min((c.result for c in ran), key=lambda r: r[0])  # never above its chain's start
     return best_pl.tolist(), AnnealStats(ran[0].start_value, value, sum(c.steps for c in ran),
                                          sum(c.accepted for c in ran), len(chains), time.perf_counter() - t0, stopped)
+
+
+def judged_order(inst: Instance, placement: Sequence[int]) -> list[list[int]]:
+    """Per device, the order of the list schedule :func:`anneal_placement` judged ``placement`` by; timed
+    by the simulator it gives the judged makespan (``tests/formulations/test_anneal.py``, with the oracle
+    too). Sequential comm: the rank order without insertion (``placement_order(..., insertion=False)``).
+    Parallel comm: the compiled kernel's own start times (ops by start, then end, then topological
+    position). ``placement_order`` gives the same where no op takes zero time; with zero-time ops its
+    state re-times them and its order may be slower: on NASNet-Mobile (160 zero-time ``Add`` ops) an
+    annealed placement judged 263,104 µs simulated to 278,762 in ``placement_order``'s order."""
+    from dplace.kernels.anneal import list_makespan
+
+    from .units import placement_order
+
+    if inst.comm == "sequential":
+        return placement_order(inst, placement, insertion=False)
+    _, start, end = list_makespan(inst, placement)
+    lists: list[list[int]] = [[] for _ in range(inst.m)]
+    tp = inst.topo_pos
+    for o in sorted(range(inst.n), key=lambda x: (start[x], end[x], tp[x])):
+        lists[placement[o]].append(o)
+    return lists
 
 
 def kernel_ready() -> bool:

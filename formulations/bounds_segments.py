@@ -22,9 +22,12 @@ The relaxation, step by step (every step only removes constraints, so the bound 
 4. Each segment's optimum is replaced by a *proven lower bound* of it: CP-SAT's best bound (or optimum)
    on the segment with durations and transfer times rounded *down* to whole ticks (a relaxation with
    integer data, so CP-SAT's tick bound is a bound of it with no rounding slack), and the cheap bounds of
-   that sub-instance (critical path, work, energetic, anchored work: a segment has one first op, the cut
-   that starts it, and one last op, the cut that ends it, so spreading its work over the devices costs
-   the transfers :func:`dplace.bounds.anchored_work_bound` counts), whichever is larger.
+   that sub-instance (critical path, work, energetic, anchored work, anchored split: a segment has one
+   first op, the cut that starts it, and one last op, the cut that ends it, so spreading its work over
+   the devices costs the transfers :func:`dplace.bounds.anchored_work_bound` counts, and running a branch
+   away from the cuts' device costs a transfer there and back, :func:`dplace.bounds.anchored_split_bound`),
+   whichever is larger. Where HEFT's schedule of the segment reaches that bound it is the segment's
+   optimum, and CP-SAT is not run.
 
 The sum of the segments' bounds is a lower bound on every schedule of the instance. When memory forces
 the path to change device (its ops with their colocation groups do not fit on one device), the changes
@@ -257,15 +260,25 @@ def _segment_lb(sub: Instance, budget: Budget | None, workers: int) -> tuple[flo
     """Proven lower bound (ticks) of the sub-instance's optimum, whether it is its optimum, and the
     best schedule CP-SAT found for it as (placement, starts in ticks), None when it was not solved
     (``budget`` None or spent). CP-SAT reports under its own label (:func:`dplace.progress.nested`)."""
-    from dplace.bounds import anchored_work_bound, critical_path_length, energetic_bound, work_bound
+    from dplace.bounds import (anchored_split_bound, anchored_work_bound, critical_path_length, energetic_bound,
+                               work_bound)
 
     cp_len = max(critical_path_length(sub), work_bound(sub))
     if sub.n > 2:
-        cp_len = max(cp_len, energetic_bound(sub, grid=48), anchored_work_bound(sub))
+        cp_len = max(cp_len, energetic_bound(sub, grid=48), anchored_work_bound(sub), anchored_split_bound(sub))
     if sub.n <= 2:  # one op and the cut after it: both on the first op's fastest device is optimal
         return cp_len, False, _one_device(sub)
     if budget is None or budget.expired():
         return cp_len, False, None
+    from dplace.errors import DplaceError  # noqa: PLC0415
+    from dplace.plugins import get_method  # noqa: PLC0415
+
+    try:
+        heft = get_method("heft")(sub)
+    except DplaceError:  # e.g. no placement HEFT finds keeps memory: CP-SAT decides
+        heft = None
+    if heft is not None and heft.memory_ok and heft.makespan <= cp_len:  # the cheap bounds prove HEFT optimal
+        return cp_len, True, (list(heft.placement), list(heft.schedule.start))
     from .cpsat import cpsat  # noqa: PLC0415 — formulations imports dplace.bounds
 
     with progress.nested(f"segment of {sub.n} ops"):

@@ -122,7 +122,7 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
     the new best start when it is faster (recorded as "anneal" in ``tried``)."""
     import os
 
-    from .anneal import anneal_placement, kernel_ready
+    from .anneal import anneal_placement, judged_order, kernel_ready
 
     if not kernel_ready() and share * budget.left() < 30.0:  # compiling it would take most of the time
         extra["anneal"] = {"skipped": "the annealing kernel is not compiled yet (~10 s) and less than 30 s is left"}
@@ -134,13 +134,10 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
     extra["anneal"] = {"start_makespan": st.start_makespan, "makespan": st.makespan, "steps": st.steps,
                        "accepted": st.accepted, "chains": st.chains, "wall_s": round(st.wall_s, 3),
                        "stopped": st.stopped}
-    od = placement_order(inst, pl)
-    sch = simulate(inst, pl, od)
-    if inst.comm == "sequential":  # the order the annealing judged by (no insertion) may be the faster
-        od2 = placement_order(inst, pl, insertion=False)
-        sch2 = simulate(inst, pl, od2)
-        if sch2.makespan < sch.makespan:
-            od, sch = od2, sch2
+    # the order the annealing judged by (zero-time ops where its kernel put them; no insertion in
+    # sequential comm) may be the faster
+    sch, od = min(((simulate(inst, pl, o), o) for o in (placement_order(inst, pl), judged_order(inst, pl))),
+                  key=lambda c: c[0].makespan)
     if sch.memory_ok:
         tried["anneal"] = sch.makespan
         if sch.makespan < best[0]:

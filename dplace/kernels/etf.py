@@ -10,10 +10,10 @@ clusters of :mod:`dplace.kernels.baechi`.
   so the pops do not depend on how the heap breaks ties.
 * A stop count (lowered from another thread at the caller's deadline: the kernel runs without the GIL)
   ends the method's rule; :func:`_complete` then places the rest as ``_complete_by_deadline`` does.
-* Shared with the sequential-comm twin (:mod:`dplace.kernels.etfseq`): a step's choice (:func:`pick`),
-  a ready cluster's pushes (:func:`push_ready`) and the bookkeeping (:func:`new_lists`, :func:`book`,
-  :func:`fallback_next`). The loop's skeleton itself is written in both (a deliberate pair: each runs over its
-  own state, parallel arrays or the sequential state tuple; numba compiles no loop generic over them).
+* One loop for both comm modes, :func:`list_loop`: parallel comm on its own arrays (``L`` None: numba
+  compiles the sequential branches out), sequential comm on the compiled sequential state
+  (:mod:`dplace.kernels.etfseq` wraps it); a step's choice (:func:`pick`), a ready cluster's pushes
+  (:func:`push_ready`) and the bookkeeping (:func:`new_lists`, :func:`book`, :func:`fallback_next`) in it.
 
 tests/kernels/test_etf_kernels.py compares it with the reference (m_etf, m_sct and their options).
 """
@@ -24,6 +24,8 @@ import numpy as np
 from . import njit
 from .heap import enqueue, release
 from .ready import ready_at
+from .seqstate import commit, data_ready, est
+from .state import device_free
 
 __all__ = ["etf"]
 
@@ -109,16 +111,6 @@ def _forced(c, cunit, unit_pin, unit_dev):
     if unit_pin[u] >= 0:
         return unit_pin[u]
     return unit_dev[u]
-
-
-@njit
-def _make_ready(c, m, H, size, dr, drmax, prio, ready_seq, cnt, ops_ptr, ops, cunit, unit_pin, unit_dev,
-                unit_mem, cmem, reserve_whole, used, capacity, pl, end, pred_ptr, pred_edge, esrc, ebytes, lat, bw):
-    o = ops[ops_ptr[c]]
-    for d in range(m):
-        dr[d] = ready_at(o, d, pl, end, pred_ptr, pred_edge, esrc, ebytes, lat, bw)
-    return push_ready(c, m, H, size, dr, drmax, prio, ready_seq, cnt, cunit, unit_pin, unit_dev, unit_mem, cmem,
-                      reserve_whole, used, capacity)
 
 
 @njit
@@ -296,14 +288,37 @@ def book(c, d, used, unit_dev, done, fav_dev, fav_child, sct, cunit, unit_mem, c
 
 
 @njit
-def _etf(m, ops_ptr, ops, csucc_ptr, csucc, cpred_ptr, cpred, prio, cunit, unit_mem, unit_pin, cmem, capacity,
-         reserve_whole, fav_child, sct, pred_ptr, pred_edge, esrc, ebytes, lat, bw, dur, stop):
+def _arrivals(I, S, L, P, o, m, dr):
+    """dr[d] = when o's inputs would all be on device d: parallel comm on ``P``'s arrays (``L`` None), sequential
+    comm on the compiled sequential state (``I``, ``S``, ``L``; ``P`` None), as :func:`list_loop`."""
+    if P is not None:
+        pl, end, pred_ptr, pred_edge, esrc, ebytes, lat, bw = P[0], P[2], P[4], P[5], P[6], P[7], P[8], P[9]
+        for d in range(m):
+            dr[d] = ready_at(o, d, pl, end, pred_ptr, pred_edge, esrc, ebytes, lat, bw)
+    if L is not None:
+        for d in range(m):
+            dr[d] = data_ready(I, S, L, o, d)
+
+
+@njit
+def list_loop(I, S, L, P, m, ops_ptr, ops, csucc_ptr, csucc, cpred_ptr, cpred, prio, cunit, unit_mem, unit_pin, cmem,
+              capacity, reserve_whole, fav_child, sct, stop):
+    """``_list_schedule``'s loop in both comm modes, one given None: numba compiles the branches of the
+    argument that is None out (``if X is not None``; it prunes no branch on an argument that is not None,
+    hence no ``else``). Parallel comm: ``I``, ``S``, ``L`` None, ``P`` = (pl, start, end, seq, pred_ptr,
+    pred_edge, esrc, ebytes, lat, bw, dur),
+    each op appended to its device at max(device free, inputs there), ``seq`` the ops in commit order.
+    Sequential comm: ``P`` None and the compiled sequential state ``I``, ``S``, ``L`` (:mod:`dplace.kernels.seqstate`):
+    a device is free when its last op ends in the state (commits re-time committed work when a send
+    delays it), and the reference's second look: the chosen cluster's start is asked again, and when link
+    contention has delayed it since it was keyed (beyond 1e-9 relative) it waits again on that device,
+    keyed by its new data-ready time, and the step is chosen anew; ``seq`` then holds only the ops the
+    deadline rule placed. Returns (placement, seq, its length, fallbacks, clusters placed by the rule)."""
     nc = len(ops_ptr) - 1
-    n = dur.shape[0]
-    pl = np.full(n, -1, dtype=np.int64)
-    start = np.zeros(n)
-    end = np.zeros(n)
-    seq = np.empty(n, dtype=np.int64)  # ops in commit order
+    if P is not None:
+        pl, start, end, seq, pred_ptr, pred_edge, esrc, ebytes, lat, bw, dur = P
+    if L is not None:
+        seq = np.empty(len(S.placement), dtype=np.int64)  # the ops placed by the deadline rule, in its order
     nseq = 0
     free = np.zeros(m)  # end of the device's last op
     used, unit_dev, need, done, drmax, fav_dev, ready_seq, cnt, size, H, dr = new_lists(nc, m, len(unit_mem),
@@ -311,46 +326,71 @@ def _etf(m, ops_ptr, ops, csucc_ptr, csucc, cpred_ptr, cpred, prio, cunit, unit_
     ready_ptr = 0
     for c in range(nc):
         if need[c] == 0:
-            H = _make_ready(c, m, H, size, dr, drmax, prio, ready_seq, cnt, ops_ptr, ops, cunit,
-                                     unit_pin, unit_dev, unit_mem, cmem, reserve_whole, used, capacity, pl, end,
-                                     pred_ptr, pred_edge, esrc, ebytes, lat, bw)
+            _arrivals(I, S, L, P, ops[ops_ptr[c]], m, dr)
+            H = push_ready(c, m, H, size, dr, drmax, prio, ready_seq, cnt, cunit, unit_pin, unit_dev, unit_mem, cmem,
+                           reserve_whole, used, capacity)
     placed = 0
     fallbacks = 0
     while placed < nc:
         if placed >= stop[0]:  # the caller's budget expired (a timer thread lowers stop[0]; nogil)
             break
-        found, bt, bc, bd, bsrc, H = pick(m, H, size, free, sct, fav_dev, drmax, done, cunit, unit_pin, unit_dev,
-                                          unit_mem, cmem, reserve_whole, used, capacity)
+        if L is not None:
+            for d in range(m):
+                free[d] = device_free(S, d)
+        found, bt, c, d, bsrc, H = pick(m, H, size, free, sct, fav_dev, drmax, done, cunit, unit_pin, unit_dev,
+                                        unit_mem, cmem, reserve_whole, used, capacity)
         if found:
-            c, d = bc, bd
             _hpop(H, size, (m + d) if bsrc == 0 else d)
+            if L is not None:
+                o = ops[ops_ptr[c]]
+                t = est(I, S, L, o, d, False)  # link contention may have delayed the data since it was keyed
+                if t > bt + 1e-9 * max(1.0, abs(t)):
+                    H = _hpush(H, size, d, data_ready(I, S, L, o, d), prio[c], c)
+                    continue
         else:  # no ready cluster fits anywhere: best effort (the device with the most room), flagged
             c, d, ready_ptr = fallback_next(m, ready_seq, ready_ptr, done, cunit, unit_pin, unit_dev, capacity, used)
             fallbacks += 1
         for j in range(ops_ptr[c], ops_ptr[c + 1]):
             o = ops[j]
-            ready = ready_at(o, d, pl, end, pred_ptr, pred_edge, esrc, ebytes, lat, bw)
-            s = free[d] if free[d] > ready else ready
-            start[o] = s
-            end[o] = s + dur[o, d]
-            free[d] = end[o]
-            pl[o] = d
-            seq[nseq] = o
-            nseq += 1
+            if P is not None:
+                ready = ready_at(o, d, pl, end, pred_ptr, pred_edge, esrc, ebytes, lat, bw)
+                s = free[d] if free[d] > ready else ready
+                start[o] = s
+                end[o] = s + dur[o, d]
+                free[d] = end[o]
+                pl[o] = d
+                seq[nseq] = o
+                nseq += 1
+            if L is not None:
+                commit(I, S, L, o, d, 0.0, False, False)
         book(c, d, used, unit_dev, done, fav_dev, fav_child, sct, cunit, unit_mem, cmem, reserve_whole)
         for j in range(csucc_ptr[c], csucc_ptr[c + 1]):
             s2 = csucc[j]
             need[s2] -= 1
             if need[s2] == 0:
-                H = _make_ready(s2, m, H, size, dr, drmax, prio, ready_seq, cnt, ops_ptr, ops,
-                                         cunit, unit_pin, unit_dev, unit_mem, cmem, reserve_whole, used, capacity,
-                                         pl, end, pred_ptr, pred_edge, esrc, ebytes, lat, bw)
+                _arrivals(I, S, L, P, ops[ops_ptr[s2]], m, dr)
+                H = push_ready(s2, m, H, size, dr, drmax, prio, ready_seq, cnt, cunit, unit_pin, unit_dev, unit_mem,
+                               cmem, reserve_whole, used, capacity)
         placed += 1
+    if L is not None:
+        pl = S.placement.copy()
     if placed < nc:
         more, nseq = _complete(m, nc, ops_ptr, ops, csucc_ptr, csucc, cpred_ptr, cpred, cunit, unit_mem, unit_pin,
                                cmem, capacity, reserve_whole, used, unit_dev, done, need, pl, seq, nseq)
         fallbacks += more
-    return pl, start, end, seq, fallbacks, placed
+    return pl, seq, nseq, fallbacks, placed
+
+
+@njit
+def _etf(m, ops_ptr, ops, csucc_ptr, csucc, cpred_ptr, cpred, prio, cunit, unit_mem, unit_pin, cmem, capacity,
+         reserve_whole, fav_child, sct, pred_ptr, pred_edge, esrc, ebytes, lat, bw, dur, stop):
+    n = dur.shape[0]
+    P = (np.full(n, -1, dtype=np.int64), np.zeros(n), np.zeros(n), np.empty(n, dtype=np.int64), pred_ptr, pred_edge,
+         esrc, ebytes, lat, bw, dur)
+    pl, seq, nseq, fallbacks, placed = list_loop(None, None, None, P, m, ops_ptr, ops, csucc_ptr, csucc, cpred_ptr,
+                                                 cpred, prio, cunit, unit_mem, unit_pin, cmem, capacity,
+                                                 reserve_whole, fav_child, sct, stop)
+    return pl, P[1], P[2], seq[:nseq], fallbacks, placed
 
 
 def etf(m, ops_ptr, ops, csucc_ptr, csucc, cpred_ptr, cpred, prio, cunit, unit_mem, unit_pin, cmem, capacity,

@@ -1,6 +1,11 @@
 """The placement rules of :class:`dplace.schedule.rules.Rules` on arrays, compiled (pins, colocation groups
 reserving their whole memory at their first op, fallback to the device with most free memory), for the
-compiled list schedulers (``I`` a :class:`dplace.kernels.state.Inst`, ``R`` a ``RulesState``)."""
+compiled list schedulers (``I`` a :class:`dplace.kernels.state.Inst`, ``R`` a ``RulesState``).
+
+A deliberate kernel/reference pair with :mod:`dplace.schedule.rules` (the reference, ``DPLACE_KERNEL=python``):
+the same decisions, compared through the list schedulers on instances with pins, colocation groups and
+binding memory (``tests/kernels/test_list_kernels.py::test_heft_kernel_is_the_reference``,
+``::test_dpos_kernel_is_the_reference``)."""
 from __future__ import annotations
 
 from collections import namedtuple

@@ -5,7 +5,7 @@ import random
 import pytest
 
 from dplace.verify.check import check
-from dplace.formulations.anneal import anneal_placement, applies
+from dplace.formulations.anneal import anneal_placement, applies, judged_order
 from dplace.formulations.units import Units, placement_order
 from dplace.kernels.anneal import list_makespan
 from dplace.instance.model import Device, Edge, Instance, Op
@@ -29,28 +29,23 @@ def _parallel(inst: Instance) -> Instance:
     return inst if inst.comm == "parallel" else inst.replace(comm="parallel")
 
 
-def _order_of(inst: Instance, pl, start, end) -> list[list[int]]:
-    lists: list[list[int]] = [[] for _ in range(inst.m)]
-    for o in sorted(range(inst.n), key=lambda x: (start[x], end[x], inst.topo_pos[x])):
-        lists[pl[o]].append(o)
-    return lists
-
-
 @pytest.mark.parametrize("seed", range(60))
 def test_list_schedule_is_timed_as_the_oracle_times_its_order(seed):
     """Every feature of the model (fuzz instances: per-device times, per-pair links, pins, colocation,
     zero times, magnitudes 1e-3..1e10), parallel comm, random placements: each op starts at the earliest
     time its device order allows (the oracle, written from the model's text, times the same order the
-    same way), and where no op takes zero time the makespan is placement_order's, simulated."""
+    same way; :func:`judged_order` is that order, and dplace.simulate gives it the same makespan), and where
+    no op takes zero time the makespan is placement_order's, simulated."""
     inst = _parallel(fuzz_instance(7000 + seed, n_ops=(3, 14)))
     rng = random.Random(seed)
     for _ in range(5):
         pl = [rng.choice(inst.allowed_devices(o)) for o in range(inst.n)]
         mk, start, end = list_makespan(inst, pl)
-        orc = time_schedule(inst, pl, _order_of(inst, pl, start, end))
+        orc = time_schedule(inst, pl, judged_order(inst, pl))
         tol = 1e-9 * max(1.0, mk)
         assert max(abs(a - b) for a, b in zip(orc.start, start)) <= tol
         assert mk == pytest.approx(orc.makespan, rel=1e-12, abs=1e-12)
+        assert simulate(inst, pl, judged_order(inst, pl)).makespan == pytest.approx(mk, rel=1e-12, abs=1e-12)
         if all(inst.dur[o][pl[o]] > 0 for o in range(inst.n)):
             assert mk == pytest.approx(simulate(inst, pl, placement_order(inst, pl)).makespan, rel=1e-12, abs=1e-12)
 
@@ -69,6 +64,7 @@ def test_sequential_judge_is_the_simulation_of_its_order(seed):
         assert mk == pytest.approx(sim.makespan, rel=1e-12, abs=1e-12)
         assert max(abs(a - b) for a, b in zip(sim.start, start)) <= 1e-9 * max(1.0, mk)
         assert time_schedule(inst, pl, od).makespan == pytest.approx(mk, rel=1e-12, abs=1e-12)
+        assert simulate(inst, pl, judged_order(inst, pl)).makespan == pytest.approx(mk, rel=1e-12, abs=1e-12)
 
 
 def _wide(rng: random.Random, layers: int, width: int, m: int, memory: int) -> Instance:

@@ -1,0 +1,161 @@
+"""Branchy (NAS-style) graphs (issue 25 item 3): every list heuristic and ``portfolio`` on PipeDream's
+NASNet-Mobile, Inception-v3 and ResNeXt-50 training graphs, old code beside new; and sub-graphs solved
+exactly, to see whether the answers or the bound hold the gap.
+
+    .venv/bin/python benchmarks/bench_nas.py                        # the table, new code
+    .venv/bin/python benchmarks/bench_nas.py --old 34ce35c          # old beside new
+    .venv/bin/python benchmarks/bench_nas.py --graphs nasnetamobile --comm sequential
+    .venv/bin/python benchmarks/bench_nas.py --slices 250:290,450:490 --slice-s 60
+
+Graphs: ``dplace convert pipedream instances/sources/pipedream-profiles/G.graph.txt --devices 4
+--memory-fraction 0.4`` (the issue's settings; MIT, msr-fiddle/pipedream, licence beside the files).
+Each cell is one whole ``dplace solve`` process (:func:`bench_seqcomm._run`: wall/CPU s, the makespan and the
+proven bound read back from its result); ``portfolio`` gets ``--time-limit`` ``--portfolio-s``. "bound":
+the best proven bound any cell of that code reported for the graph (each result carries its own: the
+heuristics' the cheap bounds, portfolio's the segment bound too); "gap" = (makespan - bound) / makespan.
+"x heft": the makespan over heft's (the issue's goal for Baechi's and Celeritas' methods: at most 1.2).
+
+``--slices a:b,...``: the forward ops at forward-topological positions [a, b) of NASNet-Mobile with their
+backward ops, as an instance (device memory 0.4 of its op memory, as the whole graph's); per slice heft,
+``portfolio`` (a third of ``--slice-s``), ``cpsat`` (``--slice-s``: its answer and proven bound) and the
+segment bound (a third), in this process. "answers %": portfolio's makespan above the best answer of
+the two; "bound %": the best answer above the best proven bound (CP-SAT's, portfolio's, the segments').
+Where CP-SAT proves a slice optimal, the first is the answers' share of the gap and the second is 0.
+Report ``cat /proc/loadavg`` beside the figures: the box is shared.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from bench_seqcomm import NEW, ROOT, _num, _old_exe, _run
+
+SOURCES = os.path.join(ROOT, "instances", "sources", "pipedream-profiles")
+GRAPHS = "nasnetamobile,inception_v3,resnext50"
+METHODS = "heft,dpos,m_topo,m_etf,m_sct,celeritas,portfolio"
+
+
+def convert(name: str, comm: str, folder: str) -> str:
+    """The issue's conversion of a PipeDream profile; the path of the instance."""
+    out = os.path.join(folder, f"{name}_{comm}.json")
+    subprocess.run([NEW, "convert", "pipedream", os.path.join(SOURCES, f"{name}.graph.txt"), "--devices", "4",
+                    "--memory-fraction", "0.4", "--comm", comm, "--out", out], check=True, capture_output=True)
+    return out
+
+
+def warm_anneal(src: str) -> None:
+    """Compile (or load from numba's cache) the annealing kernel of the code in ``src`` before any timed
+    run: a run that compiles it holds the GIL ~10 s and anneals for less time on a colder schedule, which
+    on NASNet-Mobile gave 311,574 against 321,112 µs warm (sequential comm, 60 s): not the code's doing."""
+    code = ("from dplace.instance.model import Device, Edge, Instance, Op\n"
+            "from dplace.formulations.units import Units\nfrom dplace.kernels.anneal import Annealer\n"
+            "i = Instance('w', [Device('a', 9), Device('b', 9)], [Op('x', 1), Op('y', 2)], [Edge('x', 'y', 1.0)])\n"
+            "for comm in ('parallel', 'sequential'):\n"
+            "    j = i.replace(comm=comm); u = Units(j)\n"
+            "    Annealer(j, [0, 0], u.members, u.allowed).step(1, 1.0, 1.0, 0)\n")
+    env = dict(os.environ, PYTHONPATH=src)
+    subprocess.run([sys.executable, "-P", "-c", code], env=env, check=True, capture_output=True, cwd=src)
+
+
+def table(args: argparse.Namespace, tmp: str) -> None:
+    codes = [("new", NEW)] + ([("old", args.old)] if args.old else [])
+    warm_anneal(ROOT)
+    if args.old and os.path.isdir(os.path.join(tmp, "old")):
+        warm_anneal(os.path.join(tmp, "old"))
+    for comm in args.comm.split(","):
+        for g in args.graphs.split(","):
+            path = convert(g, comm, tmp)
+            rows = {}
+            for m in args.methods.split(","):
+                extra = ["--time-limit", str(args.portfolio_s)] if m in ("portfolio", "refine") else []
+                for code, exe in codes:
+                    rows[m, code] = _run(exe, path, m, args.timeout, tmp, extra)
+            print(f"\n{g} ({comm} comm), load {open('/proc/loadavg').read().split()[:3]}")
+            print(f"{'method':10} " + " ".join(f"{c + ' ' + h:>14}" for c, _ in codes
+                                               for h in ("makespan", "x heft", "gap", "wall/CPU s")))
+            for code, _ in codes:
+                bounds = [r[2] for (m, c), r in rows.items() if c == code and r[2] is not None]
+                rows["bound", code] = max(bounds) if bounds else None
+            for m in args.methods.split(","):
+                cells = []
+                for code, _ in codes:
+                    t, mk, _ = rows[m, code]
+                    heft = rows.get(("heft", code), (None, None))[1]
+                    lb = rows["bound", code]
+                    cells += [_num(mk), "-" if mk is None or not heft else f"{mk / heft:.2f}",
+                              "-" if mk is None or lb is None else f"{100 * (mk - lb) / mk:.1f}%", t]
+                print(f"{m:10} " + " ".join(f"{x:>14}" for x in cells), flush=True)
+            print(f"{'bound':10} " + " ".join(f"{_num(rows['bound', c]):>14}" + " " * 45 for c, _ in codes))
+
+
+def slices(args: argparse.Namespace) -> None:
+    sys.path.insert(0, ROOT)
+    import dplace
+    from dplace.formulations.bounds_segments import segment_bound
+    from dplace.formats.pipedream import from_pipedream
+
+    whole = from_pipedream(os.path.join(SOURCES, "nasnetamobile.graph.txt"), devices=4, memory_fraction=0.4,
+                           comm=args.comm.split(",")[0])
+    print(f"nasnetamobile slices ({whole.comm} comm), load {open('/proc/loadavg').read().split()[:3]}")
+    print(f"{'slice':>9} {'ops':>4} {'heft':>9} {'portfolio':>10} {'cpsat':>9} {'cpsat bound':>12} {'status':>9} "
+          f"{'segments':>9} {'answers %':>9} {'bound %':>8}")
+    for spec in args.slices.split(","):
+        a, b = map(int, spec.split(":"))
+        inst = forward_slice(whole, a, b)
+        heft = dplace.solve(inst, "heft").makespan
+        pf = dplace.solve(inst, "portfolio", time_limit_s=args.slice_s / 3)
+        cp = dplace.solve(inst, "cpsat", time_limit_s=args.slice_s, progress=False)
+        seg = segment_bound(inst, time_limit_s=args.slice_s / 3).best[0]
+        lb = max(cp.lower_bound or 0.0, pf.lower_bound or 0.0, seg)
+        best = min(pf.makespan, cp.makespan)
+        print(f"{spec:>9} {inst.n:>4} {_num(heft):>9} {_num(pf.makespan):>10} {_num(cp.makespan):>9} "
+              f"{_num(cp.lower_bound):>12} {cp.status:>9} {_num(seg):>9} {100 * (pf.makespan - best) / pf.makespan:>9.1f} "
+              f"{100 * (best - lb) / best:>8.1f}", flush=True)
+
+
+def forward_slice(inst, a: int, b: int):
+    """The forward ops at forward-topological positions [a, b) with their backward ops (``X/grad``) and the
+    edges among them; each device holds 0.4 of the slice's op memory (at least its largest group)."""
+    from dplace.instance.model import Device, Instance
+
+    fw = [o for o in inst.topo if not inst.ops[o].extra.get("backward")]
+    index = {op.id: i for i, op in enumerate(inst.ops)}
+    keep = set(fw[a:b]) | {index[inst.ops[o].id + "/grad"] for o in fw[a:b] if inst.ops[o].id + "/grad" in index}
+    ops = [inst.ops[o] for o in sorted(keep)]
+    edges = [inst.edges[e] for e in range(len(inst.esrc)) if inst.esrc[e] in keep and inst.edst[e] in keep]
+    groups: dict = {}
+    for op in ops:
+        groups[op.colocation] = groups.get(op.colocation, 0) + op.memory
+    cap = max(int(0.4 * sum(groups.values())), max(groups.values()))
+    devices = [Device(d.name, cap, d.speed) for d in inst.devices]
+    return Instance(f"{inst.name}-{a}-{b}", devices, ops, edges, link=inst.link, pairs=inst.pairs, comm=inst.comm)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--graphs", default=GRAPHS)
+    ap.add_argument("--methods", default=METHODS)
+    ap.add_argument("--comm", default="parallel", help="parallel, sequential or both (comma-separated)")
+    ap.add_argument("--portfolio-s", type=float, default=60.0)
+    ap.add_argument("--old", default=None, help="dplace executable of the old code, or a git revision")
+    ap.add_argument("--timeout", type=float, default=600.0)
+    ap.add_argument("--slices", default=None, help="a:b,... forward positions of NASNet-Mobile (exact sub-graphs)")
+    ap.add_argument("--slice-s", type=float, default=60.0)
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    if args.slices:
+        slices(args)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            if args.old and not os.path.isfile(args.old):
+                args.old = _old_exe(args.old, tmp)
+            table(args, tmp)
+    print(f"\n{time.perf_counter() - t0:.0f} s; load {open('/proc/loadavg').read().split()[:3]}")
+
+
+if __name__ == "__main__":
+    main()
