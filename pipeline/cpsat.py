@@ -55,7 +55,7 @@ def _solve_alloc(m, b, L: int, P: int, budget: Budget, seed: int, presolve: bool
     bound is -inf; status; allocation or None when no solution was found)."""
     from ortools.sat.python import cp_model
 
-    from dplace.formulations.cpsat.model import run_search
+    from dplace.formulations.cpsat.search import run_search
 
     solver = _solver(budget, seed)
     solver.parameters.cp_model_presolve = presolve

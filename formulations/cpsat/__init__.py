@@ -1,16 +1,15 @@
 """Exact placement and scheduling with OR-Tools CP-SAT.
 
-Modules: :mod:`.ticks` (integer time), :mod:`.model` (the constraint model, one solve), :mod:`.windows`
+Modules: :mod:`.ticks` (integer time), :mod:`.model` (the constraint model), :mod:`.search` (one solve, within
+dplace's deadline), :mod:`.windows`
 (start windows, energetic bound on ticks), :mod:`.hint` (the heuristic start of :mod:`..heuristic_start` as
 a complete hint), :mod:`.solve` (the registered ``cpsat`` method and its claims).
 """
 from __future__ import annotations
 
 from .hint import complete_hint, hinted_model, memory_fits, relabel_symmetric
-from .model import (
-    ABANDONED, CpModelVars, KeepingCallback, KeptAnswer, Search, build_model, grace_s, model_cost_s, reachability,
-    run_search, wait_abandoned, will_break_symmetry,
-)
+from .model import CpModelVars, build_model, model_cost_s, reachability, will_break_symmetry
+from .search import ABANDONED, KeepingCallback, KeptAnswer, Search, grace_s, run_search, wait_abandoned
 from .solve import (
     CLAIM_STAGES, CpsatOptions, SolveOutcome, confirm_bound, cpsat, finish, solve_model, stage_limit,
 )

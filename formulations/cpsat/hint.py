@@ -16,7 +16,8 @@ from dplace.errors import SolverError
 from dplace.instance.model import Instance
 
 from ..frame import check_time
-from .model import CpModelVars, build_model, run_search, will_break_symmetry
+from .model import CpModelVars, build_model, will_break_symmetry
+from .search import run_search
 from .windows import time_windows
 from .ticks import Ticks, horizon_ticks, tick_schedule
 

@@ -32,7 +32,8 @@ from .hint import hinted_model, memory_fits
 from ..frame import (
     OutOfTime, check_time, cleanup_s, cross_check, fallback, options_dict, run_guarded, stop_building_on_interrupt,
 )
-from .model import CpModelVars, KeepingCallback, model_cost_s, run_search
+from .model import CpModelVars, model_cost_s
+from .search import KeepingCallback, run_search
 
 # the status name's tail when dplace stopped waiting for a search that did not stop (model.run_search)
 ABANDONED_NOTE = " (stopped by dplace: CP-SAT did not stop at the deadline; its last solution kept)"

@@ -1,0 +1,167 @@
+"""One CP-SAT solve with dplace's deadline: :func:`run_search` (used by every CP-SAT solve of the package).
+
+CP-SAT is told its limit, and dplace stops the search at the budget's deadline (``stop_search``), since CP-SAT
+overruns ``max_time_in_seconds`` on large NoOverlap models; when CP-SAT does not stop either (a long step that
+does not check its stop flag), dplace stops waiting for it and keeps the last solution a
+:class:`KeepingCallback` saw (:class:`KeptAnswer`). Ctrl-C stops the search the same way.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ortools.sat.python import cp_model as cp
+from ortools.sat.python import cp_model_helper as cmh
+
+from dplace import interrupt
+from dplace.budget import Budget
+
+__all__ = ["ABANDONED", "KeepingCallback", "KeptAnswer", "Search", "grace_s", "run_search", "wait_abandoned"]
+
+
+class KeepingCallback(cp.CpSolverSolutionCallback):
+    """A solution callback that keeps the solver's last solution (``kept``: a copy of its response, made
+    in C++; cheap even on large models), so a search that does not stop when told still has an answer:
+    see :func:`run_search`. Subclasses put their own work in :meth:`on_solution`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kept: Any = None
+
+    def on_solution_callback(self) -> None:
+        self.kept = self.response_proto
+        self.on_solution()
+
+    def on_solution(self) -> None:
+        """Called after the solution is kept (the solver's thread: keep it short)."""
+
+
+class KeptAnswer:
+    """The answer of an abandoned search, read like a finished ``CpSolver`` (snake_case and PascalCase):
+    ``value`` (of a variable, literal or linear expression) and ``objective_value`` of the last solution its
+    :class:`KeepingCallback` saw. ``best_objective_bound`` is ``-inf``: an abandoned search proves nothing
+    (the bound a solution carries is a claim made mid-search, and no status confirms it)."""
+
+    def __init__(self, response: Any) -> None:
+        self.response = response
+
+    def value(self, expression: Any) -> int:
+        return cmh.ResponseHelper.value(self.response, expression)
+
+    @property
+    def objective_value(self) -> float:
+        return self.response.objective_value
+
+    @property
+    def best_objective_bound(self) -> float:
+        return -math.inf
+
+    def status_name(self, status: Any) -> str:
+        return status.name
+
+    Value = value
+
+    def ObjectiveValue(self) -> float:  # noqa: N802 — CpSolver's PascalCase
+        return self.objective_value
+
+    def BestObjectiveBound(self) -> float:  # noqa: N802
+        return self.best_objective_bound
+
+    def StatusName(self, status: Any) -> str:  # noqa: N802
+        return self.status_name(status)
+
+
+@dataclass
+class Search:
+    """What :func:`run_search` ends with. ``answer`` is read like a finished solver (``value``,
+    ``objective_value``, ``best_objective_bound``): the solver itself, or, when dplace stopped waiting for
+    it (``abandoned``), the last solution its callback kept (``status`` FEASIBLE; UNKNOWN without one)."""
+
+    status: int
+    interrupted: bool
+    answer: Any
+    abandoned: bool = False
+
+
+#: searches dplace stopped waiting for (see :func:`run_search`); each ends when CP-SAT next checks its
+#: stop flag. Kept so their solver and model outlive the thread, and so tests can wait for them.
+ABANDONED: list[threading.Thread] = []
+
+
+def grace_s(budget: Budget | None) -> float:
+    """How long :func:`run_search` waits, once it told CP-SAT to stop, before it stops waiting: 5 % of the
+    budget's limit, between 0.05 and 1 s."""
+    limit = budget.limit_s if budget is not None and budget.limit_s is not None else 1.0
+    return min(1.0, max(0.05, 0.05 * limit))
+
+
+def wait_abandoned(timeout_s: float) -> bool:
+    """Wait (up to ``timeout_s`` in all) for abandoned searches to end; True when none is left running."""
+    end = time.monotonic() + timeout_s
+    for th in list(ABANDONED):
+        th.join(max(0.0, end - time.monotonic()))
+    ABANDONED[:] = [th for th in ABANDONED if th.is_alive()]
+    return not ABANDONED
+
+
+def run_search(sv: cp.CpSolver, model: cp.CpModel, cb: Any = None, budget: Budget | None = None,
+               grace: float | None = None) -> Search:
+    """``sv.solve(model, cb)`` with the budget's deadline and Ctrl-C stopping the search.
+
+    ``budget``: at its deadline the search is told to stop (``stop_search``), whatever CP-SAT's own
+    ``max_time_in_seconds``, and the best solution found by then is kept; that is not an interruption.
+    CP-SAT checks its stop flag only between steps, and some steps run for tens of seconds (loading a
+    large NoOverlap model's linear relaxation: ``ComputeFullPrecedences``, measured 30 s past the stop on
+    BERT-12 with one worker, OR-Tools 9.15). So if the search has not ended ``grace`` seconds after the
+    stop (default :func:`grace_s`), dplace stops waiting: the search is *abandoned* (it runs on in its
+    daemon thread, told to stop, until CP-SAT next checks; see :data:`ABANDONED`), and the answer is the
+    last solution ``cb`` kept (a :class:`KeepingCallback`; made here when ``cb`` is None). The bound of an
+    abandoned search is not used (a solution's bound is a claim made mid-search).
+
+    The search runs in a worker thread while this (main) thread waits; a KeyboardInterrupt here calls
+    ``stop_search`` and the solver returns its best solution so far. Under the CLI's two-stage Ctrl-C
+    (:mod:`dplace.interrupt`) the stop comes through its callback instead; both count as interrupted. CP-SAT's own SIGINT handler is
+    turned off (``catch_sigint_signal``): with a Python solution callback it could abort the process
+    (``std::bad_function_call``)."""
+    sv.parameters.catch_sigint_signal = False
+    if cb is None:
+        cb = KeepingCallback()
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            box["st"] = sv.solve(model, cb)
+        except BaseException as exc:  # noqa: BLE001 — handed to the caller below
+            box["exc"] = exc
+        finally:
+            done.set()
+
+    th = threading.Thread(target=work, name="cpsat-search", daemon=True)
+    interrupted = False
+    th.start()
+    # wait on an Event, not Thread.join(timeout): an interrupted join can mark a running thread as stopped
+    stopped_at: float | None = None  # time.monotonic() of the deadline's stop (the budget's clock may be a test's)
+    wait = grace_s(budget) if grace is None else grace
+    while not done.is_set():
+        try:
+            done.wait(0.02)
+            if budget is not None and stopped_at is None and budget.expired():
+                stopped_at = time.monotonic()
+                sv.stop_search()
+            if stopped_at is not None and not done.is_set() and time.monotonic() - stopped_at > wait:
+                ABANDONED.append(th)
+                kept = getattr(cb, "kept", None)
+                if kept is None:
+                    return Search(cp.UNKNOWN, interrupted or interrupt.requested(), None, abandoned=True)
+                return Search(cp.FEASIBLE, interrupted or interrupt.requested(), KeptAnswer(kept), abandoned=True)
+        except KeyboardInterrupt:
+            interrupted = True
+            sv.stop_search()
+    th.join()
+    if "exc" in box:
+        raise box["exc"]
+    return Search(box["st"], interrupted or interrupt.requested(), sv)
