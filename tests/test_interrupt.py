@@ -285,3 +285,46 @@ def test_a_ctrl_c_lost_in_a_finalizer_is_caught_at_the_next_stop_point():
             "        sys.exit(7)\n")
     rc, _, stderr = _interrupt([sys.executable, "-c", code], "ready")
     assert rc == 7 and "Exception ignored" in stderr, stderr
+
+
+def test_a_ctrl_c_that_python_wraps_still_exits_130(monkeypatch, capsys):
+    """Ctrl-C inside a class body's ``__set_name__`` (a module imported on first use, e.g. runtime's
+    ``execute`` while a cluster runs) reaches the CLI as RuntimeError("Error calling __set_name__") on
+    Python 3.11: it is still a Ctrl-C (exit 130, one line), not a crash (exit 1, a traceback)."""
+    import argparse
+
+    import dplace.cli as cli
+
+    class Stop:
+        def __set_name__(self, owner, name):
+            raise KeyboardInterrupt
+
+    def command(args):
+        type("Report", (), {"field": Stop()})
+
+    def parser():
+        p = argparse.ArgumentParser()
+        p.set_defaults(func=command, command="methods")
+        return p
+
+    monkeypatch.setattr(cli, "build_parser", parser)
+    assert cli.main([]) == 130
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_an_error_that_is_not_a_ctrl_c_is_not_taken_for_one(monkeypatch):
+    import argparse
+
+    import dplace.cli as cli
+
+    def command(args):
+        raise RuntimeError("a bug")
+
+    def parser():
+        p = argparse.ArgumentParser()
+        p.set_defaults(func=command, command="methods")
+        return p
+
+    monkeypatch.setattr(cli, "build_parser", parser)
+    with pytest.raises(RuntimeError, match="a bug"):
+        cli.main([])

@@ -114,6 +114,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         say_interrupted("stopped before there was an answer; nothing written")
         return 130
+    except Exception as exc:
+        if not _from_interrupt(exc):
+            raise
+        # Ctrl-C landed where Python wraps it (3.11: in a class body's __set_name__, as when a module is
+        # imported on first use: RuntimeError "Error calling __set_name__"): still a Ctrl-C
+        say_interrupted("stopped before there was an answer; nothing written")
+        return 130
+
+
+def _from_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` was caused by a KeyboardInterrupt (its ``__cause__`` / ``__context__`` chain)."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
 
 
 def run() -> None:
