@@ -36,22 +36,11 @@ from typing import Any, Callable, Iterator
 
 from ..budget import Budget
 from ..errors import InfeasibleError
+from .anchored import anchored_split_bound, anchored_work_bound
 from .memory import memory_cuts_bound
-from .shared import critical_path_ops, memo, smallest_times
+from .shared import critical_path_length, critical_path_ops, heads_tails, smallest_times
 from ..kernels import bounds as kb
-from ..instance.graph import longest_from, longest_path, longest_to
 from ..instance.model import Instance
-
-
-def critical_path_length(inst: Instance) -> float:
-    """Longest path with every op on its fastest device and no transfers (µs)."""
-    return memo(inst, "_critical_path_length", lambda: _critical_path_length(inst))
-
-
-def _critical_path_length(inst: Instance) -> float:
-    if kb.use_arrays(inst):
-        return kb.critical_path(inst)[0]
-    return longest_path(inst, inst.topo, smallest_times(inst))[0]
 
 
 def work_bound(inst: Instance) -> float:
@@ -98,7 +87,7 @@ def pinned_links_bound(inst: Instance) -> float:
     forced = np.flatnonzero((du >= 0) & (dv >= 0) & (du != dv))
     if not len(forced):
         return 0.0
-    p, head, tail = _heads_tails(inst)
+    p, head, tail = heads_tails(inst)
     sends: dict[tuple[int, int], list[float]] = {}  # (u, d2) -> [bytes, q]
     ebytes = inst.ebytes
     for e in forced.tolist():
@@ -128,24 +117,6 @@ def pinned_links_bound(inst: Instance) -> float:
                 qmin = min(qmin, q)
                 best = max(best, r + total + qmin)
     return best
-
-
-def _heads_tails(inst: Instance):
-    """(p, head, tail) as numpy arrays (shared: never change them): p = smallest time, head = longest path
-    to o, tail = longest path after o (o excluded), both with smallest times and no transfers."""
-    return memo(inst, "_heads_tails", lambda: _make_heads_tails(inst))
-
-
-def _make_heads_tails(inst: Instance):
-    import numpy as np
-
-    if kb.use_arrays(inst):
-        return kb.heads_tails(inst)
-    pl = smallest_times(inst)
-    head = longest_to(inst, inst.topo, pl)[0]
-    tail = longest_from(inst, inst.topo, pl, own=False)
-    p = np.array(pl, dtype=float)
-    return p, np.array(head), np.array(tail)
 
 
 def _largest(k, j: int):
@@ -183,7 +154,7 @@ def energetic_bound(inst: Instance, start: float = 0.0, grid: int | None = None)
         return max(float(start), critical_path_length(inst))
     if grid is None:
         grid = max(8, min(48, int((2e7 / n) ** 0.5)))
-    p, head, tail = _heads_tails(inst)
+    p, head, tail = heads_tails(inst)
     start = max(float(start), float((head + p + tail).max()))
 
     def points(x):
@@ -232,167 +203,6 @@ def energetic_bound(inst: Instance, start: float = 0.0, grid: int | None = None)
         if y > L:
             L = y
     return L if L == start else L * (1.0 - 1e-12)  # float sums: stay a hair below
-
-
-def _cheapest_transfers(inst: Instance):
-    """Per edge, its cheapest transfer time between two distinct devices (numpy array; zeros with one
-    device)."""
-    import numpy as np
-
-    E = len(inst.esrc)
-    if inst.m < 2 or E == 0:
-        return np.zeros(E)
-    pairs = {(inst.lat[a][b], inst.bw[a][b]) for a in range(inst.m) for b in range(inst.m) if a != b}
-    nb = np.asarray(inst.ebytes, dtype=float)
-    return np.min([lat + nb / bw for lat, bw in pairs], axis=0)
-
-
-def _away(inst: Instance) -> tuple[int, int, list[float], list[float]]:
-    """(s, t, hx, tx) of :func:`anchored_work_bound`: the only op without predecessors (-1 if there are
-    several) and the only one without successors, and per op hx (a bound on its start when it is not on
-    s's device; head without s) and tx (a bound on the time after its end when it is not on t's device;
-    tail without t). Kept on the instance."""
-    def make():
-        p, head, tail = _heads_tails(inst)
-        srcs = [o for o in range(inst.n) if not inst.pred[o]]
-        sinks = [o for o in range(inst.n) if not inst.succ[o]]
-        s = srcs[0] if len(srcs) == 1 else -1
-        t = sinks[0] if len(sinks) == 1 else -1
-        c = _cheapest_transfers(inst).tolist()
-        pl = p.tolist()
-
-        def away(anchor, order, edges, other, base):
-            """hx (edges = pred, other = esrc, base = head) or tx (succ, edst, tail); base without an anchor."""
-            out = list(base)
-            if anchor < 0:
-                return out
-            out[anchor] = float("inf")
-            for o in order:
-                if o != anchor:
-                    out[o] = max((min(base[u] + pl[u] + c[e], out[u] + pl[u]) for e in edges[o] for u in (other[e],)),
-                                 default=0.0)
-            return out
-
-        return (s, t, away(s, inst.topo, inst.pred, inst.esrc, head.tolist()),
-                away(t, reversed(inst.topo), inst.succ, inst.edst, tail.tolist()))
-
-    return memo(inst, "_away", make)
-
-
-def anchored_work_bound(inst: Instance, grid: int = 48) -> float:
-    """Work that cannot start early on a device away from the graph's one source (or end late away from
-    its one sink): what spreading work over the devices costs in transfers.
-
-    Relaxation: each op takes its smallest time p_o; memory, colocation and pins are dropped. Let s be
-    the only op without predecessors, if there is one (then every op descends from s), and t the only op
-    without successors, if there is one. *Away* ops are those on a device other than s's and t's; at
-    most k = [s exists] + [t exists] devices are not away. Claim: an op o not on s's device starts no
-    earlier than hx(o), where hx(s) = +inf and, over o's input edges e = (u, o),
-
-        hx(o) = max_e min(head(u) + p_u + c_e, hx(u) + p_u)      (c_e: e's cheapest transfer time)
-
-    Proof, in topological order: for an input u on o's device, u is not on s's device either, so
-    start(o) >= end(u) >= hx(u) + p_u; for an input u on another device, start(o) >= end(u) + c_e >=
-    head(u) + p_u + c_e; so start(o) is at least the smaller of the two, for every input. Symmetrically
-    an op not on t's device ends at least tx(o) before the makespan L (tx(t) = +inf; over output edges
-    e = (o, v): tx(o) = max_e min(c_e + p_v + tail(v), p_v + tx(v))). Without s, hx = head; without t,
-    tx = tail (both always hold).
-
-    For thresholds (a, b), call o *cheap* when hx(o) < a or tx(o) < b. An away device runs its other ops
-    inside [a, L - b], so it is busy at most W_cheap(d) + (L - a - b)^+; the k other devices at most L
-    each. All the work W = sum p_o is done: W <= k L + W_cheap + (m - k)(L - a - b)^+, and L is at least
-    the smallest value that satisfies this. Any (a, b) gives a bound: a and b range over ``grid``
-    quantiles of hx and tx; the best is returned (never below the critical path)."""
-    import numpy as np
-
-    n, m = inst.n, inst.m
-    cp = critical_path_length(inst)
-    if n == 0 or m < 2:
-        return cp
-    p, head, tail = _heads_tails(inst)
-    s, t, hx, tx = _away(inst)
-    k = (s >= 0) + (t >= 0)
-    if m - k <= 0:
-        return cp
-    hx_a, tx_a = np.array(hx), np.array(tx)
-
-    def points(x):
-        u = np.unique(x[np.isfinite(x)])
-        if len(u) > grid:
-            u = np.unique(np.quantile(u, np.linspace(0.0, 1.0, grid), method="lower"))
-        return u
-
-    A, B = points(hx_a), points(tx_a)
-    order = np.argsort(tx_a, kind="stable")
-    tx_sorted = tx_a[order]
-    best = cp
-    for a in A.tolist():
-        pk = np.where(hx_a[order] >= a, p[order], 0.0)  # ops not cheap by hx, in tx order
-        suffix = np.concatenate((np.cumsum(pk[::-1])[::-1], [0.0]))
-        rest = suffix[np.searchsorted(tx_sorted, B, side="left")]  # their work with tx >= b: W - W_cheap
-        theta = a + B
-        if k == 0:
-            L = np.where(rest > 0, theta + rest / m, 0.0)
-        else:
-            L = np.where(k * theta >= rest, rest / k, (rest + (m - k) * theta) / m)
-        v = float(L.max())
-        if v > best:
-            best = v
-    return best if best == cp else best * (1.0 - 1e-12)
-
-
-def anchored_split_bound(inst: Instance) -> float:
-    """One device, or a transfer: where the graph has one source s or one sink t, a schedule either keeps
-    s and t on one device D, and every op whose trip away from D and back cannot fit runs on D, or it
-    pays a transfer between s and t.
-
-    Relaxation: each op takes its smallest time p_o; pins are dropped (only more placements), colocation
-    and memory are kept. hx and tx are :func:`anchored_work_bound`'s: an op not on s's device starts no
-    earlier than hx(o), and an op not on t's device ends at least tx(o) before the makespan L (hx = head
-    without s, tx = tail without t). Two cases for any schedule:
-
-    (i) s and t (both exist) on different devices: t is not on s's device, so L >= hx(t) + p_t; s is not
-        on t's device, so L >= p_s + tx(s). Impossible when colocation ties s to t.
-    (ii) one device D holds s and t (those that exist). An op o not on D is on neither's device, so
-        L >= v(o) = hx(o) + p_o + tx(o). So every op with v(o) > L is on D (as are s, t and the ops
-        colocation ties to them: v = +inf), and D runs them one at a time within [0, L]: with F(L) that
-        set, L >= sum of p over F(L), and F(L)'s memory fits one device. Sort the ops by v, largest
-        first (v_1 >= v_2 >= ...; S_k the sum of p over the first k): with k = |F(L)|, F(L) is the first
-        k and v_{k+1} <= L, so L >= max(S_k, v_{k+1}) >= min over k of max(S_k, v_{k+1}), the k whose
-        first k ops' memory exceeds the largest device excluded (then so is every larger k).
-
-    L is at least the smaller of the two cases, and never below the critical path. On a segment of
-    NASNet-Mobile (one first op, a few branches, one last op, transfers of 1.5 ms against ops of 0.3 ms)
-    it is the optimum CP-SAT proves in 5-8 s: the branches either run one after another on D or pay a
-    transfer there and back."""
-    n, m = inst.n, inst.m
-    cp = critical_path_length(inst)
-    if n == 0 or m < 2:
-        return cp
-    p = _heads_tails(inst)[0].tolist()
-    s, t, hx, tx = _away(inst)
-    if s < 0 and t < 0:
-        return cp
-    inf = float("inf")
-    apart = s >= 0 and t >= 0 and (inst.group_of[s] < 0 or inst.group_of[s] != inst.group_of[t])
-    case_i = max(hx[t] + p[t], p[s] + tx[s]) if apart else inf
-    v = [hx[o] + p[o] + tx[o] for o in range(n)]
-    for a in (s, t):
-        if a >= 0:
-            for o in inst.groups[inst.group_of[a]] if inst.group_of[a] >= 0 else (a,):
-                v[o] = inf
-    order = sorted(range(n), key=lambda o: -v[o])
-    cap = max(inst.capacity)
-    case_ii = v[order[0]]  # nothing forced onto D
-    work = mem = 0
-    for k, o in enumerate(order):
-        work += p[o]
-        mem += inst.mem[o]
-        if mem > cap:
-            break
-        case_ii = min(case_ii, max(work, v[order[k + 1]] if k + 1 < n else 0.0))
-    best = min(case_i, case_ii)
-    return best * (1.0 - 1e-12) if best > cp else cp
 
 
 def memory_path_bound(inst: Instance) -> float:

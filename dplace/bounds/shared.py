@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..instance.graph import longest_path
+from ..instance.graph import longest_from, longest_path, longest_to
 from ..instance.model import Instance
+from ..kernels import bounds as kb
 
-__all__ = ["critical_path_ops", "memo", "smallest_times"]
+__all__ = ["critical_path_length", "critical_path_ops", "heads_tails", "memo", "smallest_times"]
 
 
 def memo(inst: Instance, key: str, make: Callable[[], Any]) -> Any:
@@ -25,3 +26,32 @@ def smallest_times(inst: Instance) -> list[float]:
 def critical_path_ops(inst: Instance) -> list[int]:
     """:func:`dplace.instance.graph.critical_path_ops` (the same path), made once."""
     return memo(inst, "_critical_path_ops", lambda: longest_path(inst, inst.topo, smallest_times(inst))[1])
+
+
+def critical_path_length(inst: Instance) -> float:
+    """Longest path with every op on its fastest device and no transfers (µs)."""
+    return memo(inst, "_critical_path_length", lambda: _critical_path_length(inst))
+
+
+def _critical_path_length(inst: Instance) -> float:
+    if kb.use_arrays(inst):
+        return kb.critical_path(inst)[0]
+    return longest_path(inst, inst.topo, smallest_times(inst))[0]
+
+
+def heads_tails(inst: Instance):
+    """(p, head, tail) as numpy arrays (shared: never change them): p = smallest time, head = longest path
+    to o, tail = longest path after o (o excluded), both with smallest times and no transfers."""
+    return memo(inst, "_heads_tails", lambda: _make_heads_tails(inst))
+
+
+def _make_heads_tails(inst: Instance):
+    import numpy as np
+
+    if kb.use_arrays(inst):
+        return kb.heads_tails(inst)
+    pl = smallest_times(inst)
+    head = longest_to(inst, inst.topo, pl)[0]
+    tail = longest_from(inst, inst.topo, pl, own=False)
+    p = np.array(pl, dtype=float)
+    return p, np.array(head), np.array(tail)

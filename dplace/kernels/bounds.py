@@ -29,7 +29,7 @@ def _min_dur(inst) -> np.ndarray:
 
 
 def heads_tails(inst) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`dplace.bounds._heads_tails`: (smallest time, longest path to o, longest path after o)."""
+    """:func:`dplace.bounds.shared.heads_tails`: (smallest time, longest path to o, longest path after o)."""
     from .levels import longest_to_via as longest_to, tails
 
     p = _min_dur(inst)
