@@ -257,9 +257,9 @@ def _one_device(sub: Instance) -> Any:
 
 
 def _segment_lb(sub: Instance, budget: Budget | None, workers: int) -> tuple[float, bool, Any]:
-    """Proven lower bound (ticks) of the sub-instance's optimum, whether it is its optimum, and the
-    best schedule CP-SAT found for it as (placement, starts in ticks), None when it was not solved
-    (``budget`` None or spent). CP-SAT reports under its own label (:func:`dplace.progress.nested`)."""
+    """Proven lower bound (µs) of the sub-instance's optimum, whether it is its optimum, and the best
+    schedule found for it as (placement, starts in µs): HEFT's where it reaches the cheap bounds (then
+    optimal), else CP-SAT's; None when it was not solved (``budget`` None or spent). CP-SAT reports under its own label (:func:`dplace.progress.nested`)."""
     from dplace.bounds import (anchored_split_bound, anchored_work_bound, critical_path_length, energetic_bound,
                                work_bound)
 

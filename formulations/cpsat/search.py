@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,9 +99,9 @@ def grace_s(budget: Budget | None) -> float:
 
 def wait_abandoned(timeout_s: float) -> bool:
     """Wait (up to ``timeout_s`` in all) for abandoned searches to end; True when none is left running."""
-    end = time.monotonic() + timeout_s
+    budget = Budget(timeout_s)
     for th in list(ABANDONED):
-        th.join(max(0.0, end - time.monotonic()))
+        th.join(budget.left())
     ABANDONED[:] = [th for th in ABANDONED if th.is_alive()]
     return not ABANDONED
 
@@ -144,15 +143,15 @@ def run_search(sv: cp.CpSolver, model: cp.CpModel, cb: Any = None, budget: Budge
     interrupted = False
     th.start()
     # wait on an Event, not Thread.join(timeout): an interrupted join can mark a running thread as stopped
-    stopped_at: float | None = None  # time.monotonic() of the deadline's stop (the budget's clock may be a test's)
     wait = grace_s(budget) if grace is None else grace
+    after_stop: Budget | None = None  # the grace, on the real clock (the budget's clock may be a test's)
     while not done.is_set():
         try:
             done.wait(0.02)
-            if budget is not None and stopped_at is None and budget.expired():
-                stopped_at = time.monotonic()
+            if budget is not None and after_stop is None and budget.expired():
+                after_stop = Budget(wait)
                 sv.stop_search()
-            if stopped_at is not None and not done.is_set() and time.monotonic() - stopped_at > wait:
+            if after_stop is not None and not done.is_set() and after_stop.expired():
                 ABANDONED.append(th)
                 kept = getattr(cb, "kept", None)
                 if kept is None:
