@@ -6,6 +6,7 @@ exactly, to see whether the answers or the bound hold the gap.
     .venv/bin/python benchmarks/bench_nas.py --old 34ce35c          # old beside new
     .venv/bin/python benchmarks/bench_nas.py --graphs nasnetamobile --comm sequential
     .venv/bin/python benchmarks/bench_nas.py --slices 250:290,450:490 --slice-s 60
+    .venv/bin/python benchmarks/bench_nas.py --where --graphs nasnetamobile   # where the gap sits
 
 Graphs: ``dplace convert pipedream instances/sources/pipedream-profiles/G.graph.txt --devices 4
 --memory-fraction 0.4`` (the issue's settings; MIT, msr-fiddle/pipedream, licence beside the files).
@@ -117,6 +118,36 @@ def slices(args: argparse.Namespace) -> None:
               f"{100 * (best - lb) / best:>8.1f}", flush=True)
 
 
+def where_gap(args: argparse.Namespace) -> None:
+    """Per window of the segment bound: how its segments' bounds, the best answers found for them, and their
+    spans in portfolio's whole schedule add up (the spans add up to the makespan; "kept": ops the
+    window keeps, the others are dropped by the relaxation)."""
+    sys.path.insert(0, ROOT)
+    import dplace
+    from dplace.formats.pipedream import from_pipedream
+    from dplace.formulations.bounds_segments import critical_path_ops, segment_bound, segments
+
+    for g in args.graphs.split(","):
+        for comm in args.comm.split(","):
+            inst = from_pipedream(os.path.join(SOURCES, f"{g}.graph.txt"), devices=4, memory_fraction=0.4, comm=comm)
+            pf = dplace.solve(inst, "portfolio", time_limit_s=args.portfolio_s)
+            sb = segment_bound(inst, time_limit_s=args.bound_s)
+            path = critical_path_ops(inst)
+            at = [0.0] + [pf.schedule.start[c] for c in path] + [pf.makespan]  # index j + 1: start of c_j
+            print(f"\n{g} ({comm} comm): portfolio {args.portfolio_s:.0f} s {_num(pf.makespan)}, segment bound "
+                  f"{args.bound_s:.0f} s {_num(sb.value)} ({sb.time_s:.0f} s), critical path {len(path)} ops, "
+                  f"load {open('/proc/loadavg').read().split()[:3]}")
+            print(f"{'window':>6} {'kept':>5} {'segments':>8} {'solved':>6} {'optimal':>7} {'bounds':>9} {'answers':>9} "
+                  f"{'spans':>9}")
+            for w in sorted({p["window"] for p in sb.pieces}, reverse=True):
+                ps = [p for p in sb.pieces if p["window"] == w]
+                solved = [p for p in ps if p["answer_us"] is not None]
+                kept = sum(len(s.ops) for s in segments(inst, w)[1])
+                print(f"{w:>6} {kept:>5} {len(ps):>8} {len(solved):>6} {sum(p['optimal'] for p in ps):>7} "
+                      f"{_num(sum(p['bound_us'] for p in ps)):>9} {_num(sum(p['answer_us'] or p['bound_us'] for p in ps)):>9} "
+                      f"{_num(sum(at[p['b'] + 1] - at[p['a'] + 1] for p in ps)):>9}", flush=True)
+
+
 def forward_slice(inst, a: int, b: int):
     """The forward ops at forward-topological positions [a, b) with their backward ops (``X/grad``) and the
     edges among them; each device holds 0.4 of the slice's op memory (at least its largest group)."""
@@ -145,9 +176,13 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--slices", default=None, help="a:b,... forward positions of NASNet-Mobile (exact sub-graphs)")
     ap.add_argument("--slice-s", type=float, default=60.0)
+    ap.add_argument("--where", action="store_true", help="per window: segment bounds, answers, spans in portfolio's schedule")
+    ap.add_argument("--bound-s", type=float, default=60.0, help="--where: the segment bound's time limit")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    if args.slices:
+    if args.where:
+        where_gap(args)
+    elif args.slices:
         slices(args)
     else:
         with tempfile.TemporaryDirectory() as tmp:

@@ -288,6 +288,11 @@ def _segment_lb(sub: Instance, budget: Budget | None, workers: int) -> tuple[flo
     return max(cp_len, lb), res.status == "optimal", sol
 
 
+def _span(sub: Instance, pl: Any) -> float:
+    """The makespan (ticks) of a schedule ``(placement, starts)`` of a segment's sub-instance."""
+    return max((st + sub.dur[o][d] for o, (d, st) in enumerate(zip(*pl))), default=0.0)
+
+
 def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 3, 0), time_limit_s: float = 30.0,
                   segment_time_s: float = 2.0, max_segment_ops: int = 60, workers: int = 1,
                   should_stop=None, solutions: list[dict[str, Any]] | None = None,
@@ -305,6 +310,9 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
     ``{"level", "a", "b", "members", "placement", "start"}`` (path indices of its cuts, the instance's op
     indices of its ops, the device and start (µs) of each in the best schedule found): the pieces :mod:`dplace.formulations.stitch`
     puts together into a schedule of the whole instance.
+
+    ``pieces``: per segment bounded (each level), its window, ops, bound (µs), whether proven optimal, its cuts'
+    path indices ``a``/``b`` and ``answer_us``, the makespan of the best schedule found for it (None: none).
 
     ``cache``: a dict shared between calls (a segment's bound depends only on its shape: the key holds
     every number of its sub-instance, ticks included), e.g. the whole graph's bound and its parts'.
@@ -347,7 +355,8 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
                 # c_a up to c_b still run one after the other, which bounds the segment's span
                 lb = sum(min(inst.dur[path[j]]) for j in range(max(seg.a, 0), min(seg.b, len(path))))
                 stats["n"] += 1
-                pieces.append({"window": windows[level], "ops": None, "bound_us": lb, "optimal": False})
+                pieces.append({"window": windows[level], "ops": None, "bound_us": lb, "optimal": False, "a": seg.a,
+                               "b": seg.b, "answer_us": None})
                 total += lb
                 continue
             size = len(seg.ops) + (seg.first is not None) + (seg.last is not None)
@@ -369,7 +378,8 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
             stats["opt"] += int(opt)
             stats["kept"] += len(seg.ops)
             stats["largest"] = max(stats["largest"], sub.n)
-            pieces.append({"window": windows[level], "ops": sub.n, "bound_us": lb, "optimal": opt})
+            pieces.append({"window": windows[level], "ops": sub.n, "bound_us": lb, "optimal": opt, "a": seg.a,
+                           "b": seg.b, "answer_us": None if pl is None else tick * _span(sub, pl)})
             total += lb
         return total
 

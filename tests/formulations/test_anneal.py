@@ -168,3 +168,26 @@ def test_kernel_ready_once_compiled(compiled):
     from dplace.formulations.anneal import kernel_ready
 
     assert kernel_ready()
+
+
+def test_chains_anneal_on_a_ladder_of_temperatures(monkeypatch):
+    """With k chains, chain i runs at ``ladder ** (i / (k - 1))`` times the temperatures of chain 0 (no
+    one temperature suits every graph; formulations/anneal.py's docstring has the figures)."""
+    from dplace.kernels import anneal as ka
+
+    seen: dict[int, list[float]] = {}
+
+    class Recorder:
+        def __init__(self, inst, start, members, allowed):
+            self.start_value, self.steps, self.accepted = 1.0, 0, 0
+            self.result = (1.0, __import__("numpy").array(start))
+
+        def step(self, iters, t0, t1, seed):
+            seen.setdefault(id(self), []).append(t0)
+
+    monkeypatch.setattr(ka, "Annealer", Recorder)
+    inst = _wide(random.Random(5), 6, 3, 2, memory=10**6)
+    anneal_placement(inst, [0] * inst.n, time_limit_s=0.3, workers=3, t_hi=0.01, t_lo=0.01, ladder=0.25)
+    firsts = sorted((v[0] for v in seen.values()), reverse=True)
+    assert len(firsts) == 3
+    assert firsts[1] / firsts[0] == pytest.approx(0.5) and firsts[2] / firsts[0] == pytest.approx(0.25)
