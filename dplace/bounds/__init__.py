@@ -52,8 +52,8 @@ def work_bound(inst: Instance) -> float:
     """
     cols = inst.columns  # the ops' times as given, without building Op objects
     times = cols.time.tolist() if hasattr(cols.time, "tolist") else cols.time  # an array (.npz) or a list
-    if not cols.time_map and all(not isinstance(t, dict) for t in times):
-        total = sum(float(t) for t in times)
+    if not cols.time_map and not any(issubclass(t, dict) for t in set(map(type, times))):  # no op's time a dict
+        total = sum(map(float, times))
         return total / sum(dev.speed for dev in inst.devices)
     return sum(smallest_times(inst)) / inst.m
 

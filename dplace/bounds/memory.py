@@ -64,11 +64,15 @@ def path_edge_costs(inst: Instance, path: Sequence[int]) -> list[float]:
     es, ed = inst._esrc_a, inst._edst_a
     on = np.flatnonzero((at[es] >= 0) & (nxt[es] == ed))  # the path's edges (parallel ones too), in edge order
     pinned, every = inst._pinned_a, list(range(inst.m))
+    links = {(inst.lat[a][d], inst.bw[a][d]) for a in every for d in every if a != d}  # the distinct links
     for e, j, b in zip(on.tolist(), at[es[on]].tolist(), inst._ebytes_a[on].tolist()):
         u, v = path[j], path[j + 1]
-        au = [int(pinned[u])] if pinned[u] >= 0 else every
-        av = [int(pinned[v])] if pinned[v] >= 0 else every
-        c = min((inst.lat[a][d] + b / inst.bw[a][d] for a in au for d in av if a != d), default=0.0)
+        if pinned[u] < 0 and pinned[v] < 0:  # any two devices: the same values, each link once
+            c = min((lat + b / bw for lat, bw in links), default=0.0)
+        else:
+            au = [int(pinned[u])] if pinned[u] >= 0 else every
+            av = [int(pinned[v])] if pinned[v] >= 0 else every
+            c = min((inst.lat[a][d] + b / inst.bw[a][d] for a in au for d in av if a != d), default=0.0)
         out[j] = max(out[j], c)  # Instance.transfer_time's sum
     return out
 

@@ -96,21 +96,25 @@ def memory_path_bound(inst, devices_needed, critical: tuple[float, list[int]] | 
     k = devices_needed(items, inst.capacity)
     if k <= 1:
         return base
-    sptr, sedge = inst._succ_csr
-    edst, ebytes, lat, bw = inst._edst_a, inst._ebytes_a, inst.lat, inst.bw
-    every = list(range(inst.m))
+    lat, bw, every = inst.lat, inst.bw, list(range(inst.m))
+    links = {(lat[x][y], bw[x][y]) for x in every for y in every if x != y}  # the distinct links
+    pa = np.asarray(path, dtype=np.int64)
+    at = np.full(inst.n, -1, dtype=np.int64)  # path position of each op but the last
+    at[pa[:-1]] = np.arange(len(path) - 1)
+    es, ed = inst._esrc_a, inst._edst_a
+    on = np.flatnonzero((at[es] >= 0) & (pa[np.maximum(at[es], 0) + 1] == ed))  # the path's edges, edge order
+    js, first = np.unique(at[es[on]], return_index=True)  # each path edge's first edge (u, v)
+    gp, pp = g[pa].tolist(), pinned[pa].tolist()
     costs = []
-    for u, v in zip(path, path[1:]):
-        if g[u] >= 0 and g[u] == g[v]:
+    for j, b in zip(js.tolist(), inst._ebytes_a[on[first]].tolist()):
+        if (gp[j] >= 0 and gp[j] == gp[j + 1]) or (pp[j] >= 0 and pp[j] == pp[j + 1]):
             continue
-        if pinned[u] >= 0 and pinned[u] == pinned[v]:
-            continue
-        out = sedge[sptr[u]:sptr[u + 1]]
-        e = int(out[np.flatnonzero(edst[out] == v)[0]])
-        au = [int(pinned[u])] if pinned[u] >= 0 else every
-        av = [int(pinned[v])] if pinned[v] >= 0 else every
-        b = float(ebytes[e])
-        c = min((lat[x][y] + b / bw[x][y] for x in au for y in av if x != y), default=None)
+        if pp[j] < 0 and pp[j + 1] < 0:  # any two devices: the same values, each link once
+            c = min((la + b / w for la, w in links), default=None)
+        else:
+            au = [pp[j]] if pp[j] >= 0 else every
+            av = [pp[j + 1]] if pp[j + 1] >= 0 else every
+            c = min((lat[x][y] + b / bw[x][y] for x in au for y in av if x != y), default=None)
         if c is not None:
             costs.append(c)
     costs.sort()
