@@ -10,7 +10,7 @@ tied op by op) the moves that help come in long runs that each look worse alone.
 The temperature falls geometrically with the time used, from ``t_hi`` to ``t_lo`` (fractions of the
 start's makespan); with ``workers`` > 1 as many chains run in threads (the kernel releases the GIL) from
 the same start with different seeds, on a ladder of temperatures (chain i of k at ``ladder ** (i / (k - 1))``
-times both), and the best placement of all is returned. No one temperature suits every graph: on
+times the comm mode's own ``t_hi`` and ``t_lo``), and the best placement of all is returned. No one temperature suits every graph: on
 NASNet-Mobile (ops of 0.3 ms, makespan ~300 ms) a chain 10 times cooler reached 272,536 µs in 35 s
 against 286,528 at the default (parallel comm; sequential 311,494 against 347,008), while on ResNeXt-50
 the default's 718,755 beat the cooler 728,241 and on Inception-v3 the two tied (``bench_nas.py``). The compiled kernel
@@ -28,9 +28,15 @@ from typing import Sequence
 from dplace.budget import Budget
 from dplace.instance.model import Instance
 
-__all__ = ["AnnealStats", "anneal_placement", "applies", "judged_order", "kernel_ready"]
+__all__ = ["SEQUENTIAL_T", "AnnealStats", "anneal_placement", "applies", "judged_order", "kernel_ready"]
 
 MAX_OPS = 5000  # one judgement costs ~O(n * ops per device): past this a second gives too few
+# (t_hi, t_lo) in sequential comm (a setting of ours, swept in session 12: 2 chains from the best start,
+# t_lo = t_hi / 3, simulated makespan; 3,006-op Transformer 30 s, load 4-5: t_hi 3e-3 803,504 (no gain
+# over the start), 1e-3 814,353, 3e-4 788,317, 1e-4 776,372, 3e-5 774,395, 1e-5 775,596; 996-op one 20 s,
+# load 5-6: 3e-3 367,502, 3e-4 354,213, 1e-4 351,944, 3e-5 357,165). A move there changes sends that
+# queue on links, so most moves cost far less than in parallel comm, and 3e-3 accepts almost every one.
+SEQUENTIAL_T = (1e-4, 1e-4 / 3)
 
 
 @dataclass
@@ -55,10 +61,12 @@ def applies(inst: Instance) -> bool:
 
 
 def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: float | None = None, seed: int = 0,
-                     workers: int = 1, t_hi: float = 0.003, t_lo: float = 1e-4, ladder: float = 0.1,
+                     workers: int = 1, t_hi: float | None = None, t_lo: float | None = None, ladder: float = 0.1,
                      should_stop=None, budget: Budget | None = None) -> tuple[list[int], AnnealStats]:
     """The best placement the annealing judged within ``budget`` (or ``time_limit_s`` from now; module
-    docstring) and its stats.
+    docstring) and its stats. Temperatures left None: 0.003 and 1e-4 in parallel comm,
+    :data:`SEQUENTIAL_T` in sequential comm; chain i of k anneals at ``ladder ** (i / (k - 1))`` times
+    them (chain 0 at the mode's own, the last ``ladder`` times cooler).
     Memory, pins and colocation of ``placement`` are kept by every move (a start over memory stays over
     only where it was); the result is never judged worse than the start."""
     from dplace.kernels.anneal import Annealer
@@ -68,6 +76,9 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
 
     t0 = time.perf_counter()
     budget = Budget.resolve(budget, time_limit_s)
+    hot, cold = SEQUENTIAL_T if inst.comm == "sequential" else (0.003, 1e-4)
+    t_hi = hot if t_hi is None else t_hi
+    t_lo = cold if t_lo is None else t_lo
     units = Units(inst)
     start = [int(d) for d in placement]
     # the temperatures' scale (the same list schedule, timed here in Python: nothing compiled runs in

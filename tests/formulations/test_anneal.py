@@ -191,3 +191,42 @@ def test_chains_anneal_on_a_ladder_of_temperatures(monkeypatch):
     firsts = sorted((v[0] for v in seen.values()), reverse=True)
     assert len(firsts) == 3
     assert firsts[1] / firsts[0] == pytest.approx(0.5) and firsts[2] / firsts[0] == pytest.approx(0.25)
+    # left None, the ladder runs from the comm mode's own temperatures (sequential: SEQUENTIAL_T) down
+    from dplace.formulations.anneal import SEQUENTIAL_T
+
+    seq = inst.replace(comm="sequential")
+    pl0 = [0] * seq.n
+    m0 = simulate(seq, pl0, placement_order(seq, pl0, insertion=False)).makespan
+    seen.clear()
+    anneal_placement(seq, pl0, time_limit_s=0.3, workers=2)
+    firsts = sorted((v[0] for v in seen.values()), reverse=True)
+    assert len(firsts) == 2 and firsts[0] <= SEQUENTIAL_T[0] * m0 * (1 + 1e-9)
+    assert firsts[1] / firsts[0] == pytest.approx(0.1, rel=0.1)  # the chains start a few ms apart: cooled a bit
+
+
+def test_sequential_comm_anneals_at_its_own_temperatures(compiled, monkeypatch):
+    """Temperatures: 0.003 -> 1e-4 of the start's makespan in parallel comm, ``SEQUENTIAL_T`` in sequential
+    comm (the setting swept on the sequential Transformers), unless given."""
+    from dplace.budget import Budget
+    from dplace.formulations.anneal import SEQUENTIAL_T
+    from dplace.kernels.anneal import Annealer
+
+    seen = []
+    step = Annealer.step
+
+    def spy(self, iters, hi, lo, seed):
+        seen.append((hi, lo))
+        return step(self, iters, hi, lo, seed)
+
+    monkeypatch.setattr(Annealer, "step", spy)
+    inst = _wide(random.Random(6), 6, 4, 3, memory=10**6)
+    for comm, (hot, cold) in (("parallel", (0.003, 1e-4)), ("sequential", SEQUENTIAL_T), ("given", (0.01, 0.001))):
+        one = inst.replace(comm="sequential" if comm != "parallel" else "parallel")
+        pl0 = [0] * one.n
+        m0 = simulate(one, pl0, placement_order(one, pl0, insertion=one.comm != "sequential")).makespan
+        seen.clear()
+        kw = {"t_hi": hot, "t_lo": cold} if comm == "given" else {}
+        anneal_placement(one, pl0, budget=Budget(0.3), workers=1, **kw)
+        assert seen and seen[0][0] > (hot * cold) ** 0.5 * m0  # the first chunk near t_hi (time has passed)
+        assert all(cold * m0 * (1 - 1e-9) <= lo <= hi * (1 + 1e-9) <= hot * m0 * (1 + 1e-9) for hi, lo in seen)
+    assert SEQUENTIAL_T[0] < 0.003
