@@ -1,6 +1,7 @@
 """I/O and start-up, old against new: whole `dplace` processes (JSON in, JSON out) and the parts of a fresh
 Python process (import, load, first solve), each for two installs of dplace. Prints a table: CPU seconds
-(user + sys of the process, what a loaded machine changes least) and wall seconds, best of ``--repeat``.
+(user + sys of the process, what a loaded machine changes least) and wall seconds, best of ``--repeat``
+(each part of a fresh process its best run's; the start-up that of the run where it is least).
 
     .venv/bin/python benchmarks/bench_io.py --old /path/to/old/.venv/bin/dplace
     .venv/bin/python benchmarks/bench_io.py --old ... --sizes 36000,360000,1000000 --repeat 2
@@ -86,8 +87,10 @@ def main() -> None:
                 _run([str(exe), "solve", str(src), "--method", "m_etf"], env)  # caches warm
                 cpu, wall, _ = _best([str(exe), "solve", str(src), "--method", "m_etf"], env, args.repeat)
                 rows.append((f"{n:,} ops: dplace solve --method m_etf (process)", who, cpu, wall, "goal 1.5 s"))
-                _, _, out = _best([py, "-c", PARTS, str(src), "m_etf"], env, args.repeat)
-                imp, load, nb, bound, first, second = (float(x) for x in out.split())
+                runs = [[float(x) for x in _run([py, "-c", PARTS, str(src), "m_etf"], env)[2].split()]
+                        for _ in range(args.repeat)]
+                imp, load, nb, bound, first, second = (min(col) for col in zip(*runs))  # each the best run's
+                startup = min(r[3] + r[4] - r[5] for r in runs)  # the start-up of the best run
                 nan = float("nan")
                 rows.append((f"{n:,} ops: import dplace (CPU in process)", who, imp, nan, ""))
                 rows.append((f"{n:,} ops: load_instance JSON (CPU)", who, load, nan, "goal 0.3 s"))
@@ -96,7 +99,7 @@ def main() -> None:
                 rows.append((f"{n:,} ops: first solve m_etf, bound known (CPU)", who, first, nan, ""))
                 rows.append((f"{n:,} ops: second solve m_etf (CPU)", who, second, nan, ""))
                 rows.append((f"{n:,} ops: start-up of the first solve (bound + first - second)", who,
-                             bound + first - second, nan, "goal 0.3 s"))
+                             startup, nan, "goal 0.3 s"))
             out = d / f"r{n}_{who}.json"
             cpu, wall, _ = _best([str(exe), "solve", str(src), "--method", "heft", "--out", str(out)], env, args.repeat)
             goal = {360000: "goal 6 s", 1000000: "goal 20 s"}.get(n, "")

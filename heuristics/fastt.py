@@ -103,12 +103,37 @@ def _choose_cp_device(inst: Instance, rules: Rules, path: list[int], i: int) -> 
     return best_d
 
 
-def _dpos_schedule(inst: Instance, opts: DposOptions) -> tuple[ScheduleState, list[int], list[int]]:
-    """Alg. 1. Returns the schedule state, the critical path and the critical-path devices used."""
+def dpos_rest_device(inst: Instance, state: ScheduleState, rules: Rules, o: int) -> int:
+    """Where an op goes once DPOS's time limit has come (not the paper's rule: the Result's extra says how
+    far DPOS got): of the devices that fit it (``Rules.choose_or_fallback``), its first predecessor's
+    device when it is one of them, else the first; appended after what that device runs. Compiled twin:
+    :func:`dplace.kernels.lists.dpos_rest_device`."""
+    cand = rules.choose_or_fallback(o)
+    if inst.pred[o]:
+        d = state.placement[inst.esrc[inst.pred[o][0]]]
+        if d in cand:
+            return d
+    return cand[0]
+
+
+def _dpos_schedule(inst: Instance, opts: DposOptions, budget: Budget | None = None, stop_after: int | None = None
+                   ) -> tuple[ScheduleState, list[int], list[int], int]:
+    """Alg. 1. Returns the schedule state, the critical path, the critical-path devices used and how many
+    ops DPOS's rule placed: all of them, unless ``budget`` expired first (or ``stop_after``, for tests,
+    came): the rest then went, in DPOS's order, to :func:`dpos_rest_device` (a complete schedule, at once)."""
     if (inst.comm == "parallel" and kernels.use(inst.n, "list")) or seq_kernel_wanted(inst):  # compiled, the same schedule (tests compare)
+        import contextlib
+
+        import numpy as np
+
         from dplace.kernels.lists import run_dpos
 
-        return run_dpos(inst, opts.insertion, opts.critical_path, opts.cp_one_device)
+        stop = np.full(1, inst.n if stop_after is None else min(inst.n, stop_after), dtype=np.int64)
+        if budget is not None and budget.expired():
+            stop[0] = 0
+        # at the deadline a timer lowers the kernel's stop count (the kernel releases the GIL)
+        with budget.on_expiry(lambda: stop.fill(0)) if budget is not None else contextlib.nullcontext():
+            return run_dpos(inst, opts.insertion, opts.critical_path, opts.cp_one_device, stop)
     rank = upward_rank(inst, "max", "max")
     tp = inst.topo_pos
     path = critical_path(inst, rank) if opts.critical_path else []
@@ -119,8 +144,17 @@ def _dpos_schedule(inst: Instance, opts: DposOptions) -> tuple[ScheduleState, li
     parallel = inst.comm == "parallel"
     cp_dev = -1
     cp_devs: list[int] = []
+    stop = inst.n if stop_after is None else stop_after
+    placed = inst.n
     # decreasing rank, made a valid topological order when zero costs tie ranks (Kahn on the priority)
-    for o in priority_order(inst, lambda o: (-rank[o], tp[o])):
+    for k, o in enumerate(priority_order(inst, lambda o: (-rank[o], tp[o]))):
+        if placed == inst.n and (k >= stop or (budget is not None and budget.expired())):
+            placed = k
+        if k >= placed:  # the time limit came: the rest appended, each on its rest device
+            d = dpos_rest_device(inst, state, rules, o)
+            state.commit(o, d, insertion=False)
+            rules.assign(o, d)
+            continue
         d = -1
         if o in cp_pos:
             f = rules.forced(o)
@@ -145,21 +179,27 @@ def _dpos_schedule(inst: Instance, opts: DposOptions) -> tuple[ScheduleState, li
         else:
             state.commit(o, d, insertion=ins)
         rules.assign(o, d)
-    return state, path, cp_devs
+    return state, path, cp_devs, placed
 
 
 def _dpos_result(inst: Instance, method: str, opts: DposOptions, options: dict[str, Any],
-                 run: tuple[ScheduleState, list[int], list[int]] | None = None) -> Result:
-    state, path, cp_devs = run if run is not None else _dpos_schedule(inst, opts)
+                 run: tuple[ScheduleState, list[int], list[int], int] | None = None,
+                 budget: Budget | None = None) -> Result:
+    state, path, cp_devs, placed = run if run is not None else _dpos_schedule(inst, opts, budget)
     order = state.order()
     fifo = simulate(inst, state.placement).makespan
     res = make_result(inst, method, state.placement, order, options=options, claimed_makespan=state.makespan)
-    return replace(res, extra={
+    extra = {
         "makespan_order": res.makespan,
         "makespan_fifo": fifo,
         "critical_path_ops": len(path),
         "critical_path_devices": [inst.devices[d].name for d in cp_devs],
-    })
+    }
+    if placed < inst.n:
+        extra["time_limit"] = {"ops_placed_by_method": placed, "ops": inst.n,
+                               "rest": "placed at the time limit in DPOS's order on the first predecessor's device "
+                                       "when it fits (else the first device that fits), appended: not DPOS's rule"}
+    return replace(res, extra=extra)
 
 
 @register("dpos", options=DposOptions, paper="FastT §5.1 Alg. 1 (Middleware'20)",
@@ -168,9 +208,11 @@ def dpos(inst: Instance, *, time_limit_s: float | None = None, seed: int = 0, bu
          **options) -> Result:
     """FastT DPOS (Yi et al., Middleware'20, §5.1 Alg. 1) with the paper's settings; deterministic, ``seed``
     unused. Ties (the paper is silent): equal ranks by topological position, equal finish times by
-    device id, critical-path devices by (average time, more ops fitting, device id)."""
+    device id, critical-path devices by (average time, more ops fitting, device id). Where the time limit
+    comes before the last op, the ops left go to :func:`dpos_rest_device` at once (``extra.time_limit`` says
+    how many DPOS's rule placed)."""
     opts = DposOptions(**options)
-    return _dpos_result(inst, "dpos", opts, options)
+    return _dpos_result(inst, "dpos", opts, options, budget=Budget.resolve(budget, time_limit_s))
 
 
 # ------------------------------------------------------------------------------------------ OS-DPOS
@@ -279,7 +321,7 @@ def _os_dpos(inst: Instance, method: str, opts: ModelGraphOsDposOptions, options
             inst = data_parallel_instance(inst, copy_bytes_per_us=bw)
             dp_info[DP_KEY] = {k: v for k, v in inst.extra[DP_KEY].items() if k != "of"}
     t_run = budget.elapsed()
-    best = _dpos_result(inst, method, dopts, options)
+    best = _dpos_result(inst, method, dopts, options, budget=budget)  # cut at the limit: no split is tried
     run_s = budget.elapsed() - t_run  # a trial (split, DPOS, simulation) costs about one DPOS run
     dpos_makespan = best.makespan
     cap = math.inf if opts.max_dpos_runs is None else opts.max_dpos_runs

@@ -96,7 +96,14 @@ def test_no_claim_beyond_the_oracle(first):
 def test_known_wrong_claims(seed, spec):
     # a long limit: the wrong OPTIMAL comes within ~1 s on a quiet machine, but a loaded one (the suite at -n 2
     # beside other work) once reached 10 s first, and the strict xfail then failed as an XPASS
-    assert _defects(seed, spec, time_limit=60.0) == []
+    inst, orc = _oracle(seed)
+    name, opts = _call(spec)
+    res = dplace.solve(inst, name, time_limit_s=60.0, seed=seed, **opts)
+    if res.status != "optimal":
+        # no OPTIMAL within the limit (a loaded machine: the suite at -n 2 beside other work once gave an
+        # XPASS this way): the defect was not reached, so this run says nothing about it either way
+        pytest.skip(f"{spec} on seed {seed}: status {res.status} within 60 s, the known claim not reached")
+    assert judge(res, orc) == []
 
 
 def test_benchmark_runs_and_resumes(tmp_path, capsys, benchmark_script):

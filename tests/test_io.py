@@ -113,3 +113,18 @@ def test_raw_extras_of_some_ops_equal_the_collected_ones():
     assert raw.of([2]) == {2: {"note": 1}}
     assert dict(raw.items()) == {1: {"split_of": "a"}, 2: {"note": 1}}
     assert raw.of([0, 1, 2]) == dict(raw.items())  # after collection: from the collected fields
+
+
+def test_raw_extras_field_is_what_items_holds_for_that_field():
+    """RawExtras.field (what forward_of_index reads) gives, before and after the extras are collected,
+    the (index, value) pairs ``items`` holds for that one field; a known field has none."""
+    from dplace.instance.columns import RawExtras
+
+    rows = [{"id": "a", "time": 1, "forward_of": "b"}, {"id": "b", "note": 2}, {"id": "c", "forward_of": None},
+            {"id": "d", "split": 1, "forward_of": "a"}]
+    raw = RawExtras(rows, {"id", "time"})
+    want = [(i, ex["forward_of"]) for i, ex in RawExtras(list(rows), {"id", "time"}).items() if "forward_of" in ex]
+    assert want == [(0, "b"), (2, None), (3, "a")]
+    assert raw.field("forward_of") == want and raw.field("id") == [] and raw.field("other") == []
+    list(raw.items())
+    assert raw.field("forward_of") == want and raw.field("note") == [(1, 2)]

@@ -57,14 +57,16 @@ def work_bound(inst: Instance) -> float:
     """
     cols = inst.columns  # the ops' times as given, without building Op objects
     times = cols.time.tolist() if hasattr(cols.time, "tolist") else cols.time  # an array (.npz) or a list
-    if not cols.time_map and all(not isinstance(t, dict) for t in times):
-        total = sum(float(t) for t in times)
+    if not cols.time_map and not any(issubclass(t, dict) for t in set(map(type, times))):  # no op's time a dict
+        total = sum(map(float, times))
         return total / sum(dev.speed for dev in inst.devices)
     return sum(smallest_times(inst)) / inst.m
 
 
 def pinned_bound(inst: Instance) -> float:
     """Each device must run the ops pinned to it one after another."""
+    if kb.use_arrays(inst):
+        return kb.pinned_bound(inst)  # the same value, without the per-op lists
     load = [0.0] * inst.m
     for o, d in enumerate(inst.pinned):
         if d >= 0:
@@ -94,16 +96,15 @@ def pinned_links_bound(inst: Instance) -> float:
         return 0.0
     p, head, tail = heads_tails(inst)
     sends: dict[tuple[int, int], list[float]] = {}  # (u, d2) -> [bytes, q]
-    ebytes = inst.ebytes
-    for e in forced.tolist():
+    for e, b in zip(forced.tolist(), inst._ebytes_a[forced].tolist()):
         u, v = int(es[e]), int(ed[e])
         key = (u, int(dv[e]))
         q = float(p[v] + tail[v])
         got = sends.get(key)
         if got is None:
-            sends[key] = [ebytes[e], q]
+            sends[key] = [b, q]
         else:
-            got[0] = max(got[0], ebytes[e])
+            got[0] = max(got[0], b)
             got[1] = min(got[1], q)
     links: dict[tuple[int, int], list[tuple[float, float, float]]] = {}
     best = 0.0
@@ -171,19 +172,22 @@ def energetic_bound(inst: Instance, start: float = 0.0, grid: int | None = None)
     As, Cs = points(head), points(tail)
     hp, tp = head + p, tail + p
     lo_list, hi_list = [], []
+    buf = np.empty((n, len(Cs)))  # k of every a in one buffer (a fresh 6 MB array each time: page faults)
     for a in As:
         left = np.minimum(p, hp - a)
         rows = left > 0
         if rows.sum() <= m:
             continue
         lft, tpr = left[rows], tp[rows]
-        k = np.minimum(lft[:, None], tpr[:, None] - Cs[None, :])  # ops x c
+        k = buf[:len(lft)]  # ops x c: min(lft, tpr - c), then at least 0
+        np.subtract(tpr[:, None], Cs[None, :], out=k)
+        np.minimum(lft[:, None], k, out=k)
         np.maximum(k, 0.0, out=k)
         cnt = (k > 0).sum(axis=0)
         cols = cnt > m
         if not cols.any():
             continue
-        k = k[:, cols]
+        k = k[:, cols]  # a copy laid out as numpy's indexing makes it: the sums below depend on the layout
         total = k.sum(axis=0)
         top = _largest(k, m - 1)
         # T_j = total - (sum of the j largest), j = 0..m-1
@@ -219,7 +223,9 @@ def memory_path_bound(inst: Instance) -> float:
     their memory. Walking along P the device then changes at least k - 1 times, each change on an edge
     (u, v) of P whose ends may be apart (not in one colocation group, not pinned to one device) and
     costing at least that edge's cheapest transfer. So makespan >= len(P) + the k - 1 cheapest such
-    transfers."""
+    transfers. Where the kernels run, :func:`dplace.kernels.bounds.memory_path_bound` (the same value)."""
+    if kb.use_arrays(inst):
+        return kb.memory_path_bound(inst, devices_needed, critical=(critical_path_length(inst), critical_path_ops(inst)))
     path = critical_path_ops(inst)
     if len(path) < 2 or inst.m < 2:
         return critical_path_length(inst)

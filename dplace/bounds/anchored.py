@@ -4,6 +4,7 @@ transfer (:func:`anchored_split_bound`). Re-exported by :mod:`dplace.bounds`; pr
 from __future__ import annotations
 
 from ..instance.model import Instance
+from ..kernels import bounds as kb
 from .shared import critical_path_length, heads_tails, memo
 
 __all__ = ["anchored_split_bound", "anchored_work_bound"]
@@ -29,6 +30,9 @@ def _away(inst: Instance) -> tuple[int, int, list[float], list[float]]:
     tail without t). Kept on the instance."""
     def make():
         p, head, tail = heads_tails(inst)
+        if kb.use_arrays(inst):  # the same values, compiled
+            s, t, hx, tx = kb.away(inst, p, head, tail, _cheapest_transfers(inst))
+            return s, t, hx.tolist(), tx.tolist()
         srcs = [o for o in range(inst.n) if not inst.pred[o]]
         sinks = [o for o in range(inst.n) if not inst.succ[o]]
         s = srcs[0] if len(srcs) == 1 else -1
@@ -101,8 +105,9 @@ def anchored_work_bound(inst: Instance, grid: int = 48) -> float:
     order = np.argsort(tx_a, kind="stable")
     tx_sorted = tx_a[order]
     best = cp
+    hx_o, p_o = hx_a[order], p[order]
     for a in A.tolist():
-        pk = np.where(hx_a[order] >= a, p[order], 0.0)  # ops not cheap by hx, in tx order
+        pk = np.where(hx_o >= a, p_o, 0.0)  # ops not cheap by hx, in tx order
         suffix = np.concatenate((np.cumsum(pk[::-1])[::-1], [0.0]))
         rest = suffix[np.searchsorted(tx_sorted, B, side="left")]  # their work with tx >= b: W - W_cheap
         theta = a + B
@@ -144,27 +149,29 @@ def anchored_split_bound(inst: Instance) -> float:
     cp = critical_path_length(inst)
     if n == 0 or m < 2:
         return cp
-    p = heads_tails(inst)[0].tolist()
+    import numpy as np
+
+    p = heads_tails(inst)[0]
     s, t, hx, tx = _away(inst)
     if s < 0 and t < 0:
         return cp
     inf = float("inf")
-    apart = s >= 0 and t >= 0 and (inst.group_of[s] < 0 or inst.group_of[s] != inst.group_of[t])
-    case_i = max(hx[t] + p[t], p[s] + tx[s]) if apart else inf
-    v = [hx[o] + p[o] + tx[o] for o in range(n)]
+    g = inst._group_of_a
+    apart = s >= 0 and t >= 0 and (g[s] < 0 or g[s] != g[t])
+    case_i = max(hx[t] + float(p[t]), float(p[s]) + tx[s]) if apart else inf
+    v = np.asarray(hx) + p + np.asarray(tx)  # hx[o] + p[o] + tx[o]
+    ptr, members = inst._group_ptr, inst._group_members
     for a in (s, t):
         if a >= 0:
-            for o in inst.groups[inst.group_of[a]] if inst.group_of[a] >= 0 else (a,):
-                v[o] = inf
-    order = sorted(range(n), key=lambda o: -v[o])
+            v[members[ptr[g[a]]:ptr[g[a] + 1]] if g[a] >= 0 else a] = inf
+    order = np.argsort(-v, kind="stable")  # largest v first, ties by op index (Python's sorted)
     cap = max(inst.capacity)
-    case_ii = v[order[0]]  # nothing forced onto D
-    work = mem = 0
-    for k, o in enumerate(order):
-        work += p[o]
-        mem += inst.mem[o]
-        if mem > cap:
-            break
-        case_ii = min(case_ii, max(work, v[order[k + 1]] if k + 1 < n else 0.0))
+    # the first k ops of the order go to D while their memory fits (sums taken one op after another, as
+    # Python's loop: the int64 sums cannot overflow before the first one above cap)
+    work = np.cumsum(p[order])
+    over = np.cumsum(inst._mem_a[order]) > cap
+    fit = int(np.argmax(over)) if over.any() else n
+    nxt = np.append(v[order[1:]], 0.0)[:fit]
+    case_ii = float(min(v[order[0]], np.maximum(work[:fit], nxt).min(initial=inf)))  # nothing forced onto D, or k
     best = min(case_i, case_ii)
     return best * (1.0 - 1e-12) if best > cp else cp

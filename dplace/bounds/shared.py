@@ -25,18 +25,23 @@ def smallest_times(inst: Instance) -> list[float]:
 
 def critical_path_ops(inst: Instance) -> list[int]:
     """:func:`dplace.instance.graph.critical_path_ops` (the same path), made once."""
-    return memo(inst, "_critical_path_ops", lambda: longest_path(inst, inst.topo, smallest_times(inst))[1])
+    return _critical_path(inst)[1]
 
 
 def critical_path_length(inst: Instance) -> float:
     """Longest path with every op on its fastest device and no transfers (µs)."""
-    return memo(inst, "_critical_path_length", lambda: _critical_path_length(inst))
+    return _critical_path(inst)[0]
 
 
-def _critical_path_length(inst: Instance) -> float:
-    if kb.use_arrays(inst):
-        return kb.critical_path(inst)[0]
-    return longest_path(inst, inst.topo, smallest_times(inst))[0]
+def _critical_path(inst: Instance) -> tuple[float, list[int]]:
+    """(length, ops first to last) of the critical path, made once: on arrays where the kernels run
+    (:func:`dplace.kernels.bounds.critical_path`, the same values and path), else by the reference."""
+    def make():
+        if kb.use_arrays(inst):
+            return kb.critical_path(inst)
+        return longest_path(inst, inst.topo, smallest_times(inst))
+
+    return memo(inst, "_critical_path", make)
 
 
 def heads_tails(inst: Instance):

@@ -82,6 +82,12 @@ def warm(say=print) -> dict[str, Any]:
             except Exception as exc:  # noqa: BLE001 - a method that refuses an instance compiled what it ran
                 say(f"  {m} on {inst.name}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
             runs += 1
+    from ..bounds import lower_bound_parts
+    from ..instance.model import Device, Edge, Instance, Op
+
+    chain = Instance("warm-anchored", [Device("d0", 100), Device("d1", 100)], [Op(x, 1.0) for x in "abc"],
+                     [Edge("a", "b", 8.0), Edge("b", "c", 8.0)])
+    lower_bound_parts(chain)  # one source and one sink: the anchored bounds' compiled recurrence
     return {"instances": len(insts), "runs": runs, "compiled": compiled_count(),
             "seconds": round(time.perf_counter() - t0, 1)}
 

@@ -143,8 +143,10 @@ def _forward_of_from_extras(inst: Any, cols: Columns) -> np.ndarray:
     if not getattr(extras, "may_contain", lambda word: True)("forward_of"):
         return out
     index = inst.op_index
-    for o, ex in extras.items():
-        f = ex.get("forward_of") if ex else None
+    field = getattr(extras, "field", None)  # one field of a file's rows, without collecting all the others
+    pairs = field("forward_of") if field is not None else ((o, ex.get("forward_of") if ex else None)
+                                                           for o, ex in extras.items())
+    for o, f in pairs:
         if f is None:
             continue
         fi = index.get(str(f))
@@ -169,6 +171,16 @@ class RawExtras:
                            for i, r in enumerate(self._rows) if not r.keys() <= known]
             self._rows = []
         return iter(self._found)
+
+    def field(self, key: str) -> list[tuple[int, Any]]:
+        """(index, value) of the rows that hold the unknown field ``key``, in row order: what ``items``
+        gives for that one field, without collecting the others (a 36k-op file's ``forward_of``: 4 ms
+        against 0.1 s for every op's unknown fields)."""
+        if key in self._known:
+            return []
+        if self._found is not None:
+            return [(i, ex[key]) for i, ex in self._found if key in ex]
+        return [(i, r[key]) for i, r in enumerate(self._rows) if key in r]
 
     def of(self, ops: Sequence[int]) -> dict[int, dict[str, Any]]:
         """The unknown fields of ``ops`` alone (ops without any left out), the rest not collected."""

@@ -79,10 +79,11 @@ def longest_op(inst) -> float:
     return float(_min_dur(inst).max()) if inst.n else 0.0
 
 
-def memory_path_bound(inst, devices_needed) -> float:
+def memory_path_bound(inst, devices_needed, critical: tuple[float, list[int]] | None = None) -> float:
     """:func:`dplace.bounds.memory_path_bound` on arrays; ``devices_needed``: the reference's
-    :func:`dplace.bounds.devices_needed` (handed in: the kernels never import the bounds room)."""
-    length, path = critical_path(inst)
+    :func:`dplace.bounds.devices_needed` (handed in: the kernels never import the bounds room);
+    ``critical``: :func:`critical_path` when known."""
+    length, path = critical if critical is not None else critical_path(inst)
     if len(path) < 2 or inst.m < 2:
         return length
     dmin = _min_dur(inst)
@@ -95,21 +96,25 @@ def memory_path_bound(inst, devices_needed) -> float:
     k = devices_needed(items, inst.capacity)
     if k <= 1:
         return base
-    sptr, sedge = inst._succ_csr
-    edst, ebytes, lat, bw = inst._edst_a, inst._ebytes_a, inst.lat, inst.bw
-    every = list(range(inst.m))
+    lat, bw, every = inst.lat, inst.bw, list(range(inst.m))
+    links = {(lat[x][y], bw[x][y]) for x in every for y in every if x != y}  # the distinct links
+    pa = np.asarray(path, dtype=np.int64)
+    at = np.full(inst.n, -1, dtype=np.int64)  # path position of each op but the last
+    at[pa[:-1]] = np.arange(len(path) - 1)
+    es, ed = inst._esrc_a, inst._edst_a
+    on = np.flatnonzero((at[es] >= 0) & (pa[np.maximum(at[es], 0) + 1] == ed))  # the path's edges, edge order
+    js, first = np.unique(at[es[on]], return_index=True)  # each path edge's first edge (u, v)
+    gp, pp = g[pa].tolist(), pinned[pa].tolist()
     costs = []
-    for u, v in zip(path, path[1:]):
-        if g[u] >= 0 and g[u] == g[v]:
+    for j, b in zip(js.tolist(), inst._ebytes_a[on[first]].tolist()):
+        if (gp[j] >= 0 and gp[j] == gp[j + 1]) or (pp[j] >= 0 and pp[j] == pp[j + 1]):
             continue
-        if pinned[u] >= 0 and pinned[u] == pinned[v]:
-            continue
-        out = sedge[sptr[u]:sptr[u + 1]]
-        e = int(out[np.flatnonzero(edst[out] == v)[0]])
-        au = [int(pinned[u])] if pinned[u] >= 0 else every
-        av = [int(pinned[v])] if pinned[v] >= 0 else every
-        b = float(ebytes[e])
-        c = min((lat[x][y] + b / bw[x][y] for x in au for y in av if x != y), default=None)
+        if pp[j] < 0 and pp[j + 1] < 0:  # any two devices: the same values, each link once
+            c = min((la + b / w for la, w in links), default=None)
+        else:
+            au = [pp[j]] if pp[j] >= 0 else every
+            av = [pp[j + 1]] if pp[j + 1] >= 0 else every
+            c = min((lat[x][y] + b / bw[x][y] for x in au for y in av if x != y), default=None)
         if c is not None:
             costs.append(c)
     costs.sort()
@@ -141,3 +146,28 @@ def check_memory_feasible(inst) -> None:
         need = sum(mem[pinned == d].tolist())
         if need > cap[d]:
             raise InfeasibleError(f"device {inst.devices[d].name!r}: pinned ops need {need} bytes, it holds {cap[d]}")
+
+
+def away(inst, p, head, tail, c) -> tuple[int, int, np.ndarray, np.ndarray]:
+    """:func:`dplace.bounds.anchored._away` on arrays: (the one source or -1, the one sink or -1, hx, tx)
+    from (p, head, tail) of :func:`heads_tails` and each edge's cheapest transfer ``c``; the same values."""
+    n = inst.n
+    srcs = np.flatnonzero(np.bincount(inst._edst_a, minlength=n) == 0)
+    sinks = np.flatnonzero(np.bincount(inst._esrc_a, minlength=n) == 0)
+    s = int(srcs[0]) if len(srcs) == 1 else -1
+    t = int(sinks[0]) if len(sinks) == 1 else -1
+    p, c = np.asarray(p, dtype=np.float64), np.asarray(c, dtype=np.float64)
+    head, tail = np.asarray(head, dtype=np.float64), np.asarray(tail, dtype=np.float64)
+    if s >= 0 or t >= 0:
+        from .anchored import away_times  # imported where it runs (numba with it)
+    if s < 0:
+        hx = head.copy()
+    else:
+        ptr, edges = inst._pred_csr
+        hx = away_times(inst._topo_a, ptr, edges, inst._esrc_a, head, p, c, s)
+    if t < 0:
+        tx = tail.copy()
+    else:
+        ptr, edges = inst._succ_csr
+        tx = away_times(np.ascontiguousarray(inst._topo_a[::-1]), ptr, edges, inst._edst_a, tail, p, c, t)
+    return s, t, hx, tx

@@ -234,9 +234,24 @@ def _choose_cp_device(I, R, path, i, mark, stamp):
 
 
 @njit
-def dpos_loop(I, S, R, order, path, insertion, use_cp, cp_one_device, L=None):
-    """DPOS's loop (heuristics.fastt._dpos_schedule, parallel comm); returns the critical-path devices
-    used, in order."""
+def dpos_rest_device(I, S, R, o, cand):
+    """The device of an op DPOS places after its time limit (``heuristics.fastt.dpos_rest_device``): of
+    ``Rules.choose_or_fallback(o)``, the first predecessor's device when it is one of them, else the first."""
+    nc = rules_candidates(I, R, o, cand)
+    if I.pred_ptr[o] < I.pred_ptr[o + 1]:
+        d = S.placement[I.esrc[I.pred_edge[I.pred_ptr[o]]]]
+        for i in range(nc):
+            if cand[i] == d:
+                return d
+    return cand[0]
+
+
+@njit
+def dpos_loop(I, S, R, order, path, insertion, use_cp, cp_one_device, stop, L=None):
+    """DPOS's loop (heuristics.fastt._dpos_schedule, parallel comm); returns (the critical-path devices
+    used, in order; how many ops of ``order`` DPOS's rule placed). ``stop[0]``: that many at most (a timer
+    lowers it at the time limit: the kernel runs without the GIL); the ops after it go, in order and
+    appended, to :func:`dpos_rest_device`."""
     cp_pos = np.full(I.dur.shape[0], -1, dtype=np.int64)
     if use_cp:
         for i in range(len(path)):
@@ -248,7 +263,15 @@ def dpos_loop(I, S, R, order, path, insertion, use_cp, cp_one_device, L=None):
     cp_dev = -1
     cp_devs = [-1]
     cp_devs.pop()
-    for o in order:
+    placed = len(order)
+    for k in range(len(order)):
+        o = order[k]
+        if k >= stop[0]:  # the time limit: the rest appended, each on its rest device
+            placed = min(placed, k)
+            d = dpos_rest_device(I, S, R, o, cand)
+            _commit(I, S, L, o, d, False)
+            rules_assign(I, R, o, d)
+            continue
         d = -1
         if cp_pos[o] >= 0:
             f = rules_forced(I, R, o)
@@ -276,7 +299,7 @@ def dpos_loop(I, S, R, order, path, insertion, use_cp, cp_one_device, L=None):
         else:
             _commit(I, S, L, o, d, insertion)
         rules_assign(I, R, o, d)
-    return np.array(cp_devs, dtype=np.int64)
+    return np.array(cp_devs, dtype=np.int64), placed
 
 
 @njit
@@ -356,12 +379,15 @@ def run_heft(inst, insertion: bool = True, link_aware: bool = False, lookahead: 
     return ArrayState(I, S)
 
 
-def run_dpos(inst, insertion: bool, use_cp: bool, cp_one_device: bool):
-    """DPOS on ``inst``: (ArrayState, critical path, critical-path devices used)."""
+def run_dpos(inst, insertion: bool, use_cp: bool, cp_one_device: bool, stop: np.ndarray | None = None):
+    """DPOS on ``inst``: (ArrayState, critical path, critical-path devices used, ops placed by DPOS's rule).
+    ``stop``: :func:`dpos_loop`'s (an int64 array of one; the caller's timer may lower it while it runs)."""
     from .state import ArrayState
 
     a, rank, order, I, S, R, L = _prepare(inst, "max", "max")
     path = (critical_path(rank, a.topo_pos, a.pred_ptr, a.succ_ptr, a.succ_edge, a.edst) if use_cp
             else np.empty(0, dtype=np.int64))
-    cp_devs = dpos_loop(I, S, R, order, path, insertion, use_cp, cp_one_device, L)
-    return ArrayState(I, S), path.tolist(), cp_devs.tolist()
+    if stop is None:
+        stop = np.full(1, a.n, dtype=np.int64)
+    cp_devs, placed = dpos_loop(I, S, R, order, path, insertion, use_cp, cp_one_device, stop, L)
+    return ArrayState(I, S), path.tolist(), cp_devs.tolist(), int(placed)

@@ -454,10 +454,10 @@ def test_os_dpos_drops_a_trial_whose_split_used_the_time_its_dpos_run_needs(monk
     runs = []
     real_dpos, real_split = fastt._dpos_schedule, fastt.split_instance
 
-    def dpos(g, opts):
+    def dpos(g, opts, *rest):
         runs.append(g.name)
         now[0] += 1.0
-        return real_dpos(g, opts)
+        return real_dpos(g, opts, *rest)
 
     def split(*a, **k):
         now[0] += 8.5

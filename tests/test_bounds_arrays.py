@@ -1,0 +1,87 @@
+"""The cheap bounds where the kernels run (arrays: the critical path, memory_path, the anchored bounds'
+recurrence, memory_cuts reading only the path's ops) give the pure-Python reference's values to the last
+bit; memory_cuts equals a plain O(K^2) dynamic programme over the path written from its docstring."""
+import math
+import random
+
+import pytest
+
+from dplace import bounds
+from dplace.bounds import memory
+from dplace.bounds.anchored import _away
+from dplace.instance.io import instance_from_dict, instance_to_dict
+from dplace.testing import random_instance
+
+
+def _one_source_and_sink(inst):
+    """``inst`` with an op before every source and one after every sink (the anchored bounds' case)."""
+    d = instance_to_dict(inst)
+    ids = [op["id"] for op in d["ops"]]
+    has_in = {e["dst"] for e in d["edges"]}
+    has_out = {e["src"] for e in d["edges"]}
+    d["ops"] = [{"id": "s", "time": 1}] + d["ops"] + [{"id": "t", "time": 2}]
+    d["edges"] = ([{"src": "s", "dst": x, "bytes": 3} for x in ids if x not in has_in] + d["edges"]
+                  + [{"src": x, "dst": "t", "bytes": 5} for x in ids if x not in has_out])
+    return instance_from_dict(d)
+
+
+def _cases():
+    rng = random.Random(28)
+    out = []
+    for k in range(60):
+        inst = random_instance(rng, n_ops=rng.randint(2, 40), n_devices=rng.randint(2, 4), integer=rng.random() < 0.5,
+                               edge_prob=rng.choice([0.1, 0.3, 0.8]), memory_slack=rng.choice([0.3, 0.6, 3.0]))
+        out.append(_one_source_and_sink(inst) if k % 2 else inst)
+    return out
+
+
+def _fresh(inst):
+    return instance_from_dict(instance_to_dict(inst))
+
+
+@pytest.mark.parametrize("inst", _cases(), ids=lambda i: i.name)
+def test_bounds_on_arrays_equal_the_reference(inst, monkeypatch):
+    monkeypatch.setenv("DPLACE_KERNEL", "python")
+    ref = _fresh(inst)
+    want = (bounds.lower_bound_parts(ref), bounds.critical_path_ops(ref), _away(ref))
+    monkeypatch.setenv("DPLACE_KERNEL", "numba")
+    got = _fresh(inst)
+    assert (bounds.lower_bound_parts(got), bounds.critical_path_ops(got), _away(got)) == want
+    for x in ("dur", "mem", "succ", "pred", "group_of"):  # nothing built the per-op lists
+        assert x not in got.__dict__, x
+
+
+def _cuts_by_the_definition(inst, path, cost):
+    """min over cuts of ``path`` into runs that fit one device of the cost of the boundaries (lists only)."""
+    def unit(o):
+        g = inst.group_of[o]
+        return set(inst.groups[g]) if g >= 0 else {o}
+
+    f = [0.0] + [math.inf] * len(path)
+    for j in range(len(path)):
+        for i in range(j + 1):
+            held = set().union(*(unit(o) for o in path[i:j + 1]))
+            pins = {inst.pinned[x] for x in held if inst.pinned[x] >= 0}
+            room = inst.capacity[next(iter(pins))] if len(pins) == 1 else max(inst.capacity)
+            if len(pins) <= 1 and sum(inst.mem[x] for x in held) <= room:
+                f[j + 1] = min(f[j + 1], f[i] + (cost[i - 1] if i else 0.0))
+    return f[-1]
+
+
+@pytest.mark.parametrize("inst", _cases(), ids=lambda i: i.name)
+def test_memory_cuts_is_its_definition(inst):
+    path = bounds.critical_path_ops(inst)
+    if len(path) < 2:
+        return
+    edge, cost = [], []
+    for u, v in zip(path, path[1:]):  # the cheapest transfer of each path edge, the largest over parallel ones
+        cs = [min((inst.transfer_time(e, a, b) for a in inst.allowed_devices(u) for b in inst.allowed_devices(v)
+                   if a != b), default=0.0) for e in inst.succ[u] if inst.edst[e] == v]
+        edge.append(max([0.0] + cs))
+        same = (inst.group_of[u] >= 0 and inst.group_of[u] == inst.group_of[v]) or \
+            (inst.pinned[u] >= 0 and inst.pinned[u] == inst.pinned[v])
+        cost.append(math.inf if same else edge[-1])
+    assert memory.path_edge_costs(inst, path) == edge
+    extra = _cuts_by_the_definition(inst, path, cost)
+    base = sum(min(inst.dur[o]) for o in path)
+    assert memory.memory_cuts_bound(inst) == base + (extra if extra < math.inf else 0.0)
