@@ -24,9 +24,16 @@ from typing import Sequence
 from dplace.budget import Budget
 from dplace.instance.model import Instance
 
-__all__ = ["AnnealStats", "anneal_placement", "applies", "judged_order", "kernel_ready"]
+__all__ = ["SEQUENTIAL_T", "AnnealStats", "anneal_placement", "applies", "judged_order", "kernel_ready"]
 
 MAX_OPS = 5000  # one judgement costs ~O(n * ops per device): past this a second gives too few
+# (t_hi, t_lo) in sequential comm (a setting of ours, swept in session 12: 2 chains from the best start,
+# t_lo = t_hi / 3, simulated makespan; 3,006-op Transformer 30 s, load 4-5: t_hi 3e-3 803,504 (no gain
+# over the start), 1e-3 814,353, 3e-4 788,317, 1e-4 776,372, 3e-5 774,395, 1e-5 775,596; 996-op one 20 s,
+# load 5-6: 3e-3 367,502, 3e-4 354,213, 1e-4 351,944, 3e-5 357,165; BERT-12 converted, 20 s from heft_links:
+# 1,758,038 / 1,742,223 / 1,734,579 / 1,741,647 for 3e-3 / 3e-4 / 1e-4 / 3e-5). At 3e-3 it accepted 64 %
+# of its moves on the 3,006-op graph and ended no better than its start (1e-4: 37 %).
+SEQUENTIAL_T = (1e-4, 1e-4 / 3)
 
 
 @dataclass
@@ -51,10 +58,11 @@ def applies(inst: Instance) -> bool:
 
 
 def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: float | None = None, seed: int = 0,
-                     workers: int = 1, t_hi: float = 0.003, t_lo: float = 1e-4, should_stop=None,
+                     workers: int = 1, t_hi: float | None = None, t_lo: float | None = None, should_stop=None,
                      budget: Budget | None = None) -> tuple[list[int], AnnealStats]:
     """The best placement the annealing judged within ``budget`` (or ``time_limit_s`` from now; module
-    docstring) and its stats.
+    docstring) and its stats. Temperatures left None: 0.003 and 1e-4 in parallel comm,
+    :data:`SEQUENTIAL_T` in sequential comm.
     Memory, pins and colocation of ``placement`` are kept by every move (a start over memory stays over
     only where it was); the result is never judged worse than the start."""
     from dplace.kernels.anneal import Annealer
@@ -64,6 +72,9 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
 
     t0 = time.perf_counter()
     budget = Budget.resolve(budget, time_limit_s)
+    hot, cold = SEQUENTIAL_T if inst.comm == "sequential" else (0.003, 1e-4)
+    t_hi = hot if t_hi is None else t_hi
+    t_lo = cold if t_lo is None else t_lo
     units = Units(inst)
     start = [int(d) for d in placement]
     # the temperatures' scale (the same list schedule, timed here in Python: nothing compiled runs in

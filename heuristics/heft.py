@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from dplace import kernels
 from dplace.budget import Budget
 from dplace.errors import bad_option
+from dplace.instance.columns import forward_of_index
 from dplace.instance.model import Instance
 from dplace.schedule.ranks import priority_order, upward_rank
 from dplace.registry import register
@@ -43,6 +44,11 @@ class HeftLinksOptions:
     insertion: bool = True  # insertion-based policy (HEFT's)
     # weights of the split cost tried, one list schedule each; the best simulated makespan is returned
     lookahead: tuple[float, ...] = (2.0, 10.0, 50.0)
+    # each backward op (field ``forward_of``) on its forward op's device where it may go, as Baechi places
+    # them (§3.2 (ii)); off by default: the best of the three weights on the sequential Transformers of
+    # 294 / 996 / 3,006 ops (seed 0), without -> with: 59,713 -> 51,510 (m_topo 37,420), 464,307 ->
+    # 582,065, 802,652 -> 907,726; the bundled graphs name no forward_of (the same schedules)
+    coplace: bool = False
 
     def __post_init__(self) -> None:
         w = self.lookahead
@@ -79,7 +85,7 @@ def heft_links(inst: Instance, *, time_limit_s: float | None = None, seed: int =
         if best is not None and budget.expired():  # the first schedule always runs (as heft's)
             break
         ran += 1
-        state = heft_schedule(inst, opts.insertion, link_aware=True, lookahead=w)
+        state = heft_schedule(inst, opts.insertion, link_aware=True, lookahead=w, coplace=opts.coplace)
         if best is None or state.makespan < best.makespan:
             best, best_w = state, w
     return make_result(inst, "heft_links", best.placement, best.order(), options=options,
@@ -115,15 +121,26 @@ def split_cost(inst: Instance, placement, o: int, d: int) -> float:
     return total
 
 
-def heft_schedule(inst: Instance, insertion: bool = True, link_aware: bool = False, lookahead: float = 0.0):
+def coplaced(devices, placement, f: int):
+    """``devices`` narrowed to the device of op ``f`` (a backward op's forward op, ``forward_of``; -1:
+    none) when ``f`` is placed and that device is among them (memory, colocation and pins allow it), as
+    Baechi places a backward op with its forward op (§3.2 (ii)); otherwise ``devices`` unchanged."""
+    d = placement[f] if f >= 0 else -1
+    return [d] if d >= 0 and d in devices else devices
+
+
+def heft_schedule(inst: Instance, insertion: bool = True, link_aware: bool = False, lookahead: float = 0.0,
+                  coplace: bool = False):
     """HEFT's schedule state (``placement``, ``order()``, ``makespan``); compiled when
     :func:`dplace.kernels.use` says so (the same schedule: tests compare).
-    ``link_aware``: :func:`heft_links`'s test (sequential comm) with split-cost weight ``lookahead``."""
+    ``link_aware``: :func:`heft_links`'s test (sequential comm) with split-cost weight ``lookahead``;
+    ``coplace`` (with ``link_aware``): each backward op on its forward op's device (:func:`coplaced`)."""
     if (inst.comm == "parallel" and kernels.use(inst.n, "list")) or seq_kernel_wanted(inst):
         from dplace.kernels.lists import run_heft
 
-        return run_heft(inst, insertion, link_aware, lookahead)
+        return run_heft(inst, insertion, link_aware, lookahead, coplace)
     link_aware = link_aware and inst.comm == "sequential"
+    follow = forward_of_index(inst).tolist() if link_aware and coplace else None
     rank = upward_rank(inst, "mean", "mean")
     tp = inst.topo_pos
     # decreasing rank, a valid topological order even when zero costs tie ranks (topo position breaks ties)
@@ -131,7 +148,10 @@ def heft_schedule(inst: Instance, insertion: bool = True, link_aware: bool = Fal
     rules = Rules(inst)
     for o in priority_order(inst, lambda o: (-rank[o], tp[o])):
         best_d, best_f = -1, float("inf")
-        for d in rules.choose_or_fallback(o):
+        devices = rules.choose_or_fallback(o)
+        if follow is not None:
+            devices = coplaced(devices, state.placement, follow[o])
+        for d in devices:
             f = state.eft(o, d, insertion)
             if link_aware:
                 state.data_ready(o, d, harm=True)

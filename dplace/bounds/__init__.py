@@ -14,6 +14,10 @@ the makespan of every schedule that keeps pins, colocation and memory:
   of which has one first and one last op); ``anchored_split``: with one source or sink, either they
   share a device that runs every op whose trip away and back does not fit, or a transfer joins them
   (:func:`anchored_split_bound`; on a branchy segment it is the optimum);
+* ``pinned_links``: the sends that pins force across a link (:func:`pinned_links_bound`); ``forced_links``:
+  the sends that pins, colocation or memory force (two units that cannot share a device), each on its
+  path, and in sequential comm the link time that those sharing few links need
+  (:func:`dplace.bounds.links.forced_links_bound`; parallel comm: the single sends only);
 * ``segments``: segments of the critical path, each bounded by CP-SAT and the cheap bounds above
   (:mod:`dplace.formulations.bounds_segments`, behind an option: it runs CP-SAT); ``segments_memory``: that plus the
   transfers memory forces on one-op segments (:mod:`dplace.bounds.memory`); ``twin_stems``: on graphs of
@@ -37,6 +41,7 @@ from typing import Any, Callable, Iterator
 from ..budget import Budget
 from ..errors import InfeasibleError
 from .anchored import anchored_split_bound, anchored_work_bound
+from .links import forced_links_bound
 from .memory import memory_cuts_bound
 from .shared import critical_path_length, critical_path_ops, heads_tails, smallest_times
 from ..kernels import bounds as kb
@@ -304,6 +309,7 @@ def scale_parts(inst: Instance) -> dict[str, float]:
         "memory_path": kb.memory_path_bound(inst, devices_needed),
         "energetic": energetic_bound(inst),
         "pinned_links": pinned_links_bound(inst),
+        "forced_links": forced_links_bound(inst),
     }
 
 
@@ -333,6 +339,7 @@ def lower_bound_parts(inst: Instance) -> dict[str, float]:
             "anchored_work": anchored_work_bound(inst),
             "anchored_split": anchored_split_bound(inst),
             "pinned_links": pinned_links_bound(inst),
+            "forced_links": forced_links_bound(inst),
         }
         inst.__dict__["_lower_bound_parts"] = cached
     return dict(cached)
@@ -376,7 +383,8 @@ def bound_portfolio(inst: Instance, *, segments: bool = True, time_limit_s: floa
                      ("longest_op", lambda i: max((min(r) for r in i.dur), default=0.0)), ("pinned", pinned_bound),
                      ("memory_path", memory_path_bound), ("memory_cuts", memory_cuts_bound),
                      ("energetic", lambda i: energetic_bound(i, grid=48)),
-                     ("anchored_work", anchored_work_bound), ("anchored_split", anchored_split_bound)):
+                     ("anchored_work", anchored_work_bound), ("anchored_split", anchored_split_bound),
+                     ("pinned_links", pinned_links_bound), ("forced_links", forced_links_bound)):
         t0 = time.perf_counter()
         v = fn(inst)
         out.append(BoundPart(name, v, time.perf_counter() - t0))

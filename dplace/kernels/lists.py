@@ -130,15 +130,19 @@ def split_cost(I, S, o, d):
 
 
 @njit
-def heft_loop(I, S, R, order, insertion, L=None, harm=None, look=0.0):
+def heft_loop(I, S, R, order, insertion, L=None, harm=None, look=0.0, follow=None):
     """HEFT's loop (heuristics/heft.py): each op on the candidate device of smallest EFT (first one on
     ties), then committed there at that est (what ``commit`` would compute again). ``L``: the link
     state in sequential comm; ``harm`` (an array of m floats, sequential comm): the link-aware test,
-    EFT + the most a committed send would arrive later + ``look`` x :func:`split_cost` (``heft_links``)."""
+    EFT + the most a committed send would arrive later + ``look`` x :func:`split_cost` (``heft_links``).
+    ``follow`` (per op the op whose device it takes when that one is placed and among its candidates,
+    -1: none): ``heft_links``' co-placement of a backward op with its forward op."""
     cand = np.empty(len(I.capacity), dtype=np.int64)
     ready = np.empty(len(I.capacity))
     for o in order:
         nc = rules_candidates(I, R, o, cand)
+        if follow is not None and follow[o] >= 0:
+            nc = _keep_device(cand, nc, S.placement[follow[o]])
         _ready_all(I, S, L, o, cand, nc, ready, harm)
         best_i, best_f, best_s = -1, np.inf, 0.0
         for i in range(nc):
@@ -154,6 +158,16 @@ def heft_loop(I, S, R, order, insertion, L=None, harm=None, look=0.0):
         d = cand[best_i]
         _commit_at(I, S, L, o, d, ready[best_i], best_s, insertion)
         rules_assign(I, R, o, d)
+
+
+@njit
+def _keep_device(cand, nc, d):
+    """``cand[:nc]`` narrowed to ``d`` when ``d`` is among them (``heuristics.heft.coplaced``); its new count."""
+    for i in range(nc):
+        if cand[i] == d:
+            cand[0] = d
+            return 1
+    return nc
 
 
 @njit
@@ -347,13 +361,18 @@ def _prepare(inst, op_cost: str, comm_cost: str):
     return a, rank, order, I, new_state(a.n, a.m), new_rules(I, a.n, a.m), L
 
 
-def run_heft(inst, insertion: bool = True, link_aware: bool = False, lookahead: float = 0.0):
+def run_heft(inst, insertion: bool = True, link_aware: bool = False, lookahead: float = 0.0, coplace: bool = False):
     """HEFT on ``inst``: an :class:`~dplace.kernels.state.ArrayState`; ``link_aware`` (sequential comm):
-    ``heft_links``'s test with split-cost weight ``lookahead``."""
+    ``heft_links``'s test with split-cost weight ``lookahead``, each backward op on its forward op's
+    device where it may go (``coplace``)."""
+    from ..instance.columns import forward_of_index
     from .state import ArrayState
 
     _, _, order, I, S, R, L = _prepare(inst, "mean", "mean")
-    if link_aware and L is not None:
+    if link_aware and L is not None and coplace:
+        follow = np.ascontiguousarray(forward_of_index(inst), dtype=np.int64)
+        heft_loop(I, S, R, order, insertion, L, np.zeros(len(I.capacity)), float(lookahead), follow)
+    elif link_aware and L is not None:
         heft_loop(I, S, R, order, insertion, L, np.zeros(len(I.capacity)), float(lookahead))
     else:
         heft_loop(I, S, R, order, insertion, L)

@@ -168,3 +168,31 @@ def test_kernel_ready_once_compiled(compiled):
     from dplace.formulations.anneal import kernel_ready
 
     assert kernel_ready()
+
+
+def test_sequential_comm_anneals_at_its_own_temperatures(compiled, monkeypatch):
+    """Temperatures: 0.003 -> 1e-4 of the start's makespan in parallel comm, ``SEQUENTIAL_T`` in sequential
+    comm (the setting swept on the sequential Transformers), unless given."""
+    from dplace.budget import Budget
+    from dplace.formulations.anneal import SEQUENTIAL_T
+    from dplace.kernels.anneal import Annealer
+
+    seen = []
+    step = Annealer.step
+
+    def spy(self, iters, hi, lo, seed):
+        seen.append((hi, lo))
+        return step(self, iters, hi, lo, seed)
+
+    monkeypatch.setattr(Annealer, "step", spy)
+    inst = _wide(random.Random(6), 6, 4, 3, memory=10**6)
+    for comm, (hot, cold) in (("parallel", (0.003, 1e-4)), ("sequential", SEQUENTIAL_T), ("given", (0.01, 0.001))):
+        one = inst.replace(comm="sequential" if comm != "parallel" else "parallel")
+        pl0 = [0] * one.n
+        m0 = simulate(one, pl0, placement_order(one, pl0, insertion=one.comm != "sequential")).makespan
+        seen.clear()
+        kw = {"t_hi": hot, "t_lo": cold} if comm == "given" else {}
+        anneal_placement(one, pl0, budget=Budget(0.3), workers=1, **kw)
+        assert seen and seen[0][0] > (hot * cold) ** 0.5 * m0  # the first chunk near t_hi (time has passed)
+        assert all(cold * m0 * (1 - 1e-9) <= lo <= hi * (1 + 1e-9) <= hot * m0 * (1 + 1e-9) for hi, lo in seen)
+    assert SEQUENTIAL_T[0] < 0.003

@@ -106,3 +106,23 @@ def test_heft_links_in_parallel_comm_is_heft():
     inst = transformer_training(200, 3, seed=1)
     a, b = dplace.solve(inst, "heft_links"), dplace.solve(inst, "heft")
     assert a.placement == b.placement and a.makespan == b.makespan
+
+
+def test_heft_links_coplace_puts_backward_ops_with_their_forward_op():
+    """``coplace``: every backward op whose forward op's device has room runs there (as Baechi places them);
+    the answer is still its own simulation; off by default."""
+    from dplace.instance.columns import forward_of_index
+
+    inst = _seq_transformer()
+    fwd = forward_of_index(inst)
+    res = dplace.solve(inst, "heft_links", coplace=True, lookahead="2")
+    assert res.claimed_makespan == res.makespan == simulate(inst, res.placement, res.order).makespan
+    pairs = [(o, int(f)) for o, f in enumerate(fwd) if f >= 0]
+    assert len(pairs) > 50
+    together = sum(res.placement[o] == res.placement[f] for o, f in pairs)
+    off = dplace.solve(inst, "heft_links", lookahead="2")
+    apart = sum(off.placement[o] != off.placement[f] for o, f in pairs)
+    assert together >= 0.75 * len(pairs) and len(pairs) - together < apart / 2  # the rest: no room there
+    assert off.makespan == dplace.solve(inst, "heft_links", lookahead="2", coplace=False).makespan
+    with pytest.raises(OptionError, match="coplace"):
+        dplace.solve(inst, "heft_links", coplace="maybe")

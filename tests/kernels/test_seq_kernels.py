@@ -140,3 +140,15 @@ def test_seq_state_pair_cases_cover_cascades():
     """The instances above re-timed committed ops or replayed (not only appends)."""
     if len(_PAIR) == 8:
         assert sum(x > 0 for x in _PAIR) >= 4, _PAIR
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_seq_heft_links_coplace_is_the_reference(monkeypatch, seed):
+    """heft_links' co-placement of backward ops (heuristics.heft.coplaced, kernels.lists._keep_device):
+    the compiled loop gives the reference's schedule."""
+    from dplace.formats.generate import transformer_training
+
+    inst = transformer_training(150 + 40 * seed, 3, comm="sequential", seed=seed)  # ops name forward_of
+    ref, got = _both(monkeypatch, inst, "heft_links", lookahead=(2.0,), coplace=True)
+    _same(ref, got)
+    assert ref.placement != _both(monkeypatch, inst, "heft_links", lookahead=(2.0,))[0].placement
