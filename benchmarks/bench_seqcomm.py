@@ -19,9 +19,9 @@ PYTHONPATH unset so that it imports its own checkout), or a git revision of this
 packages ahead of this checkout's); methods it lacks print "-". A run past
 ``--timeout`` seconds (wall) is stopped and printed as "> T". Times are "wall/CPU" seconds of the whole
 process (CPU: user + system, what a loaded box distorts least). Prints, per method: new time
-sequential, new time parallel, their CPU ratio (the goal: at most 2), old time sequential, then makespans (old and new,
-sequential; new, parallel) and the proven bound of the sequential graph. Report ``cat /proc/loadavg``
-beside the figures: the box is shared.
+sequential, new time parallel, their CPU ratio (the goal: at most 2), old time sequential and parallel, then
+makespans (old and new, sequential; old and new, parallel) and the proven bound of the sequential graph.
+Report ``cat /proc/loadavg`` beside the figures: the box is shared.
 """
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def _warm(args: argparse.Namespace, tmp: str) -> None:
         g = os.path.join(tmp, f"warm_{comm}.json")
         subprocess.run([NEW, "generate", "transformer", "--ops", str(ops), "--devices", str(args.devices), "--comm",
                         comm, "--out", g], check=True, capture_output=True)
-        for exe in (NEW, args.old) if args.old and comm == "sequential" else (NEW,):
+        for exe in (NEW, args.old) if args.old else (NEW,):
             for m in args.methods.split(","):
                 try:
                     subprocess.run([exe, "solve", g, "--method", m, "--quiet"], capture_output=True,
@@ -147,20 +147,23 @@ def main() -> None:
 def _table(args: argparse.Namespace, title: str, graphs: dict[str, str], tmp: str) -> None:
     """One graph's rows (module docstring)."""
     print(f"{title}; load {open('/proc/loadavg').read().split()[:3]}")
-    print(f"{'method':11} {'new seq s':>12} {'new par s':>12} {'ratio':>6} {'old seq s':>12} "
-          f"{'old seq makespan':>17} {'new seq makespan':>17} {'new par makespan':>17} {'seq bound':>12}", flush=True)
+    print(f"{'method':11} {'new seq s':>12} {'new par s':>12} {'ratio':>6} {'old seq s':>12} {'old par s':>12} "
+          f"{'old seq makespan':>17} {'new seq makespan':>17} {'old par makespan':>17} {'new par makespan':>17} "
+          f"{'seq bound':>12}", flush=True)
     for m in args.methods.split(","):
         ns, nms, bound = _run(NEW, graphs["sequential"], m, args.timeout, tmp)
         np_, npm, _ = (("", None, None) if args.no_parallel
                        else _run(NEW, graphs["parallel"], m, args.timeout, tmp))
         os_, oms, _ = (_run(args.old, graphs["sequential"], m, args.timeout, tmp) if args.old
                        else ("", None, None))
+        op_, opm, _ = (_run(args.old, graphs["parallel"], m, args.timeout, tmp) if args.old and not args.no_parallel
+                       else ("", None, None))
         try:
             ratio = f"{float(ns.split('/')[1]) / float(np_.split('/')[1]):.1f}"
         except (ValueError, IndexError):
             ratio = ""
-        print(f"{m:11} {ns:>12} {np_:>12} {ratio:>6} {os_:>12} {_num(oms):>17} {_num(nms):>17} "
-              f"{_num(npm):>17} {_num(bound):>12}", flush=True)
+        print(f"{m:11} {ns:>12} {np_:>12} {ratio:>6} {os_:>12} {op_:>12} {_num(oms):>17} {_num(nms):>17} "
+              f"{_num(opm):>17} {_num(npm):>17} {_num(bound):>12}", flush=True)
     print(f"load {open('/proc/loadavg').read().split()[:3]}")
 
 

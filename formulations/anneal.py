@@ -34,8 +34,9 @@ MAX_OPS = 5000  # one judgement costs ~O(n * ops per device): past this a second
 # (t_hi, t_lo) in sequential comm (a setting of ours, swept in session 12: 2 chains from the best start,
 # t_lo = t_hi / 3, simulated makespan; 3,006-op Transformer 30 s, load 4-5: t_hi 3e-3 803,504 (no gain
 # over the start), 1e-3 814,353, 3e-4 788,317, 1e-4 776,372, 3e-5 774,395, 1e-5 775,596; 996-op one 20 s,
-# load 5-6: 3e-3 367,502, 3e-4 354,213, 1e-4 351,944, 3e-5 357,165). A move there changes sends that
-# queue on links, so most moves cost far less than in parallel comm, and 3e-3 accepts almost every one.
+# load 5-6: 3e-3 367,502, 3e-4 354,213, 1e-4 351,944, 3e-5 357,165; BERT-12 converted, 20 s from heft_links:
+# 1,758,038 / 1,742,223 / 1,734,579 / 1,741,647 for 3e-3 / 3e-4 / 1e-4 / 3e-5). At 3e-3 it accepted 64 %
+# of its moves on the 3,006-op graph and ended no better than its start (1e-4: 37 %).
 SEQUENTIAL_T = (1e-4, 1e-4 / 3)
 
 

@@ -288,8 +288,21 @@ def _rebuild(S, d):
             _block_max(gs, ge, gmax, gn, d, g // _B)
         pv = S.dprev[o] if o >= 0 else S.tail[d]
         free[d] = en[pv] if pv >= 0 else 0.0
-        while o >= 0:
-            if not _gap_put(gs, ge, gmax, gn, free, d, st[o], en[o]):
+        while o >= 0:  # _gap_put's appending case inline (ops come in time order): a call costs more
+            s, f = st[o], en[o]
+            fr = free[d]
+            if s >= fr - 1e-9 * max(1.0, abs(s)):
+                if s > fr:
+                    g = gn[d]
+                    gs[d, g] = fr
+                    ge[d, g] = s
+                    gn[d] = g + 1
+                    b = g // _B
+                    if g % _B == 0 or s - fr > gmax[d, b]:
+                        gmax[d, b] = s - fr
+                if f > fr:
+                    free[d] = f
+            elif not _gap_put(gs, ge, gmax, gn, free, d, s, f):
                 raise ValueError("ScheduleState: an interval overlaps work already committed")
             o = dnext[o]
         S.stale[d] = _INF

@@ -163,8 +163,8 @@ def makespan(S):
 def _retime(I, S, L, size, fresh):
     """``ScheduleState._retime`` on the items ``hx[:size]`` of the re-timing heap (ops as -1 - o; in
     sequential comm, ``L`` the links of :mod:`dplace.kernels.seqlinks`, also sends k >= 0; ``L`` None:
-    parallel comm, numba compiles the link branches out): settle them in (time, item) order, the
-    reference's, until nothing moves. True when an op other than ``fresh`` moved: S.moved[d] then holds
+    parallel comm, numba compiles the link branches out): settle them in (start before they grew, item)
+    order, the reference's, until nothing moves. True when an op other than ``fresh`` moved: S.moved[d] then holds
     the earliest start such an op had on d. Past the reference's budget the reference replays everything
     committed (the same times) and marks every device's gaps stale: so does this (returns False).
 
@@ -187,19 +187,13 @@ def _retime(I, S, L, size, fresh):
         ht, hx = L.heap_t, L.heap_x
         tx_s, tx_f, tx_b, lprev, lnext, pend = L.tx_s, L.tx_f, L.tx_b, L.lprev, L.lnext, L.pend
         budget = S.cnt[BUDGET] * (S.cnt[N_PLACED] + L.cnt[0] + 250)
-    for i in range(size):  # each item keyed by when it could start now
+    for i in range(size):  # each item keyed by its start before it grows
         x = hx[i]
         if x < 0:
-            v = -1 - x
-            pv = dprev[v]
-            r = rd[v]
-            ht[i] = en[pv] if pv >= 0 and en[pv] > r else r
-            pending[v] = True
+            ht[i] = st[-1 - x]
+            pending[-1 - x] = True
         elif L is not None:
-            q = lprev[x]
-            pf = tx_f[q] if q >= 0 else 0.0
-            ep = en[x // m]
-            ht[i] = ep if ep >= pf else pf
+            ht[i] = tx_s[x]
             pend[x] = True
     heapify(ht, hx, size)
     moved_any = False
@@ -217,15 +211,12 @@ def _retime(I, S, L, size, fresh):
             S.cnt[RETIMED] += retimed
             _replay(I, S, L)
             return False
-        t, x = ht[0], hx[0]
+        x = hx[0]
         size = hpop(ht, hx, size)
         if x < 0:  # an op: then the next op on its device, its sends and its consumers
             p = -1 - x
             pv = dprev[p]
             s = en[pv] if pv >= 0 and en[pv] > rd[p] else rd[p]
-            if s > t:
-                size = hpush(ht, hx, size, s, x)
-                continue
             pending[p] = False
             d = pl[p]
             f = s + dur[p, d]
@@ -250,7 +241,7 @@ def _retime(I, S, L, size, fresh):
                         c = f if f >= pf else pf
                         if c > tx_s[y]:
                             pend[y] = True
-                            size = hpush(ht, hx, size, c, y)
+                            size = hpush(ht, hx, size, tx_s[y], y)
         else:  # a send (p -> d2, sequential comm): then its consumers on d2 and the next send on its link
             if L is None:
                 continue
@@ -258,9 +249,6 @@ def _retime(I, S, L, size, fresh):
             q = lprev[x]
             pf = tx_f[q] if q >= 0 else 0.0
             s = en[p] if en[p] >= pf else pf
-            if s > t:
-                size = hpush(ht, hx, size, s, x)
-                continue
             pend[x] = False
             d = x - p * m
             dp = pl[p]
@@ -276,7 +264,7 @@ def _retime(I, S, L, size, fresh):
                 c = en[q] if en[q] >= f else f
                 if c > tx_s[y]:
                     pend[y] = True
-                    size = hpush(ht, hx, size, c, y)
+                    size = hpush(ht, hx, size, tx_s[y], y)
         # p's value is on d at f (and, in parallel comm, on each other device later): the ops that may start
         # later (the next op on d first, when any)
         j0 = succ_ptr[p]
@@ -303,7 +291,7 @@ def _retime(I, S, L, size, fresh):
                 c = en[pv] if pv >= 0 and en[pv] > rd[v] else rd[v]
                 if c > st[v]:
                     pending[v] = True
-                    size = hpush(ht, hx, size, c, -1 - v)
+                    size = hpush(ht, hx, size, st[v], -1 - v)
     S.cnt[RETIMED] += retimed
     return moved_any
 

@@ -319,9 +319,14 @@ class ScheduleState:
         (start = max(inputs arrived, previous op on the device ended); send start = max(producer
         ended, previous send on the link arrived)). Orders on devices and links are fixed and a commit
         only adds or lengthens work, so values only grow (a new op or send starts out below its
-        timing): an item is queued only when its start grows, keyed by that start, and items are
-        settled in time order (one whose inputs grew past its key waits for its new time). Returns the
-        devices on which an op other than ``fresh`` moved, each with the earliest start such an op had."""
+        timing): an item is queued only when its start grows, keyed by its start before it grows, and
+        items are settled in that order. Before the commit every input of an item started no later than
+        the item, so what an item waits for is settled before it (ties aside): each item moves about once
+        per commit. Keyed by the grown start instead, an item could settle before an input that grew
+        later and move again: 22.9M moves and 83 replays for HEFT on the 36k-op sequential Transformer,
+        14.6M and none so (the same times: the recurrences' fixed point does not depend on the order).
+        Returns the devices on which an op other than ``fresh`` moved, each with the earliest start such
+        an op had."""
         inst = self.inst
         m, pl, S, E, R = inst.m, self.placement, self.start, self.end, self._ready
         succ, edst, lat, bw, ebytes, dur = inst.succ, inst.edst, inst.lat, inst.bw, inst.ebytes, inst.dur
@@ -332,15 +337,7 @@ class ScheduleState:
         pending: set[int] = set(todo)
         heap: list[tuple[float, int]] = []
         for x in todo:
-            if x >= 0:
-                q = lprev[x]
-                pf = txs[q][1] if q >= 0 else 0.0
-                ep = E[x // m]
-                heap.append((ep if ep >= pf else pf, x))
-            else:
-                pv = dprev[-1 - x]
-                r = R[-1 - x]
-                heap.append((E[pv] if pv >= 0 and E[pv] > r else r, x))
+            heap.append((txs[x][0] if x >= 0 else S[-1 - x], x))
         heapq.heapify(heap)
 
         def push_op(v: int) -> None:  # v's inputs or previous op grew
@@ -350,7 +347,7 @@ class ScheduleState:
                 c = E[pv] if pv >= 0 and E[pv] > R[v] else R[v]
                 if c > S[v]:
                     pending.add(x)
-                    hpush(heap, (c, x))
+                    hpush(heap, (S[v], x))
 
         moved: dict[int, float] = {}
         budget = kernels.CASCADE_BUDGET * (self.n_placed + len(txs) + 250)
@@ -360,16 +357,13 @@ class ScheduleState:
                 self.replays += 1
                 self._replay()
                 return {}
-            t, x = pop(heap)
+            _, x = pop(heap)
             if x >= 0:  # a send (p -> d2)
                 p = x // m
                 tx = txs[x]
                 q = lprev[x]
                 pf = txs[q][1] if q >= 0 else 0.0
                 s = E[p] if E[p] >= pf else pf
-                if s > t:  # an input grew past this item's turn: settle it at its new time
-                    hpush(heap, (s, x))
-                    continue
                 pending.discard(x)
                 d2 = x - p * m
                 dp = pl[p]
@@ -384,7 +378,7 @@ class ScheduleState:
                     c = E[py] if E[py] >= f else f
                     if c > txs[y][0]:
                         pending.add(y)
-                        hpush(heap, (c, y))
+                        hpush(heap, (txs[y][0], y))
                 for e in succ[p]:
                     v = edst[e]
                     if pl[v] == d2 and timed[v] and f > R[v]:
@@ -394,9 +388,6 @@ class ScheduleState:
             o = -1 - x  # an op
             pv = dprev[o]
             s = E[pv] if pv >= 0 and E[pv] > R[o] else R[o]
-            if s > t:
-                hpush(heap, (s, x))
-                continue
             pending.discard(x)
             d = pl[o]
             f = s + dur[o][d]
@@ -421,7 +412,7 @@ class ScheduleState:
                     c = f if f >= pf else pf
                     if c > txs[y][0]:
                         pending.add(y)
-                        hpush(heap, (c, y))
+                        hpush(heap, (txs[y][0], y))
             for e in succ[o]:
                 v = edst[e]
                 if not timed[v]:
