@@ -1,7 +1,9 @@
 """The checker's rules in bulk (numpy), for large schedules: :func:`valid_in_bulk` says a result passes
-every rule of :func:`dplace.verify.check.check` (parallel comm), or that it cannot tell; then the rule-by-rule
-reference runs and words the errors. Same raw fields (op times and devices' speeds, links, edges, pins,
-colocation, memory), same tolerances, no code shared with the simulator.
+every rule of :func:`dplace.verify.check.check` (both comm modes; in sequential comm the transfers' rules too:
+one per tensor and destination, from the producer's device, carrying the edge's bytes, after the producer,
+lasting the link's time, before the consumer, one at a time per link), or that it cannot tell; then the
+rule-by-rule reference runs and words the errors. Same raw fields (op times and devices' speeds, links,
+edges, pins, colocation, memory, transfers), same tolerances, no code shared with the simulator.
 """
 from __future__ import annotations
 
@@ -32,9 +34,9 @@ def _numbers(vals: list) -> np.ndarray | None:
 
 
 def valid_in_bulk(inst: Instance, data: Any) -> bool | None:
-    """``memory_ok`` when ``data`` (a result's JSON form, parallel comm) passes every rule, else None
-    (some rule may fail, or the data has a shape this pass does not read: the reference decides)."""
-    if inst.comm != "parallel" or inst.transfer_cpu or not isinstance(data, dict):
+    """``memory_ok`` when ``data`` (a result's JSON form) passes every rule, else None (some rule may
+    fail, or the data has a shape this pass does not read: the reference decides)."""
+    if inst.transfer_cpu or not isinstance(data, dict):
         return None
     pl, rows = data.get("placement"), data.get("schedule")
     n, m = inst.n, inst.m
@@ -66,14 +68,36 @@ def valid_in_bulk(inst: Instance, data: Any) -> bool | None:
             order = [np.array([inst.op_index[x] for x in lst], dtype=np.int64) for lst in od.values()]
         except (KeyError, TypeError):
             return None
-    return valid_arrays(inst, pdev, start, end, data.get("makespan"), data.get("memory_ok"), order)
+    transfers = None
+    if inst.comm == "sequential":
+        transfers = _transfers_of(inst, data.get("transfers") or [], dindex)
+        if transfers is None:
+            return None
+    return valid_arrays(inst, pdev, start, end, data.get("makespan"), data.get("memory_ok"), order, transfers)
+
+
+def _transfers_of(inst: Instance, rows: Any, dindex: dict) -> tuple | None:
+    """A result's transfer rows (JSON form) as columns (producers, src devices, dst devices, starts, ends,
+    bytes); None when a row names an unknown op or device or holds what is not a number."""
+    if not isinstance(rows, list) or not all(isinstance(t, dict) for t in rows):
+        return None
+    try:
+        cols = (np.array([inst.op_index[t["op"]] for t in rows], dtype=np.int64),
+                np.array([dindex[t["src"]] for t in rows], dtype=np.int64),
+                np.array([dindex[t["dst"]] for t in rows], dtype=np.int64))
+        nums = [_numbers([t[k] for t in rows]) for k in ("start", "end", "bytes")]
+    except (KeyError, TypeError):
+        return None
+    if any(x is None for x in nums):
+        return None
+    return (*cols, *nums)
 
 
 def valid_result_in_bulk(inst: Instance, result: Any) -> bool | None:
     """:func:`valid_in_bulk` of a Result object, read from its arrays (the numbers its JSON form would
     carry: placement, the schedule's start and end, makespan, memory_ok, the order if given) without
     building that form."""
-    if inst.comm != "parallel" or result.instance is not inst or result.schedule is None or result.placement is None:
+    if result.instance is not inst or result.schedule is None or result.placement is None:
         return None
     s = result.schedule
     _, start, end = s.arrays()
@@ -81,16 +105,24 @@ def valid_result_in_bulk(inst: Instance, result: Any) -> bool | None:
     if pdev.shape != (inst.n,) or start.shape != (inst.n,) or end.shape != (inst.n,):
         return None
     order = None if result.order is None else [np.asarray(x, dtype=np.int64) for x in result.order]
-    return valid_arrays(inst, pdev, start, end, s.makespan, s.memory_ok, order)
+    transfers = None
+    if inst.comm == "sequential":
+        tc = s.transfer_columns()
+        transfers = (*(np.asarray(x, dtype=np.int64) for x in tc[:3]), *(np.asarray(x, dtype=np.float64) for x in tc[3:]))
+        if any(x.shape != (len(tc[0]),) for x in transfers):
+            return None
+    return valid_arrays(inst, pdev, start, end, s.makespan, s.memory_ok, order, transfers)
 
 
 def valid_arrays(inst: Instance, pdev: np.ndarray, start: np.ndarray, end: np.ndarray, makespan: Any,
-                 memory_ok: Any, order: list[np.ndarray] | None) -> bool | None:
+                 memory_ok: Any, order: list[np.ndarray] | None, transfers: tuple | None = None) -> bool | None:
     """The rules on arrays: ``pdev[o]`` the device of op o, its ``start``/``end``, the claimed ``makespan``
     and ``memory_ok`` (None: not claimed), ``order`` (None: none given) per device the op indices in the
-    order given. ``memory_ok`` when every rule holds, else None. An instance with ``transfer_cpu``
-    (receive costs) is left to the rule-by-rule reference (None)."""
-    if inst.transfer_cpu:
+    order given, ``transfers`` (sequential comm; columns: producers, src devices, dst devices, starts,
+    ends, bytes). ``memory_ok`` when every rule holds, else None. An instance with ``transfer_cpu``
+    (receive costs), or in sequential comm without ``transfers``, is left to the rule-by-rule reference
+    (None)."""
+    if inst.transfer_cpu or (inst.comm == "sequential" and transfers is None):
         return None
     n, m = inst.n, inst.m
     cols = inst.columns
@@ -130,9 +162,13 @@ def valid_arrays(inst: Instance, pdev: np.ndarray, start: np.ndarray, end: np.nd
     for (a, b), lk in inst.pairs.items():
         lat[dindex[a], dindex[b]], bw[dindex[a], dindex[b]] = float(lk.latency), float(lk.bandwidth)
     du, dv = pdev[src], pdev[dst]
-    need = np.where(du == dv, end[src], end[src] + lat[du, dv] + nbytes / bw[du, dv])
-    if not _close_ge(start[dst], need).all():
-        return None
+    if inst.comm == "sequential":
+        if not _transfers_hold(n, m, src, dst, du, dv, nbytes, start, end, lat, bw, transfers):
+            return None
+    else:
+        need = np.where(du == dv, end[src], end[src] + lat[du, dv] + nbytes / bw[du, dv])
+        if not _close_ge(start[dst], need).all():
+            return None
 
     # pins and colocation
     if cols.pin_names is not None:
@@ -175,3 +211,44 @@ def valid_arrays(inst: Instance, pdev: np.ndarray, start: np.ndarray, end: np.nd
         if len(s) > 1 and not _close_ge(s[1:], s[:-1]).all():
             return None
     return ok
+
+
+def _transfers_hold(n: int, m: int, src: np.ndarray, dst: np.ndarray, du: np.ndarray, dv: np.ndarray,
+                    nbytes: np.ndarray, start: np.ndarray, end: np.ndarray, lat: np.ndarray, bw: np.ndarray,
+                    transfers: tuple) -> bool:
+    """Sequential comm's precedence and link rules (the reference's, in bulk): an edge on one device waits
+    for its producer; an edge across devices for the one transfer of its producer to the consumer's
+    device, which leaves the producer's device after the producer ends, carries at least the edge's
+    bytes, lasts the link's latency + bytes / bandwidth, and arrives before the consumer starts; the
+    transfers of one link do not overlap."""
+    tp, ts_dev, td_dev, ts, te, tb = transfers
+    if len(tp) and (tp.min() < 0 or tp.max() >= n or min(ts_dev.min(), td_dev.min()) < 0
+                    or max(ts_dev.max(), td_dev.max()) >= m):
+        return False
+    key = tp * m + td_dev  # one transfer per (producer, destination)
+    if len(key) != len(np.unique(key)):
+        return False
+    same = du == dv
+    if not _close_ge(start[dst[same]], end[src[same]]).all():
+        return False
+    cross = ~same
+    at = np.full(n * m, -1, dtype=np.int64)
+    at[key] = np.arange(len(key))
+    t = at[src[cross] * m + dv[cross]]
+    if (t < 0).any():
+        return False
+    a, b = du[cross], dv[cross]
+    if (ts_dev[t] != a).any() or (tb[t] + TOL < nbytes[cross]).any():
+        return False
+    if not (_close_ge(ts[t], end[src[cross]]) & _close_ge(start[dst[cross]], te[t])).all():
+        return False
+    run, want = te - ts, lat[ts_dev, td_dev] + tb / bw[ts_dev, td_dev]
+    ulp4 = 4 * np.spacing(np.maximum(np.abs(ts), np.abs(te)))
+    used = np.zeros(len(key), dtype=bool)  # the reference times only the transfers some edge needs
+    used[t] = True
+    if not (_close(run, want) | (np.abs(run - want) <= ulp4))[used].all():
+        return False
+    by_link = np.lexsort((te, ts, td_dev, ts_dev))
+    s1, f1, l1 = ts[by_link], te[by_link], (ts_dev * m + td_dev)[by_link]
+    bad = ~_close_ge(s1[1:], f1[:-1]) & (f1[:-1] > s1[:-1]) & (f1[1:] > s1[1:])
+    return not (bad & (l1[1:] == l1[:-1])).any()
