@@ -1,7 +1,9 @@
-"""The simulator's event loop compiled (numba), parallel communication: the same rules, the same event
-order and the same float operations as :func:`dplace.schedule.events.run_events` (the reference), so start, end,
+"""The simulator's event loop compiled (numba), both comm modes: the same rules, the same event order and
+the same float operations as :func:`dplace.schedule.events.run_events` (the reference), so start, end,
 transfers and makespan are equal to the last bit (tests compare them on the test graphs and random
-instances).
+instances). Sequential comm: when an op ends, one send per destination device carrying the largest
+tensor its consumers there need, the destinations in device order, each when the link is free (the
+send before it on the link arrived).
 
 Event order: the reference's heap holds ``(time, kind, topo_pos, op)`` with kind 0 = an op finished,
 1 = an op's inputs all arrived; all keys differ (one event of each kind per op), so any priority queue on
@@ -62,8 +64,8 @@ def _pop(t: np.ndarray, k: np.ndarray, v: np.ndarray, lo: int, size: int) -> int
 
 
 @njit
-def _events_parallel(n, m, dur, succ_ptr, succ_edge, edst, ebytes, lat, bw, topo_pos, pred_ptr, pl,
-                     has_order, order_ptr, order_ops):
+def _events(n, m, dur, succ_ptr, succ_edge, edst, ebytes, lat, bw, topo_pos, pred_ptr, pl,
+            has_order, order_ptr, order_ops, sequential):
     start = np.zeros(n)
     end = np.zeros(n)
     ready_at = np.zeros(n)
@@ -101,6 +103,10 @@ def _events_parallel(n, m, dur, succ_ptr, succ_edge, edst, ebytes, lat, bw, topo
     slot = np.full(m, -1, np.int64)  # this producer's transfer to each device (-1: none yet)
     dirty = np.zeros(m, np.bool_)
     dirty_list = np.empty(m, np.int64)
+    link_free = np.zeros((m, m))  # sequential comm: when each link's last send arrives
+    need = np.zeros(m)  # sequential comm: per destination the bytes the finished op sends there
+    has = np.zeros(m, np.bool_)
+    arrive = np.zeros(m)
 
     for o in range(n):
         if waiting[o] == 0:
@@ -128,12 +134,33 @@ def _events_parallel(n, m, dur, succ_ptr, succ_edge, edst, ebytes, lat, bw, topo
                 continue
             done += 1
             busy[d] = False
+            if sequential:  # one send per destination device, in device order, each when its link is free
+                for i in range(succ_ptr[o], succ_ptr[o + 1]):
+                    e = succ_edge[i]
+                    d2 = pl[edst[e]]
+                    if d2 != d and (not has[d2] or ebytes[e] >= need[d2]):
+                        has[d2] = True
+                        need[d2] = ebytes[e]
+                for d2 in range(m):
+                    if not has[d2]:
+                        continue
+                    has[d2] = False
+                    s = link_free[d, d2]
+                    s = t if t >= s else s
+                    f = s + lat[d, d2] + need[d2] / bw[d, d2]
+                    link_free[d, d2] = f
+                    tr_p[ntr], tr_a[ntr], tr_b[ntr] = o, d, d2
+                    tr_s[ntr], tr_f[ntr], tr_n[ntr] = s, f, need[d2]
+                    ntr += 1
+                    arrive[d2] = f
             for i in range(succ_ptr[o], succ_ptr[o + 1]):
                 e = succ_edge[i]
                 v = edst[e]
                 d2 = pl[v]
                 if d2 == d:
                     a = t
+                elif sequential:
+                    a = arrive[d2]
                 else:
                     a = t + lat[d, d2] + ebytes[e] / bw[d, d2]
                     k = slot[d2]
@@ -150,8 +177,9 @@ def _events_parallel(n, m, dur, succ_ptr, succ_edge, edst, ebytes, lat, bw, topo
                 if waiting[v] == 0:
                     _push(et, ek, ev, 0, ne, ready_at[v], n + topo_pos[v], v)
                     ne += 1
-            for i in range(succ_ptr[o], succ_ptr[o + 1]):
-                slot[pl[edst[succ_edge[i]]]] = -1
+            if not sequential:
+                for i in range(succ_ptr[o], succ_ptr[o + 1]):
+                    slot[pl[edst[succ_edge[i]]]] = -1
         # dispatch every free device that has something to start at time t
         for j in range(nd):
             d = dirty_list[j]
@@ -179,20 +207,18 @@ def _events_parallel(n, m, dur, succ_ptr, succ_edge, edst, ebytes, lat, bw, topo
             tr_f[:ntr].copy(), tr_n[:ntr].copy(), done, nxt)
 
 
-def run_events_parallel(a: InstArrays, pl: np.ndarray, order: tuple[np.ndarray, np.ndarray] | None):
-    """:func:`dplace.schedule.events.run_events` for parallel comm on arrays: ``pl`` (n,) int64 devices, ``order``
-    None or (ptr (m + 1,), ops) with device d's list ``ops[ptr[d]:ptr[d + 1]]``. Returns (start, end,
-    transfers as arrays (producer, src, dst, start, end, bytes), number of ops that ran, per device the
-    position reached in its list)."""
-    if a.sequential:
-        raise ValueError("run_events_parallel: the instance uses sequential communication")
+def run_events_arrays(a: InstArrays, pl: np.ndarray, order: tuple[np.ndarray, np.ndarray] | None):
+    """:func:`dplace.schedule.events.run_events` on arrays (either comm mode; no receive costs): ``pl`` (n,)
+    int64 devices, ``order`` None or (ptr (m + 1,), ops) with device d's list ``ops[ptr[d]:ptr[d + 1]]``.
+    Returns (start, end, transfers as arrays (producer, src, dst, start, end, bytes), number of ops that
+    ran, per device the position reached in its list)."""
     pl = np.ascontiguousarray(pl, dtype=np.int64)
     if order is None:
         optr, oops, has = np.zeros(a.m + 1, np.int64), np.zeros(0, np.int64), False
     else:
         optr, oops = np.ascontiguousarray(order[0], dtype=np.int64), np.ascontiguousarray(order[1], dtype=np.int64)
         has = True
-    s, f, tp, ta, tb, ts, tf, tn, done, nxt = _events_parallel(
+    s, f, tp, ta, tb, ts, tf, tn, done, nxt = _events(
         a.n, a.m, a.dur, a.succ_ptr, a.succ_edge, a.edst, a.ebytes, a.lat, a.bw, a.topo_pos, a.pred_ptr, pl,
-        has, optr, oops)
+        has, optr, oops, bool(a.sequential))
     return s, f, (tp, ta, tb, ts, tf, tn), int(done), nxt

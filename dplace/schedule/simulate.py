@@ -172,10 +172,10 @@ def memory_use(inst: Instance, placement: Sequence[int]) -> list[int]:
 
 def use_kernel(inst: Instance) -> bool:
     """Whether :func:`simulate` runs the compiled event loop (:mod:`dplace.kernels.sim`) on ``inst``
-    (parallel comm; the kernel policy, :func:`dplace.kernels.use`)."""
+    (either comm mode, no receive costs; the kernel policy, :func:`dplace.kernels.use`)."""
     from .. import kernels
 
-    return inst.comm == "parallel" and not inst.transfer_cpu and kernels.use(inst.n)
+    return not inst.transfer_cpu and kernels.use(inst.n)
 
 
 def seq_kernel_wanted(inst: Instance) -> bool:
@@ -230,13 +230,13 @@ def memory_array(inst: Instance, pl: np.ndarray) -> list[int]:
 
 
 def simulate_arrays(inst: Instance, pl: np.ndarray, order: tuple[np.ndarray, np.ndarray] | None) -> ArraySchedule:
-    """:func:`simulate` with the compiled event loop (parallel comm) on a checked placement array and
+    """:func:`simulate` with the compiled event loop (either comm mode) on a checked placement array and
     order arrays (:func:`placement_array`, :func:`order_arrays`)."""
     from ..kernels import inst_arrays
-    from ..kernels.sim import run_events_parallel
+    from ..kernels.sim import run_events_arrays
 
     n, m = inst.n, inst.m
-    start, end, tr, done, nxt = run_events_parallel(inst_arrays(inst), pl, order)
+    start, end, tr, done, nxt = run_events_arrays(inst_arrays(inst), pl, order)
     if done < n:
         assert order is not None
         ptr, ops = order

@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from dplace import kernels
 from dplace.testing import contract_instances, random_instance
@@ -131,15 +132,19 @@ def _random_linear_order(inst, pl, rng):
     return lists
 
 
-def test_compiled_simulator_equals_the_reference():
-    from dplace.instance.io import load_instance
+@pytest.mark.parametrize("comm", ["parallel", "sequential"])
+def test_compiled_simulator_equals_the_reference(comm):
+    from dplace.instance.io import instance_from_dict, instance_to_dict, load_instance
     from pathlib import Path
+
+    def with_comm(i):
+        return instance_from_dict({**instance_to_dict(i), "comm": comm})
 
     rng = random.Random(11)
     insts = [i for i in contract_instances() if i.comm == "parallel"]
     insts += [load_instance(p) for p in sorted(Path(__file__).parents[2].glob("instances/*.json"))]
-    insts = [i for i in insts if i.comm == "parallel" and i.n <= 3000]
-    insts += [random_instance(rng, comm="parallel", n_ops=rng.randint(1, 40), integer=rng.random() < 0.7,
+    insts = [i if i.comm == comm else with_comm(i) for i in insts if i.n <= 3000 and not i.transfer_cpu]
+    insts += [random_instance(rng, comm=comm, n_ops=rng.randint(1, 40), integer=rng.random() < 0.7,
                               edge_prob=rng.choice([0.1, 0.3]), n_devices=rng.randint(1, 4)) for _ in range(60)]
     for inst in insts:
         for _ in range(2):
