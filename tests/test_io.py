@@ -128,3 +128,25 @@ def test_raw_extras_field_is_what_items_holds_for_that_field():
     assert raw.field("forward_of") == want and raw.field("id") == [] and raw.field("other") == []
     list(raw.items())
     assert raw.field("forward_of") == want and raw.field("note") == [(1, 2)]
+
+
+@pytest.mark.parametrize("src", [5, 5.0, "zz", "", None, [1], {"a": 1}, True, "5"])
+def test_a_file_s_edge_endpoints_read_as_the_checked_loop_reads_them(tmp_path, src):
+    """From a file (``own``) an edge's ``src``/``dst`` are checked by the lookup among the op ids only; any
+    value the lookup refuses sends the load to the per-op loop: the same instance (an op named by a number)
+    or the same one-line error as ``instance_from_dict`` of a copy, which checks every field first."""
+    data = {"format": "dplace-instance/1", "name": "e", "devices": [{"name": "d0", "memory": 100}],
+            "ops": [{"id": "5", "time": 1.0}, {"id": "b", "time": 2.0, "extra": [1]}, {"id": "c", "time": 1.5}],
+            "edges": [{"src": "b", "dst": "c", "bytes": 1.0}, {"src": src, "dst": "c", "bytes": 2.0}]}
+    path = tmp_path / "e.json"
+    path.write_text(json.dumps(data))
+
+    def outcome(load):
+        try:
+            return instance_to_dict(load())
+        except InvalidInstanceError as exc:
+            return str(exc)
+
+    copied = outcome(lambda: instance_from_dict(json.loads(json.dumps(data))))
+    assert outcome(lambda: load_instance(path)) == copied
+    assert isinstance(copied, dict if type(src) is int or src == "5" else str), copied
