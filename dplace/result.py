@@ -141,7 +141,7 @@ class Result:
             sep = ",\n "
             if v is _PER_OP and compact:
                 inner = inner or [_orjson_inner(self.instance.columns.ids)]
-                yield self._per_op_compact(k, inner[0])
+                yield from self._per_op_compact(k, inner[0])
             elif v is _PER_OP:
                 names = names or [_encoded(self.instance.columns.ids), _encoded([d.name for d in self.instance.devices])]
                 yield from self._per_op_chunks(k, *names)
@@ -149,9 +149,9 @@ class Result:
                 yield json.dumps(v, indent=1).replace("\n", "\n ")
         yield "\n}\n"
 
-    def _per_op_compact(self, key: str, ids: list[bytes]) -> bytes:
-        """One per-op entry of :meth:`to_dict` as compact JSON, the bytes ``orjson.dumps`` gives for it,
-        joined from columns (each column encoded by one orjson call, no dict per op; ``tests/test_result_json.py``
+    def _per_op_compact(self, key: str, ids: list[bytes]) -> list[bytes]:
+        """One per-op entry of :meth:`to_dict` as compact JSON, in pieces: joined, the bytes ``orjson.dumps``
+        gives for it, made from columns (each column encoded by one orjson call, no dict per op; ``tests/test_result_json.py``
         compares with ``orjson.dumps`` of the entry). ``ids``: :func:`_orjson_inner` of the op ids."""
         s, inst, oj = self.schedule, self.instance, _orjson()
         dn = [oj.dumps(d.name) for d in inst.devices]
@@ -162,7 +162,7 @@ class Result:
             order = self.order if self.order is not None else s.order
             lists = (b'"' + b'","'.join(map(ids.__getitem__, _ints(ops))) + b'"' if len(ops) else b""
                      for ops in order)
-            return b"{" + b",".join(dn[d] + b":[" + x + b"]" for d, x in enumerate(lists)) + b"}"
+            return [b"{" + b",".join(dn[d] + b":[" + x + b"]" for d, x in enumerate(lists)) + b"}"]
         if key == "schedule":
             dev = [b'","device":' + x + b',"start":' for x in dn]
             return _rows([b'{"op":"', ids, list(map(dev.__getitem__, _ints(self.placement))), _num_items(s.start),
@@ -227,21 +227,24 @@ def _num_items(xs: Any) -> list[bytes]:
     return _orjson().dumps(xs)[1:-1].split(b",") if len(xs) else []
 
 
-def _rows(pieces: list[Any], end: bytes, open_: bytes, close: bytes, chunk: int = 8192) -> bytes:
-    """``open_``, then the rows joined by commas, then ``close``; row i is the ``pieces`` in turn (a bytes
-    constant, or a column: its item i; the first piece a constant), then ``end``. Interleaved by list
-    slices and joined ``chunk`` pieces at a time (one join of millions of pieces is 3x slower): no
-    Python step per row."""
+def _rows(pieces: list[Any], end: bytes, open_: bytes, close: bytes, chunk: int = 8192,
+          block: int = 64) -> list[bytes]:
+    """``open_``, then the rows joined by commas, then ``close``, in blocks of ``chunk * block`` pieces (a
+    few MB, written while the next is made); row i is the ``pieces`` in turn (a bytes constant, or a
+    column: its item i; the first piece a constant), then ``end``. Interleaved by list slices and joined
+    ``chunk`` pieces at a time (one join of millions of pieces is 3x slower): no Python step per row."""
     n = len(next(x for x in pieces if not isinstance(x, bytes)))
     if n == 0:
-        return open_ + close
+        return [open_ + close]
     k = len(pieces)
     parts: list[bytes] = [b""] * (k * n)
     for j, x in enumerate(pieces):
         parts[j::k] = [x] * n if isinstance(x, bytes) else x
     parts[0::k] = [end + b"," + pieces[0]] * n
     parts[0] = open_ + pieces[0]
-    return b"".join([b"".join(parts[i:i + chunk]) for i in range(0, len(parts), chunk)]) + end + close
+    parts.append(end + close)
+    joined = [b"".join(parts[i:i + chunk]) for i in range(0, len(parts), chunk)]
+    return [b"".join(joined[i:i + block]) for i in range(0, len(joined), block)]
 
 
 def _encoded(names: list[str]) -> list[str]:

@@ -84,7 +84,7 @@ def test_compact_entries_are_the_bytes_orjson_writes_for_the_dicts():
     """Each compact per-op entry, joined from columns, is byte for byte ``orjson.dumps`` of the entry of
     ``to_dict``: random results, both comm modes, given orders and the simulator's, compiled and Python
     schedules, odd names (quotes, backslashes, control and non-ASCII characters), empty transfers."""
-    from dplace.result import _orjson_inner
+    from dplace.result import _orjson_inner, _rows
 
     rng = random.Random(11)
     cases = []
@@ -105,4 +105,7 @@ def test_compact_entries_are_the_bytes_orjson_writes_for_the_dicts():
     for res in cases:
         inner = _orjson_inner(res.instance.columns.ids)
         for key in ("placement", "order", "schedule", "transfers"):
-            assert res._per_op_compact(key, inner) == _orjson_entry(res, key), key
+            assert b"".join(res._per_op_compact(key, inner)) == _orjson_entry(res, key), key
+    pieces = [b"[", [b"a", b"b", b"c", b"d", b"e"], b",", [b"1", b"2", b"3", b"4", b"5"]]  # in blocks of 6 pieces
+    assert _rows(pieces, b"]", b"<", b">", chunk=3, block=2) == [b"<[a,1],[b", b",2],[c,3", b"],[d,4],[e", b",5]>"]
+    assert _rows([b"[", [], b",", []], b"]", b"<", b">") == [b"<>"]
