@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dplace import progress
+from dplace.bounds.fanin import fan_in_bound
 from dplace.bounds.shared import memo
 from dplace.budget import Budget
 from dplace.instance.graph import critical_path_ops, longest_path
@@ -168,6 +169,7 @@ def _sub_instance(inst: Instance, seg: Segment, tick: float, reach_extra: bool) 
                 seen.add((o, v))
                 b = math.floor(inst.transfer_time(e, 0, 1) / tick + 1e-9) if homog and inst.m > 1 else 0.0
                 edges.append(Edge(ids[o], ids[v], float(b) if homog else inst.ebytes[e] / tick))
+    n_real = len(edges)  # the edges that carry tensors; those added below stand for precedence only
     if reach_extra and homog:
         # precedences through dropped ops, as zero-byte edges (paid: one latency between devices, floored)
         lat = math.floor(inst.lat[0][1] / tick + 1e-9) if inst.m > 1 else 0
@@ -182,7 +184,9 @@ def _sub_instance(inst: Instance, seg: Segment, tick: float, reach_extra: bool) 
     else:  # scaled links: latency / tick rounded down, bandwidth in bytes per tick scaled so bytes/bw stays
         link = Link(math.floor(inst.link.latency / tick + 1e-9), inst.link.bandwidth)
         pairs = {k: Link(math.floor(lk.latency / tick + 1e-9), lk.bandwidth) for k, lk in inst.pairs.items()}
-    return Instance(f"{inst.name}-seg", devices, ops, edges, link=link, pairs=pairs, comm="parallel")
+    sub = Instance(f"{inst.name}-seg", devices, ops, edges, link=link, pairs=pairs, comm="parallel")
+    memo(sub, "_real_edges", lambda: n_real)  # read by the sequential-comm bounds (fan_in_bound)
+    return sub
 
 
 def _reach_within(inst: Instance, members: list[int], pos: dict[int, int]) -> dict[int, set[int]]:
@@ -371,6 +375,11 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
             if solutions is not None and pl is not None:
                 solutions.append({"level": level, "a": seg.a, "b": seg.b, "members": _members(inst, seg),
                                   "placement": pl[0], "start": [x * tick for x in pl[1]]})
+            if inst.comm == "sequential" and sub.n > 2:  # the segment's sends queue on links (step 1's relaxation
+                # loses that; :func:`dplace.bounds.fanin.fan_in_bound` keeps it): the larger proven bound
+                fan = fan_in_bound(sub, sequential=True, real_edges=memo(sub, "_real_edges", lambda: 0), floor=lb)
+                if fan > lb:
+                    lb, opt = fan, False
             lb *= tick
             if not opt and level + 1 < len(windows) and sub.n > 2:  # the narrower pieces may prove more
                 lb = max(lb, span(level + 1, seg.a, seg.b))
