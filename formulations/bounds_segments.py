@@ -28,6 +28,13 @@ The relaxation, step by step (every step only removes constraints, so the bound 
    away from the cuts' device costs a transfer there and back, :func:`dplace.bounds.anchored_split_bound`),
    whichever is larger. Where HEFT's schedule of the segment reaches that bound it is the segment's
    optimum, and CP-SAT is not run.
+5. In sequential comm step 1 loses the link queues, so each segment's bound is also at least its
+   ``fan_in`` bound (:func:`dplace.bounds.fanin.fan_in_bound`, taken on the segment's sub-instance with
+   ``sequential=True``): the whole schedule restricted to the segment keeps every property that bound uses
+   (each of the segment's sends lies inside the segment's window, after its producer and before its
+   consumer, one at a time on its link, one per producer and destination device; durations and transfer
+   times only shrink by rounding down), and the zero-byte edges standing for paths through dropped ops
+   carry no tensor, so they are left out of its joins (``real_edges``).
 
 The sum of the segments' bounds is a lower bound on every schedule of the instance. When memory forces
 the path to change device (its ops with their colocation groups do not fit on one device), the changes
