@@ -48,6 +48,50 @@ def test_least_window_is_the_fractional_split():
     assert least_window([1], [1], 3, fixed=5.0) == pytest.approx(5.0)
 
 
+def test_least_window_on_arrays_equals_the_loop():
+    """Past 32 producers :func:`least_window` runs on arrays: the same values as its loop (zero times, zero
+    sends and producers bound to the join included)."""
+    from dplace.bounds.fanin import _least_window_arrays
+
+    rng = random.Random(3)
+    for _ in range(300):
+        n = rng.randint(1, 40)
+        p = [rng.choice([0.0, rng.uniform(0, 5)]) for _ in range(n)]
+        c = [rng.choice([0.0, rng.uniform(0, 40)]) for _ in range(n)]
+        k, fixed = rng.randint(1, 3), rng.choice([0.0, rng.uniform(0, 10)])
+        loop = least_window(p, c, k, fixed) if n <= 32 else None
+        arr = _least_window_arrays(p, c, k, fixed)
+        if loop is not None:
+            assert arr == pytest.approx(loop, rel=1e-12, abs=1e-12), (p, c, k, fixed)
+        if n <= 6:  # W* by its definition: feasible at W*, not below it
+            assert _split_fits(p, c, k, fixed, arr + 1e-9)
+            assert arr <= fixed + 1e-9 or not _split_fits(p, c, k, fixed, arr - 1e-6)
+
+
+def _split_fits(p, c, k, fixed, w) -> bool:
+    """Whether some x in [0, 1]^n has fixed + sum x p <= w and sum (1 - x) c <= k w, by enumeration: an
+    optimal x of this fractional knapsack has at most one fractional item (every set on d, one item split)."""
+    import itertools
+
+    n = len(p)
+    room = w - fixed
+    if room < 0:
+        return False
+    for on in itertools.product((0, 1), repeat=n):
+        dev = sum(pi for pi, x in zip(p, on) if x)
+        if dev > room + 1e-12:
+            continue
+        sent = sum(ci for ci, x in zip(c, on) if not x)
+        if sent <= k * w + 1e-9:
+            return True
+        for j in range(n):  # item j, not on d, split: as much of it on d as the room allows
+            if not on[j] and p[j] > 0:
+                part = min(1.0, (room - dev) / p[j])
+                if sent - part * c[j] <= k * w + 1e-9:
+                    return True
+    return False
+
+
 def _random_join(rng: random.Random, comm: str) -> Instance:
     """A join (sometimes behind a source, sometimes with a second layer) with costly inputs: 2-3 devices,
     some colocation and pins, hetero speeds or links now and then."""

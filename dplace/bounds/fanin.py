@@ -44,6 +44,8 @@ MAX_THRESHOLDS = 16  # per join: the sets S_t for at most this many thresholds t
 def least_window(p: list[float], c: list[float], k: int, fixed: float = 0.0) -> float:
     """``W*``: the least W with ``fixed + sum x p <= W`` and ``sum (1 - x) c <= k W`` for some x in [0, 1]
     (module docstring); ``fixed``: the device time of the producers that must share v's device."""
+    if len(p) > 32:  # the same steps on arrays
+        return _least_window_arrays(p, c, k, fixed)
     c_total = float(sum(c))
     if c_total <= k * fixed:
         return fixed
@@ -64,6 +66,33 @@ def least_window(p: list[float], c: list[float], k: int, fixed: float = 0.0) -> 
         dev += pj
         saved += cj
     return dev  # everything on d (cannot happen before: the link load is 0 then)
+
+
+def _least_window_arrays(p, c, k: int, fixed: float) -> float:
+    """:func:`least_window` on numpy arrays (one sort, prefix sums; the same segment test)."""
+    import numpy as np
+
+    p, c = np.asarray(p, dtype=float), np.asarray(c, dtype=float)
+    c_total = float(c.sum())
+    if c_total <= k * fixed:
+        return fixed
+    with np.errstate(divide="ignore", invalid="ignore"):
+        key = np.where(p > 0, c / np.where(p > 0, p, 1.0), np.inf)
+    order = np.argsort(-key, kind="stable")
+    p, c, key = p[order], c[order], key[order]
+    dev_after = fixed + np.cumsum(p)  # device time once items 0..j are on d
+    saved_after = np.cumsum(c)
+    dev_before, saved_before = dev_after - p, saved_after - c
+    free = p <= 0
+    done_free = free & (c_total - saved_after <= k * dev_before)  # a free item closes it
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = (c_total - saved_before + dev_before * key) / (k + key)
+    inside = ~free & (w <= dev_after)
+    hit = np.flatnonzero(done_free | inside)
+    if not len(hit):
+        return float(dev_after[-1])
+    j = hit[0]
+    return float(dev_before[j]) if free[j] else float(max(w[j], dev_before[j]))
 
 
 def fan_in_bound(inst: Instance, *, sequential: bool | None = None, real_edges: int | None = None,
@@ -152,6 +181,8 @@ def _costliest_pair(inst: Instance, edges):
     import numpy as np
 
     b = inst._ebytes_a[edges]
+    if not inst.pairs:  # one link for every pair
+        return inst.link.latency + b / inst.link.bandwidth
     pairs = [(a, c) for a in range(inst.m) for c in range(inst.m) if a != c]
     lat = np.array([inst.lat[a][c] for a, c in pairs])
     bw = np.array([inst.bw[a][c] for a, c in pairs])
@@ -166,6 +197,8 @@ def _cheapest(inst: Instance, n_real: int):
     es, ed = inst._esrc_a[:n_real], inst._edst_a[:n_real]
     b = inst._ebytes_a[:n_real]
     pin = inst._pinned_a
+    if not inst.pairs and not (pin >= 0).any():  # one link for every pair, nothing pinned
+        return inst.link.latency + b / inst.link.bandwidth
     out = np.full(n_real, np.inf)
     for a in range(inst.m):
         for c in range(inst.m):
