@@ -39,6 +39,9 @@ READY_TIMEOUT_S = 300.0  # TensorFlow's import takes 5-30 s per process on a loa
 WORKER_ENV = {"TF_CPU_ALLOCATOR_USE_BFC": "true", "TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
+LOST_WORKER_WAIT_S = 2.0  # how long a lost connection waits for a local worker's death to show
+
+
 class ClusterError(DplaceError):
     """A worker could not start (port in use, no loopback binding) or died."""
 
@@ -72,9 +75,20 @@ class Cluster:
                                        f"{len(self.tasks)} task(s)")
         return Cluster(self.tasks, self.job, {n: self.task_device(i) for i, n in enumerate(names)}, self.local)
 
-    def check_alive(self) -> None:
-        if self.local is not None:
+    def check_alive(self, wait_s: float = 0.0) -> None:
+        """Raise the one error naming the local worker that died (:meth:`LocalWorkers.check_alive`).
+        ``wait_s``: after a TensorFlow error of a lost connection (Unavailable, Aborted, ...), wait up to
+        this long for a worker's death to show: a killed process's sockets close before it can be waited
+        for, so under load the connection's error can come first (seen: "connection reset" instead of
+        "worker 1 ... died"). Returns when no local worker died (the caller raises the connection's error)."""
+        if self.local is None:
+            return
+        deadline = time.monotonic() + wait_s
+        while True:
             self.local.check_alive()
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.02)
 
 
 def read_cluster_spec(path: str) -> Cluster:

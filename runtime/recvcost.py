@@ -18,7 +18,7 @@ from typing import Any, Callable
 from dplace import interrupt
 
 from . import watched
-from .cluster import ClusterError
+from .cluster import LOST_WORKER_WAIT_S, ClusterError
 from .zoo import _tf
 
 
@@ -65,8 +65,8 @@ def session_config():
     return conf
 
 
-def watched_call(fn: Callable[[], Any], alive: Callable[[], None] | None) -> tuple[Any, float]:
-    """(``fn()``, its wall µs): with ``alive`` (a cluster's ``check_alive``) run watched
+def watched_call(fn: Callable[[], Any], alive: Callable[..., None] | None) -> tuple[Any, float]:
+    """(``fn()``, its wall µs): with ``alive`` (a cluster's ``check_alive``, which takes ``wait_s``) run watched
     (:func:`dplace.runtime.watched.call`: a worker's death ends a call TensorFlow would wait in); a
     TensorFlow error of a lost worker (Unavailable, Aborted, ...) becomes the cluster's one error naming
     the worker that died (:class:`~dplace.runtime.cluster.ClusterError`)."""
@@ -76,7 +76,7 @@ def watched_call(fn: Callable[[], Any], alive: Callable[[], None] | None) -> tup
         except _tf().errors.OpError as exc:
             if isinstance(exc, (_tf().errors.InvalidArgumentError, _tf().errors.NotFoundError)):
                 raise
-            alive()  # Unavailable, Aborted, ...: a worker is gone; this names it
+            alive(wait_s=LOST_WORKER_WAIT_S)  # Unavailable, Aborted, ...: a worker is gone; this names it
             raise ClusterError(f"cluster: {type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300]}") from None
         return timed.value, timed.us
     t0 = time.perf_counter()

@@ -24,7 +24,7 @@ from dplace import interrupt
 from dplace.errors import InvalidInstanceError
 
 from . import watched
-from .cluster import Cluster, ClusterError
+from .cluster import LOST_WORKER_WAIT_S, Cluster, ClusterError
 from .recvcost import fit_receive_cost, watched_call
 from .zoo import TrainStep, _tf
 
@@ -198,7 +198,7 @@ class SessionStep:
             raise InvalidInstanceError(f"execute: TensorFlow cannot run this placement: {msg}") from None
         except tf.errors.OpError as exc:  # Unavailable, DeadlineExceeded, Aborted, ...: a worker is gone
             self.broken = True
-            self.cluster.check_alive()  # names the worker that died
+            self.cluster.check_alive(wait_s=LOST_WORKER_WAIT_S)  # names the worker that died
             raise ClusterError(f"cluster: {type(exc).__name__}: {_first_line(exc)}") from None
 
     def _check_alive(self) -> None:
