@@ -38,6 +38,7 @@ MAX_OPS = 5000  # one judgement costs ~O(n * ops per device): past this a second
 # 1,758,038 / 1,742,223 / 1,734,579 / 1,741,647 for 3e-3 / 3e-4 / 1e-4 / 3e-5). At 3e-3 it accepted 64 %
 # of its moves on the 3,006-op graph and ended no better than its start (1e-4: 37 %).
 SEQUENTIAL_T = (1e-4, 1e-4 / 3)
+BLOCK_P = 0.2  # a step's chance of moving a whole branch (:meth:`.units.Units.chains`) where there are any
 
 
 @dataclass
@@ -63,7 +64,8 @@ def applies(inst: Instance) -> bool:
 
 def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: float | None = None, seed: int = 0,
                      workers: int = 1, t_hi: float | None = None, t_lo: float | None = None, ladder: float = 0.1,
-                     should_stop=None, budget: Budget | None = None) -> tuple[list[int], AnnealStats]:
+                     p_block: float = BLOCK_P, should_stop=None,
+                     budget: Budget | None = None) -> tuple[list[int], AnnealStats]:
     """The best placement the annealing judged within ``budget`` (or ``time_limit_s`` from now; module
     docstring) and its stats. Temperatures left None: 0.003 and 1e-4 in parallel comm,
     :data:`SEQUENTIAL_T` in sequential comm; chain i of k anneals at ``ladder ** (i / (k - 1))`` times
@@ -85,7 +87,8 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     # the temperatures' scale (the same list schedule, timed here in Python: nothing compiled runs in
     # this thread, so a first run that compiles the kernel keeps the clock)
     m0 = simulate(inst, start, placement_order(inst, start, insertion=inst.comm != "sequential")).makespan
-    chains = [Annealer(inst, start, units.members, units.allowed) for _ in range(max(1, workers))]
+    blocks = units.chains()
+    chains = [Annealer(inst, start, units.members, units.allowed, blocks, p_block) for _ in range(max(1, workers))]
     scale = [ladder ** (i / max(1, len(chains) - 1)) for i in range(len(chains))]  # chain i's temperatures
     done = [0] * len(chains)
     stop = threading.Event()
