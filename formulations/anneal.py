@@ -28,7 +28,8 @@ from typing import Sequence
 from dplace.budget import Budget
 from dplace.instance.model import Instance
 
-__all__ = ["SEQUENTIAL_T", "AnnealStats", "anneal_placement", "applies", "judged_order", "kernel_ready"]
+__all__ = ["SEQUENTIAL_T", "AnnealStats", "anneal_placement", "applies", "judged_order", "kernel_ready",
+           "temperatures"]
 
 MAX_OPS = 5000  # one judgement costs ~O(n * ops per device): past this a second gives too few
 # (t_hi, t_lo) in sequential comm (a setting of ours, swept in session 12: 2 chains from the best start,
@@ -50,6 +51,7 @@ class AnnealStats:
     chains: int
     wall_s: float
     stopped: str  # "time limit", "interrupted", "compiling" (no chain finished a chunk in time)
+    late_gain: float = 0.0  # how much the best fell in the last quarter of the run, over its start (0..1)
 
 
 def applies(inst: Instance) -> bool:
@@ -79,7 +81,7 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
 
     t0 = time.perf_counter()
     budget = Budget.resolve(budget, time_limit_s)
-    hot, cold = SEQUENTIAL_T if inst.comm == "sequential" else (0.003, 1e-4)
+    hot, cold = temperatures(inst)
     t_hi = hot if t_hi is None else t_hi
     t_lo = cold if t_lo is None else t_lo
     units = Units(inst)
@@ -113,7 +115,11 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     for th in threads:
         th.start()
     stopped = "time limit"
+    trace = [(0.0, m0)]  # (seconds, the best judged so far) whenever it falls
     while any(th.is_alive() for th in threads):
+        now = min(c.result[0] for c in chains)
+        if now < trace[-1][1]:
+            trace.append((time.perf_counter() - t0, now))
         if should_stop is not None and should_stop():
             stopped = "interrupted"
             stop.set()
@@ -128,8 +134,17 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     if not ran:
         return start, AnnealStats(m0, m0, 0, 0, len(chains), time.perf_counter() - t0, "compiling")
     value, best_pl = min((c.result for c in ran), key=lambda r: r[0])  # never above its chain's start
+    wall = time.perf_counter() - t0
+    before = min([b for t, b in trace if t <= 0.75 * wall] + [ran[0].start_value])  # the best at 3/4 of the run
+    late = max(0.0, (before - value) / ran[0].start_value) if ran[0].start_value > 0 else 0.0
     return best_pl.tolist(), AnnealStats(ran[0].start_value, value, sum(c.steps for c in ran),
-                                         sum(c.accepted for c in ran), len(chains), time.perf_counter() - t0, stopped)
+                                         sum(c.accepted for c in ran), len(chains), wall, stopped, late)
+
+
+def temperatures(inst: Instance) -> tuple[float, float]:
+    """(t_hi, t_lo), fractions of the start's makespan: 0.003 and 1e-4 in parallel comm,
+    :data:`SEQUENTIAL_T` in sequential comm."""
+    return SEQUENTIAL_T if inst.comm == "sequential" else (0.003, 1e-4)
 
 
 def judged_order(inst: Instance, placement: Sequence[int]) -> list[list[int]]:

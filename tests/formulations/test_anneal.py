@@ -232,12 +232,12 @@ def test_sequential_comm_anneals_at_its_own_temperatures(compiled, monkeypatch):
     assert SEQUENTIAL_T[0] < 0.003
 
 
-def _two_branches(chain: int = 6, comm: str = "parallel") -> Instance:
+def _two_branches(chain: int = 6, comm: str = "parallel", branches: str = "ab") -> Instance:
     """A source, two branches of ``chain`` ops with heavy tensors inside them and light ones at their
     ends, a sink; every forward op with a backward op it is colocated with (a training graph's layers)."""
     ops = [Op("s", 1.0), Op("t", 1.0)]
     edges = []
-    for br in "ab":
+    for br in branches:
         for i in range(chain):
             ops.append(Op(f"{br}{i}", 30.0, memory=1, colocation=f"{br}{i}"))
             ops.append(Op(f"{br}{i}_bw", 30.0, memory=1, colocation=f"{br}{i}"))
@@ -293,3 +293,44 @@ def test_block_moves_keep_memory_and_pins(compiled):
     assert st.steps > 0 and st.accepted > 0
     res = make_result(inst, "anneal", pl, judged_order(inst, pl))
     assert res.memory_ok and check(inst, res).ok and pl[inst.op_index["b3"]] == 0
+
+
+
+def test_late_gain_is_zero_once_the_best_stops_falling(compiled):
+    """``late_gain``: how much the best fell in the last quarter of the run; on a graph whose best the
+    annealing finds in a few ms, none."""
+    inst = _two_branches(6)
+    pl, st = anneal_placement(inst, [0] * inst.n, time_limit_s=0.6, seed=2, workers=1, p_block=0.5)
+    assert st.makespan < 0.6 * st.start_makespan and st.late_gain == 0.0
+
+
+def test_portfolio_anneals_on_while_the_annealing_still_improves(compiled, monkeypatch):
+    """While a run's best still fell by ``LATE_GAIN`` in its last quarter, portfolio anneals on from its
+    best at the cold end (t_hi = t_lo = the comm mode's cold temperature) instead of the LNS; once it
+    stops improving, no more runs."""
+    from dplace.budget import Budget
+    from dplace.formulations import anneal, large
+
+    calls = []
+    real = anneal.anneal_placement
+    gain = 2 * large.LATE_GAIN
+
+    def fake(inst, placement, **kw):
+        pl, st = real(inst, placement, **kw)
+        calls.append((kw.get("t_hi"), kw.get("t_lo")))
+        st.late_gain = gain if len(calls) < 3 else 0.0
+        return pl, st
+
+    monkeypatch.setattr(anneal, "anneal_placement", fake)
+    inst = _wide(random.Random(6), 20, 5, 3, memory=10**6)
+    starts = {"single": make_result(inst, "single", [0] * inst.n, placement_order(inst, [0] * inst.n))}
+    # 8 s for the first run, then 4 s and 2 s while it still improves (half of what is left each time)
+    res = large.portfolio_large(inst, starts, budget=Budget(16.0), bound_share=0, anneal_share=0.5)
+    assert check(inst, res).ok
+    cold = anneal.temperatures(inst)[1]
+    assert calls == [(None, None), (cold, cold), (cold, cold)]
+    assert len(res.extra["anneal"]["more"]) == 2
+    calls.clear()
+    monkeypatch.setattr(large, "LATE_GAIN", 1.0)  # nothing gains that much: one run
+    res = large.portfolio_large(inst, starts, budget=Budget(6.0), bound_share=0, anneal_share=0.5)
+    assert calls == [(None, None)] and res.extra["anneal"]["more"] == []
