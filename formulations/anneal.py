@@ -39,7 +39,7 @@ MAX_OPS = 5000  # one judgement costs ~O(n * ops per device): past this a second
 # 1,758,038 / 1,742,223 / 1,734,579 / 1,741,647 for 3e-3 / 3e-4 / 1e-4 / 3e-5). At 3e-3 it accepted 64 %
 # of its moves on the 3,006-op graph and ended no better than its start (1e-4: 37 %).
 SEQUENTIAL_T = (1e-4, 1e-4 / 3)
-BLOCK_P = 0.2  # a step's chance of moving a whole branch (:meth:`.units.Units.chains`) where there are any
+BLOCK_P = 0.4  # a step's chance of moving a whole branch (:meth:`.units.Units.chains`) where there are any
 
 
 @dataclass
