@@ -1,7 +1,9 @@
 """Simulated annealing over placements for graphs of a few thousand ops (both comm modes).
 
 ``portfolio`` runs it on the best start's placement: whole units (colocation groups, single ops) move to
-other devices with room or swap devices, and each placement is judged by its own list schedule
+other devices with room or swap devices, whole branches (:meth:`.units.Units.chains`: runs of units, a
+training graph's forward and backward ops together) move to one device with probability
+:data:`BLOCK_P` a step, and each placement is judged by its own list schedule
 (:func:`dplace.kernels.anneal.list_makespan`: ``formulations.units.placement_order`` timed by the
 simulator's rules, compiled, ~50 µs on 650 ops). Judging thousands of placements a second lets the
 search cross the plateaus a first-improvement search stops on: on InceptionV3 (two copies of one DAG
@@ -13,7 +15,10 @@ the same start with different seeds, on a ladder of temperatures (chain i of k a
 times the comm mode's own ``t_hi`` and ``t_lo``), and the best placement of all is returned. No one temperature suits every graph: on
 NASNet-Mobile (ops of 0.3 ms, makespan ~300 ms) a chain 10 times cooler reached 272,536 µs in 35 s
 against 286,528 at the default (parallel comm; sequential 311,494 against 347,008), while on ResNeXt-50
-the default's 718,755 beat the cooler 728,241 and on Inception-v3 the two tied (``bench_nas.py``). The compiled kernel
+the default's 718,755 beat the cooler 728,241 and on Inception-v3 the two tied (``bench_nas.py``). With
+the branch moves the temperature matters less there: 60k steps of one chain from dpos at 1, 0.1 and 0.01
+times the default reached 261,678 / 259,483 / 260,446 µs (parallel comm; sequential 291,496 / 297,210 /
+294,353). The compiled kernel
 loads from numba's disk cache; the first run after an install compiles it (~10 s, holding the GIL):
 ``portfolio`` runs the stage then only with 30 s or more for it (:func:`kernel_ready`), and a chain whose
 first chunk is still compiling at the deadline is left to finish in the background, not waited for.
@@ -28,7 +33,7 @@ from typing import Sequence
 from dplace.budget import Budget
 from dplace.instance.model import Instance
 
-__all__ = ["SEQUENTIAL_T", "AnnealStats", "anneal_placement", "applies", "judged_order", "kernel_ready",
+__all__ = ["BLOCK_P", "SEQUENTIAL_T", "AnnealStats", "anneal_placement", "applies", "judged_order", "kernel_ready",
            "temperatures"]
 
 MAX_OPS = 5000  # one judgement costs ~O(n * ops per device): past this a second gives too few
@@ -39,7 +44,14 @@ MAX_OPS = 5000  # one judgement costs ~O(n * ops per device): past this a second
 # 1,758,038 / 1,742,223 / 1,734,579 / 1,741,647 for 3e-3 / 3e-4 / 1e-4 / 3e-5). At 3e-3 it accepted 64 %
 # of its moves on the 3,006-op graph and ended no better than its start (1e-4: 37 %).
 SEQUENTIAL_T = (1e-4, 1e-4 / 3)
-BLOCK_P = 0.4  # a step's chance of moving a whole branch (:meth:`.units.Units.chains`) where there are any
+# a step's chance of moving a whole branch (:meth:`.units.Units.chains`) where there are any. Moving one op
+# of a branch to another device costs a transfer in and one out, so single moves rarely split a branch
+# off; a branch moved at once crosses that wall. NASNet-Mobile (81 chains of 8 layers), 60k steps of one
+# chain from dpos at 0.1x the parallel temperatures, seeds 0 / 1: no block moves 289,868 (3 s, 2 chains)
+# -> 0.2: 261,629 / 264,421, 0.4: 259,483 / 255,596, 0.6: 259,844 / 260,080; sequential comm seed 0:
+# 305,717 / 297,210 / 295,454. 20 s from dpos, 2 chains: parallel 271,680 without, 260,061 at 0.2;
+# sequential 307,150 / 286,671; ResNeXt-50 719,238 / 687,187 (0.4: 681,389); Inception-v3 571,733 / 569,719.
+BLOCK_P = 0.4
 
 
 @dataclass
