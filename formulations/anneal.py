@@ -44,7 +44,8 @@ MAX_OPS = 5000  # one judgement costs ~O(n * ops per device): past this a second
 # 1,758,038 / 1,742,223 / 1,734,579 / 1,741,647 for 3e-3 / 3e-4 / 1e-4 / 3e-5). At 3e-3 it accepted 64 %
 # of its moves on the 3,006-op graph and ended no better than its start (1e-4: 37 %).
 SEQUENTIAL_T = (1e-4, 1e-4 / 3)
-# a step's chance of moving a whole branch (:meth:`.units.Units.chains`) where there are any. Moving one op
+# a step's chance of moving a whole branch (:meth:`.units.Units.chains`), times the share of units in
+# branches (NASNet-Mobile 0.83; figures below are of the unscaled chance). Moving one op
 # of a branch to another device costs a transfer in and one out, so single moves rarely split a branch
 # off; a branch moved at once crosses that wall. NASNet-Mobile (81 chains of 8 layers), 60k steps of one
 # chain from dpos at 0.1x the parallel temperatures, seeds 0 / 1: no block moves 289,868 (3 s, 2 chains)
@@ -81,7 +82,8 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
                      p_block: float = BLOCK_P, should_stop=None,
                      budget: Budget | None = None) -> tuple[list[int], AnnealStats]:
     """The best placement the annealing judged within ``budget`` (or ``time_limit_s`` from now; module
-    docstring) and its stats. Temperatures left None: 0.003 and 1e-4 in parallel comm,
+    docstring) and its stats. A step moves a whole branch with probability ``p_block`` times the share of
+    units in branches. Temperatures left None: 0.003 and 1e-4 in parallel comm,
     :data:`SEQUENTIAL_T` in sequential comm; chain i of k anneals at ``ladder ** (i / (k - 1))`` times
     them (chain 0 at the mode's own, the last ``ladder`` times cooler).
     Memory, pins and colocation of ``placement`` are kept by every move (a start over memory stays over
@@ -102,7 +104,10 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     # this thread, so a first run that compiles the kernel keeps the clock)
     m0 = simulate(inst, start, placement_order(inst, start, insertion=inst.comm != "sequential")).makespan
     blocks = units.chains()
-    chains = [Annealer(inst, start, units.members, units.allowed, blocks, p_block) for _ in range(max(1, workers))]
+    # a step moves a branch with p_block times the share of units in branches (as if it drew a unit and
+    # moved its branch with p_block): a graph with a few short chains spends no steps moving them
+    p_blk = p_block * sum(len(b) for b in blocks) / max(1, len(units.members))
+    chains = [Annealer(inst, start, units.members, units.allowed, blocks, p_blk) for _ in range(max(1, workers))]
     scale = [ladder ** (i / max(1, len(chains) - 1)) for i in range(len(chains))]  # chain i's temperatures
     done = [0] * len(chains)
     stop = threading.Event()
