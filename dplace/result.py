@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Iterator
 
+import numpy as np
+
 from .errors import InvalidInstanceError
 from .instance.model import Instance
 from .schedule.simulate import (Schedule, as_order, as_placement, order_arrays, placement_array, simulate,
@@ -126,19 +128,20 @@ class Result:
         """The text of ``json.dumps({**self.to_dict(), **extra}, indent=1) + "\\n"`` in pieces (str or UTF-8
         bytes): below ``COMPACT_FROM`` ops the same bytes, the per-op entries written row by row from the
         placement and schedule, without the per-op dicts and with the C encoder; from ``COMPACT_FROM`` ops
-        each per-op entry (``placement``, ``order``, ``schedule``, ``transfers``) is one line written by
-        orjson (the same JSON value; numbers in shortest form, e.g. ``1e16`` for ``1e+16``): a 360k-op
-        result in under a second."""
+        each per-op entry (``placement``, ``order``, ``schedule``, ``transfers``) is one line, the bytes
+        ``orjson.dumps`` writes for it (the same JSON value; numbers in shortest form)."""
         data = self.to_dict(per_op=False)
         data.update(extra or {})
         sep = "{\n "
         names: list[list[str]] = []
+        inner: list[list[bytes]] = []  # the op ids as orjson writes them, once for every per-op entry
         compact = self.instance.n >= COMPACT_FROM and _orjson() is not None
         for k, v in data.items():
             yield sep + json.dumps(k) + ": "
             sep = ",\n "
             if v is _PER_OP and compact:
-                yield self._per_op_compact(k)
+                inner = inner or [_orjson_inner(self.instance.columns.ids)]
+                yield from self._per_op_compact(k, inner[0])
             elif v is _PER_OP:
                 names = names or [_encoded(self.instance.columns.ids), _encoded([d.name for d in self.instance.devices])]
                 yield from self._per_op_chunks(k, *names)
@@ -146,23 +149,29 @@ class Result:
                 yield json.dumps(v, indent=1).replace("\n", "\n ")
         yield "\n}\n"
 
-    def _per_op_compact(self, key: str) -> bytes:
-        """One per-op entry of :meth:`to_dict` as compact JSON (orjson)."""
-        s, inst = self.schedule, self.instance
-        ids, dn = inst.columns.ids, [d.name for d in inst.devices]
-        pl = [dn[d] for d in self.placement] if key in ("placement", "schedule") else None
+    def _per_op_compact(self, key: str, ids: list[bytes]) -> list[bytes]:
+        """One per-op entry of :meth:`to_dict` as compact JSON, in pieces: joined, the bytes ``orjson.dumps``
+        gives for it, made from columns (each column encoded by one orjson call, no dict per op; ``tests/test_result_json.py``
+        compares with ``orjson.dumps`` of the entry). ``ids``: :func:`_orjson_inner` of the op ids."""
+        s, inst, oj = self.schedule, self.instance, _orjson()
+        dn = [oj.dumps(d.name) for d in inst.devices]
         if key == "placement":
-            value: Any = dict(zip(ids, pl))
-        elif key == "order":
+            tail = [b'":' + x for x in dn]
+            return _rows([b'"', ids, list(map(tail.__getitem__, _ints(self.placement)))], b"", b"{", b"}")
+        if key == "order":
             order = self.order if self.order is not None else s.order
-            value = {dn[d]: [ids[o] for o in ops] for d, ops in enumerate(order)}
-        elif key == "schedule":
-            value = [{"op": o, "device": d, "start": st, "end": en} for o, d, st, en in zip(ids, pl, s.start, s.end)]
-        else:
-            p, a, b, st, en, nb = s.transfer_columns()  # without a tuple per transfer
-            value = [{"op": i, "src": x, "dst": y, "start": t0, "end": t1, "bytes": z} for i, x, y, t0, t1, z in
-                     zip(map(ids.__getitem__, p), map(dn.__getitem__, a), map(dn.__getitem__, b), st, en, nb)]
-        return _orjson().dumps(value)
+            lists = (b'"' + b'","'.join(map(ids.__getitem__, _ints(ops))) + b'"' if len(ops) else b""
+                     for ops in order)
+            return [b"{" + b",".join(dn[d] + b":[" + x + b"]" for d, x in enumerate(lists)) + b"}"]
+        if key == "schedule":
+            dev = [b'","device":' + x + b',"start":' for x in dn]
+            return _rows([b'{"op":"', ids, list(map(dev.__getitem__, _ints(self.placement))), _num_items(s.start),
+                          b',"end":', _num_items(s.end)], b"}", b"[", b"]")
+        p, a, b, st, en, nb = s.transfer_columns()  # without a tuple per transfer
+        pair = [b'","src":' + x + b',"dst":' + y + b',"start":' for x in dn for y in dn]
+        ab = (np.asarray(a, dtype=np.int64) * len(dn) + np.asarray(b, dtype=np.int64)).tolist()
+        return _rows([b'{"op":"', list(map(ids.__getitem__, p)), list(map(pair.__getitem__, ab)), _num_items(st),
+                      b',"end":', _num_items(en), b',"bytes":', _num_items(nb)], b"}", b"[", b"]")
 
     def _per_op_chunks(self, key: str, ids: list[str], dn: list[str]) -> Iterator[str]:
         s = self.schedule
@@ -194,6 +203,48 @@ def _orjson() -> Any:
     except ImportError:  # pragma: no cover - pinned
         return None
     return orjson
+
+
+def _orjson_inner(names: list[str]) -> list[bytes]:
+    """Each string as ``orjson.dumps`` writes it, less its quotes: one orjson call split at ``","`` where
+    no string needed an escape (then none holds a quote), else one call per string."""
+    oj = _orjson()
+    raw = oj.dumps(list(names))
+    if not names:
+        return []
+    if b"\\" not in raw:
+        return raw[2:-2].split(b'","')
+    return [oj.dumps(x)[1:-1] for x in names]
+
+
+def _ints(xs: Any) -> Any:
+    return xs.tolist() if isinstance(xs, np.ndarray) else xs
+
+
+def _num_items(xs: Any) -> list[bytes]:
+    """Each number of ``xs`` as ``orjson.dumps`` writes it (one call; numbers hold no comma)."""
+    xs = _ints(xs)
+    return _orjson().dumps(xs)[1:-1].split(b",") if len(xs) else []
+
+
+def _rows(pieces: list[Any], end: bytes, open_: bytes, close: bytes, chunk: int = 8192,
+          block: int = 64) -> list[bytes]:
+    """``open_``, then the rows joined by commas, then ``close``, in blocks of ``chunk * block`` pieces (a
+    few MB, written while the next is made); row i is the ``pieces`` in turn (a bytes constant, or a
+    column: its item i; the first piece a constant), then ``end``. Interleaved by list slices and joined
+    ``chunk`` pieces at a time (one join of millions of pieces is 3x slower): no Python step per row."""
+    n = len(next(x for x in pieces if not isinstance(x, bytes)))
+    if n == 0:
+        return [open_ + close]
+    k = len(pieces)
+    parts: list[bytes] = [b""] * (k * n)
+    for j, x in enumerate(pieces):
+        parts[j::k] = [x] * n if isinstance(x, bytes) else x
+    parts[0::k] = [end + b"," + pieces[0]] * n
+    parts[0] = open_ + pieces[0]
+    parts.append(end + close)
+    joined = [b"".join(parts[i:i + chunk]) for i in range(0, len(parts), chunk)]
+    return [b"".join(joined[i:i + block]) for i in range(0, len(joined), block)]
 
 
 def _encoded(names: list[str]) -> list[str]:

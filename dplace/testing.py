@@ -296,3 +296,31 @@ def split_placement(inst: Instance) -> list[int]:
     follows its first member, pins kept."""
     half = set(inst.topo[: inst.n // 2])
     return with_groups_and_pins(inst, [0 if o in half else 1 for o in range(inst.n)])
+
+
+def audit_bound(instances: Iterator[Instance], bound: Callable[[Instance], float], name: str,
+                tol: float = 1e-6) -> tuple[int, int, int]:
+    """A cheap bound against the brute force (:func:`dplace.verify.oracle.brute_force`): asserts it is at
+    most the optimum of each instance that has one (the instance in the message) and returns (instances
+    checked, where it is above every other part of :func:`dplace.bounds.lower_bound_parts`, where it is
+    positive). ``name``: its part's name there."""
+    import json
+
+    from .bounds import lower_bound_parts
+    from .instance.io import instance_to_dict
+    from .verify.oracle import brute_force
+
+    checked = sees = positive = 0
+    for inst in instances:
+        orc = brute_force(inst)
+        if orc.optimum is None:
+            continue
+        assert orc.complete
+        b = bound(inst)
+        assert b <= orc.optimum + tol * max(1.0, orc.optimum), (json.dumps(instance_to_dict(inst)), b, orc.optimum)
+        others = {k: v for k, v in lower_bound_parts(inst).items() if k != name}
+        sees += b > max(others.values()) + 1e-9
+        positive += b > 0
+        checked += 1
+    return checked, sees, positive
+

@@ -28,6 +28,13 @@ The relaxation, step by step (every step only removes constraints, so the bound 
    away from the cuts' device costs a transfer there and back, :func:`dplace.bounds.anchored_split_bound`),
    whichever is larger. Where HEFT's schedule of the segment reaches that bound it is the segment's
    optimum, and CP-SAT is not run.
+5. In sequential comm step 1 loses the link queues, so each segment's bound is also at least its
+   ``fan_in`` bound (:func:`dplace.bounds.fanin.fan_in_bound`, taken on the segment's sub-instance with
+   ``sequential=True``): the whole schedule restricted to the segment keeps every property that bound uses
+   (each of the segment's sends lies inside the segment's window, after its producer and before its
+   consumer, one at a time on its link, one per producer and destination device; durations and transfer
+   times only shrink by rounding down), and the zero-byte edges standing for paths through dropped ops
+   carry no tensor, so they are left out of its joins (``real_edges``).
 
 The sum of the segments' bounds is a lower bound on every schedule of the instance. When memory forces
 the path to change device (its ops with their colocation groups do not fit on one device), the changes
@@ -45,6 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dplace import progress
+from dplace.bounds.fanin import fan_in_bound
 from dplace.bounds.shared import memo
 from dplace.budget import Budget
 from dplace.instance.graph import critical_path_ops, longest_path
@@ -168,6 +176,7 @@ def _sub_instance(inst: Instance, seg: Segment, tick: float, reach_extra: bool) 
                 seen.add((o, v))
                 b = math.floor(inst.transfer_time(e, 0, 1) / tick + 1e-9) if homog and inst.m > 1 else 0.0
                 edges.append(Edge(ids[o], ids[v], float(b) if homog else inst.ebytes[e] / tick))
+    n_real = len(edges)  # the edges that carry tensors; those added below stand for precedence only
     if reach_extra and homog:
         # precedences through dropped ops, as zero-byte edges (paid: one latency between devices, floored)
         lat = math.floor(inst.lat[0][1] / tick + 1e-9) if inst.m > 1 else 0
@@ -182,7 +191,9 @@ def _sub_instance(inst: Instance, seg: Segment, tick: float, reach_extra: bool) 
     else:  # scaled links: latency / tick rounded down, bandwidth in bytes per tick scaled so bytes/bw stays
         link = Link(math.floor(inst.link.latency / tick + 1e-9), inst.link.bandwidth)
         pairs = {k: Link(math.floor(lk.latency / tick + 1e-9), lk.bandwidth) for k, lk in inst.pairs.items()}
-    return Instance(f"{inst.name}-seg", devices, ops, edges, link=link, pairs=pairs, comm="parallel")
+    sub = Instance(f"{inst.name}-seg", devices, ops, edges, link=link, pairs=pairs, comm="parallel")
+    memo(sub, "_real_edges", lambda: n_real)  # read by the sequential-comm bounds (fan_in_bound)
+    return sub
 
 
 def _reach_within(inst: Instance, members: list[int], pos: dict[int, int]) -> dict[int, set[int]]:
@@ -371,6 +382,11 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
             if solutions is not None and pl is not None:
                 solutions.append({"level": level, "a": seg.a, "b": seg.b, "members": _members(inst, seg),
                                   "placement": pl[0], "start": [x * tick for x in pl[1]]})
+            if inst.comm == "sequential" and sub.n > 2:  # the segment's sends queue on links (step 1's relaxation
+                # loses that; :func:`dplace.bounds.fanin.fan_in_bound` keeps it): the larger proven bound
+                fan = fan_in_bound(sub, sequential=True, real_edges=memo(sub, "_real_edges", lambda: 0), floor=lb)
+                if fan > lb:
+                    lb, opt = fan, False
             lb *= tick
             if not opt and level + 1 < len(windows) and sub.n > 2:  # the narrower pieces may prove more
                 lb = max(lb, span(level + 1, seg.a, seg.b))

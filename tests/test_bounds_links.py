@@ -1,6 +1,5 @@
 """``forced_links`` (dplace/bounds/links.py) against the oracle's brute force, both comm modes: where it is
 tight, where it sees more than every other cheap bound, and where it must not apply."""
-import json
 import random
 
 import pytest
@@ -8,9 +7,8 @@ import pytest
 from dplace.bounds import lower_bound_parts
 from dplace.bounds.links import forced_links_bound, forced_sends
 from dplace.errors import InvalidInstanceError
-from dplace.instance.io import instance_to_dict
 from dplace.instance.model import Device, Edge, Instance, Link, Op
-from dplace.testing import random_instance
+from dplace.testing import audit_bound, random_instance
 from dplace.verify.oracle import brute_force as oracle
 
 TOL = 1e-6
@@ -100,22 +98,15 @@ def test_forced_links_at_most_the_oracle_optimum(comm):
     modes, on random tiny instances where pins, colocation and memory force sends (and on plain random
     ones); in sequential comm it sees more than every other cheap bound on some of them."""
     rng = random.Random(51 if comm == "sequential" else 52)
-    checked = sees = forced = 0
-    for i in range(120):
-        try:
-            inst = _random_forced(rng, comm) if i % 4 else random_instance(rng, n_ops=rng.randint(2, 6), comm=comm)
-        except InvalidInstanceError:  # pins over a device's memory: not an instance
-            continue
-        orc = oracle(inst)
-        if orc.optimum is None:
-            continue
-        assert orc.complete
-        b = forced_links_bound(inst)
-        assert b <= orc.optimum + TOL * max(1.0, orc.optimum), (json.dumps(instance_to_dict(inst)), b, orc.optimum)
-        others = {k: v for k, v in lower_bound_parts(inst).items() if k != "forced_links"}
-        sees += b > max(others.values()) + 1e-9
-        forced += b > 0
-        checked += 1
+
+    def made():
+        for i in range(120):
+            try:
+                yield _random_forced(rng, comm) if i % 4 else random_instance(rng, n_ops=rng.randint(2, 6), comm=comm)
+            except InvalidInstanceError:  # pins over a device's memory: not an instance
+                continue
+
+    checked, sees, forced = audit_bound(made(), forced_links_bound, "forced_links")
     assert checked >= 80
     assert forced >= 20
     if comm == "sequential":

@@ -128,3 +128,60 @@ def test_raw_extras_field_is_what_items_holds_for_that_field():
     assert raw.field("forward_of") == want and raw.field("id") == [] and raw.field("other") == []
     list(raw.items())
     assert raw.field("forward_of") == want and raw.field("note") == [(1, 2)]
+
+
+@pytest.mark.parametrize("src", [5, 5.0, "zz", "", None, [1], {"a": 1}, True, "5"])
+def test_a_file_s_edge_endpoints_read_as_the_checked_loop_reads_them(tmp_path, src):
+    """From a file (``own``) an edge's ``src``/``dst`` are checked by the lookup among the op ids only; any
+    value the lookup refuses sends the load to the per-op loop: the same instance (an op named by a number)
+    or the same one-line error as ``instance_from_dict`` of a copy, which checks every field first."""
+    data = {"format": "dplace-instance/1", "name": "e", "devices": [{"name": "d0", "memory": 100}],
+            "ops": [{"id": "5", "time": 1.0}, {"id": "b", "time": 2.0, "extra": [1]}, {"id": "c", "time": 1.5}],
+            "edges": [{"src": "b", "dst": "c", "bytes": 1.0}, {"src": src, "dst": "c", "bytes": 2.0}]}
+    path = tmp_path / "e.json"
+    path.write_text(json.dumps(data))
+
+    def outcome(load):
+        try:
+            return instance_to_dict(load())
+        except InvalidInstanceError as exc:
+            return str(exc)
+
+    copied = outcome(lambda: instance_from_dict(json.loads(json.dumps(data))))
+    assert outcome(lambda: load_instance(path)) == copied
+    assert isinstance(copied, dict if type(src) is int or src == "5" else str), copied
+
+
+def test_pieces_are_written_in_order_by_a_thread_and_errors_of_either_side_propagate():
+    """``write_atomic_many`` writes an iterable's pieces by a thread of its own (``_write_pieces``): in order,
+    text and bytes alike; a failing write is raised in the caller, as is an error of the pieces' maker;
+    no writer thread is left behind."""
+    import io
+    import threading
+
+    from dplace.instance.files import _write_pieces
+
+    buf = io.BytesIO()
+    _write_pieces(buf, (str(i) if i % 2 else str(i).encode() for i in range(5000)))
+    assert buf.getvalue() == "".join(map(str, range(5000))).encode()
+
+    class Full:
+        def __init__(self):
+            self.calls = 0
+
+        def write(self, piece):
+            self.calls += 1
+            raise OSError(28, "No space left on device")
+
+    full = Full()
+    with pytest.raises(OSError, match="No space"):
+        _write_pieces(full, iter([b"a"] * 1000))
+    assert full.calls == 1  # the writes stop at the first error
+
+    def maker():
+        yield b"a"
+        raise ValueError("maker failed")
+
+    with pytest.raises(ValueError, match="maker failed"):
+        _write_pieces(io.BytesIO(), maker())
+    assert not [t for t in threading.enumerate() if t.name == "dplace-write"]

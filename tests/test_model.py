@@ -58,3 +58,35 @@ def test_unused_huge_transfer_beside_small_ops(method, opts):
     res = dplace.solve(inst, method, time_limit_s=5, **opts)
     assert res.makespan == pytest.approx(1.4827943) and dplace.check(inst, res).ok  # all on one device
     assert res.lower_bound <= res.makespan
+
+
+def test_pins_and_groups_in_bulk_equal_the_loop_over_ops():
+    """``pinned`` and the colocation groups (numbered in order of their first op), found by dict lookups in
+    bulk, equal a loop over the ops written from the docstring; an unknown pinned device is named at its
+    first op."""
+    import random as _random
+
+    from dplace.testing import random_instance
+
+    rng = _random.Random(12)
+    for _ in range(60):
+        inst = random_instance(rng, n_ops=rng.randint(1, 20))
+        names, group_of, pins = {}, [], []
+        for op in inst.ops:
+            if op.colocation is not None and op.colocation not in names:
+                names[op.colocation] = len(names)
+            group_of.append(names.get(op.colocation, -1))
+            pins.append(-1 if op.device is None else inst.device_index[op.device])
+        assert inst.group_names == list(names) and inst.group_of == group_of
+        members = [[o for o, g in enumerate(group_of) if g == k] for k in range(len(names))]
+        assert inst.groups == members
+        for ops in members:  # a group takes its pinned member's device (one at most in a valid instance)
+            pin = {pins[o] for o in ops} - {-1}
+            for o in ops:
+                pins[o] = min(pin) if pin else -1
+        assert inst.pinned == pins
+    ops = [Op("a", 1.0), Op("b", 1.0, device="gpu9"), Op("c", 1.0, device="gpu8")]
+    from dplace.errors import InvalidInstanceError
+
+    with pytest.raises(InvalidInstanceError, match="op 'b': device 'gpu9' does not exist"):
+        Instance("p", [Device("d0", 10)], ops, [])

@@ -70,3 +70,42 @@ def test_compact_transfers_from_the_compiled_simulators_arrays(monkeypatch):
         text = b"".join(x if isinstance(x, bytes) else x.encode() for x in res.json_chunks())
         assert "transfers" not in res.schedule.__dict__  # written from the arrays
         assert json.loads(text) == res.to_dict()
+
+
+def _orjson_entry(res, key):
+    """The per-op entry ``key`` of ``res.to_dict()`` as ``orjson.dumps`` writes it: the reference of the
+    column-joined compact writer."""
+    import orjson
+
+    return orjson.dumps(res.to_dict()[key])
+
+
+def test_compact_entries_are_the_bytes_orjson_writes_for_the_dicts():
+    """Each compact per-op entry, joined from columns, is byte for byte ``orjson.dumps`` of the entry of
+    ``to_dict``: random results, both comm modes, given orders and the simulator's, compiled and Python
+    schedules, odd names (quotes, backslashes, control and non-ASCII characters), empty transfers."""
+    from dplace.result import _orjson_inner, _rows
+
+    rng = random.Random(11)
+    cases = []
+    for i in range(30):
+        inst = random_instance(rng, n_ops=rng.randint(1, 14), comm=rng.choice(["parallel", "sequential"]))
+        cases.append(dplace.solve(inst, rng.choice(["heft", "m_etf", "dpos", "single", "m_topo"])))
+    ids = ['a", "b', "q\\", 'é"x', "plain", '\\", "', "tab\there", "\x01", "\\", "\u2028", 'x","y', "z\n"]
+    for names in (ids, ["a", "b,c", "é", "d:e", "{f}", "[g]", "h i", "j", "k", "l", "m"]):
+        ops = [Op(x, float(i % 3) + 0.1 * i) for i, x in enumerate(names)]
+        inst = Instance("w", [Device("d0", 100), Device('d"1', 100, 2.0), Device("é", 100)], ops,
+                        [Edge(names[0], names[1], 3.0), Edge(names[1], names[4], 1.5), Edge(names[2], names[9], 7)])
+        cases.append(dplace.solve(inst, "heft"))
+        cases.append(make_result(inst, "x", np.array([0, 1, 1, 0, 0, 1, 2, 2, 0, 1, 2]),
+                                 [np.array([0, 3, 4, 8]), np.array([1, 2, 5, 9]), np.array([6, 7, 10])]))
+        cases.append(make_result(inst, "x", [0] * len(names)))  # no transfers
+    cases = [res for res in cases if res.placement is not None]  # (no answer: no per-op entries)
+    assert len(cases) >= 25
+    for res in cases:
+        inner = _orjson_inner(res.instance.columns.ids)
+        for key in ("placement", "order", "schedule", "transfers"):
+            assert b"".join(res._per_op_compact(key, inner)) == _orjson_entry(res, key), key
+    pieces = [b"[", [b"a", b"b", b"c", b"d", b"e"], b",", [b"1", b"2", b"3", b"4", b"5"]]  # in blocks of 6 pieces
+    assert _rows(pieces, b"]", b"<", b">", chunk=3, block=2) == [b"<[a,1],[b", b",2],[c,3", b"],[d,4],[e", b",5]>"]
+    assert _rows([b"[", [], b",", []], b"]", b"<", b">") == [b"<>"]

@@ -18,6 +18,9 @@ the makespan of every schedule that keeps pins, colocation and memory:
   the sends that pins, colocation or memory force (two units that cannot share a device), each on its
   path, and in sequential comm the link time that those sharing few links need
   (:func:`dplace.bounds.links.forced_links_bound`; parallel comm: the single sends only);
+* ``fan_in`` (sequential comm only): a join's inputs either run on its device or queue on the links into
+  it, so the time before it starts is at least the least W that both can absorb
+  (:func:`dplace.bounds.fanin.fan_in_bound`); the segment bound applies it to each segment, where it pays;
 * ``segments``: segments of the critical path, each bounded by CP-SAT and the cheap bounds above
   (:mod:`dplace.formulations.bounds_segments`, behind an option: it runs CP-SAT); ``segments_memory``: that plus the
   transfers memory forces on one-op segments (:mod:`dplace.bounds.memory`); ``twin_stems``: on graphs of
@@ -41,6 +44,7 @@ from typing import Any, Callable, Iterator
 from ..budget import Budget
 from ..errors import InfeasibleError
 from .anchored import anchored_split_bound, anchored_work_bound
+from .fanin import fan_in_bound
 from .links import forced_links_bound
 from .memory import memory_cuts_bound
 from .shared import critical_path_length, critical_path_ops, heads_tails, smallest_times
@@ -310,6 +314,7 @@ def scale_parts(inst: Instance) -> dict[str, float]:
         "energetic": energetic_bound(inst),
         "pinned_links": pinned_links_bound(inst),
         "forced_links": forced_links_bound(inst),
+        "fan_in": fan_in_bound(inst),
     }
 
 
@@ -340,6 +345,7 @@ def lower_bound_parts(inst: Instance) -> dict[str, float]:
             "anchored_split": anchored_split_bound(inst),
             "pinned_links": pinned_links_bound(inst),
             "forced_links": forced_links_bound(inst),
+            "fan_in": fan_in_bound(inst),
         }
         inst.__dict__["_lower_bound_parts"] = cached
     return dict(cached)
@@ -384,7 +390,8 @@ def bound_portfolio(inst: Instance, *, segments: bool = True, time_limit_s: floa
                      ("memory_path", memory_path_bound), ("memory_cuts", memory_cuts_bound),
                      ("energetic", lambda i: energetic_bound(i, grid=48)),
                      ("anchored_work", anchored_work_bound), ("anchored_split", anchored_split_bound),
-                     ("pinned_links", pinned_links_bound), ("forced_links", forced_links_bound)):
+                     ("pinned_links", pinned_links_bound), ("forced_links", forced_links_bound),
+                     ("fan_in", fan_in_bound)):
         t0 = time.perf_counter()
         v = fn(inst)
         out.append(BoundPart(name, v, time.perf_counter() - t0))

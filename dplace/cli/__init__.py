@@ -135,6 +135,21 @@ def _from_interrupt(exc: BaseException) -> bool:
     return False
 
 
+def _keep_freed_memory() -> bool:
+    """Where the C library is glibc (``mallopt``; True): blocks up to 256 MB come from the heap, and
+    freed memory stays there for the next ones instead of going back to the system, so a large run's
+    arrays and buffers reuse pages rather than fault in new ones (360k-op heft with JSON in and out:
+    464k -> 384k page faults, ~0.3 CPU s less, all system time; 4 runs alternated, load ~4).
+    Elsewhere nothing changes (False)."""
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc
+        return False
+    return bool(mallopt(-3, 256 << 20)) & bool(mallopt(-1, 1 << 30))  # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
+
+
 def run() -> None:
     """The ``dplace`` program (``python -m dplace.cli``): :func:`main`, in a process of its own.
 
@@ -150,6 +165,7 @@ def run() -> None:
 
     common.PROCESS_OWNED = True
     gc.set_threshold(10_000, 50, 50)  # from 700, 10, 10: fewer passes over the loaded modules and kernels
+    _keep_freed_memory()
     code = main()
     if any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
         sys.exit(code)

@@ -37,8 +37,7 @@ def write_atomic_many(files: Sequence[tuple[str | os.PathLike, Any]]) -> None:
                 if isinstance(data, bytes):
                     fh.write(data)
                 else:  # an iterable of text or UTF-8 pieces (a large file written as it is produced)
-                    for piece in data:
-                        fh.write(piece if isinstance(piece, bytes) else piece.encode())
+                    _write_pieces(fh, data)
             os.chmod(tmp, 0o666 & ~umask)
         for (p, _), tmp in zip(todo, tmps):
             os.replace(tmp, p)
@@ -51,3 +50,35 @@ def write_atomic_many(files: Sequence[tuple[str | os.PathLike, Any]]) -> None:
                 os.unlink(tmp)
             except FileNotFoundError:
                 pass
+
+
+def _write_pieces(fh: Any, pieces: Any) -> None:
+    """Write text or UTF-8 ``pieces`` to ``fh`` in order, by a thread of its own: the writes (which release
+    the GIL) go on while the next piece is made. An error of the writes is raised here, once the pieces
+    made so far are drained; one of the pieces' maker (or a Ctrl-C) stops the writes, then propagates."""
+    import queue
+    import threading
+
+    todo: queue.Queue = queue.Queue(maxsize=8)
+    failed: list[BaseException] = []
+
+    def write() -> None:
+        while (piece := todo.get()) is not None:
+            if not failed:
+                try:
+                    fh.write(piece)
+                except BaseException as exc:  # noqa: BLE001 - raised by the caller's thread
+                    failed.append(exc)
+
+    writer = threading.Thread(target=write, name="dplace-write", daemon=True)
+    writer.start()
+    try:
+        for piece in pieces:
+            if failed:
+                break
+            todo.put(piece if isinstance(piece, bytes) else piece.encode())
+    finally:
+        todo.put(None)
+        writer.join()
+    if failed:
+        raise failed[0]

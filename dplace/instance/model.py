@@ -369,13 +369,14 @@ class Instance:
         (groups numbered in order of their first op)."""
         n = self.n
         if cols.pin_names is None:
-            pinned = [-1] * n
-            for o, dn in enumerate(cols.pin):
-                if dn is not None:
-                    if dn not in self.device_index:
-                        raise InvalidInstanceError(f"op {cols.ids[o]!r}: device {dn!r} does not exist")
-                    pinned[o] = self.device_index[dn]
-            self._pinned_a = np.array(pinned, dtype=np.int64)
+            where: dict[Any, int] = {**self.device_index, None: -1}
+            try:  # every pin at once (a lookup per op in C); the loop names the first unknown device
+                self._pinned_a = np.array(list(map(where.__getitem__, cols.pin)), dtype=np.int64)
+            except (KeyError, TypeError):
+                for o, dn in enumerate(cols.pin):
+                    if dn is not None and dn not in self.device_index:
+                        raise InvalidInstanceError(f"op {cols.ids[o]!r}: device {dn!r} does not exist") from None
+                raise
         else:
             codes = np.asarray(cols.pin, dtype=np.int64)
             to_dev = []
@@ -387,19 +388,13 @@ class Instance:
             if n and (codes.min() < -1 or codes.max() >= len(to_dev)):
                 raise InvalidInstanceError(f"ops: device code out of range ({int(codes.min())}..{int(codes.max())})")
             self._pinned_a = np.array(to_dev + [-1], dtype=np.int64)[codes]
-        if cols.coloc_names is None:
-            names: dict[str, int] = {}
-            group_of = [-1] * n
-            self.group_names: list[str] = []
-            for o, c in enumerate(cols.coloc):
-                if c is None:
-                    continue
-                g = names.get(c)
-                if g is None:
-                    g = names[c] = len(self.group_names)
-                    self.group_names.append(str(c))
-                group_of[o] = g
-            self._set_groups(np.array(group_of, dtype=np.int64))
+        if cols.coloc_names is None:  # groups numbered in order of first appearance, by dicts (C loops)
+            first = dict.fromkeys(cols.coloc)
+            first.pop(None, None)
+            names: dict[Any, int] = dict(zip(first, range(len(first))))
+            names[None] = -1
+            self.group_names: list[str] = [str(c) for c in first]
+            self._set_groups(np.array(list(map(names.__getitem__, cols.coloc)), dtype=np.int64))
             return
         codes = np.asarray(cols.coloc, dtype=np.int64)
         if n and (codes.min() < -1 or codes.max() >= len(cols.coloc_names)):

@@ -323,3 +323,15 @@ def test_the_program_waits_for_a_thread_that_is_not_a_daemon(tmp_path):
     p = _program(tmp_path, "methods", before=before)
     assert p.returncode == 0, p.stderr
     assert "thread done" in p.stdout
+
+
+def test_the_program_keeps_freed_memory_where_the_c_library_is_glibc():
+    """``dplace`` (``cli.run``) asks glibc's ``mallopt`` to keep freed memory for reuse (fewer page faults on
+    large runs); elsewhere it changes nothing. Run in a process of its own."""
+    import platform
+    import subprocess
+    import sys
+
+    code = "from dplace.cli import _keep_freed_memory as k; print(k())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == str(platform.libc_ver()[0] == "glibc")
