@@ -1,7 +1,9 @@
 """Simulated annealing over placements for graphs of a few thousand ops (both comm modes).
 
 ``portfolio`` runs it on the best start's placement: whole units (colocation groups, single ops) move to
-other devices with room or swap devices, and each placement is judged by its own list schedule
+other devices with room or swap devices, whole branches (:meth:`.units.Units.chains`: runs of units, a
+training graph's forward and backward ops together) move to one device with probability
+:data:`BLOCK_P` a step, and each placement is judged by its own list schedule
 (:func:`dplace.kernels.anneal.list_makespan`: ``formulations.units.placement_order`` timed by the
 simulator's rules, compiled, ~50 µs on 650 ops). Judging thousands of placements a second lets the
 search cross the plateaus a first-improvement search stops on: on InceptionV3 (two copies of one DAG
@@ -13,7 +15,10 @@ the same start with different seeds, on a ladder of temperatures (chain i of k a
 times the comm mode's own ``t_hi`` and ``t_lo``), and the best placement of all is returned. No one temperature suits every graph: on
 NASNet-Mobile (ops of 0.3 ms, makespan ~300 ms) a chain 10 times cooler reached 272,536 µs in 35 s
 against 286,528 at the default (parallel comm; sequential 311,494 against 347,008), while on ResNeXt-50
-the default's 718,755 beat the cooler 728,241 and on Inception-v3 the two tied (``bench_nas.py``). The compiled kernel
+the default's 718,755 beat the cooler 728,241 and on Inception-v3 the two tied (``bench_nas.py``). With
+the branch moves the temperature matters less there: 60k steps of one chain from dpos at 1, 0.1 and 0.01
+times the default reached 261,678 / 259,483 / 260,446 µs (parallel comm; sequential 291,496 / 297,210 /
+294,353). The compiled kernel
 loads from numba's disk cache; the first run after an install compiles it (~10 s, holding the GIL):
 ``portfolio`` runs the stage then only with 30 s or more for it (:func:`kernel_ready`), and a chain whose
 first chunk is still compiling at the deadline is left to finish in the background, not waited for.
@@ -28,7 +33,8 @@ from typing import Sequence
 from dplace.budget import Budget
 from dplace.instance.model import Instance
 
-__all__ = ["SEQUENTIAL_T", "AnnealStats", "anneal_placement", "applies", "judged_order", "kernel_ready"]
+__all__ = ["BLOCK_P", "SEQUENTIAL_T", "AnnealStats", "anneal_placement", "applies", "judged_order", "kernel_ready",
+           "temperatures"]
 
 MAX_OPS = 5000  # one judgement costs ~O(n * ops per device): past this a second gives too few
 # (t_hi, t_lo) in sequential comm (a setting of ours, swept in session 12: 2 chains from the best start,
@@ -38,6 +44,15 @@ MAX_OPS = 5000  # one judgement costs ~O(n * ops per device): past this a second
 # 1,758,038 / 1,742,223 / 1,734,579 / 1,741,647 for 3e-3 / 3e-4 / 1e-4 / 3e-5). At 3e-3 it accepted 64 %
 # of its moves on the 3,006-op graph and ended no better than its start (1e-4: 37 %).
 SEQUENTIAL_T = (1e-4, 1e-4 / 3)
+# a step's chance of moving a whole branch (:meth:`.units.Units.chains`), times the share of units in
+# branches (NASNet-Mobile 0.83; figures below are of the unscaled chance). Moving one op
+# of a branch to another device costs a transfer in and one out, so single moves rarely split a branch
+# off; a branch moved at once crosses that wall. NASNet-Mobile (81 chains of 8 layers), 60k steps of one
+# chain from dpos at 0.1x the parallel temperatures, seeds 0 / 1: no block moves 289,868 (3 s, 2 chains)
+# -> 0.2: 261,629 / 264,421, 0.4: 259,483 / 255,596, 0.6: 259,844 / 260,080; sequential comm seed 0:
+# 305,717 / 297,210 / 295,454. 20 s from dpos, 2 chains: parallel 271,680 without, 260,061 at 0.2;
+# sequential 307,150 / 286,671; ResNeXt-50 719,238 / 687,187 (0.4: 681,389); Inception-v3 571,733 / 569,719.
+BLOCK_P = 0.4
 
 
 @dataclass
@@ -49,6 +64,7 @@ class AnnealStats:
     chains: int
     wall_s: float
     stopped: str  # "time limit", "interrupted", "compiling" (no chain finished a chunk in time)
+    late_gain: float = 0.0  # how much the best fell in the last quarter of the run, over its start (0..1)
 
 
 def applies(inst: Instance) -> bool:
@@ -63,9 +79,11 @@ def applies(inst: Instance) -> bool:
 
 def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: float | None = None, seed: int = 0,
                      workers: int = 1, t_hi: float | None = None, t_lo: float | None = None, ladder: float = 0.1,
-                     should_stop=None, budget: Budget | None = None) -> tuple[list[int], AnnealStats]:
+                     p_block: float = BLOCK_P, should_stop=None,
+                     budget: Budget | None = None) -> tuple[list[int], AnnealStats]:
     """The best placement the annealing judged within ``budget`` (or ``time_limit_s`` from now; module
-    docstring) and its stats. Temperatures left None: 0.003 and 1e-4 in parallel comm,
+    docstring) and its stats. A step moves a whole branch with probability ``p_block`` times the share of
+    units in branches. Temperatures left None: 0.003 and 1e-4 in parallel comm,
     :data:`SEQUENTIAL_T` in sequential comm; chain i of k anneals at ``ladder ** (i / (k - 1))`` times
     them (chain 0 at the mode's own, the last ``ladder`` times cooler).
     Memory, pins and colocation of ``placement`` are kept by every move (a start over memory stays over
@@ -77,7 +95,7 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
 
     t0 = time.perf_counter()
     budget = Budget.resolve(budget, time_limit_s)
-    hot, cold = SEQUENTIAL_T if inst.comm == "sequential" else (0.003, 1e-4)
+    hot, cold = temperatures(inst)
     t_hi = hot if t_hi is None else t_hi
     t_lo = cold if t_lo is None else t_lo
     units = Units(inst)
@@ -85,7 +103,11 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     # the temperatures' scale (the same list schedule, timed here in Python: nothing compiled runs in
     # this thread, so a first run that compiles the kernel keeps the clock)
     m0 = simulate(inst, start, placement_order(inst, start, insertion=inst.comm != "sequential")).makespan
-    chains = [Annealer(inst, start, units.members, units.allowed) for _ in range(max(1, workers))]
+    blocks = units.chains()
+    # a step moves a branch with p_block times the share of units in branches (as if it drew a unit and
+    # moved its branch with p_block): a graph with a few short chains spends no steps moving them
+    p_blk = p_block * sum(len(b) for b in blocks) / max(1, len(units.members))
+    chains = [Annealer(inst, start, units.members, units.allowed, blocks, p_blk) for _ in range(max(1, workers))]
     scale = [ladder ** (i / max(1, len(chains) - 1)) for i in range(len(chains))]  # chain i's temperatures
     done = [0] * len(chains)
     stop = threading.Event()
@@ -110,7 +132,11 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     for th in threads:
         th.start()
     stopped = "time limit"
+    trace = [(0.0, m0)]  # (seconds, the best judged so far) whenever it falls
     while any(th.is_alive() for th in threads):
+        now = min(c.result[0] for c in chains)
+        if now < trace[-1][1]:
+            trace.append((time.perf_counter() - t0, now))
         if should_stop is not None and should_stop():
             stopped = "interrupted"
             stop.set()
@@ -125,8 +151,17 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     if not ran:
         return start, AnnealStats(m0, m0, 0, 0, len(chains), time.perf_counter() - t0, "compiling")
     value, best_pl = min((c.result for c in ran), key=lambda r: r[0])  # never above its chain's start
+    wall = time.perf_counter() - t0
+    before = min([b for t, b in trace if t <= 0.75 * wall] + [ran[0].start_value])  # the best at 3/4 of the run
+    late = max(0.0, (before - value) / ran[0].start_value) if ran[0].start_value > 0 else 0.0
     return best_pl.tolist(), AnnealStats(ran[0].start_value, value, sum(c.steps for c in ran),
-                                         sum(c.accepted for c in ran), len(chains), time.perf_counter() - t0, stopped)
+                                         sum(c.accepted for c in ran), len(chains), wall, stopped, late)
+
+
+def temperatures(inst: Instance) -> tuple[float, float]:
+    """(t_hi, t_lo), fractions of the start's makespan: 0.003 and 1e-4 in parallel comm,
+    :data:`SEQUENTIAL_T` in sequential comm."""
+    return SEQUENTIAL_T if inst.comm == "sequential" else (0.003, 1e-4)
 
 
 def judged_order(inst: Instance, placement: Sequence[int]) -> list[list[int]]:

@@ -15,7 +15,9 @@ from dplace.verify import claims
 from .lns import improve
 from .units import placement_order
 
-__all__ = ["portfolio_large"]
+__all__ = ["LATE_GAIN", "portfolio_large"]
+
+LATE_GAIN = 1e-3  # the annealing goes on (instead of the LNS) while its last quarter gained this much
 
 
 def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, seed: int = 0,
@@ -28,7 +30,7 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
     the segments' schedules put together (:func:`.stitch.stitch`, start "stitch"), then each start re-ordered by :func:`placement_order` (kept when faster), on graphs of two parts tied by
     colocation the best start's placement searched for ``twins_share`` of what is left by
     :func:`.twins.search` (start "twins") — or, where :func:`.anneal.applies` (both comm modes, up to
-    :data:`.anneal.MAX_OPS` ops), annealed for ``anneal_share`` of what is left instead (start "anneal") —, then :func:`improve` from the best until the deadline. Returns a Result named "portfolio" whose bound names its source;
+    :data:`.anneal.MAX_OPS` ops), annealed for ``anneal_share`` of what is left instead, longer while it still improves (start "anneal") —, then :func:`improve` from the best until the deadline. Returns a Result named "portfolio" whose bound names its source;
     ``extra["starts"]`` holds every start's makespan and ``extra["winner"]`` the one the LNS began from."""
     from dplace.bounds import lower_bound_with_source
     from dplace.formulations.bounds_segments import segment_bound
@@ -118,11 +120,15 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
 def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: Budget, share: float, seed: int,
                   workers: int | None, should_stop, extra: dict[str, Any]) -> tuple:
     """The best start's placement improved by :func:`.anneal.anneal_placement` for ``share`` of the time
-    left (chains: ``workers``, default the CPU count, at most 4), ordered by :func:`placement_order`;
-    the new best start when it is faster (recorded as "anneal" in ``tried``)."""
+    left (chains: ``workers``, default the CPU count, at most 4) and, while a run's best still fell by
+    :data:`LATE_GAIN` of its start in its last quarter, again from its best at the comm mode's cold
+    temperature for ``share`` of what is left then (``extra["anneal"]["more"]``: those runs); ordered by
+    :func:`placement_order` or the annealing's own order; the new best start when it is faster (recorded
+    as "anneal" in ``tried``). On NASNet-Mobile the LNS after the annealing gained nothing in 10 s while
+    the annealing was still improving (README, "Branchy (NAS-style) graphs")."""
     import os
 
-    from .anneal import anneal_placement, judged_order, kernel_ready
+    from .anneal import anneal_placement, judged_order, kernel_ready, temperatures
 
     if not kernel_ready() and share * budget.left() < 30.0:  # compiling it would take most of the time
         extra["anneal"] = {"skipped": "the annealing kernel is not compiled yet (~10 s) and less than 30 s is left"}
@@ -131,9 +137,20 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
     k = max(1, min(4, workers or os.cpu_count() or 1))
     pl, st = anneal_placement(inst, best[2], budget=budget.share(share).child(reserve=0.5), seed=seed, workers=k,
                               should_stop=should_stop)
-    extra["anneal"] = {"start_makespan": st.start_makespan, "makespan": st.makespan, "steps": st.steps,
-                       "accepted": st.accepted, "chains": st.chains, "wall_s": round(st.wall_s, 3),
-                       "stopped": st.stopped}
+    first, rounds = st, []
+    # still improving at the end (the best fell by LATE_GAIN of its start in the last quarter): go on
+    # from the best at the cold end, for ``share`` of what is left each time, instead of the LNS
+    while (st.late_gain >= LATE_GAIN and st.stopped == "time limit" and budget.left() > 2.0
+           and not (should_stop is not None and should_stop())):
+        progress.phase("anneal: still improving, on at the cold end")
+        cold = temperatures(inst)[1]
+        pl, st = anneal_placement(inst, pl, budget=budget.share(share).child(reserve=0.5), seed=seed + 1 + len(rounds),
+                                  workers=k, t_hi=cold, t_lo=cold, should_stop=should_stop)
+        rounds.append({"makespan": st.makespan, "steps": st.steps, "wall_s": round(st.wall_s, 3),
+                       "late_gain": round(st.late_gain, 6)})
+    extra["anneal"] = {"start_makespan": first.start_makespan, "makespan": st.makespan, "steps": first.steps,
+                       "accepted": first.accepted, "chains": first.chains, "wall_s": round(first.wall_s, 3),
+                       "stopped": st.stopped, "late_gain": round(first.late_gain, 6), "more": rounds}
     # the order the annealing judged by (zero-time ops where its kernel put them; no insertion in
     # sequential comm) may be the faster
     sch, od = min(((simulate(inst, pl, o), o) for o in (placement_order(inst, pl), judged_order(inst, pl))),

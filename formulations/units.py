@@ -69,3 +69,39 @@ class Units:
         for ms in self.members:
             pins = {inst.pinned[o] for o in ms if inst.pinned[o] >= 0}
             self.allowed.append(sorted(pins) if pins else list(range(inst.m)))
+
+    def chains(self, min_len: int = 2) -> list[list[int]]:
+        """Branches as runs of units: the maximal chains (each unit the only successor of the one before,
+        which is its only predecessor) of at least ``min_len`` units in the graph of units, each edge
+        between two units taken from the one whose first op comes first in topological order to the
+        other. A training graph's forward and backward op of a layer share a unit, and its backward
+        edges run the other way: both give the same edge here, so a branch of a cell (NASNet-Mobile:
+        81 chains of 8 layers) is one chain, forward and backward together."""
+        inst = self.inst
+        tp = inst.topo_pos
+        first = [min(tp[o] for o in ms) for ms in self.members]
+        nu = len(self.members)
+        succ: list[set[int]] = [set() for _ in range(nu)]
+        pred: list[set[int]] = [set() for _ in range(nu)]
+        for s, d in zip(inst.esrc, inst.edst):
+            a, b = self.of[s], self.of[d]
+            if a != b:
+                if first[a] > first[b]:
+                    a, b = b, a
+                succ[a].add(b)
+                pred[b].add(a)
+        nxt = {}
+        for a in range(nu):
+            if len(succ[a]) == 1:
+                b = next(iter(succ[a]))
+                if len(pred[b]) == 1:
+                    nxt[a] = b
+        heads = sorted(set(nxt) - set(nxt.values()), key=lambda a: first[a])
+        out = []
+        for a in heads:
+            c = [a]
+            while c[-1] in nxt:
+                c.append(nxt[c[-1]])
+            if len(c) >= min_len:
+                out.append(c)
+        return out

@@ -153,11 +153,41 @@ def _evaluate(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, s
 
 
 @njit
+def _block_move(pl, unit_ptr, unit_members, unit_mem, allowed, capacity, used, blk_ptr, blk_units, nblk, m, was):
+    """Moves every unit of a random block to a random device where each may go and the device has room
+    for those it gains; ``was`` = [1, the block, each unit's device before], or was[0] = -1 (no move)."""
+    k = np.random.randint(nblk)
+    b = np.random.randint(m)
+    gain = 0
+    changed = False
+    was[0] = -1
+    for j in range(blk_ptr[k], blk_ptr[k + 1]):
+        u = blk_units[j]
+        if pl[unit_members[unit_ptr[u]]] != b:
+            if not allowed[u, b]:
+                return
+            gain += unit_mem[u]
+            changed = True
+    if not changed or used[b] + gain > capacity[b]:
+        return
+    was[0] = 1
+    was[1] = k
+    for j in range(blk_ptr[k], blk_ptr[k + 1]):
+        u = blk_units[j]
+        was[2 + j - blk_ptr[k]] = pl[unit_members[unit_ptr[u]]]
+        for q in range(unit_ptr[u], unit_ptr[u + 1]):
+            pl[unit_members[q]] = b
+
+
+@njit
 def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge,
-            unit_ptr, unit_members, unit_mem, allowed, capacity, used, iters, t_hi, t_lo, seed, cur, seq):
+            unit_ptr, unit_members, unit_mem, allowed, capacity, used, iters, t_hi, t_lo, seed, cur, seq,
+            blk_ptr, blk_units, p_blk):
     """``iters`` steps from ``pl`` (changed in place: it ends as the last accepted placement) with the
     temperature going geometrically from t_hi to t_lo; returns (best makespan, best placement, last
-    accepted makespan, moves accepted, makespan at the start; ``cur`` < 0: judge the start first)."""
+    accepted makespan, moves accepted, makespan at the start; ``cur`` < 0: judge the start first).
+    Blocks (``blk_ptr``/``blk_units``: lists of unit indices, e.g. a branch's chain): with probability
+    ``p_blk`` a step moves every unit of one block to one device instead."""
     np.random.seed(seed)
     n = len(pl)
     m = len(capacity)
@@ -180,8 +210,34 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
     ratio = (t_lo / t_hi) ** (1.0 / max(1, iters)) if t_hi > 0 and t_lo > 0 else 1.0
     temp = t_hi
     accepted = 0
+    nblk = len(blk_ptr) - 1
+    was = np.empty(len(blk_units) + 2, dtype=np.int64)  # a block move's units' devices before it
     for _ in range(iters):
         temp *= ratio
+        if nblk > 0 and np.random.random() < p_blk:
+            _block_move(pl, unit_ptr, unit_members, unit_mem, allowed, capacity, used, blk_ptr, blk_units, nblk, m,
+                        was)
+            if was[0] < 0:
+                continue
+            k = was[1]
+            v = _evaluate(pl, *args)
+            if v <= cur or (temp > 0 and np.random.random() < np.exp((cur - v) / temp)):
+                cur = v
+                accepted += 1
+                b = pl[unit_members[unit_ptr[blk_units[blk_ptr[k]]]]]
+                for j in range(blk_ptr[k], blk_ptr[k + 1]):
+                    u = blk_units[j]
+                    used[was[2 + j - blk_ptr[k]]] -= unit_mem[u]
+                    used[b] += unit_mem[u]
+                if v < best:
+                    best = v
+                    best_pl[:] = pl
+            else:
+                for j in range(blk_ptr[k], blk_ptr[k + 1]):
+                    u = blk_units[j]
+                    for q in range(unit_ptr[u], unit_ptr[u + 1]):
+                        pl[unit_members[q]] = was[2 + j - blk_ptr[k]]
+            continue
         u = np.random.randint(nu)
         a = pl[unit_members[unit_ptr[u]]]
         swap = np.random.random() < 0.3
@@ -247,8 +303,13 @@ def list_makespan(inst, placement) -> tuple[float, np.ndarray, np.ndarray]:
 class Annealer:
     """:func:`_anneal` on one instance, run in chunks (``step``) so that the caller can keep its clock."""
 
-    def __init__(self, inst, placement, units: list[list[int]], allowed: list[list[int]]) -> None:
+    def __init__(self, inst, placement, units: list[list[int]], allowed: list[list[int]],
+                 blocks: list[list[int]] = (), p_block: float = 0.0) -> None:
+        """``blocks``: lists of indices into ``units`` moved together with probability ``p_block`` a step."""
         a = self.a = _arrays(inst)
+        self.blk_ptr = np.concatenate([[0], np.cumsum([len(b) for b in blocks])]).astype(np.int64)
+        self.blk_units = np.asarray([u for b in blocks for u in b], dtype=np.int64)
+        self.p_blk = float(p_block) if len(blocks) else 0.0
         self.pl = np.asarray(placement, dtype=np.int64).copy()
         sizes = [len(u) for u in units]
         self.unit_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -272,7 +333,7 @@ class Annealer:
         best, best_pl, cur, acc, first = _anneal(self.pl, A.dur, A.lat, A.bw, A.topo, A.esrc, A.edst, A.ebytes, A.pred_ptr,
                                           A.pred_edge, A.succ_ptr, A.succ_edge, a.unit_ptr, a.unit_members,
                                           a.unit_mem, a.allowed, A.capacity, a.used, iters, t_hi, t_lo, seed,
-                                          self.cur, A.sequential)
+                                          self.cur, A.sequential, a.blk_ptr, a.blk_units, a.p_blk)
         if self.cur < 0:
             self.start_value = float(first)
         self.cur = float(cur)

@@ -178,7 +178,7 @@ def test_chains_anneal_on_a_ladder_of_temperatures(monkeypatch):
     seen: dict[int, list[float]] = {}
 
     class Recorder:
-        def __init__(self, inst, start, members, allowed):
+        def __init__(self, inst, start, members, allowed, *blocks):
             self.start_value, self.steps, self.accepted = 1.0, 0, 0
             self.result = (1.0, __import__("numpy").array(start))
 
@@ -230,3 +230,107 @@ def test_sequential_comm_anneals_at_its_own_temperatures(compiled, monkeypatch):
         assert seen and seen[0][0] > (hot * cold) ** 0.5 * m0  # the first chunk near t_hi (time has passed)
         assert all(cold * m0 * (1 - 1e-9) <= lo <= hi * (1 + 1e-9) <= hot * m0 * (1 + 1e-9) for hi, lo in seen)
     assert SEQUENTIAL_T[0] < 0.003
+
+
+def _two_branches(chain: int = 6, comm: str = "parallel", branches: str = "ab") -> Instance:
+    """A source, two branches of ``chain`` ops with heavy tensors inside them and light ones at their
+    ends, a sink; every forward op with a backward op it is colocated with (a training graph's layers)."""
+    ops = [Op("s", 1.0), Op("t", 1.0)]
+    edges = []
+    for br in branches:
+        for i in range(chain):
+            ops.append(Op(f"{br}{i}", 30.0, memory=1, colocation=f"{br}{i}"))
+            ops.append(Op(f"{br}{i}_bw", 30.0, memory=1, colocation=f"{br}{i}"))
+            edges.append(Edge(f"{br}{i}", f"{br}{i}_bw", 0.0))
+            if i:
+                edges.append(Edge(f"{br}{i - 1}", f"{br}{i}", 1e7))
+                edges.append(Edge(f"{br}{i}_bw", f"{br}{i - 1}_bw", 1e7))
+        edges += [Edge("s", f"{br}0", 1.0), Edge(f"{br}{chain - 1}", "t", 1.0), Edge("t", f"{br}{chain - 1}_bw", 1.0)]
+    return Instance("branches", [Device("d0", 10**6), Device("d1", 10**6)], ops, edges, comm=comm)
+
+
+def test_units_chains_are_branches_forward_and_backward():
+    """A training graph's branch (forward ops, their colocated backward ops, edges both ways) is one
+    chain of units; where units fork or join there is none."""
+    inst = _two_branches(5)
+    u = Units(inst)
+    chains = u.chains()
+    assert len(chains) == 2
+    for c, br in zip(sorted(chains, key=lambda c: inst.ops[u.members[c[0]][0]].id), "ab"):
+        assert [sorted(inst.ops[o].id for o in u.members[x]) for x in c] == [[f"{br}{i}", f"{br}{i}_bw"]
+                                                                               for i in range(5)]
+    assert Units(_wide(random.Random(1), 4, 4, 2, memory=99)).chains() == []
+
+
+@pytest.mark.parametrize("comm", ["parallel", "sequential"])
+def test_block_moves_cross_what_single_moves_cannot(compiled, comm):
+    """All on one device, the two branches run one after the other; moving one op of a branch to the
+    other device costs two heavy transfers, so a search of single moves that accepts nothing worse stays
+    put, while one move of a whole branch halves the makespan. Both keep colocation."""
+    inst = _two_branches(6, comm)
+    pl0 = [0] * inst.n
+    m0 = list_makespan(inst, pl0)[0]
+    kw = dict(time_limit_s=0.3, seed=2, workers=1, t_hi=1e-12, t_lo=1e-12)
+    pl, st = anneal_placement(inst, pl0, p_block=0.0, **kw)
+    assert st.makespan == m0 and st.steps > 0
+    pl, st = anneal_placement(inst, pl0, p_block=0.5, **kw)
+    assert st.makespan == list_makespan(inst, pl)[0] < 0.6 * m0
+    res = make_result(inst, "anneal", pl, judged_order(inst, pl))
+    assert res.makespan == pytest.approx(st.makespan) and check(inst, res).ok
+    for g in inst.groups:
+        assert len({pl[o] for o in g}) == 1
+
+
+def test_block_moves_keep_memory_and_pins(compiled):
+    """Only block moves (``p_block`` 1): a branch never lands on a device without room for it, nor moves
+    a pinned op."""
+    inst = _two_branches(6)
+    import dataclasses
+
+    ops = [dataclasses.replace(op, device="d0") if op.id == "b3" else op for op in inst.ops]
+    inst = inst.replace(ops=ops, devices=[Device("d0", 10**6), Device("d1", 13)])
+    pl, st = anneal_placement(inst, [0] * inst.n, time_limit_s=0.3, seed=1, workers=2, p_block=1.0)
+    assert st.steps > 0 and st.accepted > 0
+    res = make_result(inst, "anneal", pl, judged_order(inst, pl))
+    assert res.memory_ok and check(inst, res).ok and pl[inst.op_index["b3"]] == 0
+
+
+
+def test_late_gain_is_zero_once_the_best_stops_falling(compiled):
+    """``late_gain``: how much the best fell in the last quarter of the run; on a graph whose best the
+    annealing finds in a few ms, none."""
+    inst = _two_branches(6)
+    pl, st = anneal_placement(inst, [0] * inst.n, time_limit_s=0.6, seed=2, workers=1, p_block=0.5)
+    assert st.makespan < 0.6 * st.start_makespan and st.late_gain == 0.0
+
+
+def test_portfolio_anneals_on_while_the_annealing_still_improves(compiled, monkeypatch):
+    """While a run's best still fell by ``LATE_GAIN`` in its last quarter, portfolio anneals on from its
+    best at the cold end (t_hi = t_lo = the comm mode's cold temperature) instead of the LNS; once it
+    stops improving, no more runs."""
+    from dplace.budget import Budget
+    from dplace.formulations import anneal, large
+
+    calls = []
+    real = anneal.anneal_placement
+    gain = 2 * large.LATE_GAIN
+
+    def fake(inst, placement, **kw):
+        pl, st = real(inst, placement, **kw)
+        calls.append((kw.get("t_hi"), kw.get("t_lo")))
+        st.late_gain = gain if len(calls) < 3 else 0.0
+        return pl, st
+
+    monkeypatch.setattr(anneal, "anneal_placement", fake)
+    inst = _wide(random.Random(6), 20, 5, 3, memory=10**6)
+    starts = {"single": make_result(inst, "single", [0] * inst.n, placement_order(inst, [0] * inst.n))}
+    # 8 s for the first run, then 4 s and 2 s while it still improves (half of what is left each time)
+    res = large.portfolio_large(inst, starts, budget=Budget(16.0), bound_share=0, anneal_share=0.5)
+    assert check(inst, res).ok
+    cold = anneal.temperatures(inst)[1]
+    assert calls == [(None, None), (cold, cold), (cold, cold)]
+    assert len(res.extra["anneal"]["more"]) == 2
+    calls.clear()
+    monkeypatch.setattr(large, "LATE_GAIN", 1.0)  # nothing gains that much: one run
+    res = large.portfolio_large(inst, starts, budget=Budget(6.0), bound_share=0, anneal_share=0.5)
+    assert calls == [(None, None)] and res.extra["anneal"]["more"] == []
