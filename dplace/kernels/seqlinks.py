@@ -21,12 +21,22 @@ def fits(n: int, m: int) -> bool:
 
 def new_links(n: int, m: int) -> Links:
     nk = n * m
+    # a send's fields side by side, one 64-byte row each (start, arrival, bytes, lprev, lnext, queued):
+    # the re-timing reads them together
+    raw = np.empty(nk * 8 + 8, dtype=np.float64)
+    off = (-raw.ctypes.data % 64) // 8
+    row = raw[off:off + nk * 8].reshape(nk, 8)
+    irow = row.view(np.int64)
+    row[:, 0:2] = 0.0
+    row[:, 2] = -1.0
+    irow[:, 3:6] = -1
+    irow[:, 5] = 0
     return Links(
-        pos=np.zeros(n), tx_s=np.zeros(nk), tx_f=np.zeros(nk), tx_b=np.full(nk, -1.0),
-        lprev=np.full(nk, -1, dtype=np.int64), lnext=np.full(nk, -1, dtype=np.int64),
+        pos=np.zeros(n), tx_s=row[:, 0], tx_f=row[:, 1], tx_b=row[:, 2],
+        lprev=irow[:, 3], lnext=irow[:, 4],
         lk=np.empty((m * m, n + 1), dtype=np.int64), ln=np.zeros(m * m, dtype=np.int64),
         need_b=np.full(n, -1.0), plist=np.empty(n + 1, dtype=np.int64),
-        glist=np.empty(n + 1, dtype=np.int64), pend=np.zeros(nk, dtype=np.bool_),
+        glist=np.empty(n + 1, dtype=np.int64), pend=irow[:, 5],
         heap_t=np.empty(nk + n + 2), heap_x=np.empty(nk + n + 2, dtype=np.int64),
         cnt=np.zeros(1, dtype=np.int64), harm=np.zeros(1),
     )

@@ -25,6 +25,9 @@ Layout: the link state ``Links`` (:func:`dplace.kernels.seqlinks.new_links`) bes
     pos[o]                 labels increasing along each device's order (relabelled when too close)
     tx_s, tx_f, tx_b[k]    send k = p * m + d2: start, arrival, bytes (tx_b < 0: no send)
     lprev, lnext[k]        the sends before / after k on its link (-1: none)
+                           (these five and ``pend`` are columns of one 64-byte row per send: the
+                           re-timing reads them together; HEFT's loop on the 36k-op sequential
+                           Transformer 4.27 -> 3.79 CPU s)
     lk[l, :ln[l]]          link l = d1 * m + d2: its producers in send order (d1's execution order)
     need_b[p], plist       scratch of data_ready (bytes needed per producer, the producers listed)
     harm[0]                after data_ready: the most a committed send on o's links would arrive later
