@@ -274,9 +274,7 @@ def _typed_instance(data: bytes) -> Instance | None:
     """The instance in the JSON text ``data`` read by the typed decoder (:mod:`dplace.instance.typed`), or
     None wherever the reading as before could differ (the file is then read that way: the same instance or
     the same one-line error)."""
-    if data.translate(_DIGITS).find(_LONG) >= 0:  # as fast_loads: json decides on long runs of digits
-        return None
-    try:
+    try:  # no check for runs of 19 digits, as fast_loads makes for orjson: msgspec reads them as json does
         from .typed import typed_columns
     except ImportError:  # pragma: no cover - pinned
         return None
