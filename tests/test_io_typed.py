@@ -119,6 +119,9 @@ def _text(op='"note": 1', edge='"tag": [1]', top=', "generator": {"seed": 7}'):
     (_text(op='"x": "\\ud800"'), False),  # a lone surrogate
     (_text(op='"x": "\xe9"'), True),  # UTF-8 text in a skipped field
     (_text(op='"type": 5'), False),
+    (_text(op='"forward_of": "b"'), True),
+    (_text(op='"forward_of": null'), True),
+    (_text(op='"forward_of": 5'), False),  # read by methods: typed as a string, else the path as before
     (_text(op='"colocation": 3'), False),  # the loop reads it as "3"
     (_text(op='"device": "nope"'), False),  # an error, named by the instance's checks
     (_text(op='"memory": true'), False),
@@ -181,6 +184,9 @@ def test_unknown_fields_are_parsed_only_when_asked(tmp_path):
     assert forward_of_index(inst).tolist() == [-1, -1] and extras._load is not None  # no parse needed
     assert [op.extra for op in inst.ops] == [{"split": {"dims": {"batch": 32}}}, {}]
     assert extras._load is None and [ed.extra for ed in inst.edges] == [{"tag": [1]}]
-    path.write_text(_text(op='"forw\\u0061rd_of": "b"'))  # an escaped key: the text may hold it
+    path.write_text(_text(op='"forw\\u0061rd_of": "b"'))  # forward_of (an escaped key) is read typed: no parse
     inst = load_instance(path)
-    assert inst.columns.op_extra.may_contain("forward_of") and forward_of_index(inst).tolist() == [1, -1]
+    extras = inst.columns.op_extra
+    assert extras.may_contain("forward_of") and forward_of_index(inst).tolist() == [1, -1]
+    assert extras._load is not None and extras.may_contain("split")  # a backslash in the text: it may
+    assert [op.extra for op in inst.ops] == [{"forward_of": "b"}, {}] and extras.field("forward_of") == [(0, "b")]

@@ -160,12 +160,15 @@ class RawExtras:
     from a file, owned by the instance), collected when first asked for (``items``): most methods never
     read them, and collecting them is a third of building a large instance's columns. ``rows`` may be a
     function that gives them, called once when they are first needed (``text``: the JSON text they are
-    parsed from, which :meth:`may_contain` searches instead)."""
+    parsed from, which :meth:`may_contain` searches instead; ``fields``: for some keys the (index, value) pairs
+    :meth:`field` gives, read without parsing the rows)."""
 
-    def __init__(self, rows: list | Callable[[], list], known: set, text: Any = None) -> None:
+    def __init__(self, rows: list | Callable[[], list], known: set, text: Any = None,
+                 fields: dict[str, list[tuple[int, Any]]] | None = None) -> None:
         self._load = rows if callable(rows) else None
         self._rows_list: list = [] if callable(rows) else rows
         self._known, self._text = known, text
+        self._fields = fields or {}  # what :meth:`field` gives for these keys, known before any parse
         self._found: list[tuple[int, dict[str, Any]]] | None = None
 
     @property
@@ -192,6 +195,8 @@ class RawExtras:
         against 0.1 s for every op's unknown fields)."""
         if key in self._known:
             return []
+        if key in self._fields:
+            return list(self._fields[key])
         if self._found is not None:
             return [(i, ex[key]) for i, ex in self._found if key in ex]
         return [(i, r[key]) for i, r in enumerate(self._rows) if key in r]
@@ -207,6 +212,8 @@ class RawExtras:
     def may_contain(self, word: str) -> bool:
         """False only when no row can hold the field ``word`` (ASCII): rows still to be parsed from a
         text that has neither the word nor an escape (a key may spell a letter as ``\\u0066``)."""
+        if word in self._fields:
+            return bool(self._fields[word])
         text = self._text
         if text is None or self._load is None:
             return True

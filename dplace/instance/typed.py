@@ -6,7 +6,8 @@ orjson's speed with a third of its Python objects. It answers None wherever it i
 then reads the file as before (orjson or json, the per-op checks, the one-line errors): a field of another
 type, a text that is not UTF-8, a JSON error of any kind. Unknown fields of ops and edges are skipped by the
 typed decoder (it still checks their syntax) and parsed, as before, when first asked for (:class:`RawExtras`
-with a loader).
+with a loader); ``forward_of``, which methods read, is decoded too (a string) and answers ``RawExtras.field``
+without that parse.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ class _Op(msgspec.Struct):
     type: Optional[str] = None
     colocation: Optional[str] = None
     device: Optional[str] = None
+    forward_of: Optional[str] = msgspec.UNSET  # an unknown field that methods read (RawExtras.field)
 
 
 class _Edge(msgspec.Struct):
@@ -65,10 +67,17 @@ def typed_columns(data: bytes, loads: Callable[[Any], Any], op_keys: set, edge_k
                    coloc=list(map(attrgetter("colocation"), ops)),
                    src=list(map(attrgetter("src"), edges)), dst=list(map(attrgetter("dst"), edges)),
                    nbytes=list(map(attrgetter("bytes"), edges)),
-                   op_extra=RawExtras(_later(loads, ops_raw), op_keys, text=ops_raw),
+                   op_extra=RawExtras(_later(loads, ops_raw), op_keys, text=ops_raw,
+                                      fields={"forward_of": _present(map(attrgetter("forward_of"), ops))}),
                    edge_extra=RawExtras(_later(loads, edges_raw), edge_keys, text=edges_raw)
                    if edges_raw is not None else {})
     return top, cols
+
+
+def _present(values: Any) -> list[tuple[int, Any]]:
+    """(index, value) of the rows where the field is present."""
+    unset = msgspec.UNSET
+    return [(i, v) for i, v in enumerate(values) if v is not unset]
 
 
 def _later(loads: Callable[[Any], Any], raw: Any) -> Callable[[], list]:
