@@ -36,7 +36,7 @@ from dplace.instance.transform import Transform, rewrite
 
 from .fastt_graphs import (  # noqa: F401 - the rewrites, re-exported
     COPY_TYPES, DEFAULT_COPY_BYTES_PER_US, DP_KEY, SPLIT_KEY, batch_inputs, copy_bandwidth,
-    data_parallel_instance, fastt_origin, fits_one_device, split_dims, split_instance, transformed_instance,
+    data_parallel_instance, fastt_origin, fits_one_device, op_at, split_dims, split_instance, transformed_instance,
 )
 
 # ----------------------------------------------------------------------------------------------- DPOS
@@ -336,7 +336,7 @@ def _os_dpos(inst: Instance, method: str, opts: ModelGraphOsDposOptions, options
         o = cur.op_index[op_id]
         trial_best: tuple[float, Any, list[Any]] | None = None
         out_of_budget = False
-        for dim, size in sorted(split_dims(cur.ops[o]).items()):
+        for dim, size in sorted(split_dims(op_at(cur, o)).items()):
             for n in range(2, min(cur.m, size) + 1):
                 # a trial is begun only when it and what follows a kept split (its simulation, the split
                 # graph's bound in dplace.solve: about one more run) end within the budget
