@@ -40,6 +40,7 @@ from dplace.bounds.shared import smallest_times
 from dplace.errors import InvalidInstanceError
 from dplace.instance.columns import Columns
 from dplace.instance.model import Edge, Instance, Op
+from dplace import kernels
 from dplace.kernels.arrays import inst_arrays
 from dplace.instance.transform import rewrite
 
@@ -341,7 +342,8 @@ def split_instance(inst: Instance, splits: Iterable[Sequence[Any]], *, overhead_
     ``<name>+split`` and records ``split_of`` (the base name), ``splits`` and the copy speed in ``extra``.
 
     Each split edits the previous graph's columns (:func:`_split_columns`: the op's rows replaced, its
-    edges dropped, the new ones appended) and validates them in bulk (``Instance.from_columns``): the
+    edges dropped, the new ones appended) and validates them in bulk (``Instance.from_columns``, given
+    the topological order by the compiled Kahn walk where kernels run, :mod:`dplace.kernels.kahn`): the
     instance ``inst.replace(ops=..., edges=...)`` of the rebuilt ``Op``/``Edge`` lists gives, equal
     field by field (tests/heuristics/test_fastt_split.py), without an ``Op`` per op of the graph.
     """
@@ -371,8 +373,14 @@ def split_instance(inst: Instance, splits: Iterable[Sequence[Any]], *, overhead_
         extra = dict(cur.extra, split_of=base, splits=[list(s) for s in done], split_copy_bytes_per_us=bw)
         if overhead_us:
             extra["split_overhead_us"] = float(overhead_us)
+        n_ops = len(cols.ids)
+        topo = None
+        if kernels.use(n_ops, "graph"):
+            from dplace.kernels.kahn import ready_order_arrays  # numba: imported when used
+
+            topo = ready_order_arrays(n_ops, cols.src, cols.dst)
         cur = Instance.from_columns(f"{base}+split", cur.devices, cols, link=cur.link, pairs=cur.pairs, comm=cur.comm,
-                                    extra=extra, transfer_cpu=cur.transfer_cpu)
+                                    extra=extra, transfer_cpu=cur.transfer_cpu, topo=topo)
     return cur
 
 

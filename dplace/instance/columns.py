@@ -266,3 +266,13 @@ def ordered_forward(src: np.ndarray, dst: np.ndarray) -> bool:
     """True when every edge goes from a lower to a higher op index: then the ops in index order are the
     topological order Kahn's algorithm (smallest index first) gives."""
     return not len(src) or bool((src < dst).all())
+
+
+def is_topological(order: Any, src: np.ndarray, dst: np.ndarray, n: int) -> bool:
+    """True when ``order`` holds each op ``0..n-1`` once and every edge ``src[e] -> dst[e]`` goes forward in it."""
+    order = np.asarray(order)
+    if order.shape != (n,) or order.dtype.kind not in "iu" or (n and (order.min() < 0 or order.max() >= n)):
+        return False
+    pos = np.full(n, -1, dtype=np.int64)
+    pos[order] = np.arange(n, dtype=np.int64)
+    return bool((pos >= 0).all() and (pos[src] < pos[dst]).all())

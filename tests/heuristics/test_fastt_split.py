@@ -186,3 +186,42 @@ def test_os_dpos_answer_is_the_rebuilt_graphs_answer_transformer(monkeypatch, co
     new, old = _solved_both_ways(monkeypatch, inst, max_dpos_runs=12)
     _same_answer(new, old)
     assert new.extra["dpos_runs"] == 12 and new.extra["splits"]
+
+
+def test_compiled_kahn_is_ready_order():
+    from dplace.instance.graph import ready_order
+    from dplace.kernels.kahn import ready_order_arrays
+
+    for seed in range(60):
+        rng = random.Random(seed)
+        inst = _random_splittable(rng)
+        splits = _random_splits(rng, inst, 3)
+        g = _split_by_rebuild(inst, splits, bw=100.0) if splits else inst
+        # edges in a shuffled order and ops renumbered at random: the order must not depend on either
+        perm = list(range(g.n))
+        rng.shuffle(perm)
+        es = list(zip(g.esrc, g.edst))
+        rng.shuffle(es)
+        src = [perm[u] for u, _ in es]
+        dst = [perm[v] for _, v in es]
+        h = type("G", (), {})()
+        h.n, h.edst = g.n, dst
+        h.succ = [[e for e in range(len(es)) if src[e] == o] for o in range(g.n)]
+        h.pred = [[e for e in range(len(es)) if dst[e] == o] for o in range(g.n)]
+        assert ready_order_arrays(g.n, src, dst).tolist() == ready_order(h)
+        assert ready_order_arrays(g.n, g.esrc, g.edst).tolist() == g.topo
+    # a cycle: the order stops short, as ready_order's does
+    assert ready_order_arrays(3, [0, 1, 2], [1, 2, 1]).tolist() == [0]
+
+
+def test_from_columns_takes_a_given_order_only_if_topological():
+    from dplace.instance.model import Instance
+
+    rng = random.Random(3)
+    base = _random_splittable(rng)
+    inst = _split_by_rebuild(base, _random_splits(rng, base, 2), bw=100.0)
+    assert inst.n_edges and inst.topo != list(range(inst.n))
+    cols = inst.columns
+    assert Instance.from_columns("x", inst.devices, cols, link=inst.link, topo=inst.topo).topo == inst.topo
+    for bad in (list(reversed(inst.topo)), inst.topo[:-1], [0] * inst.n, list(range(inst.n))):
+        assert Instance.from_columns("x", inst.devices, cols, link=inst.link, topo=bad).topo == inst.topo
