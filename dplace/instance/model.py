@@ -22,7 +22,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from .columns import (FREEZE_FROM, Columns, RowTimes, bulk_numbers, csr_arrays, csr_lists, gc_paused, is_topological,
+from .columns import (FREEZE_FROM, Columns, RowTimes, bulk_numbers, csr_arrays, csr_lists, gc_paused, is_kahn_order,
                       ordered_forward)
 from ..errors import InvalidInstanceError, show_value
 from .graph import digraph, edge_on_cycle, ready_order
@@ -86,8 +86,9 @@ class Instance:
                      topo: np.ndarray | None = None) -> "Instance":
         """A validated Instance from columns (arrays): no ``Op``/``Edge`` objects until ``ops``/``edges``
         is read. ``topo``: the ops' order by Kahn's algorithm (smallest index first among ready ops, what
-        the instance would compute) when the caller has it at less cost (a compiled walk over the edge
-        arrays); taken if it is a topological order of the edges (checked), else computed."""
+        the instance computes) when the caller has it at less cost (a compiled walk over the edge arrays):
+        taken only if it is exactly that order (:func:`is_kahn_order`, checked by arrays), else computed,
+        so an instance is the same whichever way it was built."""
         self = cls.__new__(cls)
         self._topo_given = topo
         self.name = str(name)
@@ -204,7 +205,7 @@ class Instance:
         given = self.__dict__.pop("_topo_given", None)
         if ordered_forward(self._esrc_a, self._edst_a):
             self._topo_a = np.arange(self.n, dtype=np.int64)
-        elif given is not None and is_topological(given, self._esrc_a, self._edst_a, self.n):
+        elif given is not None and is_kahn_order(given, self._esrc_a, self._edst_a, self.n):
             self._topo_a = np.array(given, dtype=np.int64)
         else:
             self._topo_a = np.array(self._topological_order(), dtype=np.int64)

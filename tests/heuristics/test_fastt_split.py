@@ -214,14 +214,69 @@ def test_compiled_kahn_is_ready_order():
     assert ready_order_arrays(3, [0, 1, 2], [1, 2, 1]).tolist() == [0]
 
 
-def test_from_columns_takes_a_given_order_only_if_topological():
+def _kahn_by(n, src, dst, key):
+    """Kahn's algorithm taking the ready op of smallest ``key`` first (any topological order, by key)."""
+    import heapq
+
+    indeg = [0] * n
+    succ = [[] for _ in range(n)]
+    for u, v in zip(src, dst):
+        indeg[v] += 1
+        succ[u].append(v)
+    heap = [(key[o], o) for o in range(n) if indeg[o] == 0]
+    heapq.heapify(heap)
+    out = []
+    while heap:
+        u = heapq.heappop(heap)[1]
+        out.append(u)
+        for v in succ[u]:
+            indeg[v] -= 1
+            if not indeg[v]:
+                heapq.heappush(heap, (key[v], v))
+    return out
+
+
+def test_is_kahn_order_says_exactly_when_an_order_is_the_smallest_index_walk():
+    from dplace.instance.columns import is_kahn_order
+    from dplace.instance.graph import ready_order
+
+    yes = no = 0
+    for seed in range(300):
+        rng = random.Random(seed)
+        n = rng.randint(1, 12)
+        es = sorted({(u, v) for u in range(n) for v in range(n) if u != v and rng.random() < 0.25})
+        perm = list(range(n))
+        rng.shuffle(perm)  # a DAG whose edges do not follow the index order
+        src = [perm[u] for u, v in es if u < v]
+        dst = [perm[v] for u, v in es if u < v]
+        h = type("G", (), {})()
+        h.n, h.edst = n, dst
+        h.succ = [[e for e in range(len(src)) if src[e] == o] for o in range(n)]
+        h.pred = [[e for e in range(len(src)) if dst[e] == o] for o in range(n)]
+        kahn = ready_order(h)
+        assert is_kahn_order(kahn, src, dst, n)
+        for _ in range(5):  # other topological orders (ties of the random key broken by index)
+            other = _kahn_by(n, src, dst, [rng.randint(0, 3) for _ in range(n)])
+            assert is_kahn_order(other, src, dst, n) == (other == kahn)
+            yes += other == kahn
+            no += other != kahn
+        bad = list(kahn)
+        if n > 1:
+            bad[0], bad[-1] = bad[-1], bad[0]
+            assert not is_kahn_order(bad, src, dst, n) or bad == kahn
+        assert not is_kahn_order(kahn[:-1], src, dst, n) and not is_kahn_order([0] * n, src, dst, n) or n == 1
+    assert yes > 100 and no > 100
+
+
+def test_from_columns_takes_a_given_order_only_if_it_is_kahns():
     from dplace.instance.model import Instance
 
-    rng = random.Random(3)
-    base = _random_splittable(rng)
-    inst = _split_by_rebuild(base, _random_splits(rng, base, 2), bw=100.0)
-    assert inst.n_edges and inst.topo != list(range(inst.n))
-    cols = inst.columns
-    assert Instance.from_columns("x", inst.devices, cols, link=inst.link, topo=inst.topo).topo == inst.topo
-    for bad in (list(reversed(inst.topo)), inst.topo[:-1], [0] * inst.n, list(range(inst.n))):
-        assert Instance.from_columns("x", inst.devices, cols, link=inst.link, topo=bad).topo == inst.topo
+    for seed in range(40):
+        rng = random.Random(seed)
+        base = _random_splittable(rng)
+        inst = _split_by_rebuild(base, _random_splits(rng, base, 2), bw=100.0)
+        cols = inst.columns
+        assert Instance.from_columns("x", inst.devices, cols, link=inst.link, topo=inst.topo).topo == inst.topo
+        other = _kahn_by(inst.n, inst.esrc, inst.edst, [rng.random() for _ in range(inst.n)])
+        for given in (other, list(reversed(inst.topo)), inst.topo[:-1], [0] * inst.n, list(range(inst.n))):
+            assert Instance.from_columns("x", inst.devices, cols, link=inst.link, topo=given).topo == inst.topo
