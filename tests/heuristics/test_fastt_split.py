@@ -204,36 +204,26 @@ def test_compiled_kahn_is_ready_order():
         rng.shuffle(es)
         src = [perm[u] for u, _ in es]
         dst = [perm[v] for _, v in es]
-        h = type("G", (), {})()
-        h.n, h.edst = g.n, dst
-        h.succ = [[e for e in range(len(es)) if src[e] == o] for o in range(g.n)]
-        h.pred = [[e for e in range(len(es)) if dst[e] == o] for o in range(g.n)]
-        assert ready_order_arrays(g.n, src, dst).tolist() == ready_order(h)
+        assert ready_order_arrays(g.n, src, dst).tolist() == ready_order(_lists(g.n, src, dst))
         assert ready_order_arrays(g.n, g.esrc, g.edst).tolist() == g.topo
     # a cycle: the order stops short, as ready_order's does
     assert ready_order_arrays(3, [0, 1, 2], [1, 2, 1]).tolist() == [0]
 
 
-def _kahn_by(n, src, dst, key):
-    """Kahn's algorithm taking the ready op of smallest ``key`` first (any topological order, by key)."""
-    import heapq
+def _lists(n, src, dst):
+    """The edge lists ``ready_order`` walks (``n``, ``succ``, ``pred``, ``edst``) of edges ``src[e] -> dst[e]``."""
+    h = type("G", (), {})()
+    h.n, h.edst = n, list(dst)
+    h.succ = [[e for e in range(len(src)) if src[e] == o] for o in range(n)]
+    h.pred = [[e for e in range(len(src)) if dst[e] == o] for o in range(n)]
+    return h
 
-    indeg = [0] * n
-    succ = [[] for _ in range(n)]
-    for u, v in zip(src, dst):
-        indeg[v] += 1
-        succ[u].append(v)
-    heap = [(key[o], o) for o in range(n) if indeg[o] == 0]
-    heapq.heapify(heap)
-    out = []
-    while heap:
-        u = heapq.heappop(heap)[1]
-        out.append(u)
-        for v in succ[u]:
-            indeg[v] -= 1
-            if not indeg[v]:
-                heapq.heappush(heap, (key[v], v))
-    return out
+
+def _kahn_by(n, src, dst, key):
+    """Kahn's algorithm taking the ready op of smallest ``key`` first, ties by index (any topological order)."""
+    from dplace.instance.graph import ready_order
+
+    return ready_order(_lists(n, src, dst), key=lambda o: (key[o], o))
 
 
 def test_is_kahn_order_says_exactly_when_an_order_is_the_smallest_index_walk():
@@ -249,11 +239,7 @@ def test_is_kahn_order_says_exactly_when_an_order_is_the_smallest_index_walk():
         rng.shuffle(perm)  # a DAG whose edges do not follow the index order
         src = [perm[u] for u, v in es if u < v]
         dst = [perm[v] for u, v in es if u < v]
-        h = type("G", (), {})()
-        h.n, h.edst = n, dst
-        h.succ = [[e for e in range(len(src)) if src[e] == o] for o in range(n)]
-        h.pred = [[e for e in range(len(src)) if dst[e] == o] for o in range(n)]
-        kahn = ready_order(h)
+        kahn = ready_order(_lists(n, src, dst))
         assert is_kahn_order(kahn, src, dst, n)
         for _ in range(5):  # other topological orders (ties of the random key broken by index)
             other = _kahn_by(n, src, dst, [rng.randint(0, 3) for _ in range(n)])
