@@ -121,11 +121,46 @@ def anchored_work_bound(inst: Instance, grid: int = 48) -> float:
     return best if best == cp else best * (1.0 - 1e-12)
 
 
-def _one_device_floor(w, p, mem, cap: float) -> float:
-    """min over k of max(S_k, w_(k+1)): ops sorted by ``w`` largest first (ties by op index), S_k the sum
-    of ``p`` over the first k, w_(n+1) = 0; the k whose first k ops' memory exceeds ``cap`` excluded (then
-    so is every larger k). The least L for which the ops with w > L, all on one device of capacity
-    ``cap``, fit there one at a time within [0, L] (:func:`anchored_split_bound`)."""
+JPS_MAX_OPS = 3000  # above this many ops the one-device floor sums the forced work (Python heap: ~1 ms per 300 ops)
+
+
+def _jps(r, p, q) -> float:
+    """Jackson's preemptive schedule: the least max(C_o + q_o) over preemptive schedules of the ops on one
+    machine, op o released at r_o with work p_o (a lower bound on every non-preemptive one: ops in an
+    order, each at or after its release, one at a time)."""
+    import heapq
+
+    order = sorted(range(len(r)), key=lambda i: r[i])
+    rest = [float(x) for x in p]
+    heap: list = []  # (-q, op): the largest delivery time first
+    t, i, n, best = 0.0, 0, len(order), 0.0
+    while i < n or heap:
+        if not heap:
+            t = max(t, float(r[order[i]]))
+        while i < n and r[order[i]] <= t:
+            heapq.heappush(heap, (-float(q[order[i]]), order[i]))
+            i += 1
+        nq, j = heapq.heappop(heap)
+        nxt = float(r[order[i]]) if i < n else float("inf")
+        run = min(rest[j], nxt - t)  # until it ends or the next release (which may preempt it)
+        t += run
+        rest[j] -= run
+        if rest[j] > 0.0:
+            heapq.heappush(heap, (nq, j))
+        else:
+            best = max(best, t - nq)
+    return best
+
+
+def _one_device_floor(w, p, mem, cap: float, head=None, tail=None) -> float:
+    """min over k of max(J_k, w_(k+1)): ops sorted by ``w`` largest first (ties by op index), J_k the
+    least time the first k take on one device, w_(n+1) = 0; the k whose first k ops' memory exceeds
+    ``cap`` excluded (then so is every larger k). The least L for which the ops with w > L, all on one
+    device of capacity ``cap``, fit there one at a time within [0, L] (:func:`anchored_split_bound`).
+    J_k is the sum of their ``p``; with ``head`` and ``tail`` (each op starts no earlier than its head and
+    ends at least its tail before L) and at most :data:`JPS_MAX_OPS` ops, Jackson's preemptive schedule
+    of them (:func:`_jps`, at least that sum): J_k grows with k and w_(k+1) falls, so the k where they
+    cross is found by bisection."""
     import numpy as np
 
     order = np.argsort(-w, kind="stable")  # largest w first, ties by op index (Python's sorted)
@@ -135,7 +170,25 @@ def _one_device_floor(w, p, mem, cap: float) -> float:
     over = np.cumsum(mem[order]) > cap
     fit = int(np.argmax(over)) if over.any() else len(order)
     nxt = np.append(w[order[1:]], 0.0)[:fit]
-    return float(min(w[order[0]], np.maximum(work[:fit], nxt).min(initial=float("inf"))))  # nothing forced, or k
+    if head is None or len(order) > JPS_MAX_OPS or fit == 0:  # nothing forced, or k
+        return float(min(w[order[0]], np.maximum(work[:fit], nxt).min(initial=float("inf"))))
+    cache: dict[int, float] = {}
+
+    def value(k: int) -> float:  # max(J_k, w_(k+1)) for k = 1..fit
+        if k not in cache:
+            f = order[:k]
+            cache[k] = max(_jps(head[f], p[f], tail[f]), float(nxt[k - 1]))
+        return cache[k]
+
+    lo, hi = 1, fit  # the least k with J_k >= w_(k+1) (if any): the minimum is there or just before
+    while lo < hi:
+        mid = (lo + hi) // 2
+        f = order[:mid]
+        if _jps(head[f], p[f], tail[f]) >= nxt[mid - 1]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return min([float(w[order[0]])] + [value(k) for k in (lo - 1, lo) if 1 <= k <= fit])
 
 
 def anchored_split_bound(inst: Instance) -> float:
@@ -149,11 +202,15 @@ def anchored_split_bound(inst: Instance) -> float:
     earlier than hx(o), and an op not on t's device ends at least tx(o) before the makespan L (hx = head
     without s, tx = tail without t); head and tail (longest paths of smallest times before and after an
     op, no transfers) bound every op's start and the time after its end. For a weight w over the ops, let
-    F_w(L) = {o : w(o) > L}, and sort the ops by w, largest first (w_1 >= w_2 >= ...; S_k the sum of p
-    over the first k). If every op of F_w(L) runs on one device, one at a time within [0, L], then with
-    k = |F_w(L)| (F_w(L) is the first k, and w_(k+1) <= L) L >= max(S_k, w_(k+1)) >= min over k of
-    max(S_k, w_(k+1)) =: floor(w), the k whose first k ops' memory exceeds the largest device excluded
-    (then so is every larger k). Two cases for any schedule:
+    F_w(L) = {o : w(o) > L}, and sort the ops by w, largest first (w_1 >= w_2 >= ...; J_k the least
+    max(end(o) + tail(o)) of the first k on one machine, each started no earlier than its head, one at a
+    time: at least Jackson's preemptive schedule of them, :func:`_jps`, itself at least their summed p).
+    If every op of F_w(L) runs on one device, one at a time within [0, L] (each after its head, each
+    ending at least its tail before L), then with k = |F_w(L)| (F_w(L) is the first k, and
+    w_(k+1) <= L) L >= max(J_k, w_(k+1)) >= min over k of max(J_k, w_(k+1)) =: floor(w), the k whose
+    first k ops' memory exceeds the largest device excluded (then so is every larger k);
+    :func:`_one_device_floor` (J_k: the preemptive schedule up to :data:`JPS_MAX_OPS` ops, else the sum).
+    Two cases for any schedule:
 
     (i) s and t (both exist) on different devices D1 and D2 (impossible when colocation ties s to t). An
         op o not on D1 starts no earlier than hx(o), so L >= w1(o) = hx(o) + p_o + tail(o); an op not
@@ -196,11 +253,11 @@ def anchored_split_bound(inst: Instance) -> float:
         w2 = head + p + tx_a  # not on t's device
         w1[tied(s)] = inf
         w2[tied(t)] = inf
-        case_i = max(float(np.minimum(w1, w2).max()), _one_device_floor(w1, p, mem, cap),
-                     _one_device_floor(w2, p, mem, cap))
+        case_i = max(float(np.minimum(w1, w2).max()), _one_device_floor(w1, p, mem, cap, head, tail),
+                     _one_device_floor(w2, p, mem, cap, head, tail))
     v = hx_a + p + tx_a  # hx[o] + p[o] + tx[o]
     for a in (s, t):
         if a >= 0:
             v[tied(a)] = inf
-    best = min(case_i, _one_device_floor(v, p, mem, cap))
+    best = min(case_i, _one_device_floor(v, p, mem, cap, head, tail))
     return best * (1.0 - 1e-12) if best > cp else cp
