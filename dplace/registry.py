@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from .budget import Budget
-from .bounds import bound_cost_s, lower_bound_with_source, quick_bounds
+from .bounds import bound_cost_s, check_memory_feasible, lower_bound_with_source, quick_bounds, start_lower_bound
 from .errors import InfeasibleError, InvalidInstanceError, OptionError, SolverError, bad_option, show_value
 from .instance.model import Instance
 from .plugins import (  # noqa: F401 - the table of methods (dplace.plugins), re-exported
@@ -140,7 +140,9 @@ def call_method(func: Callable[..., Result], inst: Instance, budget: Budget, see
 def _solve(inst: Instance, method: str, info: MethodInfo, opts: dict[str, Any], budget: Budget,
            seed: int) -> Result:
     try:
-        lb, src = lower_bound_with_source(inst)
+        check_memory_feasible(inst)
+        if not start_lower_bound(inst):  # large graphs: the bound is computed beside the method
+            lower_bound_with_source(inst)
     except InfeasibleError as exc:
         if not info.best_effort:
             return no_solution(inst, method, "infeasible", str(exc), lower_bound=None, options=opts,
@@ -155,8 +157,10 @@ def _solve(inst: Instance, method: str, info: MethodInfo, opts: dict[str, Any], 
     except InfeasibleError as exc:  # the method's word: "infeasible" only where no heuristic keeps memory
         from .verify.claims import method_infeasible
 
+        lb, src = lower_bound_with_source(inst)
         return method_infeasible(inst, method, str(exc), lower_bound=lb, bound_source=src, options=opts,
                                  solve_time_s=budget.elapsed())
+    lb, src = lower_bound_with_source(inst)
     if res.base_instance is not inst:
         raise SolverError(f"method {method!r} answered on instance {res.instance.name!r}, not on {inst.name!r}, "
                           "without a transform saying how one came from the other")

@@ -13,7 +13,7 @@ import json
 import math
 from dataclasses import dataclass, field, replace
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import numpy as np
 
@@ -149,7 +149,7 @@ class Result:
                 yield json.dumps(v, indent=1).replace("\n", "\n ")
         yield "\n}\n"
 
-    def _per_op_compact(self, key: str, ids: list[bytes]) -> list[bytes]:
+    def _per_op_compact(self, key: str, ids: list[bytes]) -> Iterable[bytes]:
         """One per-op entry of :meth:`to_dict` as compact JSON, in pieces: joined, the bytes ``orjson.dumps``
         gives for it, made from columns (each column encoded by one orjson call, no dict per op; ``tests/test_result_json.py``
         compares with ``orjson.dumps`` of the entry). ``ids``: :func:`_orjson_inner` of the op ids."""
@@ -165,13 +165,13 @@ class Result:
             return [b"{" + b",".join(dn[d] + b":[" + x + b"]" for d, x in enumerate(lists)) + b"}"]
         if key == "schedule":
             dev = [b'","device":' + x + b',"start":' for x in dn]
-            return _rows([b'{"op":"', ids, list(map(dev.__getitem__, _ints(self.placement))), _num_items(s.start),
-                          b',"end":', _num_items(s.end)], b"}", b"[", b"]")
+            return _rows([b'{"op":"', ids, list(map(dev.__getitem__, _ints(self.placement))), _Nums(s.start),
+                          b',"end":', _Nums(s.end)], b"}", b"[", b"]")
         p, a, b, st, en, nb = s.transfer_columns()  # without a tuple per transfer
         pair = [b'","src":' + x + b',"dst":' + y + b',"start":' for x in dn for y in dn]
         ab = (np.asarray(a, dtype=np.int64) * len(dn) + np.asarray(b, dtype=np.int64)).tolist()
-        return _rows([b'{"op":"', list(map(ids.__getitem__, p)), list(map(pair.__getitem__, ab)), _num_items(st),
-                      b',"end":', _num_items(en), b',"bytes":', _num_items(nb)], b"}", b"[", b"]")
+        return _rows([b'{"op":"', list(map(ids.__getitem__, p)), list(map(pair.__getitem__, ab)), _Nums(st),
+                      b',"end":', _Nums(en), b',"bytes":', _Nums(nb)], b"}", b"[", b"]")
 
     def _per_op_chunks(self, key: str, ids: list[str], dn: list[str]) -> Iterator[str]:
         s = self.schedule
@@ -221,30 +221,45 @@ def _ints(xs: Any) -> Any:
     return xs.tolist() if isinstance(xs, np.ndarray) else xs
 
 
-def _num_items(xs: Any) -> list[bytes]:
-    """Each number of ``xs`` as ``orjson.dumps`` writes it (one call; numbers hold no comma)."""
-    xs = _ints(xs)
-    return _orjson().dumps(xs)[1:-1].split(b",") if len(xs) else []
+class _Nums:
+    """A column of numbers for :func:`_rows`, each written as ``orjson.dumps`` writes it, encoded one
+    block of rows at a time (one call per block; numbers hold no comma)."""
+
+    __slots__ = ("xs",)
+
+    def __init__(self, xs: Any) -> None:
+        self.xs = _ints(xs)
+
+    def __len__(self) -> int:
+        return len(self.xs)
+
+    def encoded(self, a: int, b: int) -> list[bytes]:
+        return _orjson().dumps(self.xs[a:b])[1:-1].split(b",")
 
 
-def _rows(pieces: list[Any], end: bytes, open_: bytes, close: bytes, chunk: int = 8192,
-          block: int = 64) -> list[bytes]:
-    """``open_``, then the rows joined by commas, then ``close``, in blocks of ``chunk * block`` pieces (a
-    few MB, written while the next is made); row i is the ``pieces`` in turn (a bytes constant, or a
-    column: its item i; the first piece a constant), then ``end``. Interleaved by list slices and joined
-    ``chunk`` pieces at a time (one join of millions of pieces is 3x slower): no Python step per row."""
+def _rows(pieces: list[Any], end: bytes, open_: bytes, close: bytes, rows: int = 65536,
+          chunk: int = 8192) -> Iterator[bytes]:
+    """``open_``, then the rows joined by commas, then ``close``, in blocks of ``rows`` rows (a few MB,
+    written while the next is made, their memory reused by the next); row i is the ``pieces`` in turn (a
+    bytes constant, a column: its item i, or :class:`_Nums`; the first piece a constant), then ``end``.
+    Interleaved by list slices and joined ``chunk`` pieces at a time (one join of millions of pieces is 3x
+    slower): no Python step per row."""
     n = len(next(x for x in pieces if not isinstance(x, bytes)))
     if n == 0:
-        return [open_ + close]
+        yield open_ + close
+        return
     k = len(pieces)
-    parts: list[bytes] = [b""] * (k * n)
-    for j, x in enumerate(pieces):
-        parts[j::k] = [x] * n if isinstance(x, bytes) else x
-    parts[0::k] = [end + b"," + pieces[0]] * n
-    parts[0] = open_ + pieces[0]
-    parts.append(end + close)
-    joined = [b"".join(parts[i:i + chunk]) for i in range(0, len(parts), chunk)]
-    return [b"".join(joined[i:i + block]) for i in range(0, len(joined), block)]
+    for a in range(0, n, rows):
+        b = min(n, a + rows)
+        parts: list[bytes] = [b""] * (k * (b - a))
+        for j, x in enumerate(pieces):
+            parts[j::k] = [x] * (b - a) if isinstance(x, bytes) else x.encoded(a, b) if isinstance(x, _Nums) else x[a:b]
+        parts[0::k] = [end + b"," + pieces[0]] * (b - a)
+        if a == 0:
+            parts[0] = open_ + pieces[0]
+        if b == n:
+            parts.append(end + close)
+        yield b"".join([b"".join(parts[i:i + chunk]) for i in range(0, len(parts), chunk)])
 
 
 def _encoded(names: list[str]) -> list[str]:

@@ -85,3 +85,57 @@ def test_memory_cuts_is_its_definition(inst):
     extra = _cuts_by_the_definition(inst, path, cost)
     base = sum(min(inst.dur[o]) for o in path)
     assert memory.memory_cuts_bound(inst) == base + (extra if extra < math.inf else 0.0)
+
+
+def test_the_bound_beside_a_method_is_the_bound_before_it(monkeypatch):
+    """``dplace.solve`` on a graph large enough for the compiled bounds (here the threshold lowered) runs
+    them on a second thread beside the method (``start_lower_bound``); the result, bound and its source
+    included, is the one computed before the method; waiting callers get the same parts."""
+    import threading
+
+    from dplace import registry
+    from dplace.formats.generate import transformer_training
+    from dplace.kernels import bounds as kb
+
+    monkeypatch.setenv("DPLACE_KERNEL", "numba")
+    monkeypatch.setattr(kb, "SCALE_FROM", 100)
+    started = []
+
+    def spy(i):
+        began = bounds.start_lower_bound(i)
+        started.append((began, i.__dict__.get("_lower_bound_job")))
+        return began
+
+    monkeypatch.setattr(registry, "start_lower_bound", spy)
+    for comm in ("parallel", "sequential"):
+        inst = transformer_training(1500, 4, seed=5, comm=comm)
+        for method in ("heft", "m_etf", "dpos"):
+            threaded = registry.solve(_fresh(inst), method)
+            before = _fresh(inst)
+            want = bounds.lower_bound_parts(before)  # computed first, as before: nothing to start
+            plain = registry.solve(before, method)
+            assert threaded.to_dict() | {"solve_time_s": 0} == plain.to_dict() | {"solve_time_s": 0}
+            assert (threaded.lower_bound, threaded.bound_source) == (max(want.values()), bounds.best_part(want)[0])
+    assert [s[0] for s in started] == [True, False] * 6
+    assert all(not job.is_alive() for _, job in started if job is not None)
+    assert not [t for t in threading.enumerate() if t.name == "dplace-lower-bound"]
+    # a method that reads the cheap bounds itself (portfolio's stages), under a time limit: the same bound
+    threaded = registry.solve(_fresh(inst), "portfolio", time_limit_s=3)
+    assert (threaded.lower_bound, threaded.bound_source) == (max(want.values()), bounds.best_part(want)[0])
+    assert started[-1][0] and threaded.solve_time_s <= 4.0
+    # what the thread fills on the instance: the parts and the heads/tails memo (a race on the memo writes
+    # equal values); what both threads read is built before it starts
+    fresh = _fresh(inst)
+    bounds.check_memory_feasible(fresh)
+    keys = set(fresh.__dict__)
+    assert bounds.start_lower_bound(fresh)
+    fresh.__dict__["_lower_bound_job"].join()
+    assert set(fresh.__dict__) - keys == {"_kernel_arrays", "_pred_csr", "_succ_csr", "_heads_tails",
+                                          "_lower_bound_job", "_lower_bound_parts"}
+    late = _fresh(inst)
+    bounds.check_memory_feasible(late)
+    assert bounds.start_lower_bound(late) and not bounds.start_lower_bound(late)  # once per instance
+    assert bounds.lower_bound_parts(late) == bounds.lower_bound_parts(_fresh(inst))
+    assert "_lower_bound_job" not in late.__dict__
+    with bounds.quick_bounds():
+        assert not bounds.start_lower_bound(_fresh(inst))

@@ -84,7 +84,7 @@ def test_compact_entries_are_the_bytes_orjson_writes_for_the_dicts():
     """Each compact per-op entry, joined from columns, is byte for byte ``orjson.dumps`` of the entry of
     ``to_dict``: random results, both comm modes, given orders and the simulator's, compiled and Python
     schedules, odd names (quotes, backslashes, control and non-ASCII characters), empty transfers."""
-    from dplace.result import _orjson_inner, _rows
+    from dplace.result import _Nums, _orjson_inner, _rows
 
     rng = random.Random(11)
     cases = []
@@ -106,6 +106,7 @@ def test_compact_entries_are_the_bytes_orjson_writes_for_the_dicts():
         inner = _orjson_inner(res.instance.columns.ids)
         for key in ("placement", "order", "schedule", "transfers"):
             assert b"".join(res._per_op_compact(key, inner)) == _orjson_entry(res, key), key
-    pieces = [b"[", [b"a", b"b", b"c", b"d", b"e"], b",", [b"1", b"2", b"3", b"4", b"5"]]  # in blocks of 6 pieces
-    assert _rows(pieces, b"]", b"<", b">", chunk=3, block=2) == [b"<[a,1],[b", b",2],[c,3", b"],[d,4],[e", b",5]>"]
-    assert _rows([b"[", [], b",", []], b"]", b"<", b">") == [b"<>"]
+    pieces = [b"[", [b"a", b"b", b"c", b"d", b"e"], b",", _Nums([1, 2.5, 3, 4e20, 5])]  # in blocks of 2 rows
+    assert list(_rows(pieces, b"]", b"<", b">", rows=2, chunk=3)) == [b"<[a,1],[b,2.5", b"],[c,3],[d,4e+20", b"],[e,5]>"]
+    assert list(_rows(pieces, b"]", b"<", b">")) == [b"<[a,1],[b,2.5],[c,3],[d,4e+20],[e,5]>"]
+    assert list(_rows([b"[", [], b",", _Nums([])], b"]", b"<", b">")) == [b"<>"]

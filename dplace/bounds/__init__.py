@@ -35,6 +35,7 @@ Compiled twin of the cheap bounds: :mod:`dplace.kernels.bounds` (tests/kernels/t
 """
 from __future__ import annotations
 
+import threading
 import time
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -321,7 +322,14 @@ def scale_parts(inst: Instance) -> dict[str, float]:
 def lower_bound_parts(inst: Instance) -> dict[str, float]:
     """The cheap bounds, by name (all proven; :func:`lower_bound` is their max). Computed once per
     Instance (an Instance is read-only once built) and kept on it; within :func:`quick_bounds` only the
-    ``QUICK_PARTS``, unless all are known already."""
+    ``QUICK_PARTS``, unless all are known already. Waits for their computation where
+    :func:`start_lower_bound` began it."""
+    job = inst.__dict__.get("_lower_bound_job")
+    if job is not None and job is not threading.current_thread():
+        job.join()
+        inst.__dict__.pop("_lower_bound_job", None)
+        if job.error is not None:  # pragma: no cover - the cheap bounds raise nothing past the memory check
+            raise job.error
     cached = inst.__dict__.get("_lower_bound_parts")
     if cached is None and _QUICK.get():
         quick = inst.__dict__.get("_quick_bound_parts")
@@ -349,6 +357,40 @@ def lower_bound_parts(inst: Instance) -> dict[str, float]:
         }
         inst.__dict__["_lower_bound_parts"] = cached
     return dict(cached)
+
+
+class _BoundJob(threading.Thread):
+    """:func:`lower_bound_parts` of one instance, on a thread of its own."""
+
+    def __init__(self, inst: Instance) -> None:
+        super().__init__(name="dplace-lower-bound", daemon=True)
+        self.inst, self.error = inst, None
+
+    def run(self) -> None:
+        try:
+            lower_bound_parts(self.inst)
+        except BaseException as exc:  # pragma: no cover - handed to the thread that waits for it
+            self.error = exc
+        finally:
+            self.inst = None
+
+
+def start_lower_bound(inst: Instance) -> bool:
+    """Begin :func:`lower_bound_parts` of ``inst`` on a second thread, beside what the caller runs next (a
+    method), where it is large enough for the compiled bounds (:data:`dplace.kernels.bounds.SCALE_FROM`
+    ops), which release the GIL; the first call of :func:`lower_bound_parts` (any thread) waits for it.
+    The same bounds, the same values: only when they are computed changes. Not within
+    :func:`quick_bounds`, nor when they are known or begun already. True when it began them. Check
+    memory first (:func:`check_memory_feasible`): the bounds assume it."""
+    d = inst.__dict__
+    if "_lower_bound_parts" in d or "_lower_bound_job" in d or _QUICK.get() or not kb.use_arrays(inst, kb.SCALE_FROM):
+        return False
+    from ..kernels.arrays import inst_arrays
+
+    inst_arrays(inst)  # what both threads read: built once, here, before they start
+    job = d["_lower_bound_job"] = _BoundJob(inst)
+    job.start()
+    return True
 
 
 def best_part(parts: dict[str, float]) -> tuple[str, float]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -158,11 +158,28 @@ def _forward_of_from_extras(inst: Any, cols: Columns) -> np.ndarray:
 class RawExtras:
     """index -> unknown fields (those not in ``known``) of the JSON objects ``rows`` (ops or edges read
     from a file, owned by the instance), collected when first asked for (``items``): most methods never
-    read them, and collecting them is a third of building a large instance's columns."""
+    read them, and collecting them is a third of building a large instance's columns. ``rows`` may be a
+    function that gives them, called once when they are first needed (``text``: the JSON text they are
+    parsed from, which :meth:`may_contain` searches instead; ``fields``: for some keys the (index, value) pairs
+    :meth:`field` gives, read without parsing the rows)."""
 
-    def __init__(self, rows: list, known: set) -> None:
-        self._rows, self._known = rows, known
+    def __init__(self, rows: list | Callable[[], list], known: set, text: Any = None,
+                 fields: dict[str, list[tuple[int, Any]]] | None = None) -> None:
+        self._load = rows if callable(rows) else None
+        self._rows_list: list = [] if callable(rows) else rows
+        self._known, self._text = known, text
+        self._fields = fields or {}  # what :meth:`field` gives for these keys, known before any parse
         self._found: list[tuple[int, dict[str, Any]]] | None = None
+
+    @property
+    def _rows(self) -> list:
+        if self._load is not None:
+            self._rows_list, self._load = self._load(), None
+        return self._rows_list
+
+    @_rows.setter
+    def _rows(self, rows: list) -> None:
+        self._rows_list, self._load, self._text = rows, None, None
 
     def items(self) -> Iterator[tuple[int, dict[str, Any]]]:
         if self._found is None:  # once; the rows are then no longer needed
@@ -178,6 +195,8 @@ class RawExtras:
         against 0.1 s for every op's unknown fields)."""
         if key in self._known:
             return []
+        if key in self._fields:
+            return list(self._fields[key])
         if self._found is not None:
             return [(i, ex[key]) for i, ex in self._found if key in ex]
         return [(i, r[key]) for i, r in enumerate(self._rows) if key in r]
@@ -191,7 +210,15 @@ class RawExtras:
         return {o: {k: v for k, v in rows[o].items() if k not in known} for o in ops if not rows[o].keys() <= known}
 
     def may_contain(self, word: str) -> bool:
-        return True
+        """False only when no row can hold the field ``word`` (ASCII): rows still to be parsed from a
+        text that has neither the word nor an escape (a key may spell a letter as ``\\u0066``)."""
+        if word in self._fields:
+            return bool(self._fields[word])
+        text = self._text
+        if text is None or self._load is None:
+            return True
+        raw = memoryview(text).tobytes() if not isinstance(text, bytes) else text
+        return word.encode() in raw or b"\\" in raw
 
 
 class RowTimes(Mapping):

@@ -60,6 +60,21 @@ def _numlike(v: Any, where: str) -> float:
 def instance_from_dict(data: Any, own: bool = False) -> Instance:
     """Build and validate an :class:`Instance` from the parsed ``dplace-instance/1`` JSON object (``own``:
     ``data`` is the instance's alone, e.g. just read from a file, and is kept rather than copied)."""
+    head = _header(data)
+    raw_ops = _list(_req(data, "ops", "instance"), "ops")
+    raw_edges = _list(data.get("edges", []), "edges")
+    cols = _bulk_columns(raw_ops, raw_edges, own)
+    if cols is not None:  # every op and edge plain: columns at once, Op/Edge objects on first use
+        try:
+            return Instance.from_columns(cols=cols, **head)
+        except (InvalidInstanceError, TypeError):  # the loop below reads the file again and says what is wrong
+            pass  # (or, where an edge names an op by a number, builds the instance)
+    return Instance(ops=_ops_one_by_one(raw_ops), edges=_edges_one_by_one(raw_edges), **head)
+
+
+def _header(data: Any) -> dict[str, Any]:
+    """The arguments of :class:`Instance` other than the ops and edges, from the top level of a
+    ``dplace-instance/1`` object (checked here; the rest by the instance)."""
     if not isinstance(data, dict):
         raise InvalidInstanceError(f"instance must be a JSON object, got {type(data).__name__}")
     fmt = data.get("format")
@@ -95,16 +110,12 @@ def instance_from_dict(data: Any, own: bool = False) -> Instance:
     if comm not in COMM_MODES:
         raise InvalidInstanceError(f"comm must be one of {', '.join(COMM_MODES)}, got {comm!r}")
     transfer_cpu = _numlike(data.get("transfer_cpu", 0.0), "transfer_cpu")
-    raw_ops = _list(_req(data, "ops", "instance"), "ops")
-    raw_edges = _list(data.get("edges", []), "edges")
     top_extra = {k: v for k, v in data.items() if k not in _TOP_KEYS}
-    cols = _bulk_columns(raw_ops, raw_edges, own)
-    if cols is not None:  # every op and edge plain: columns at once, Op/Edge objects on first use
-        try:
-            return Instance.from_columns(name, devices, cols, link=link, pairs=pairs, comm=comm, extra=top_extra,
-                                         transfer_cpu=transfer_cpu)
-        except (InvalidInstanceError, TypeError):  # the loop below reads the file again and says what is wrong
-            pass  # (or, where an edge names an op by a number, builds the instance)
+    return dict(name=name, devices=devices, link=link, pairs=pairs, comm=comm, extra=top_extra,
+                transfer_cpu=transfer_cpu)
+
+
+def _ops_one_by_one(raw_ops: list) -> list[Op]:
     ops = []
     for i, od in enumerate(raw_ops):
         where = f"ops[{i}]"
@@ -126,6 +137,10 @@ def instance_from_dict(data: Any, own: bool = False) -> Instance:
             raise InvalidInstanceError(f"op {oid!r}: device must be a string, got {dev!r}")
         extra = {k: v for k, v in od.items() if k not in _OP_KEYS}
         ops.append(Op(oid, t, memv, od.get("type"), None if coloc is None else str(coloc), dev, extra))
+    return ops
+
+
+def _edges_one_by_one(raw_edges: list) -> list[Edge]:
     edges = []
     for i, ed in enumerate(raw_edges):
         where = f"edges[{i}]"
@@ -136,8 +151,7 @@ def instance_from_dict(data: Any, own: bool = False) -> Instance:
         nbytes = _numlike(ed.get("bytes", 0), f"edge {src!r}->{dst!r}: bytes")
         extra = {k: v for k, v in ed.items() if k not in _EDGE_KEYS}
         edges.append(Edge(src, dst, nbytes, extra))
-    return Instance(name, devices, ops, edges, link=link, pairs=pairs, comm=comm, extra=top_extra,
-                    transfer_cpu=transfer_cpu)
+    return edges
 
 
 def _bulk_columns(raw_ops: list, raw_edges: list, own: bool = False) -> Columns | None:
@@ -227,18 +241,57 @@ def read_json(path: str | os.PathLike, what: str = "file") -> Any:
 
     Read by orjson (:func:`fast_loads`) where it gives the value :func:`json.loads` gives; otherwise (an
     error, a long integer, no orjson) the text is read and parsed as before, so the errors are the same."""
-    p = Path(path)
+    return _json_of(path, _read_bytes(path, what), what)
+
+
+def _read_bytes(path: str | os.PathLike, what: str) -> bytes | None:
+    """The bytes of ``path``; None where it cannot be read (:func:`read_text` then names the error)."""
     try:
-        data = p.read_bytes()
+        return Path(path).read_bytes()
     except FileNotFoundError:
-        raise InvalidInstanceError(f"{what} {str(p)!r}: no such file") from None
+        raise InvalidInstanceError(f"{what} {str(path)!r}: no such file") from None
     except OSError:
-        data = None  # read_text names the error
+        return None
+
+
+def _json_of(path: str | os.PathLike, data: bytes | None, what: str) -> Any:
+    """:func:`read_json` of the file ``path`` whose bytes are ``data`` (None: unreadable)."""
     value = fast_loads(data) if data is not None else _SLOW
     if value is not _SLOW:
         return value
     del data
-    return parse_json(read_text(p, what), f"{what} {str(p)!r}")
+    return parse_json(read_text(path, what), f"{what} {str(path)!r}")
+
+
+def _loads_part(raw: Any) -> Any:
+    """``json.loads`` of a part of a file whose whole text was checked (UTF-8, JSON syntax)."""
+    raw = bytes(raw)
+    value = fast_loads(raw)
+    return parse_json(raw, "instance") if value is _SLOW else value
+
+
+def _typed_instance(data: bytes) -> Instance | None:
+    """The instance in the JSON text ``data`` read by the typed decoder (:mod:`dplace.instance.typed`), or
+    None wherever the reading as before could differ (the file is then read that way: the same instance or
+    the same one-line error)."""
+    try:  # no check for runs of 19 digits, as fast_loads makes for orjson: msgspec reads them as json does
+        from .typed import typed_columns
+    except ImportError:  # pragma: no cover - pinned
+        return None
+    got = typed_columns(data, _loads_part, _OP_KEYS, _EDGE_KEYS)
+    if got is None:
+        return None
+    top, cols = got
+    data = {}
+    for k, raw in top.items():
+        value = fast_loads(bytes(raw))
+        if value is _SLOW:
+            return None
+        data[k] = value
+    try:
+        return Instance.from_columns(cols=cols, **_header(data))
+    except (InvalidInstanceError, TypeError):
+        return None
 
 
 _SLOW = object()  # fast_loads: json.loads decides
@@ -288,7 +341,11 @@ def load_instance(path: str | os.PathLike) -> Instance:
     from .columns import gc_paused
 
     with gc_paused():
-        return instance_from_dict(read_json(path, "instance"), own=True)
+        data = _read_bytes(path, "instance")
+        inst = _typed_instance(data) if data is not None else None
+        if inst is not None:
+            return inst
+        return instance_from_dict(_json_of(path, data, "instance"), own=True)
 
 
 def check_outputs(outputs: dict[str, str | os.PathLike], inputs: dict[str, str | os.PathLike]) -> None:
