@@ -237,7 +237,7 @@ def pieces(args: argparse.Namespace) -> None:
         else:
             pf = dplace.solve(sub, "portfolio", time_limit_s=args.piece_s, progress=False)
             best, lb = pf.makespan, pf.lower_bound
-            print(f"{seg.a}:{seg.b:<4} {sub.n:>4} {_num(span):>9} {_num(best):>9} {_num(lb):>9}", flush=True)
+            print(f"{f'{seg.a}:{seg.b}':>9} {sub.n:>4} {_num(span):>9} {_num(best):>9} {_num(lb):>9}", flush=True)
         for k, x in enumerate((span, best, lb)):
             total[k] += x
     print(f"{'all':>9} {'':>4} " + " ".join(f"{_num(x):>9}" for x in total))
