@@ -7,6 +7,7 @@ exactly, to see whether the answers or the bound hold the gap.
     .venv/bin/python benchmarks/bench_nas.py --graphs nasnetamobile --comm sequential
     .venv/bin/python benchmarks/bench_nas.py --slices 250:290,450:490 --slice-s 60
     .venv/bin/python benchmarks/bench_nas.py --where --graphs nasnetamobile   # where the gap sits
+    .venv/bin/python benchmarks/bench_nas.py --pieces 28 --answer r.json       # per piece: span, alone, bound
 
 Graphs: ``dplace convert pipedream instances/sources/pipedream-profiles/G.graph.txt --devices 4
 --memory-fraction 0.4`` (the issue's settings; MIT, msr-fiddle/pipedream, licence beside the files).
@@ -22,6 +23,12 @@ backward ops, as an instance (device memory 0.4 of its op memory, as the whole g
 segment bound (a third), in this process. "answers %": portfolio's makespan above the best answer of
 the two; "bound %": the best answer above the best proven bound (CP-SAT's, portfolio's, the segments').
 Where CP-SAT proves a slice optimal, the first is the answers' share of the gap and the second is 0.
+``--pieces W``: NASNet-Mobile (first ``--comm``) cut at window W of the segment bound (W = 28: its stages
+and stems); per piece with more than 12 ops its span in a whole schedule (``--answer``: a result file of
+``dplace solve --out``, else portfolio ``--portfolio-s`` run here), the best answer for the piece alone
+(portfolio ``--piece-s``) and that run's proven bound; the sums include every piece (the small ones:
+HEFT or CP-SAT 5 s, the cheap bounds). Also the whole schedule's critical chain: op time, time in
+transfers, and how many of its ops waited for their device rather than their inputs.
 Report ``cat /proc/loadavg`` beside the figures: the box is shared.
 """
 from __future__ import annotations
@@ -148,6 +155,94 @@ def where_gap(args: argparse.Namespace) -> None:
                       f"{_num(sum(at[p['b'] + 1] - at[p['a'] + 1] for p in ps)):>9}", flush=True)
 
 
+def _load_answer(inst, path: str):
+    """The simulated schedule of a result file's placement and order on ``inst`` (same op ids)."""
+    import json
+
+    from dplace.schedule.simulate import simulate
+
+    r = json.load(open(path))
+    index = {op.id: i for i, op in enumerate(inst.ops)}
+    dev = {d.name: i for i, d in enumerate(inst.devices)}
+    pl = [dev[r["placement"][op.id]] for op in inst.ops]
+    order = [[index[x] for x in r["order"][d.name]] for d in inst.devices]
+    return pl, order, simulate(inst, pl, order)
+
+
+def critical_chain(inst, pl, order, sch) -> dict:
+    """Walk back from the last op: at each op, the input whose arrival is its start (its transfer time
+    counted when it crossed devices), else the op before it on its device (a device wait)."""
+    tol = 1e-6
+    before = {b: a for d in range(inst.m) for a, b in zip(order[d], order[d][1:])}
+    o = max(range(inst.n), key=lambda x: sch.end[x])
+    out = {"ops": 0, "op_us": 0.0, "transfers": 0, "transfer_us": 0.0, "device_waits": 0, "idle_us": 0.0}
+    while True:
+        out["ops"] += 1
+        out["op_us"] += sch.end[o] - sch.start[o]
+        st, nxt = sch.start[o], None
+        for e in inst.pred[o]:
+            u = inst.esrc[e]
+            c = inst.transfer_time(e, pl[u], pl[o]) if pl[u] != pl[o] else 0.0
+            if abs(sch.end[u] + c - st) <= tol * max(1.0, st):
+                nxt = u
+                if c > 0:
+                    out["transfers"] += 1
+                    out["transfer_us"] += c
+                break
+        if nxt is None and o in before and abs(sch.end[before[o]] - st) <= tol * max(1.0, st):
+            nxt = before[o]
+            out["device_waits"] += 1
+        if nxt is None:  # a gap (sequential comm: a send waited for its link), or the start
+            cands = [(sch.end[inst.esrc[e]], inst.esrc[e]) for e in inst.pred[o]] + (
+                [(sch.end[before[o]], before[o])] if o in before else [])
+            if not cands:
+                break
+            t, nxt = max(cands)
+            out["idle_us"] += st - t
+        o = nxt
+    return out
+
+
+def pieces(args: argparse.Namespace) -> None:
+    sys.path.insert(0, ROOT)
+    import dplace
+    from dplace.bounds import lower_bound_with_source
+    from dplace.formats.pipedream import from_pipedream
+    from dplace.formulations.bounds_segments import _sub_instance, segments
+
+    inst = from_pipedream(os.path.join(SOURCES, "nasnetamobile.graph.txt"), devices=4, memory_fraction=0.4,
+                          comm=args.comm.split(",")[0])
+    if args.answer:
+        pl, order, sch = _load_answer(inst, args.answer)
+    else:
+        pf = dplace.solve(inst, "portfolio", time_limit_s=args.portfolio_s)
+        pl, order, sch = list(pf.placement), [list(x) for x in pf.order], pf.schedule
+    ch = critical_chain(inst, pl, order, sch)
+    path, segs = segments(inst, args.pieces)
+    at = [0.0] + [sch.start[c] for c in path] + [sch.makespan]
+    print(f"nasnetamobile ({inst.comm} comm): whole {_num(sch.makespan)}; critical chain {ch['ops']} ops, "
+          f"{_num(ch['op_us'])} op time, {_num(ch['transfer_us'])} in {ch['transfers']} transfers, "
+          f"{ch['device_waits']} device waits, {_num(ch['idle_us'])} idle; window {args.pieces}: {len(segs)} pieces, "
+          f"{sum(len(s.ops) for s in segs)} ops kept; load {open('/proc/loadavg').read().split()[:3]}")
+    print(f"{'piece':>9} {'ops':>4} {'span':>9} {'alone':>9} {'bound':>9}")
+    total = [0.0, 0.0, 0.0]
+    for seg in segs:
+        sub = _sub_instance(inst, seg, 1.0, reach_extra=True)
+        span = at[seg.b + 1] - at[seg.a + 1]
+        if sub.n <= 12:
+            lb = lower_bound_with_source(sub)[0]
+            best = dplace.solve(sub, "heft").makespan if sub.n > 1 else lb
+            if sub.n > 2:
+                best = min(best, dplace.solve(sub, "cpsat", time_limit_s=5, progress=False).makespan)
+        else:
+            pf = dplace.solve(sub, "portfolio", time_limit_s=args.piece_s, progress=False)
+            best, lb = pf.makespan, pf.lower_bound
+            print(f"{f'{seg.a}:{seg.b}':>9} {sub.n:>4} {_num(span):>9} {_num(best):>9} {_num(lb):>9}", flush=True)
+        for k, x in enumerate((span, best, lb)):
+            total[k] += x
+    print(f"{'all':>9} {'':>4} " + " ".join(f"{_num(x):>9}" for x in total))
+
+
 def forward_slice(inst, a: int, b: int):
     """The forward ops at forward-topological positions [a, b) with their backward ops (``X/grad``) and the
     edges among them; each device holds 0.4 of the slice's op memory (at least its largest group)."""
@@ -178,9 +273,14 @@ def main() -> None:
     ap.add_argument("--slice-s", type=float, default=60.0)
     ap.add_argument("--where", action="store_true", help="per window: segment bounds, answers, spans in portfolio's schedule")
     ap.add_argument("--bound-s", type=float, default=60.0, help="--where: the segment bound's time limit")
+    ap.add_argument("--pieces", type=int, default=None, help="window: per piece its span, answer alone, bound")
+    ap.add_argument("--piece-s", type=float, default=20.0, help="--pieces: portfolio's time per piece")
+    ap.add_argument("--answer", default=None, help="--pieces: a result file (dplace solve --out) to read spans from")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    if args.where:
+    if args.pieces is not None:
+        pieces(args)
+    elif args.where:
         where_gap(args)
     elif args.slices:
         slices(args)

@@ -36,7 +36,7 @@ from dplace.instance.transform import Transform, rewrite
 
 from .fastt_graphs import (  # noqa: F401 - the rewrites, re-exported
     COPY_TYPES, DEFAULT_COPY_BYTES_PER_US, DP_KEY, SPLIT_KEY, batch_inputs, copy_bandwidth,
-    data_parallel_instance, fastt_origin, fits_one_device, split_dims, split_instance, transformed_instance,
+    data_parallel_instance, fastt_origin, fits_one_device, op_at, split_dims, split_instance, transformed_instance,
 )
 
 # ----------------------------------------------------------------------------------------------- DPOS
@@ -103,24 +103,47 @@ def _choose_cp_device(inst: Instance, rules: Rules, path: list[int], i: int) -> 
     return best_d
 
 
-def dpos_rest_device(inst: Instance, state: ScheduleState, rules: Rules, o: int) -> int:
+def dpos_rest_device(inst: Instance, placement: Sequence[int], rules: Rules, o: int) -> int:
     """Where an op goes once DPOS's time limit has come (not the paper's rule: the Result's extra says how
     far DPOS got): of the devices that fit it (``Rules.choose_or_fallback``), its first predecessor's
-    device when it is one of them, else the first; appended after what that device runs. Compiled twin:
-    :func:`dplace.kernels.lists.dpos_rest_device`."""
+    device (in ``placement``) when it is one of them, else the first; appended after what that device
+    runs, untimed (:class:`CutSchedule`). Compiled twin: :func:`dplace.kernels.lists.dpos_rest_device`."""
     cand = rules.choose_or_fallback(o)
     if inst.pred[o]:
-        d = state.placement[inst.esrc[inst.pred[o][0]]]
+        d = placement[inst.esrc[inst.pred[o][0]]]
         if d in cand:
             return d
     return cand[0]
 
 
+@dataclass(frozen=True)
+class CutSchedule:
+    """DPOS's schedule cut at its time limit: the ops DPOS's rule placed in their devices' orders, then the
+    rest appended in DPOS's order, placed by :func:`dpos_rest_device` and not timed (in sequential comm the
+    state's re-timing of those commits cost as much as DPOS's own ops, past the limit): no claimed
+    makespan (``makespan`` None), the Result is simulated as always."""
+
+    placement: list[int]
+    lists: list[list[int]]
+    makespan: None = None
+
+    def order(self) -> list[list[int]]:
+        return self.lists
+
+
+def _cut(m: int, placement: list[int], timed: list[list[int]], rest: Iterable[int]) -> CutSchedule:
+    lists = [list(x) for x in timed] + [[] for _ in range(m - len(timed))]
+    for o in rest:
+        lists[placement[o]].append(o)
+    return CutSchedule(placement, lists)
+
+
 def _dpos_schedule(inst: Instance, opts: DposOptions, budget: Budget | None = None, stop_after: int | None = None
-                   ) -> tuple[ScheduleState, list[int], list[int], int]:
+                   ) -> tuple[ScheduleState | CutSchedule, list[int], list[int], int]:
     """Alg. 1. Returns the schedule state, the critical path, the critical-path devices used and how many
     ops DPOS's rule placed: all of them, unless ``budget`` expired first (or ``stop_after``, for tests,
-    came): the rest then went, in DPOS's order, to :func:`dpos_rest_device` (a complete schedule, at once)."""
+    came): the rest then went, in DPOS's order, to :func:`dpos_rest_device`, untimed (a
+    :class:`CutSchedule`, at once)."""
     if (inst.comm == "parallel" and kernels.use(inst.n, "list")) or seq_kernel_wanted(inst):  # compiled, the same schedule (tests compare)
         import contextlib
 
@@ -133,7 +156,16 @@ def _dpos_schedule(inst: Instance, opts: DposOptions, budget: Budget | None = No
             stop[0] = 0
         # at the deadline a timer lowers the kernel's stop count (the kernel releases the GIL)
         with budget.on_expiry(lambda: stop.fill(0)) if budget is not None else contextlib.nullcontext():
-            return run_dpos(inst, opts.insertion, opts.critical_path, opts.cp_one_device, stop)
+            state, path, cp_devs, placed = run_dpos(inst, opts.insertion, opts.critical_path, opts.cp_one_device, stop)
+        if placed < inst.n:  # the ops left: those not in the devices' orders, in DPOS's order
+            from dplace.kernels import inst_arrays
+            from dplace.kernels.levels import upward_rank as ranks
+            from dplace.kernels.lists import rank_order
+
+            a = inst_arrays(inst)
+            timed = state.order()
+            state = _cut(inst.m, state.placement, timed, rank_order(ranks(a, "max", "max"), a).tolist()[placed:])
+        return state, path, cp_devs, placed
     rank = upward_rank(inst, "max", "max")
     tp = inst.topo_pos
     path = critical_path(inst, rank) if opts.critical_path else []
@@ -146,13 +178,15 @@ def _dpos_schedule(inst: Instance, opts: DposOptions, budget: Budget | None = No
     cp_devs: list[int] = []
     stop = inst.n if stop_after is None else stop_after
     placed = inst.n
+    pl: list[int] = []
     # decreasing rank, made a valid topological order when zero costs tie ranks (Kahn on the priority)
-    for k, o in enumerate(priority_order(inst, lambda o: (-rank[o], tp[o]))):
+    prio = priority_order(inst, lambda o: (-rank[o], tp[o]))
+    for k, o in enumerate(prio):
         if placed == inst.n and (k >= stop or (budget is not None and budget.expired())):
             placed = k
-        if k >= placed:  # the time limit came: the rest appended, each on its rest device
-            d = dpos_rest_device(inst, state, rules, o)
-            state.commit(o, d, insertion=False)
+            pl = list(state.placement)
+        if k >= placed:  # the time limit came: the rest appended, each on its rest device, untimed
+            d = pl[o] = dpos_rest_device(inst, pl, rules, o)
             rules.assign(o, d)
             continue
         d = -1
@@ -179,6 +213,8 @@ def _dpos_schedule(inst: Instance, opts: DposOptions, budget: Budget | None = No
         else:
             state.commit(o, d, insertion=ins)
         rules.assign(o, d)
+    if placed < inst.n:
+        return _cut(inst.m, pl, state.order(), prio[placed:]), path, cp_devs, placed
     return state, path, cp_devs, placed
 
 
@@ -336,7 +372,7 @@ def _os_dpos(inst: Instance, method: str, opts: ModelGraphOsDposOptions, options
         o = cur.op_index[op_id]
         trial_best: tuple[float, Any, list[Any]] | None = None
         out_of_budget = False
-        for dim, size in sorted(split_dims(cur.ops[o]).items()):
+        for dim, size in sorted(split_dims(op_at(cur, o)).items()):
             for n in range(2, min(cur.m, size) + 1):
                 # a trial is begun only when it and what follows a kept split (its simulation, the split
                 # graph's bound in dplace.solve: about one more run) end within the budget

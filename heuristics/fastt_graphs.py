@@ -29,13 +29,19 @@ the batch, gradients summed where they reach the shared variables (rules in the 
 """
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import replace
 from typing import Any, Iterable, Mapping, Sequence
 
+import numpy as np
+
 from dplace.bounds.shared import smallest_times
 from dplace.errors import InvalidInstanceError
+from dplace.instance.columns import Columns
 from dplace.instance.model import Edge, Instance, Op
+from dplace import kernels
+from dplace.kernels.arrays import inst_arrays
 from dplace.instance.transform import rewrite
 
 
@@ -125,14 +131,12 @@ def _is_cut(spec: dict, dim: str, src: str) -> bool:
     return dim == "batch"
 
 
-def _split_one(inst: Instance, op_id: str, dim: str, n: int, overhead_us: float, copy_bw: float,
-               ids: set[str]) -> tuple[list[Op], list[Edge], str]:
-    """The ops and edges replacing ``op_id`` split on ``dim`` into ``n`` parts, and the id of the node
-    that now gives its output; ``ids`` are taken."""
-    if op_id not in inst.op_index:
-        raise InvalidInstanceError(f"splits: unknown op {op_id!r}")
-    o = inst.op_index[op_id]
-    op = inst.ops[o]
+def _split_one(op: Op, ins: Sequence[Edge], outs: Sequence[Edge], dim: str, n: int, overhead_us: float,
+               copy_bw: float, ids: set[str]) -> tuple[list[Op], list[Edge], str]:
+    """The ops and edges replacing ``op`` (its input edges ``ins``, output edges ``outs``, each in edge
+    order) split on ``dim`` into ``n`` parts, and the id of the node that now gives its output; ``ids``
+    are taken."""
+    op_id = op.id
     dims = split_dims(op)
     if dim not in dims:
         raise InvalidInstanceError(f"splits: op {op_id!r} cannot be split on {dim!r} (dims: {sorted(dims)})")
@@ -171,8 +175,7 @@ def _split_one(inst: Instance, op_id: str, dim: str, n: int, overhead_us: float,
         new_ops.append(Op(subs[i], t, mems[i], op.type, op.colocation, op.device,
                           dict(base_extra, split_of=op_id, split_dim=dim, split_part=i, timed=timed)))
     new_edges: list[Edge] = []
-    for k, e in enumerate(inst.pred[o]):
-        ed = inst.edges[e]
+    for k, ed in enumerate(ins):
         if not _is_cut(spec, dim, ed.src):  # needed whole by every piece (e.g. weights under a batch split)
             new_edges.extend(Edge(ed.src, subs[i], ed.bytes, dict(ed.extra)) for i in range(n))
             continue
@@ -181,8 +184,8 @@ def _split_one(inst: Instance, op_id: str, dim: str, n: int, overhead_us: float,
         new_edges.append(Edge(ed.src, sp, ed.bytes, dict(ed.extra)))
         new_edges.extend(Edge(sp, subs[i], ed.bytes * fracs[i]) for i in range(n))
     out_id = op_id
-    if inst.succ[o]:
-        full = max(inst.ebytes[e] for e in inst.succ[o])  # the output tensor every successor reads from
+    if outs:
+        full = max(float(ed.bytes) for ed in outs)  # the output tensor every successor reads from
         if reduce:  # partial sums: every piece sends a full-size tensor, summed by an AddN
             out_id = fresh(f"{op_id}/reduce")
             new_ops.append(Op(out_id, copy_us(n * full), int(full), "AddN", None, None, {"split_of": op_id}))
@@ -191,22 +194,142 @@ def _split_one(inst: Instance, op_id: str, dim: str, n: int, overhead_us: float,
             out_id = fresh(f"{op_id}/concat")
             new_ops.append(Op(out_id, copy_us(full), int(full), "ConcatV2", None, None, {"split_of": op_id}))
             new_edges.extend(Edge(subs[i], out_id, full * fracs[i]) for i in range(n))
-        for e in inst.succ[o]:
-            ed = inst.edges[e]
+        for ed in outs:
             new_edges.append(Edge(out_id, ed.dst, ed.bytes, dict(ed.extra)))
     return new_ops, new_edges, out_id
 
 
-def _renamed_input(op: Op, old: str, new: str) -> Op:
-    """``op`` with references to ``old`` (its ``forward_of``, its split spec's cut inputs) now naming
-    ``new``, the node that gives ``old``'s output after a split; ``forward_of`` is dropped."""
-    extra = {k: v for k, v in op.extra.items() if not (k == "forward_of" and v == old)}
+def _renamed_extra(extra: Mapping[str, Any], old: str, new: str) -> dict[str, Any] | None:
+    """An op's unknown fields with references to ``old`` (its ``forward_of``, its split spec's cut
+    inputs) now naming ``new``, the node that gives ``old``'s output after a split (``forward_of`` is
+    dropped); None when they name ``old`` nowhere (nothing changes)."""
     spec = extra.get(SPLIT_KEY)
-    if isinstance(spec, dict) and isinstance(spec.get("cut"), dict):
-        cut = {d: [new if s == old else s for s in srcs] if isinstance(srcs, list) else srcs
-               for d, srcs in spec["cut"].items()}
-        extra[SPLIT_KEY] = dict(spec, cut=cut)
-    return Op(op.id, op.time, op.memory, op.type, op.colocation, op.device, extra)
+    cut = spec.get("cut") if isinstance(spec, dict) else None
+    cut_names = isinstance(cut, dict) and any(isinstance(srcs, list) and old in srcs for srcs in cut.values())
+    if extra.get("forward_of") != old and not cut_names:
+        return None
+    out = {k: v for k, v in extra.items() if not (k == "forward_of" and v == old)}
+    if cut_names:
+        out[SPLIT_KEY] = dict(spec, cut={d: [new if s == old else s for s in srcs] if isinstance(srcs, list) else srcs
+                                         for d, srcs in cut.items()})
+    return out
+
+
+class _LaterExtras:
+    """op index -> unknown fields of a split graph, made when first asked for: the edit of the graph it was
+    split from (renumbered, references renamed) is a loop over every op's fields, and a trial's DPOS run
+    and simulation never read them (only a kept split's graph, edited again, and its result do)."""
+
+    def __init__(self, make: Any) -> None:
+        self._make, self._found = make, None
+
+    def found(self) -> dict[int, Mapping[str, Any]]:
+        if self._found is None:
+            self._found, self._make = self._make(), None
+        return self._found
+
+    def items(self) -> Iterable[tuple[int, Mapping[str, Any]]]:
+        return self.found().items()
+
+    def get(self, o: int, default: Any = None) -> Any:
+        return self.found().get(o, default)
+
+    def may_contain(self, word: str) -> bool:
+        return True
+
+
+def _list_columns(inst: Instance) -> Columns:
+    """``inst``'s ops and edges as the columns :func:`split_instance` edits in place of rebuilding every
+    ``Op``: per op and per edge a list entry as given (the values ``Columns.of_objects`` holds), edge ends
+    as op indices (int64 arrays: no name lookups when the edited graph is validated), unknown fields by
+    index; kept on the instance (read-only, like its other indexes)."""
+    c = inst.columns
+    if (isinstance(c.ids, list) and isinstance(c.time, list) and isinstance(c.mem, list) and isinstance(c.type, list)
+            and isinstance(c.pin, list) and isinstance(c.coloc, list) and isinstance(c.src, np.ndarray)
+            and isinstance(c.dst, np.ndarray) and isinstance(c.nbytes, list) and type(c.op_extra) in (dict, _LaterExtras)
+            and type(c.edge_extra) is dict and not c.time_map and c.type_names is None and c.pin_names is None
+            and c.coloc_names is None and c.forward_of is None):
+        return c
+    kept = inst.__dict__.get("_split_columns")
+    if kept is None:
+        objs = Columns.of_objects(inst.ops, inst.edges)
+        a = inst_arrays(inst)
+        objs.src, objs.dst = a.esrc.copy(), a.edst.copy()
+        kept = inst.__dict__["_split_columns"] = objs
+    return kept
+
+
+def _cut_out(items: list, drop: Sequence[int]) -> list:
+    """``items`` without the positions ``drop`` (increasing)."""
+    out: list = []
+    prev = 0
+    for i in drop:
+        out.extend(items[prev:i])
+        prev = i + 1
+    out.extend(items[prev:])
+    return out
+
+
+def _split_columns(c: Columns, o: int, drop: Sequence[int], new_ops: Sequence[Op], new_edges: Sequence[Edge],
+                   old: str, new: str) -> Columns:
+    """The list columns ``c`` with op ``o`` replaced by ``new_ops`` (at its position), its edges ``drop``
+    (increasing) dropped and ``new_edges`` appended, and references to ``old`` renamed ``new``
+    (:func:`_renamed_extra`): the ops and edges the per-op rebuild gave, without an ``Op`` per op."""
+
+    def spliced(col: list, vals: list) -> list:
+        return col[:o] + vals + col[o + 1:]
+
+    shift = len(new_ops) - 1
+    base = c.op_extra
+
+    def op_extra() -> dict[int, Mapping[str, Any]]:
+        out: dict[int, Mapping[str, Any]] = {}
+        for i, ex in base.items():
+            if i == o:
+                continue
+            j = i if i < o else i + shift
+            if ex.get("forward_of") == old or (isinstance(spec := ex.get(SPLIT_KEY), dict) and "cut" in spec):
+                renamed = _renamed_extra(ex, old, new)
+                if renamed is not None:
+                    if renamed:
+                        out[j] = renamed
+                    continue
+            out[j] = ex
+        out.update((o + j, op.extra) for j, op in enumerate(new_ops) if op.extra)
+        return out
+
+    n_kept = len(c.src) - len(drop)
+    dropped = set(drop)
+    edge_extra = {e - bisect.bisect_left(drop, e): ex for e, ex in c.edge_extra.items() if e not in dropped}
+    edge_extra.update((n_kept + j, ed.extra) for j, ed in enumerate(new_edges) if ed.extra)
+    # edge ends by index: the kept edges' ends after o move by shift; the new edges name o's neighbours or new ops
+    src, dst = np.delete(c.src, drop), np.delete(c.dst, drop)
+    src += (src > o) * shift
+    dst += (dst > o) * shift
+    where = {c.ids[x]: x if x < o else x + shift for e in drop for x in (int(c.src[e]), int(c.dst[e])) if x != o}
+    where.update((op.id, o + j) for j, op in enumerate(new_ops))
+    return Columns(
+        ids=spliced(c.ids, [op.id for op in new_ops]), time=spliced(c.time, [op.time for op in new_ops]),
+        mem=spliced(c.mem, [op.memory for op in new_ops]), type=spliced(c.type, [op.type for op in new_ops]),
+        pin=spliced(c.pin, [op.device for op in new_ops]), coloc=spliced(c.coloc, [op.colocation for op in new_ops]),
+        src=np.append(src, [where[ed.src] for ed in new_edges]).astype(np.int64),
+        dst=np.append(dst, [where[ed.dst] for ed in new_edges]).astype(np.int64),
+        nbytes=_cut_out(c.nbytes, drop) + [ed.bytes for ed in new_edges], op_extra=_LaterExtras(op_extra),
+        edge_extra=edge_extra)
+
+
+def _op_at(c: Columns, o: int) -> Op:
+    return Op(c.ids[o], c.time[o], c.mem[o], c.type[o], c.coloc[o], c.pin[o], dict(c.op_extra.get(o, {})))
+
+
+def op_at(inst: Instance, o: int) -> Op:
+    """``inst.ops[o]`` (an equal ``Op``) without building every op of a graph made by :func:`split_instance`."""
+    return _op_at(_list_columns(inst), o)
+
+
+def _edges_at(c: Columns, edges: Iterable[int]) -> list[Edge]:
+    ids = c.ids
+    return [Edge(ids[c.src[e]], ids[c.dst[e]], c.nbytes[e], dict(c.edge_extra.get(e, {}))) for e in edges]
 
 
 def split_instance(inst: Instance, splits: Iterable[Sequence[Any]], *, overhead_us: float = 0.0,
@@ -217,6 +340,12 @@ def split_instance(inst: Instance, splits: Iterable[Sequence[Any]], *, overhead_
     added to every sub-op's time (OS-DPOS's ``split_overhead_us``). ``copy_bytes_per_us``: speed of the
     split/concat/reduce copies (default :func:`copy_bandwidth` of ``inst``). The new Instance is named
     ``<name>+split`` and records ``split_of`` (the base name), ``splits`` and the copy speed in ``extra``.
+
+    Each split edits the previous graph's columns (:func:`_split_columns`: the op's rows replaced, its
+    edges dropped, the new ones appended) and validates them in bulk (``Instance.from_columns``, given
+    the topological order by the compiled Kahn walk where kernels run, :mod:`dplace.kernels.kahn`): the
+    instance ``inst.replace(ops=..., edges=...)`` of the rebuilt ``Op``/``Edge`` lists gives, equal
+    field by field (tests/heuristics/test_fastt_split.py), without an ``Op`` per op of the graph.
     """
     cur = inst
     done: list[list[Any]] = list(inst.extra.get("splits", [])) if "split_of" in inst.extra else []
@@ -231,23 +360,27 @@ def split_instance(inst: Instance, splits: Iterable[Sequence[Any]], *, overhead_
         if isinstance(n, float) and n.is_integer():
             n = int(n)
         o = cur.op_index.get(op_id)
-        ids = set(cur.op_index)
-        new_ops, new_edges, out_id = _split_one(cur, op_id, dim, n, float(overhead_us), bw, ids)
-        ops: list[Op] = []
-        for x, op in enumerate(cur.ops):
-            if x == o:
-                ops.extend(new_ops)
-            elif op.extra.get("forward_of") == op_id or SPLIT_KEY in op.extra:
-                ops.append(_renamed_input(op, op_id, out_id))
-            else:
-                ops.append(op)
-        edges = [ed for e, ed in enumerate(cur.edges) if cur.esrc[e] != o and cur.edst[e] != o]
-        edges.extend(new_edges)
+        if o is None:
+            raise InvalidInstanceError(f"splits: unknown op {op_id!r}")
+        c = _list_columns(cur)
+        a = inst_arrays(cur)
+        pe = a.pred_edge[a.pred_ptr[o]:a.pred_ptr[o + 1]].tolist()
+        se = a.succ_edge[a.succ_ptr[o]:a.succ_ptr[o + 1]].tolist()
+        new_ops, new_edges, out_id = _split_one(_op_at(c, o), _edges_at(c, pe), _edges_at(c, se), dim, n,
+                                                float(overhead_us), bw, set(c.ids))
+        cols = _split_columns(c, o, sorted(pe + se), new_ops, new_edges, op_id, out_id)
         done.append([op_id, dim, n])
         extra = dict(cur.extra, split_of=base, splits=[list(s) for s in done], split_copy_bytes_per_us=bw)
         if overhead_us:
             extra["split_overhead_us"] = float(overhead_us)
-        cur = cur.replace(name=f"{base}+split", ops=ops, edges=edges, extra=extra)
+        n_ops = len(cols.ids)
+        topo = None
+        if kernels.use(n_ops, "graph"):
+            from dplace.kernels.kahn import ready_order_arrays  # numba: imported when used
+
+            topo = ready_order_arrays(n_ops, cols.src, cols.dst)
+        cur = Instance.from_columns(f"{base}+split", cur.devices, cols, link=cur.link, pairs=cur.pairs, comm=cur.comm,
+                                    extra=extra, transfer_cpu=cur.transfer_cpu, topo=topo)
     return cur
 
 

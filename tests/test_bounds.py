@@ -241,6 +241,56 @@ def test_anchored_split_is_the_optimum_of_a_fork_whose_branches_cost_a_round_tri
     assert max(others.values()) < 6.0
 
 
+@pytest.mark.parametrize("comm", ["parallel", "sequential"])
+def test_anchored_split_counts_the_ops_that_cannot_leave_the_source_device(comm):
+    """src -> three branches of 3 -> snk, untied, tensors out of src of 10, into snk of 1 (NASNet-Mobile's
+    stem: its tensors take 16.8 ms). With src and snk on two devices every branch stays on src's device
+    (away it would start at 11), so that case costs 1 + 9 + 1 (src, the branches one at a time, snk after
+    them: the one-device schedule with heads and tails) and the bound's case (i) is 11 where it was 6
+    (snk's transfer alone): the brute-force optimum 11 (all on one device), which no other bound sees."""
+    from dplace.verify.oracle import brute_force as oracle
+
+    ops = [Op("src", 1)] + [Op(f"b{i}", 3) for i in range(3)] + [Op("snk", 1)]
+    edges = [Edge("src", f"b{i}", 10.0) for i in range(3)] + [Edge(f"b{i}", "snk", 1.0) for i in range(3)]
+    inst = Instance("stem3", [Device(f"d{d}", 100) for d in range(3)], ops, edges, link=Link(0.0, 1.0), comm=comm)
+    orc = oracle(inst)
+    assert orc.complete and orc.optimum == pytest.approx(11.0)
+    assert anchored_split_bound(inst) == pytest.approx(11.0)
+    others = {k: v for k, v in lower_bound_parts(inst).items() if k != "anchored_split"}
+    assert max(others.values()) < 6.0
+
+
+def test_jackson_preemptive_schedule_is_at_most_every_one_machine_order():
+    """:func:`_jps` (the one-device floor of ``anchored_split``) against every order of 1-6 ops on one
+    machine (each at or after its release, one at a time): never above the best order's max(end + tail),
+    never below max(r + p + q) nor min r + sum p + min q, and equal to the best order without releases."""
+    import itertools
+
+    from dplace.bounds.anchored import _jps
+
+    rng = random.Random(5)
+    for _ in range(300):
+        n = rng.randint(1, 6)
+        r = [float(rng.randint(0, 8)) for _ in range(n)]
+        p = [float(rng.randint(0, 5)) for _ in range(n)]
+        q = [float(rng.randint(0, 8)) for _ in range(n)]
+        if rng.random() < 0.2:
+            r = [0.0] * n
+        best = float("inf")
+        for perm in itertools.permutations(range(n)):
+            t = worst = 0.0
+            for o in perm:
+                t = max(t, r[o]) + p[o]
+                worst = max(worst, t + q[o])
+            best = min(best, worst)
+        j = _jps(r, p, q)
+        assert j <= best + 1e-9, (r, p, q)
+        assert j >= max(a + b + c for a, b, c in zip(r, p, q)) - 1e-9
+        assert j >= min(r) + sum(p) + min(q) - 1e-9
+        if not any(r):
+            assert j == pytest.approx(best)  # no releases: tails last-first is optimal, no preemption
+
+
 def test_energetic_sees_what_path_and_work_miss():
     # m = 2: three independent chains of 4 + 4 and one op of 8 beside a 1-op chain: heads/tails overlap
     ops = [Op("a", 4), Op("b", 4), Op("c", 4), Op("d", 4), Op("e", 8), Op("f", 1)]

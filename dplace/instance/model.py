@@ -22,7 +22,8 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from .columns import FREEZE_FROM, Columns, RowTimes, bulk_numbers, csr_arrays, csr_lists, gc_paused, ordered_forward
+from .columns import (FREEZE_FROM, Columns, RowTimes, bulk_numbers, csr_arrays, csr_lists, gc_paused, is_kahn_order,
+                      ordered_forward)
 from ..errors import InvalidInstanceError, show_value
 from .graph import digraph, edge_on_cycle, ready_order
 from .records import COMM_MODES, FORMAT, Device, Edge, Link, Op  # noqa: F401 (re-exported)
@@ -81,10 +82,15 @@ class Instance:
     @classmethod
     def from_columns(cls, name: str, devices: Iterable[Device], cols: Columns, *, link: Link = Link(10.0, 12000.0),
                      pairs: Mapping[tuple[str, str], Link] | None = None, comm: str = "parallel",
-                     extra: Mapping[str, Any] | None = None, transfer_cpu: float = 0.0) -> "Instance":
+                     extra: Mapping[str, Any] | None = None, transfer_cpu: float = 0.0,
+                     topo: np.ndarray | None = None) -> "Instance":
         """A validated Instance from columns (arrays): no ``Op``/``Edge`` objects until ``ops``/``edges``
-        is read."""
+        is read. ``topo``: the ops' order by Kahn's algorithm (smallest index first among ready ops, what
+        the instance computes) when the caller has it at less cost (a compiled walk over the edge arrays):
+        taken only if it is exactly that order (:func:`is_kahn_order`, checked by arrays), else computed,
+        so an instance is the same whichever way it was built."""
         self = cls.__new__(cls)
+        self._topo_given = topo
         self.name = str(name)
         self.transfer_cpu = transfer_cpu
         self.devices = tuple(devices)
@@ -196,8 +202,11 @@ class Instance:
         if not self._index_edges_bulk(cols):
             self._check_edges_one_by_one()
             raise AssertionError("bulk edge checks failed, per-edge checks passed")  # pragma: no cover
+        given = self.__dict__.pop("_topo_given", None)
         if ordered_forward(self._esrc_a, self._edst_a):
             self._topo_a = np.arange(self.n, dtype=np.int64)
+        elif given is not None and is_kahn_order(given, self._esrc_a, self._edst_a, self.n):
+            self._topo_a = np.array(given, dtype=np.int64)
         else:
             self._topo_a = np.array(self._topological_order(), dtype=np.int64)
         self._topo_pos_a = np.empty(self.n, dtype=np.int64)

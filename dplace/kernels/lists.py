@@ -270,8 +270,9 @@ def dpos_rest_device(I, S, R, o, cand):
 def dpos_loop(I, S, R, order, path, insertion, use_cp, cp_one_device, stop, L=None):
     """DPOS's loop (heuristics.fastt._dpos_schedule, parallel comm); returns (the critical-path devices
     used, in order; how many ops of ``order`` DPOS's rule placed). ``stop[0]``: that many at most (a timer
-    lowers it at the time limit: the kernel runs without the GIL); the ops after it go, in order and
-    appended, to :func:`dpos_rest_device`."""
+    lowers it at the time limit: the kernel runs without the GIL); the ops after it go, in order, to
+    :func:`dpos_rest_device`: placed, not timed (``S.placement`` only: no commit, whose re-timing in
+    sequential comm costs as much as DPOS's own ops); the caller appends them to their devices' orders."""
     cp_pos = np.full(I.dur.shape[0], -1, dtype=np.int64)
     if use_cp:
         for i in range(len(path)):
@@ -289,7 +290,7 @@ def dpos_loop(I, S, R, order, path, insertion, use_cp, cp_one_device, stop, L=No
         if k >= stop[0]:  # the time limit: the rest appended, each on its rest device
             placed = min(placed, k)
             d = dpos_rest_device(I, S, R, o, cand)
-            _commit(I, S, L, o, d, False)
+            S.placement[o] = d  # untimed: the Result is simulated
             rules_assign(I, R, o, d)
             continue
         d = -1

@@ -29,6 +29,7 @@ def test_a_cut_dpos_kernel_is_the_reference(monkeypatch, seed):
         assert (got.placement, got.order, got.makespan, got.claimed_makespan) == \
             (ref.placement, ref.order, ref.makespan, ref.claimed_makespan)
         assert got.extra["time_limit"]["ops_placed_by_method"] == ref.extra["time_limit"]["ops_placed_by_method"] == cut
+        assert got.claimed_makespan is None  # the rest is placed, not timed: no claim, the simulation judges
         assert check(inst, got).ok
 
 
@@ -44,10 +45,12 @@ def test_dpos_past_its_deadline_places_by_the_rest_rule(monkeypatch):
         assert "time_limit" not in dplace.solve(inst, "dpos").extra
 
 
-def test_the_compiled_dpos_loop_stops_at_the_limit(monkeypatch):
-    """A real timer lowers the compiled loop's stop count while it runs (12k ops: ~0.1 s of loop)."""
+@pytest.mark.parametrize("comm", ["parallel", "sequential"])
+def test_the_compiled_dpos_loop_stops_at_the_limit(monkeypatch, comm):
+    """A real timer lowers the compiled loop's stop count while it runs (12k ops: ~0.1 s of loop in parallel
+    comm, ~1 s in sequential comm, where timing the ops left through the state's commits took as long)."""
     monkeypatch.setenv("DPLACE_KERNEL", "numba")
-    inst = transformer_training(12000, 4, seed=7)
+    inst = transformer_training(12000, 4, seed=7, comm=comm)
     dplace.solve(inst, "dpos")  # kernels loaded, bound known
     res = dplace.solve(inst, "dpos", time_limit_s=0.02)
     assert 0 <= res.extra["time_limit"]["ops_placed_by_method"] < inst.n
