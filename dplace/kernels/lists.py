@@ -9,6 +9,7 @@ import numpy as np
 from . import njit
 from . import seqstate as sq
 from .levels import _longest_from, longest_from, op_costs  # noqa: F401 - re-exported: the rank kernels' parts
+from .orders import RETIMED, device_free
 from .rules import rules_assign, rules_candidates, rules_fits, rules_forced
 from .state import commit, commit_at, est_at, ready_on
 
@@ -130,21 +131,27 @@ def split_cost(I, S, o, d):
 
 
 @njit
-def heft_loop(I, S, R, order, insertion, L=None, harm=None, look=0.0, follow=None):
+def heft_loop(I, S, R, order, insertion, L=None, harm=None, look=0.0, follow=None, trace=None):
     """HEFT's loop (heuristics/heft.py): each op on the candidate device of smallest EFT (first one on
     ties), then committed there at that est (what ``commit`` would compute again). ``L``: the link
     state in sequential comm; ``harm`` (an array of m floats, sequential comm): the link-aware test,
     EFT + the most a committed send would arrive later + ``look`` x :func:`split_cost` (``heft_links``).
     ``follow`` (per op the op whose device it takes when that one is placed and among its candidates,
-    -1: none): ``heft_links``' co-placement of a backward op with its forward op."""
-    cand = np.empty(len(I.capacity), dtype=np.int64)
-    ready = np.empty(len(I.capacity))
-    for o in order:
+    -1: none): ``heft_links``' co-placement of a backward op with its forward op. ``trace`` (an
+    (len(order), 3) float array, benchmarks/bench_cascades.py): per commit k, the ops it re-timed, the
+    margin of its choice (second-best score - best; inf with one candidate) and the most another
+    device's free time grew."""
+    m = len(I.capacity)
+    cand = np.empty(m, dtype=np.int64)
+    ready = np.empty(m)
+    free0 = np.empty(m)
+    for k in range(len(order)):
+        o = order[k]
         nc = rules_candidates(I, R, o, cand)
         if follow is not None and follow[o] >= 0:
             nc = _keep_device(cand, nc, S.placement[follow[o]])
         _ready_all(I, S, L, o, cand, nc, ready, harm)
-        best_i, best_f, best_s = -1, np.inf, 0.0
+        best_i, best_f, best_s, second = -1, np.inf, 0.0, np.inf
         for i in range(nc):
             d = cand[i]
             s = est_at(I, S, o, d, ready[i], insertion)
@@ -154,9 +161,22 @@ def heft_loop(I, S, R, order, insertion, L=None, harm=None, look=0.0, follow=Non
                 if look:
                     f += look * split_cost(I, S, o, d)
             if f < best_f:
-                best_i, best_f, best_s = i, f, s
+                best_i, best_f, best_s, second = i, f, s, best_f
+            elif f < second:
+                second = f
         d = cand[best_i]
+        if trace is not None:
+            r0 = S.cnt[RETIMED]
+            for dd in range(m):
+                free0[dd] = device_free(S, dd)
         _commit_at(I, S, L, o, d, ready[best_i], best_s, insertion)
+        if trace is not None:
+            trace[k, 0] = S.cnt[RETIMED] - r0
+            trace[k, 1] = second - best_f
+            trace[k, 2] = 0.0
+            for dd in range(m):
+                if dd != d and device_free(S, dd) - free0[dd] > trace[k, 2]:
+                    trace[k, 2] = device_free(S, dd) - free0[dd]
         rules_assign(I, R, o, d)
 
 

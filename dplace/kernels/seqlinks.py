@@ -10,7 +10,7 @@ import numpy as np
 
 from . import njit
 
-Links = namedtuple("Links", "pos tx_s tx_f tx_b lprev lnext lk ln need_b plist glist pend heap_t heap_x cnt harm")
+Links = namedtuple("Links", "pos tx_s tx_f tx_b lprev lnext has lk ln need_b plist glist pend heap_t heap_x cnt harm")
 
 
 def fits(n: int, m: int) -> bool:
@@ -21,12 +21,19 @@ def fits(n: int, m: int) -> bool:
 
 def new_links(n: int, m: int) -> Links:
     nk = n * m
+    # a send's fields side by side, one 64-byte row each (start, arrival, bytes, lprev, lnext, queued,
+    # exists): the re-timing reads them together. All zero at first (np.zeros: pages are touched only
+    # where sends are), so "exists" marks a send and lprev / lnext are set when it is made
+    raw = np.zeros(nk * 8 + 8, dtype=np.float64)
+    off = (-raw.ctypes.data % 64) // 8
+    row = raw[off:off + nk * 8].reshape(nk, 8)
+    irow = row.view(np.int64)
     return Links(
-        pos=np.zeros(n), tx_s=np.zeros(nk), tx_f=np.zeros(nk), tx_b=np.full(nk, -1.0),
-        lprev=np.full(nk, -1, dtype=np.int64), lnext=np.full(nk, -1, dtype=np.int64),
+        pos=np.zeros(n), tx_s=row[:, 0], tx_f=row[:, 1], tx_b=row[:, 2],
+        lprev=irow[:, 3], lnext=irow[:, 4], has=irow[:, 6],
         lk=np.empty((m * m, n + 1), dtype=np.int64), ln=np.zeros(m * m, dtype=np.int64),
         need_b=np.full(n, -1.0), plist=np.empty(n + 1, dtype=np.int64),
-        glist=np.empty(n + 1, dtype=np.int64), pend=np.zeros(nk, dtype=np.bool_),
+        glist=np.empty(n + 1, dtype=np.int64), pend=irow[:, 5],
         heap_t=np.empty(nk + n + 2), heap_x=np.empty(nk + n + 2, dtype=np.int64),
         cnt=np.zeros(1, dtype=np.int64), harm=np.zeros(1),
     )
@@ -90,7 +97,7 @@ def _link_arrival(I, S, L, dp, d, ps, k, has_harm):
         if a == k:
             break
         y = p * m + d
-        has = tx_b[y] >= 0.0
+        has = L.has[y] != 0
         if has:
             i += 1  # lk[l, i] is p
         b = L.need_b[p]
@@ -149,7 +156,7 @@ def data_ready(I, S, L, o, d, harm=False):
             for j in range(g):
                 p = gl[j]
                 y = p * m + d
-                if L.tx_b[y] < 0.0 or nb[p] > L.tx_b[y]:
+                if not L.has[y] or nb[p] > L.tx_b[y]:
                     grows = True
                 else:
                     nb[p] = L.tx_b[y]

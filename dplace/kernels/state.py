@@ -185,7 +185,7 @@ def _retime(I, S, L, size, fresh):
         budget = S.cnt[BUDGET] * (S.cnt[N_PLACED] + 250)
     else:
         ht, hx = L.heap_t, L.heap_x
-        tx_s, tx_f, tx_b, lprev, lnext, pend = L.tx_s, L.tx_f, L.tx_b, L.lprev, L.lnext, L.pend
+        tx_s, tx_f, tx_b, lprev, lnext, pend, has = L.tx_s, L.tx_f, L.tx_b, L.lprev, L.lnext, L.pend, L.has
         budget = S.cnt[BUDGET] * (S.cnt[N_PLACED] + L.cnt[0] + 250)
     for i in range(size):  # each item keyed by its start before it grows
         x = hx[i]
@@ -235,7 +235,7 @@ def _retime(I, S, L, size, fresh):
             if L is not None:
                 for d2 in range(m):
                     y = p * m + d2
-                    if tx_b[y] >= 0.0 and not pend[y]:
+                    if has[y] and not pend[y]:
                         q = lprev[y]
                         pf = tx_f[q] if q >= 0 else 0.0
                         c = f if f >= pf else pf
@@ -310,7 +310,7 @@ def _replay(I, S, L):
         queue = S.heap_x  # items (ops -1 - o, sends k) in an order where each comes after what it needs
     else:
         queue = L.heap_x
-        tx_s, tx_f, tx_b, lprev, lnext = L.tx_s, L.tx_f, L.tx_b, L.lprev, L.lnext
+        tx_s, tx_f, tx_b, lprev, lnext, has = L.tx_s, L.tx_f, L.tx_b, L.lprev, L.lnext, L.has
         tleft = np.zeros(n * m, dtype=np.int64)
     qn = 0
     for o in range(n):
@@ -325,7 +325,7 @@ def _replay(I, S, L):
         if L is not None:
             for d2 in range(m):
                 y = o * m + d2
-                if tx_b[y] >= 0.0:
+                if has[y]:
                     tleft[y] = 1 + (1 if lprev[y] >= 0 else 0)
     qi = 0
     timed = 0
@@ -346,7 +346,7 @@ def _replay(I, S, L):
             if L is not None:
                 for d2 in range(m):
                     y = p * m + d2
-                    if tx_b[y] >= 0.0:
+                    if has[y]:
                         qn = release(tleft, y, queue, qn)
         else:
             if L is None:
