@@ -119,9 +119,14 @@ def test_the_bound_beside_a_method_is_the_bound_before_it(monkeypatch):
     assert [s[0] for s in started] == [True, False] * 6
     assert all(not job.is_alive() for _, job in started if job is not None)
     assert not [t for t in threading.enumerate() if t.name == "dplace-lower-bound"]
-    # a method that reads the cheap bounds itself (portfolio's stages), under a time limit: the same bound
-    threaded = registry.solve(_fresh(inst), "portfolio", time_limit_s=3)
-    assert (threaded.lower_bound, threaded.bound_source) == (max(want.values()), bounds.best_part(want)[0])
+    # a method that reads the cheap bounds itself (portfolio's stages), under a time limit: the same cheap
+    # parts; its own bound is at least their max (it may prove more, e.g. by segments, as time allows)
+    inst_p = _fresh(inst)
+    threaded = registry.solve(inst_p, "portfolio", time_limit_s=3)
+    assert bounds.lower_bound_parts(inst_p) == want
+    assert threaded.lower_bound >= max(want.values())
+    if threaded.bound_source in want:
+        assert (threaded.lower_bound, threaded.bound_source) == (max(want.values()), bounds.best_part(want)[0])
     assert started[-1][0] and threaded.solve_time_s <= 4.0
     # what the thread fills on the instance: the parts and the heads/tails memo (a race on the memo writes
     # equal values); what both threads read is built before it starts
