@@ -334,3 +334,40 @@ def test_portfolio_anneals_on_while_the_annealing_still_improves(compiled, monke
     monkeypatch.setattr(large, "LATE_GAIN", 1.0)  # nothing gains that much: one run
     res = large.portfolio_large(inst, starts, budget=Budget(6.0), bound_share=0, anneal_share=0.5)
     assert calls == [(None, None)] and res.extra["anneal"]["more"] == []
+
+
+def test_sequential_portfolio_anneals_in_parallel_comm_first(compiled, monkeypatch):
+    """Sequential comm: ``PARALLEL_FIRST`` of the annealing's time anneals the same placement in parallel
+    comm; its sequential simulation is one more start ("anneal_parallel"), and the sequential annealing
+    begins from whichever placement its own judge finds faster. Parallel comm, or ``PARALLEL_FIRST`` 0: no
+    parallel run."""
+    from dplace.budget import Budget
+    from dplace.formulations import anneal, large
+
+    calls = []
+    real = anneal.anneal_placement
+
+    def spy(inst, placement, **kw):
+        pl, st = real(inst, placement, **kw)
+        calls.append((inst.comm, list(placement), pl))
+        return pl, st
+
+    monkeypatch.setattr(anneal, "anneal_placement", spy)
+    seq = _wide(random.Random(6), 20, 5, 3, memory=10**6).replace(comm="sequential")
+    one = [0] * seq.n
+    starts = {"single": make_result(seq, "single", one, placement_order(seq, one))}
+    res = large.portfolio_large(seq, starts, budget=Budget(5.0), bound_share=0, anneal_share=0.5)
+    assert check(seq, res).ok
+    assert [c[0] for c in calls][:2] == ["parallel", "sequential"] and calls[0][1] == one
+    ap = res.extra["anneal_parallel"]
+    ppl = calls[0][2]
+    assert ap["steps"] > 0 and res.extra["starts"]["anneal_parallel"] >= res.makespan * (1 - 1e-12)
+    judged = {n: simulate(seq, p, judged_order(seq, p)).makespan for n, p in (("start", one), ("parallel", ppl))}
+    assert ap["judged"] == pytest.approx(judged)
+    assert calls[1][1] == (ppl if judged["parallel"] < judged["start"] else one)
+    for inst, share in ((seq.replace(comm="parallel"), large.PARALLEL_FIRST), (seq, 0.0)):
+        calls.clear()
+        monkeypatch.setattr(large, "PARALLEL_FIRST", share)
+        starts = {"single": make_result(inst, "single", one, placement_order(inst, one))}
+        res = large.portfolio_large(inst, starts, budget=Budget(5.0), bound_share=0, anneal_share=0.5)
+        assert [c[0] for c in calls][:1] == [inst.comm] and "anneal_parallel" not in res.extra
