@@ -32,6 +32,18 @@ them, with the time each took, for ``dplace info --bounds``. Within :func:`quick
 short for them all) it is the max of the ``QUICK_PARTS`` only: a weaker bound, still proven.
 
 Compiled twin of the cheap bounds: :mod:`dplace.kernels.bounds` (tests/kernels/test_kernels_bounds.py).
+
+**Comm modes.** Every parallel-comm bound is a sequential-comm bound. Proof: take any sequential-comm
+schedule S and give its placement and per-device orders to the parallel model (the simulator's other
+mode). There a send starts when its producer ends; in S it starts then or later (when its link is free),
+and every other rule (devices, durations, memory) is the same. By induction over S's starts, each op of
+the parallel schedule starts no later than in S, so its makespan is at most S's, and at least the
+parallel optimum, which every parallel-comm bound is at most. Here every part is computed by rules the
+two modes share, the sequential-only terms (``pinned_links``' and ``forced_links``' link queues,
+``fan_in``) only raising a part, and the solver bounds relax sequential comm to parallel (segments' step 1,
+twin stems' steps 2-3): so each part of a sequential instance is at least the same part of its parallel
+copy, and no separate max over the parallel copy is needed (tests/test_bounds_comm.py: both modes' brute-force
+optima, every cheap part on random instances and the bundled graphs, the segment bound).
 """
 from __future__ import annotations
 
