@@ -186,6 +186,7 @@ def _retime(I, S, L, size, fresh):
     else:
         ht, hx = L.heap_t, L.heap_x
         tx_s, tx_f, tx_b, lprev, lnext, pend, has = L.tx_s, L.tx_f, L.tx_b, L.lprev, L.lnext, L.pend, L.has
+        dmask = L.dmask
         budget = S.cnt[BUDGET] * (S.cnt[N_PLACED] + L.cnt[0] + 250)
     for i in range(size):  # each item keyed by its start before it grows
         x = hx[i]
@@ -232,10 +233,11 @@ def _retime(I, S, L, size, fresh):
                 continue
             en[p] = f
             nx = dnext[p]
-            if L is not None:
+            if L is not None and dmask[p]:  # its sends (bit d2 of dmask[p]: one to d2)
+                mk = dmask[p]
                 for d2 in range(m):
                     y = p * m + d2
-                    if has[y] and not pend[y]:
+                    if (mk >> d2) & 1 and has[y] and not pend[y]:
                         q = lprev[y]
                         pf = tx_f[q] if q >= 0 else 0.0
                         c = f if f >= pf else pf
