@@ -174,7 +174,12 @@ def _retime(I, S, L, size, fresh):
     committed at its data-ready time with insertion: 23-26M ops re-timed): 9.2-9.7 -> 1.5-1.7 CPU s;
     the op push written as a shared inline helper taking the arrays instead: 3.3-3.6 s. In sequential
     comm (with ``_rebuild``'s per-op ``_gap_add(S, ...)`` calls) they were half of HEFT's CPU time on the
-    36k-op sequential Transformer: 33.8 -> 8.6 CPU s."""
+    36k-op sequential Transformer: 33.8 -> 8.6 CPU s.
+
+    Tried and dropped (session 15): switching a long cascade to a first-in first-out replay of only the
+    items that start at or after its earliest key (the rest cannot move). A replay costs about what a
+    heap step costs per item (97 against ~115 ns on that graph), but that suffix holds 2.2-3.3x the items
+    the cascade moves, so HEFT's loop got slower (3.6-6.9 against 3.3-4.1 CPU s, whatever the switch point)."""
     m = I.lat.shape[0]
     pl, st, en, rd, dprev, dnext = S.placement, S.start, S.end, S.ready, S.dprev, S.dnext
     pending, moved = S.pending, S.moved
