@@ -142,3 +142,32 @@ def test_segment_bound_with_mirrored_pieces_never_above_the_brute_force_optimum(
         checked += 1
     assert checked >= 20
     assert paired >= 2
+
+
+def test_segments_cp_sat_has_no_time_for_count_with_the_cheap_pass(monkeypatch):
+    """The bound where CP-SAT's pass is stopped at its first segment (as on a loaded box): every segment
+    left counts with the cheap pass's bound of it, not the path ops' sum, so the result is at least the
+    cheap pass's (InceptionV3, the bundled graph: without the cheap pass it fell to the path sums)."""
+    import os
+
+    import dplace
+    import dplace.formulations.bounds_segments as bs
+
+    inst = dplace.load_instance(os.path.join(os.path.dirname(__file__), "..", "instances",
+                                             "inceptionv3_training_4dev.json"))
+    cheap = bs.segment_bound(inst, max_segment_ops=0, cheap_first=0, time_limit_s=60.0)
+    stopped = []
+    real = bs._segment_lb
+
+    def first_then_stop(sub, budget, workers):
+        if budget is not None:  # CP-SAT's pass: this segment, then no time for the rest
+            stopped.append(True)
+        return real(sub, budget, workers)
+
+    monkeypatch.setattr(bs, "_segment_lb", first_then_stop)
+    stop = lambda: bool(stopped)  # noqa: E731
+    alone = bs.segment_bound(inst, cheap_first=0, should_stop=stop, time_limit_s=60.0)
+    stopped.clear()
+    both = bs.segment_bound(inst, should_stop=stop, time_limit_s=60.0)
+    assert alone.value < cheap.value - 1000.0  # what a stopped pass fell to: the path sums (238,184 vs 257,082)
+    assert both.value >= cheap.value
