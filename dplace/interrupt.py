@@ -48,8 +48,8 @@ import sys
 import threading
 from typing import Callable, Iterator
 
-__all__ = ["abandon", "abandoned", "clear", "handling", "on_request", "polling", "request", "requested",
-           "stop_point"]
+__all__ = ["abandon", "abandoned", "clear", "ends_with_os_exit", "handling", "on_request", "os_exit_ahead", "polling",
+           "request", "requested", "stop_point"]
 
 EXIT_CODE = 130
 MESSAGE = "dplace: interrupted — stopping with the best answer so far (Ctrl-C again to exit now)"
@@ -61,6 +61,20 @@ _next_id = 0
 _count = 0
 _polling = 0
 _abandoned: list[threading.Thread] = []
+_os_exit = False
+
+
+def os_exit_ahead() -> None:
+    """Say that this process ends with ``os._exit`` once its ``atexit`` functions ran (``dplace.cli.run``):
+    no C++ teardown follows, so exit-time waits for native threads (abandoned CP-SAT searches) are not
+    needed there."""
+    global _os_exit
+    _os_exit = True
+
+
+def ends_with_os_exit() -> bool:
+    """Whether :func:`os_exit_ahead` was called."""
+    return _os_exit
 
 
 def requested() -> bool:

@@ -116,6 +116,43 @@ def test_cpsat_keeps_its_limit_when_the_search_does_not_stop(monkeypatch):
     assert C.wait_abandoned(60)
 
 
+_EXIT_SCRIPT = """
+import sys
+from ortools.sat.python import cp_model as cp
+from dplace.budget import Budget
+from dplace.formulations.cpsat import search
+m = cp.CpModel()
+xs = [m.new_int_var(0, 10**6, f"x{i}") for i in range(60)]
+m.add_no_overlap([m.new_interval_var(xs[i], 7 + i % 13, xs[i] + 7 + i % 13, f"i{i}") for i in range(60)])
+mk = m.new_int_var(0, 10**7, "mk")
+for i in range(60):
+    m.add(mk >= xs[i] + 7 + i % 13)
+for i in range(59):
+    m.add(xs[i] + (i * 7919) % 17 <= xs[i + 1] + 40)
+m.minimize(mk + sum(((i * 31) % 7) * xs[i] for i in range(60)))
+sv = cp.CpSolver()
+sv.parameters.num_workers = 2
+sv.parameters.max_time_in_seconds = 30
+got = search.run_search(sv, m, budget=Budget(0.5), grace=0.0)
+print("abandoned" if got.abandoned else "ended", flush=True)
+sys.exit(3)
+"""
+
+
+@pytest.mark.solver
+def test_a_process_exits_with_its_code_while_a_stopped_search_runs():
+    """A search told to stop and abandoned (no grace), then ``sys.exit(3)``: without the wait at exit
+    (``search._wait_at_exit``) the process ended with SIGABRT ("terminate called without an active
+    exception") in 2 of 3 runs by hand; now its own exit code, every time."""
+    import subprocess
+    import sys
+
+    for _ in range(3):
+        p = subprocess.run([sys.executable, "-c", _EXIT_SCRIPT], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 3, (p.returncode, p.stderr[-500:])
+        assert p.stdout.strip() in ("abandoned", "ended")
+
+
 def test_the_limits_table_keeps_its_columns_for_long_names():
     """benchmarks/bench_limits.py: every line of the table has its bars where the header has them, with
     method and instance names longer than the default widths."""

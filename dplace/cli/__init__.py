@@ -171,6 +171,9 @@ def run() -> None:
         sys.exit(code)
     import atexit
 
+    from .. import interrupt
+
+    interrupt.os_exit_ahead()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -7,6 +7,7 @@ does not check its stop flag), dplace stops waiting for it and keeps the last so
 """
 from __future__ import annotations
 
+import atexit
 import math
 import threading
 from dataclasses import dataclass
@@ -88,6 +89,28 @@ class Search:
 #: searches dplace stopped waiting for (see :func:`run_search`); each ends when CP-SAT next checks its
 #: stop flag. Kept so their solver and model outlive the thread, and so tests can wait for them.
 ABANDONED: list[threading.Thread] = []
+
+#: the longest a process's exit waits for its abandoned searches (:func:`_wait_at_exit`)
+EXIT_WAIT_S = 60.0
+
+
+def _wait_at_exit() -> None:
+    """At the interpreter's exit (``atexit``), wait up to :data:`EXIT_WAIT_S` for the abandoned searches.
+
+    A CP-SAT search told to stop, still running in its daemon thread while Python's exit tears the
+    process down, ends it with ``terminate called without an active exception`` (SIGABRT, exit -6 instead
+    of the program's code): reproduced with a 60-interval NoOverlap model solved in a daemon thread,
+    ``stop_search`` and ``sys.exit(0)`` 0.5 s later (exit 134; 0 with this wait). It was seen once in
+    three CI runs, ``tests/test_interrupt.py::test_refine_portfolio_ctrl_c`` (an LNS step's search
+    abandoned after its grace, then the command's ``sys.exit(130)``). A told-to-stop search ends when
+    CP-SAT next checks its flag (seconds at most so far). Not waited for where the process ends with
+    ``os._exit`` (:func:`dplace.interrupt.ends_with_os_exit`: the ``dplace`` program, whose time after the
+    answer is written counts, and where no C++ teardown runs)."""
+    if ABANDONED and not interrupt.ends_with_os_exit():
+        wait_abandoned(EXIT_WAIT_S)
+
+
+atexit.register(_wait_at_exit)
 
 
 def grace_s(budget: Budget | None) -> float:
