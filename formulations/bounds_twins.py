@@ -189,7 +189,7 @@ def _portfolio_parts(inst: Instance, *, time_limit_s: float, workers: int) -> li
     cache: dict[Any, Any] = {}
     sb = segment_bound(inst, time_limit_s=time_limit_s, workers=workers, cache=cache)
     detail = {"segments": sb.n_segments, "proven_optimal": sb.proven_optimal, "largest": sb.largest_segment,
-              "kept_ops": sb.kept_ops}
+              "kept_ops": sb.kept_ops, "mirrored": sb.mirrored}
     out.append(BoundPart("segments", sb.value, sb.time_s, detail))
     if sb.memory_cuts > 0:
         out.append(BoundPart("segments_memory", sb.best[0], sb.time_s, {**detail, "memory_cuts": sb.memory_cuts}))

@@ -23,7 +23,9 @@ the makespan of every schedule that keeps pins, colocation and memory:
   (:func:`dplace.bounds.fanin.fan_in_bound`); the segment bound applies it to each segment, where it pays;
 * ``segments``: segments of the critical path, each bounded by CP-SAT and the cheap bounds above
   (:mod:`dplace.formulations.bounds_segments`, behind an option: it runs CP-SAT); ``segments_memory``: that plus the
-  transfers memory forces on one-op segments (:mod:`dplace.bounds.memory`); ``twin_stems``: on graphs of
+  transfers memory forces on one-op segments (:mod:`dplace.bounds.memory`); both bound two pieces that
+  colocation ties crosswise (a forward stem and its backward stem) together
+  (:func:`dplace.bounds.mirror.mirror_split_bound`, its pairs in the part's ``mirrored``); ``twin_stems``: on graphs of
   two parts tied op by op that begin with chains, the chains solved exactly together, each followed by a
   proven bound of its part's rest (:mod:`dplace.formulations.bounds_twins`).
 

@@ -10,7 +10,8 @@ import numpy as np
 
 from . import njit
 
-Links = namedtuple("Links", "pos tx_s tx_f tx_b lprev lnext has lk ln need_b plist glist pend heap_t heap_x cnt harm")
+Links = namedtuple("Links", "pos tx_s tx_f tx_b lprev lnext has lk ln need_b plist glist pend heap_t heap_x cnt harm "
+                             "dmask")
 
 
 def fits(n: int, m: int) -> bool:
@@ -35,7 +36,7 @@ def new_links(n: int, m: int) -> Links:
         need_b=np.full(n, -1.0), plist=np.empty(n + 1, dtype=np.int64),
         glist=np.empty(n + 1, dtype=np.int64), pend=irow[:, 5],
         heap_t=np.empty(nk + n + 2), heap_x=np.empty(nk + n + 2, dtype=np.int64),
-        cnt=np.zeros(1, dtype=np.int64), harm=np.zeros(1),
+        cnt=np.zeros(1, dtype=np.int64), harm=np.zeros(1), dmask=np.zeros(n, dtype=np.int64),
     )
 
 
@@ -55,7 +56,10 @@ def _bisect_pos(L, l, x):
 @njit
 def _link_arrival(I, S, L, dp, d, ps, k, has_harm):
     """``ScheduleState._link_arrival``: latest arrival on d of the sends of producers ps[:k] (each
-    with need_b bytes) on link (dp, d), walking the link from the first of them."""
+    with need_b bytes) on link (dp, d), walking the link from the first of them. Only sends that move
+    are walked one by one; past the last that moves, the walk jumps to the next producer's place (bisect)
+    and reads the arrival of the send just before it, which is all the walk would have kept: on HEFT's
+    36k-op sequential Transformer 15.8M of its 18.8M steps were such non-moving sends."""
     m = I.lat.shape[0]
     end, pos, lk = S.end, L.pos, L.lk
     lat, bw = I.lat[dp, d], I.bw[dp, d]
@@ -81,19 +85,27 @@ def _link_arrival(I, S, L, dp, d, ps, k, has_harm):
             bound = np.inf
         else:
             break
-        while i < n_l and pos[lk[l, i]] < bound and (moved or a < k):  # sends of other producers before p
+        while moved and i < n_l and pos[lk[l, i]] < bound:  # sends of other producers before p, moved
             q = lk[l, i]
             y = q * m + d
-            if moved:
-                s = end[q] if end[q] >= prev_f else prev_f
-                f = s + lat + tx_b[y] / bw
-                moved = f != tx_f[y]
-                if f - tx_f[y] > harm[0]:
-                    harm[0] = f - tx_f[y]
-                prev_f = f
-            else:
-                prev_f = tx_f[y]
+            s = end[q] if end[q] >= prev_f else prev_f
+            f = s + lat + tx_b[y] / bw
+            moved = f != tx_f[y]
+            if f - tx_f[y] > harm[0]:
+                harm[0] = f - tx_f[y]
+            prev_f = f
             i += 1
+        if not moved and a < k:  # the rest keep their times: the one just before p is what counts
+            lo, hi = i, n_l
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if pos[lk[l, mid]] < bound:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo > i:
+                prev_f = tx_f[lk[l, lo - 1] * m + d]
+                i = lo
         if a == k:
             break
         y = p * m + d

@@ -33,6 +33,8 @@ Layout: the link state ``Links`` (:func:`dplace.kernels.seqlinks.new_links`) bes
     need_b[p], plist       scratch of data_ready (bytes needed per producer, the producers listed)
     harm[0]                after data_ready: the most a committed send on o's links would arrive later
                            if o were committed there (the link-aware schedulers' penalty)
+    dmask[p]               bit d2 set: send p * m + d2 exists (every bit when m >= 63): the re-timing
+                           reads only the rows of sends that exist
     pend[k]                send k queued for re-timing; heap_t / heap_x: the re-timing heap
                            (:mod:`dplace.kernels.heap`; ops as -1 - o, sends as k >= 0), cnt[0] the
                            number of sends
@@ -134,6 +136,7 @@ def commit_at(I, S, L, o, d, ready, t, insertion):
             f0 = L.tx_f[q] if q >= 0 else 0.0
             L.tx_s[y], L.tx_f[y], L.tx_b[y] = f0, f0, b
             L.has[y] = 1
+            L.dmask[p] |= (1 << d) if m < 63 else -1
             L.cnt[0] += 1
             L.heap_x[size] = y
             size += 1

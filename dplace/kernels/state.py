@@ -174,7 +174,12 @@ def _retime(I, S, L, size, fresh):
     committed at its data-ready time with insertion: 23-26M ops re-timed): 9.2-9.7 -> 1.5-1.7 CPU s;
     the op push written as a shared inline helper taking the arrays instead: 3.3-3.6 s. In sequential
     comm (with ``_rebuild``'s per-op ``_gap_add(S, ...)`` calls) they were half of HEFT's CPU time on the
-    36k-op sequential Transformer: 33.8 -> 8.6 CPU s."""
+    36k-op sequential Transformer: 33.8 -> 8.6 CPU s.
+
+    Tried and dropped (session 15): switching a long cascade to a first-in first-out replay of only the
+    items that start at or after its earliest key (the rest cannot move). A replay costs about what a
+    heap step costs per item (97 against ~115 ns on that graph), but that suffix holds 2.2-3.3x the items
+    the cascade moves, so HEFT's loop got slower (3.6-6.9 against 3.3-4.1 CPU s, whatever the switch point)."""
     m = I.lat.shape[0]
     pl, st, en, rd, dprev, dnext = S.placement, S.start, S.end, S.ready, S.dprev, S.dnext
     pending, moved = S.pending, S.moved
@@ -186,6 +191,7 @@ def _retime(I, S, L, size, fresh):
     else:
         ht, hx = L.heap_t, L.heap_x
         tx_s, tx_f, tx_b, lprev, lnext, pend, has = L.tx_s, L.tx_f, L.tx_b, L.lprev, L.lnext, L.pend, L.has
+        dmask = L.dmask
         budget = S.cnt[BUDGET] * (S.cnt[N_PLACED] + L.cnt[0] + 250)
     for i in range(size):  # each item keyed by its start before it grows
         x = hx[i]
@@ -232,10 +238,11 @@ def _retime(I, S, L, size, fresh):
                 continue
             en[p] = f
             nx = dnext[p]
-            if L is not None:
+            if L is not None and dmask[p]:  # its sends (bit d2 of dmask[p]: one to d2)
+                mk = dmask[p]
                 for d2 in range(m):
                     y = p * m + d2
-                    if has[y] and not pend[y]:
+                    if (mk >> d2) & 1 and has[y] and not pend[y]:
                         q = lprev[y]
                         pf = tx_f[q] if q >= 0 else 0.0
                         c = f if f >= pf else pf
