@@ -320,7 +320,8 @@ def _mirror_gain(inst: Instance, pieces: list[dict[str, Any]], parents: list[int
             a = _sub_instance(inst, seg, tick, reach_extra=True)
             b = _sub_instance(inst, nodes[j][0], tick, reach_extra=True)
             la, lb = pieces[i]["bound_us"] / tick, pieces[j]["bound_us"] / tick
-            both = mirror_split_bound(a, b, la, lb)
+            both = mirror_split_bound(a, b, la, lb, stop=lambda: budget.expired() or (
+                should_stop is not None and should_stop()))
             if both > la + lb:
                 gain += (both - la - lb) * tick
                 n_pairs += 1
@@ -330,16 +331,22 @@ def _mirror_gain(inst: Instance, pieces: list[dict[str, Any]], parents: list[int
     return gain, n_pairs
 
 
-def _segment_lb(sub: Instance, budget: Budget | None, workers: int) -> tuple[float, bool, Any]:
+def _segment_lb(sub: Instance, budget: Budget | None, workers: int,
+                cheap: float | None = None) -> tuple[float, bool, Any]:
     """Proven lower bound (µs) of the sub-instance's optimum, whether it is its optimum, and the best
     schedule found for it as (placement, starts in µs): HEFT's where it reaches the cheap bounds (then
-    optimal), else CP-SAT's; None when it was not solved (``budget`` None or spent). CP-SAT reports under its own label (:func:`dplace.progress.nested`)."""
+    optimal), else CP-SAT's; None when it was not solved (``budget`` None or spent). CP-SAT reports under its own label (:func:`dplace.progress.nested`).
+    ``cheap``: the cheap bounds' value for this sub-instance, when already computed (what this returns
+    with ``budget`` None)."""
     from dplace.bounds import (anchored_split_bound, anchored_work_bound, critical_path_length, energetic_bound,
                                work_bound)
 
-    cp_len = max(critical_path_length(sub), work_bound(sub))
-    if sub.n > 2:
-        cp_len = max(cp_len, energetic_bound(sub, grid=48), anchored_work_bound(sub), anchored_split_bound(sub))
+    if cheap is not None:
+        cp_len = cheap
+    else:
+        cp_len = max(critical_path_length(sub), work_bound(sub))
+        if sub.n > 2:
+            cp_len = max(cp_len, energetic_bound(sub, grid=48), anchored_work_bound(sub), anchored_split_bound(sub))
     if sub.n <= 2:  # one op and the cut after it: both on the first op's fastest device is optimal
         return cp_len, False, _one_device(sub)
     if budget is None or budget.expired():
@@ -374,7 +381,7 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
                   segment_time_s: float = 2.0, max_segment_ops: int = 60, workers: int = 1,
                   should_stop=None, solutions: list[dict[str, Any]] | None = None,
                   cache: dict[Any, Any] | None = None, budget: Budget | None = None,
-                  cheap_first: int = CHEAP_FIRST_MAX_OPS) -> SegmentBound:
+                  cheap_first: int = CHEAP_FIRST_MAX_OPS, cheap_lbs: dict[Any, float] | None = None) -> SegmentBound:
     """Sum of proven segment bounds (module docstring).
 
     ``windows`` from wide to narrow: the decomposition with the widest window is used where its segments
@@ -401,6 +408,9 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
     it (the same segment: the decomposition depends on the window only), and the result is the larger of
     the two passes' sums. So the bound no longer falls to path sums where the box is loaded (Inception-v3:
     455,071 at 4 s and 480,947 at 12 s without it, 486,465 from the cheap pass alone in 0.24 s).
+
+    ``cheap_lbs``: shape key -> the cheap bounds' value (ticks) of a segment, filled by a pass that stops
+    before CP-SAT and read by the next: the CP-SAT pass does not compute the cheap pass's bounds again.
     """
     import bisect
 
@@ -408,10 +418,11 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
     budget = Budget.resolve(budget, time_limit_s)
     windows = tuple(sorted(set(windows), reverse=True)) or (0,)
     cheap = None
+    cheap_lbs = {} if cheap_lbs is None else cheap_lbs
     floor: dict[tuple[int, int, int], float] = {}  # (window, a, b) -> the cheap pass's bound of that segment
     if 0 < inst.n <= cheap_first and max_segment_ops > 0 and not budget.expired():
         cheap = segment_bound(inst, windows=windows, max_segment_ops=0, should_stop=should_stop,
-                              budget=budget.share(0.5), cheap_first=0)
+                              budget=budget.share(0.5), cheap_first=0, cheap_lbs=cheap_lbs)
         floor = {(p["window"], p["a"], p["b"]): p["bound_us"] for p in cheap.pieces}
     # the narrower decompositions are made when a segment is refined (0.04 s each at 36k ops), so none is
     # made once the budget has run out
@@ -463,8 +474,11 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
                 lb, opt, pl = cache[key]
             else:
                 stop = (should_stop is not None and should_stop()) or size > max_segment_ops
-                lb, opt, pl = _segment_lb(sub, None if stop else budget.child(segment_time_s), workers)
+                lb, opt, pl = _segment_lb(sub, None if stop else budget.child(segment_time_s), workers,
+                                          cheap_lbs.get(key))
                 cache[key] = (lb, opt, pl)
+                if stop:  # no budget: lb is the cheap bounds' value
+                    cheap_lbs.setdefault(key, lb)
             if solutions is not None and pl is not None:
                 solutions.append({"level": level, "a": seg.a, "b": seg.b, "members": _members(inst, seg),
                                   "placement": pl[0], "start": [x * tick for x in pl[1]]})

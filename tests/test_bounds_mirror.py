@@ -124,6 +124,10 @@ def test_the_stems_forced_branches_force_their_twins():
     la, lb = lower_bound(a), lower_bound(b)
     assert la == pytest.approx(10.0) and lb == pytest.approx(5.0)
     assert mirror_split_bound(a, b, la, lb) == pytest.approx(19.0)
+    # a deadline already passed: no preemptive schedule is run, and what is proven without them comes back
+    calls = []
+    assert mirror_split_bound(a, b, la, lb, stop=lambda: calls.append(1) or True) == pytest.approx(15.0)
+    assert calls == [1]
     sb = segment_bound(inst, time_limit_s=10.0)
     assert sb.mirrored == 1 and sb.best[0] == pytest.approx(19.0)
     assert lower_bound(inst) < 16.0
@@ -159,10 +163,10 @@ def test_segments_cp_sat_has_no_time_for_count_with_the_cheap_pass(monkeypatch):
     stopped = []
     real = bs._segment_lb
 
-    def first_then_stop(sub, budget, workers):
+    def first_then_stop(sub, budget, workers, cheap=None):
         if budget is not None:  # CP-SAT's pass: this segment, then no time for the rest
             stopped.append(True)
-        return real(sub, budget, workers)
+        return real(sub, budget, workers, cheap)
 
     monkeypatch.setattr(bs, "_segment_lb", first_then_stop)
     stop = lambda: bool(stopped)  # noqa: E731
