@@ -51,6 +51,10 @@ class LnsStats:
     schedule: Schedule | None = None  # the answer's simulated schedule
 
 
+# sequential comm: up to this many ops a kept move is also timed in placement_order's order (a list
+# schedule on the sequential state: 26 ms on NASNet-Mobile's 1,842 ops, ~4 simulations; on the 36k-op
+# Transformer such a schedule costs seconds, more than a 5-s budget can pay)
+_REORDER_MAX_OPS = 5000
 _SIM_S_PER_ELEMENT = 3.2e-6  # CPU s per op + edge of one simulation (0.34 s on the 36k-op graph)
 
 
@@ -171,7 +175,7 @@ def improve(inst: Instance, placement: Sequence[int], order: Sequence[Sequence[i
                 best = (s, cand_order if cand_order is not None else s.order)
         if best is None:
             return False
-        if inst.comm == "sequential" and not stop():
+        if inst.comm == "sequential" and inst.n <= _REORDER_MAX_OPS and budget.left() > 10 * sim_s and not stop():
             # a kept move's order is its old starts (or the executor's); in sequential comm the placement's
             # own critical-path order is often faster (NASNet-Mobile, portfolio 60 s: the LNS's answer
             # 271,289 µs, that order 269,265) and, once found, the next moves start from it. One more
