@@ -88,3 +88,30 @@ def test_portfolio_runs_the_lns_stage_on_large_graphs():
     assert res.makespan <= min(v["makespan"] for v in res.extra["heuristics"].values()
                                if "makespan" in v and v["memory_ok"]) + 1e-9
     assert res.lower_bound <= res.makespan + 1e-9
+
+
+@pytest.mark.parametrize("comm", ["parallel", "sequential"])
+def test_improve_times_a_kept_moves_own_order_in_sequential_comm_only(monkeypatch, comm):
+    """Sequential comm: every kept move's placement is timed once more in ``placement_order``'s order
+    (the answer is never slower than that order of its placement); parallel comm: only the start's."""
+    from dplace.formulations import lns
+
+    inst = _two_chains().replace(comm=comm)
+    calls = []
+    real = lns.placement_order
+
+    def spy(i, pl, *a, **k):
+        calls.append(list(pl))
+        return real(i, pl, *a, **k)
+
+    monkeypatch.setattr(lns, "placement_order", spy)
+    pl0 = [0] * inst.n
+    new_pl, od, st = improve(inst, pl0, None, time_limit_s=5.0, target=50.0)
+    assert st.moves_kept >= 1 and st.kicks == 0
+    if comm == "sequential":
+        assert len(calls) == 1 + st.moves_kept and calls[-1] == list(new_pl)
+        assert st.makespan <= simulate(inst, new_pl, real(inst, new_pl)).makespan + 1e-9
+    else:
+        assert calls == [pl0]
+    res = make_result(inst, "lns", new_pl, od)
+    assert check(inst, res).ok and res.makespan == pytest.approx(st.makespan)
