@@ -33,7 +33,7 @@ from typing import Sequence
 from dplace.budget import Budget
 from dplace.instance.model import Instance
 
-__all__ = ["BLOCK_P", "SEQUENTIAL_T", "AnnealStats", "anneal_placement", "applies", "judged_order", "kernel_ready",
+__all__ = ["BLOCK_P", "PARALLEL_T", "SEQUENTIAL_T", "AnnealStats", "anneal_placement", "applies", "judged_order", "kernel_ready",
            "temperatures"]
 
 MAX_OPS = 5000  # one judgement costs ~O(n * ops per device): past this a second gives too few
@@ -44,6 +44,8 @@ MAX_OPS = 5000  # one judgement costs ~O(n * ops per device): past this a second
 # 1,758,038 / 1,742,223 / 1,734,579 / 1,741,647 for 3e-3 / 3e-4 / 1e-4 / 3e-5). At 3e-3 it accepted 64 %
 # of its moves on the 3,006-op graph and ended no better than its start (1e-4: 37 %).
 SEQUENTIAL_T = (1e-4, 1e-4 / 3)
+# (t_hi, t_lo) in parallel comm (a setting of ours; see the module docstring and the README for the sweeps)
+PARALLEL_T = (0.003, 1e-4)
 # a step's chance of moving a whole branch (:meth:`.units.Units.chains`), times the share of units in
 # branches (NASNet-Mobile 0.83; figures below are of the unscaled chance). Moving one op
 # of a branch to another device costs a transfer in and one out, so single moves rarely split a branch
@@ -65,6 +67,7 @@ class AnnealStats:
     wall_s: float
     stopped: str  # "time limit", "interrupted", "compiling" (no chain finished a chunk in time)
     late_gain: float = 0.0  # how much the best fell in the last quarter of the run, over its start (0..1)
+    per_chain: tuple = ()  # each chain's (best makespan, placements judged), in ladder order (chain 0 the hottest)
 
 
 def applies(inst: Instance) -> bool:
@@ -154,14 +157,15 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     wall = time.perf_counter() - t0
     before = min([b for t, b in trace if t <= 0.75 * wall] + [ran[0].start_value])  # the best at 3/4 of the run
     late = max(0.0, (before - value) / ran[0].start_value) if ran[0].start_value > 0 else 0.0
+    per = tuple((c.result[0], c.steps) for c, n in zip(chains, done) if n > 0)
     return best_pl.tolist(), AnnealStats(ran[0].start_value, value, sum(c.steps for c in ran),
-                                         sum(c.accepted for c in ran), len(chains), wall, stopped, late)
+                                         sum(c.accepted for c in ran), len(chains), wall, stopped, late, per)
 
 
 def temperatures(inst: Instance) -> tuple[float, float]:
     """(t_hi, t_lo), fractions of the start's makespan: 0.003 and 1e-4 in parallel comm,
     :data:`SEQUENTIAL_T` in sequential comm."""
-    return SEQUENTIAL_T if inst.comm == "sequential" else (0.003, 1e-4)
+    return SEQUENTIAL_T if inst.comm == "sequential" else PARALLEL_T
 
 
 def judged_order(inst: Instance, placement: Sequence[int]) -> list[list[int]]:

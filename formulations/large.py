@@ -156,10 +156,11 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
         pl, st = anneal_placement(inst, pl, budget=budget.share(share).child(reserve=0.5), seed=seed + 1 + len(rounds),
                                   workers=k, t_hi=cold, t_lo=cold, should_stop=should_stop)
         rounds.append({"makespan": st.makespan, "steps": st.steps, "wall_s": round(st.wall_s, 3),
-                       "late_gain": round(st.late_gain, 6)})
+                       "late_gain": round(st.late_gain, 6), "per_chain": [list(c) for c in st.per_chain]})
     extra["anneal"] = {"start_makespan": first.start_makespan, "makespan": st.makespan, "steps": first.steps,
                        "accepted": first.accepted, "chains": first.chains, "wall_s": round(first.wall_s, 3),
-                       "stopped": st.stopped, "late_gain": round(first.late_gain, 6), "more": rounds}
+                       "stopped": st.stopped, "late_gain": round(first.late_gain, 6), "more": rounds,
+                       "per_chain": [list(c) for c in first.per_chain]}  # (best, steps) of each chain, hottest first
     # the order the annealing judged by (zero-time ops where its kernel put them; no insertion in
     # sequential comm) may be the faster
     sch, od = min(((simulate(inst, pl, o), o) for o in (placement_order(inst, pl), judged_order(inst, pl))),

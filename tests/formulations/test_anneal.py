@@ -97,6 +97,9 @@ def test_anneal_keeps_memory_pins_and_colocation_and_never_gets_worse(compiled):
     pl, st = anneal_placement(inst, pl0, time_limit_s=1.0, seed=1, workers=2)
     assert st.start_makespan == m0 and st.steps > 0
     assert st.makespan == list_makespan(inst, pl)[0] <= m0
+    # each chain's own best and steps: the best of them is the answer, their steps add up
+    assert len(st.per_chain) == 2 and min(b for b, _ in st.per_chain) == st.makespan
+    assert sum(n for _, n in st.per_chain) == st.steps and all(b <= m0 for b, _ in st.per_chain)
     assert st.makespan < m0  # a greedy balanced start is far from the best on this graph
     res = make_result(inst, "anneal", pl, placement_order(inst, pl))
     assert res.memory_ok and check(inst, res).ok
