@@ -23,7 +23,7 @@ backward ops, as an instance (device memory 0.4 of its op memory, as the whole g
 segment bound (a third), in this process. "answers %": portfolio's makespan above the best answer of
 the two; "bound %": the best answer above the best proven bound (CP-SAT's, portfolio's, the segments').
 Where CP-SAT proves a slice optimal, the first is the answers' share of the gap and the second is 0.
-``--pieces W``: NASNet-Mobile (first ``--comm``) cut at window W of the segment bound (W = 28: its stages
+``--pieces W``: NASNet-Mobile (first ``--comm``; each piece alone solved in that comm mode) cut at window W of the segment bound (W = 28: its stages
 and stems); per piece with more than 12 ops its span in a whole schedule (``--answer``: a result file of
 ``dplace solve --out``, else portfolio ``--portfolio-s`` run here), the best answer for the piece alone
 (portfolio ``--piece-s``) and that run's proven bound; the sums include every piece (the small ones:
@@ -227,7 +227,10 @@ def pieces(args: argparse.Namespace) -> None:
     print(f"{'piece':>9} {'ops':>4} {'span':>9} {'alone':>9} {'bound':>9}")
     total = [0.0, 0.0, 0.0]
     for seg in segs:
-        sub = _sub_instance(inst, seg, 1.0, reach_extra=True)
+        # _sub_instance relaxes to parallel comm (the segment bound's piece); a piece alone is solved in the
+        # graph's own comm mode (in sequential comm the precedence edges through dropped ops, one latency each,
+        # then queue on links too: an answer no better than the piece's own)
+        sub = _sub_instance(inst, seg, 1.0, reach_extra=True).replace(comm=inst.comm)
         span = at[seg.b + 1] - at[seg.a + 1]
         if sub.n <= 12:
             lb = lower_bound_with_source(sub)[0]

@@ -52,8 +52,8 @@ class LnsStats:
 
 
 # sequential comm: up to this many ops a kept move is also timed in placement_order's order (a list
-# schedule on the sequential state: 26 ms on NASNet-Mobile's 1,842 ops, ~4 simulations; on the 36k-op
-# Transformer such a schedule costs seconds, more than a 5-s budget can pay)
+# schedule on the sequential state: 10-23 CPU ms on NASNet-Mobile's 1,842 ops, a simulation 3 ms; on the
+# 36k-op Transformer such a schedule costs seconds, more than a 5-s budget can pay)
 _REORDER_MAX_OPS = 5000
 _SIM_S_PER_ELEMENT = 3.2e-6  # CPU s per op + edge of one simulation (0.34 s on the 36k-op graph)
 
@@ -177,9 +177,9 @@ def improve(inst: Instance, placement: Sequence[int], order: Sequence[Sequence[i
             return False
         if inst.comm == "sequential" and inst.n <= _REORDER_MAX_OPS and budget.left() > 10 * sim_s and not stop():
             # a kept move's order is its old starts (or the executor's); in sequential comm the placement's
-            # own critical-path order is often faster (NASNet-Mobile, portfolio 60 s: the LNS's answer
-            # 271,289 µs, that order 269,265) and, once found, the next moves start from it. One more
-            # simulation per kept move (kept moves are few: 4 of 2,113 tried there).
+            # own critical-path order is often faster (NASNet-Mobile, portfolio 60 s, session 16: the LNS's
+            # answer 271,289 µs, that order 269,265) and, once found, the next moves start from it. One more
+            # list schedule and simulation per kept move (kept moves are few: 5 of 2,113 tried there).
             po = placement_order(inst, new)
             stats.moves_tried += 1
             s = simulate(inst, new, po)
