@@ -332,6 +332,10 @@ class LocalWorkers:
         died = self.died
         if died is None:
             died = next(((i, p.pid, p.poll()) for i, p in enumerate(self.procs) if p.poll() is not None), None)
+            # kept: the stop below empties self.procs, and a caller asking again (a session that then ends
+            # with TensorFlow's own error) must hear the same death, not nothing
+            if died is not None:
+                self.died = died
         if died is not None:
             i, pid, code = died
             how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"

@@ -55,3 +55,23 @@ def test_without_a_death_the_wait_ends_and_the_caller_raises_its_own_error():
         assert time.monotonic() - t0 < 3.0
     finally:
         w.stop()
+
+
+def test_a_death_found_by_check_alive_is_named_again_after_the_workers_stop():
+    """The death is found by ``check_alive`` itself (before the watchdog saw it), which stops every worker;
+    the session then ends with TensorFlow's own error and the caller asks again (``check_alive(wait_s)``):
+    it must name the same worker, not find nothing (seen in CI: "cluster: UnavailableError: =====" after a
+    worker was killed during the receive probes)."""
+    procs = [_sleeper(), _sleeper()]
+    w = _workers_of(procs)  # no watchdog: only check_alive can see the death
+    cluster = Cluster(["127.0.0.1:1", "127.0.0.1:2"], local=w)
+    try:
+        procs[1].kill()
+        procs[1].wait(10)
+        for _ in range(2):
+            with pytest.raises(ClusterError, match=r"worker 1 \(pid \d+\) died \(killed by signal 9\)"):
+                cluster.check_alive(wait_s=1.0)
+        assert w.procs == []  # stopped by the first
+    finally:
+        w.stop()
+    assert all(p.poll() is not None for p in procs)
