@@ -45,7 +45,7 @@ The relaxation, step by step (every step only removes constraints, so the bound 
    sum of its narrower pieces (that sum at least its own bound; a wider piece that kept its own bound would
    not pass the gain on), and no paired piece refines another (``_mirror_gain``). On NASNet-Mobile the
    stems: 15,878 + 25,512 µs apart, 47,769 together (the best schedule found for them chained: 50,028).
-7. In sequential comm each segment CP-SAT has time for is also solved in sequential comm
+7. (Optional, ``seq_pieces``.) In sequential comm a segment is also solved in sequential comm
    (:func:`_sequential_lb`): the sub-instance of steps 2-4 without the zero-byte edges that stand for
    paths through dropped ops (each would be a send that occupies a link and keeps its place in the link's
    order, which no real schedule pays: a fictitious send is not a relaxation; dropped, they only remove
@@ -437,7 +437,7 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
                   should_stop=None, solutions: list[dict[str, Any]] | None = None,
                   cache: dict[Any, Any] | None = None, budget: Budget | None = None,
                   cheap_first: int = CHEAP_FIRST_MAX_OPS, cheap_lbs: dict[Any, float] | None = None,
-                  seq_pieces: bool = True) -> SegmentBound:
+                  seq_pieces: bool = False) -> SegmentBound:
     """Sum of proven segment bounds (module docstring).
 
     ``windows`` from wide to narrow: the decomposition with the widest window is used where its segments
@@ -468,8 +468,10 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
     ``cheap_lbs``: shape key -> the cheap bounds' value (ticks) of a segment, filled by a pass that stops
     before CP-SAT and read by the next: the CP-SAT pass does not compute the cheap pass's bounds again.
 
-    ``seq_pieces``: in sequential comm, each segment CP-SAT gets time for is also solved in sequential comm
-    (step 7, :func:`_sequential_lb`); ``pieces`` then hold ``parallel_us`` (steps 4-5) and ``sequential_us``.
+    ``seq_pieces``: in sequential comm, each segment whose parallel optimum CP-SAT proved is also solved in
+    sequential comm (step 7, :func:`_sequential_lb`); ``pieces`` then hold ``parallel_us`` (steps 4-5) and
+    ``sequential_us``. Off by default: on NASNet-Mobile, Inception-v3 and ResNeXt-50 (PipeDream) in sequential
+    comm it raised no piece and cost Inception-v3 5.4 s of a 30-s bound (README, "Branchy (NAS-style) graphs").
     """
     import bisect
 

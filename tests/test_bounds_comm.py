@@ -105,7 +105,7 @@ def test_segment_bound_solving_pieces_in_sequential_comm_stays_below_the_brute_f
     def bound(inst):
         out = 0.0
         for w in (0, 2):
-            sb = segment_bound(inst, windows=(w,), time_limit_s=5.0)
+            sb = segment_bound(inst, windows=(w,), time_limit_s=5.0, seq_pieces=True)
             sees.append(any(p.get("sequential_us") is not None and p["sequential_us"] > p["parallel_us"] + 1e-9
                             for p in sb.pieces))
             out = max(out, sb.best[0])
@@ -116,11 +116,13 @@ def test_segment_bound_solving_pieces_in_sequential_comm_stays_below_the_brute_f
     assert sum(sees) >= 2
 
 
-def test_segment_bound_sequential_pieces_off_in_parallel_comm_and_when_asked():
-    """Parallel comm never runs step 7; ``seq_pieces=False`` keeps the sequential bound at steps 1-6."""
+def test_segment_bound_sequential_pieces_off_in_parallel_comm_and_by_default():
+    """Parallel comm never runs step 7; by default (``seq_pieces=False``) the sequential bound stays at steps
+    1-6, and with it on the bound is no lower."""
     for seq, par in _pairs(84, 20, ops=(5, 7)):
-        assert all(p.get("sequential_us") is None for p in segment_bound(par, windows=(0,), time_limit_s=5.0).pieces)
-        a = segment_bound(seq, windows=(0,), time_limit_s=5.0)
-        b = segment_bound(seq, windows=(0,), time_limit_s=5.0, seq_pieces=False)
+        assert all(p.get("sequential_us") is None
+                   for p in segment_bound(par, windows=(0,), time_limit_s=5.0, seq_pieces=True).pieces)
+        a = segment_bound(seq, windows=(0,), time_limit_s=5.0, seq_pieces=True)
+        b = segment_bound(seq, windows=(0,), time_limit_s=5.0)
         assert all(p.get("sequential_us") is None for p in b.pieces)
         assert a.value >= b.value - TOL * max(1.0, b.value)
