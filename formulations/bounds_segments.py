@@ -45,6 +45,27 @@ The relaxation, step by step (every step only removes constraints, so the bound 
    sum of its narrower pieces (that sum at least its own bound; a wider piece that kept its own bound would
    not pass the gain on), and no paired piece refines another (``_mirror_gain``). On NASNet-Mobile the
    stems: 15,878 + 25,512 µs apart, 47,769 together (the best schedule found for them chained: 50,028).
+7. (Optional, ``seq_pieces``.) In sequential comm a segment is also solved in sequential comm
+   (:func:`_sequential_lb`): the sub-instance of steps 2-4 without the zero-byte edges that stand for
+   paths through dropped ops (each would be a send that occupies a link and keeps its place in the link's
+   order, which no real schedule pays: a fictitious send is not a relaxation; dropped, they only remove
+   precedences), in ``comm="sequential"``, solved by the CP-SAT model of :mod:`dplace.formulations.cpsat`
+   (a send per producer and destination device, as long as its largest tensor there, after its producer,
+   one at a time per directed link, in the order the producers run on the source device). The whole
+   schedule restricted to the segment's ops and shifted by start(c_a) is a feasible schedule of that
+   model: its ops keep their devices, device orders and times (step 3: inside [start(c_a), start(c_b)]);
+   each send the sub-instance needs (a member producer with a member consumer on another device) is a
+   send of the whole schedule, which carries at least the same tensors (so it is at least as long), starts
+   after its producer, before that consumer, and keeps its place among the kept sends of its link (a subset
+   of the link's sends, in the same producer order); the sends of dropped producers or to dropped
+   consumers are removed (a link only gets freer). Rounding every duration and transfer time down to
+   ticks keeps the same device and link orders feasible and the longest path through them no longer, so
+   the segment's span in ticks is at least that model's optimum, at least CP-SAT's proven bound. The
+   larger of this and steps 4-5's bound is the segment's bound. Run only where steps 2-4 proved the
+   parallel piece's optimum (on pieces CP-SAT cannot prove in parallel comm the sequential model, larger,
+   proved no more: NASNet-Mobile's, README "Branchy (NAS-style) graphs"), and skipped where that optimum's
+   schedule, simulated in sequential comm on the sequential sub-instance, is no longer than the bound
+   already proven (nothing to gain).
 
 The sum of the segments' bounds is a lower bound on every schedule of the instance. When memory forces
 the path to change device (its ops with their colocation groups do not fit on one device), the changes
@@ -369,6 +390,40 @@ def _segment_lb(sub: Instance, budget: Budget | None, workers: int,
     return max(cp_len, lb), res.status == "optimal", sol
 
 
+def _sequential_lb(inst: Instance, seg: Segment, tick: float, sub: Instance, floor: float, pl: Any,
+                   budget: Budget, workers: int, cache: dict[Any, Any]) -> tuple[float | None, bool]:
+    """Step 7 of the module docstring: CP-SAT's proven bound (ticks) of the segment's sub-instance in
+    sequential comm, without the zero-byte precedence edges, and whether it is that sub-instance's optimum;
+    (None, False) where not run. ``sub``: the parallel sub-instance (steps 2-4), whose optimum is proven;
+    ``floor``: the bound (ticks) already proven for the segment, ``pl``: the parallel optimum's schedule.
+    Skipped where that schedule's placement and device order, simulated in sequential comm on the
+    sequential sub-instance, already reach ``floor`` (the sequential sub-instance's optimum is then at most
+    ``floor``: nothing to gain)."""
+    seq = _sub_instance(inst, seg, tick, reach_extra=False).replace(comm="sequential")
+    skey = ("sequential", _shape_key(seq))
+    if skey in cache:
+        return cache[skey]
+    if budget.expired():
+        return None, False
+    if pl is not None:
+        from dplace.schedule.simulate import simulate  # noqa: PLC0415
+
+        order = [sorted((o for o in range(sub.n) if pl[0][o] == d), key=lambda o: (pl[1][o], sub.topo_pos[o]))
+                 for d in range(sub.m)]
+        if simulate(seq, list(pl[0]), order).makespan <= floor + 1e-9:
+            cache[skey] = (None, False)
+            return None, False
+    from .cpsat import cpsat  # noqa: PLC0415
+
+    with progress.nested(f"segment of {seq.n} ops (sequential)"):
+        res = cpsat(seq, budget=budget, hint="heft", workers=workers, progress=False, tick=1.0)
+    if res.lower_bound is None:
+        return None, False
+    out = (float(res.lower_bound), res.status == "optimal")
+    cache[skey] = out
+    return out
+
+
 def _span(sub: Instance, pl: Any) -> float:
     """The makespan (ticks) of a schedule ``(placement, starts)`` of a segment's sub-instance."""
     return max((st + sub.dur[o][d] for o, (d, st) in enumerate(zip(*pl))), default=0.0)
@@ -381,7 +436,8 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
                   segment_time_s: float = 2.0, max_segment_ops: int = 60, workers: int = 1,
                   should_stop=None, solutions: list[dict[str, Any]] | None = None,
                   cache: dict[Any, Any] | None = None, budget: Budget | None = None,
-                  cheap_first: int = CHEAP_FIRST_MAX_OPS, cheap_lbs: dict[Any, float] | None = None) -> SegmentBound:
+                  cheap_first: int = CHEAP_FIRST_MAX_OPS, cheap_lbs: dict[Any, float] | None = None,
+                  seq_pieces: bool = False) -> SegmentBound:
     """Sum of proven segment bounds (module docstring).
 
     ``windows`` from wide to narrow: the decomposition with the widest window is used where its segments
@@ -411,6 +467,11 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
 
     ``cheap_lbs``: shape key -> the cheap bounds' value (ticks) of a segment, filled by a pass that stops
     before CP-SAT and read by the next: the CP-SAT pass does not compute the cheap pass's bounds again.
+
+    ``seq_pieces``: in sequential comm, each segment whose parallel optimum CP-SAT proved is also solved in
+    sequential comm (step 7, :func:`_sequential_lb`); ``pieces`` then hold ``parallel_us`` (steps 4-5) and
+    ``sequential_us``. Off by default: on NASNet-Mobile, Inception-v3 and ResNeXt-50 (PipeDream) in sequential
+    comm it raised no piece and cost Inception-v3 5.4 s of a 30-s bound (README, "Branchy (NAS-style) graphs").
     """
     import bisect
 
@@ -482,11 +543,19 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
             if solutions is not None and pl is not None:
                 solutions.append({"level": level, "a": seg.a, "b": seg.b, "members": _members(inst, seg),
                                   "placement": pl[0], "start": [x * tick for x in pl[1]]})
+            par_lb, par_opt = lb, opt
+            seq_lb = None
             if inst.comm == "sequential" and sub.n > 2:  # the segment's sends queue on links (step 1's relaxation
                 # loses that; :func:`dplace.bounds.fanin.fan_in_bound` keeps it): the larger proven bound
                 fan = fan_in_bound(sub, sequential=True, real_edges=memo(sub, "_real_edges", lambda: 0), floor=lb)
                 if fan > lb:
                     lb, opt = fan, False
+                if (seq_pieces and par_opt and size <= max_segment_ops
+                        and not (should_stop is not None and should_stop())):
+                    seq_lb, seq_opt = _sequential_lb(inst, seg, tick, sub, lb, pl, budget.child(segment_time_s),
+                                                     workers, cache)
+                    if seq_lb is not None and seq_lb > lb:
+                        lb, opt = seq_lb, seq_opt
             lb *= tick
             own, inner = lb, None
             first_child = len(pieces)
@@ -503,7 +572,8 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
             stats["kept"] += len(seg.ops)
             stats["largest"] = max(stats["largest"], sub.n)
             pieces.append({"window": windows[level], "ops": sub.n, "bound_us": lb, "optimal": opt, "a": seg.a,
-                           "b": seg.b, "answer_us": None if pl is None else tick * _span(sub, pl)})
+                           "b": seg.b, "answer_us": None if pl is None else tick * _span(sub, pl),
+                           "parallel_us": par_lb * tick, "sequential_us": None if seq_lb is None else seq_lb * tick})
             total += lb
         return total
 

@@ -29,6 +29,13 @@ The relaxation, step by step (each step only removes constraints or rounds times
    instance (confirmed as every CP-SAT bound is, :mod:`dplace.verify.claims`) times the tick is the bound.
 
 Only for identical links between every device pair (the transfer of an edge is then one number).
+
+Budget: the rests' segment bounds get :data:`REST_SHARE` of it (0.35), the stems' CP-SAT the rest. The
+stems' proof is what the bound hangs on and its time varies with L_A, L_B: on the bundled InceptionV3 in
+sequential comm (11.5 s, as in ``portfolio``'s 60 s, quiet box) CP-SAT proved the stems in 2.5 s with one
+pair of rest bounds and found no proof in its 3.8 s with another (bound 270,769 against 302,804) at the
+former 0.6; at 0.35 the rests lose 0.1-0.7 % (145,165 / 114,886 against 145,093 / 115,708) and the stems
+are proven in 3.8-3.9 s of their ~7.5 s (302,104): README, "Branchy (NAS-style) graphs".
 """
 from __future__ import annotations
 
@@ -45,6 +52,11 @@ from dplace.instance.model import Device, Edge, Instance, Link, Op
 from .bounds_segments import segment_bound
 
 __all__ = ["TwinStemBound", "twin_stem_bound", "twin_stems"]
+
+
+# the rests' segment bounds' share of the budget, the stems' CP-SAT getting the rest (module docstring,
+# "Budget")
+REST_SHARE = 0.35
 
 
 @dataclass
@@ -138,15 +150,16 @@ def _stem_instance(inst: Instance, sa: list[int], sb: list[int], la: float, lb: 
 
 def twin_stem_bound(inst: Instance, *, time_limit_s: float = 30.0, workers: int = 1, should_stop=None,
                     cache: dict | None = None, budget: Budget | None = None) -> TwinStemBound | None:
-    """The twin-stem bound (module docstring) within ``budget`` (else ``time_limit_s`` from now; 60 % for
-    the rests' segment bounds, the rest for CP-SAT on the stems); None where the graph is not of that shape.
+    """The twin-stem bound (module docstring) within ``budget`` (else ``time_limit_s`` from now;
+    :data:`REST_SHARE` for the rests' segment bounds, the rest for CP-SAT on the stems); None where the graph
+    is not of that shape.
     ``cache``: :func:`dplace.formulations.bounds_segments.segment_bound`'s, shared with a segment bound of the whole
     graph (the first part's rest has the same segments as the whole graph's critical path there)."""
     from .cpsat import cpsat  # noqa: PLC0415 — the cpsat package imports the methods
 
     t0 = time.perf_counter()
     budget = Budget.resolve(budget, time_limit_s)
-    rests_budget = budget.share(0.6)
+    rests_budget = budget.share(REST_SHARE)
     stems = twin_stems(inst)
     if stems is None:
         return None

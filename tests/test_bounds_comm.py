@@ -82,3 +82,47 @@ def test_segment_bound_in_sequential_comm_at_least_the_parallel_one():
         assert a.best[0] >= b.best[0] - TOL * max(1.0, b.best[0]), (seq.name, a.best, b.best)
         n += 1
     assert n >= 15
+
+
+@pytest.mark.parametrize("integer", [True, False])
+def test_segment_bound_solving_pieces_in_sequential_comm_stays_below_the_brute_force(integer):
+    """Step 7 of the segment bound (each piece also solved in sequential comm, without the zero-byte edges
+    through dropped ops) against the oracle's sequential optimum, with windows that drop ops (0) and keep
+    them (2); and on some instances the sequential piece proves more than the parallel one."""
+    rng = random.Random(81 if integer else 82)
+    sees = []
+
+    def made():
+        for _ in range(70):
+            try:
+                inst = random_instance(rng, n_ops=rng.randint(4, 7), n_devices=rng.randint(2, 3), comm="sequential",
+                                       edge_prob=0.4, integer=integer)
+                check_memory_feasible(inst)
+            except (InvalidInstanceError, InfeasibleError):
+                continue
+            yield inst
+
+    def bound(inst):
+        out = 0.0
+        for w in (0, 2):
+            sb = segment_bound(inst, windows=(w,), time_limit_s=5.0, seq_pieces=True)
+            sees.append(any(p.get("sequential_us") is not None and p["sequential_us"] > p["parallel_us"] + 1e-9
+                            for p in sb.pieces))
+            out = max(out, sb.best[0])
+        return out
+
+    checked, _, positive = audit_bound(made(), bound, "segments")
+    assert checked >= 40 and positive >= 30
+    assert sum(sees) >= 2
+
+
+def test_segment_bound_sequential_pieces_off_in_parallel_comm_and_by_default():
+    """Parallel comm never runs step 7; by default (``seq_pieces=False``) the sequential bound stays at steps
+    1-6, and with it on the bound is no lower."""
+    for seq, par in _pairs(84, 20, ops=(5, 7)):
+        assert all(p.get("sequential_us") is None
+                   for p in segment_bound(par, windows=(0,), time_limit_s=5.0, seq_pieces=True).pieces)
+        a = segment_bound(seq, windows=(0,), time_limit_s=5.0, seq_pieces=True)
+        b = segment_bound(seq, windows=(0,), time_limit_s=5.0)
+        assert all(p.get("sequential_us") is None for p in b.pieces)
+        assert a.value >= b.value - TOL * max(1.0, b.value)

@@ -104,3 +104,21 @@ def test_twin_stem_bound_never_above_cpsats_proven_optimum_on_30_ops(seed):
     assert b.value <= res.makespan + tolerance(res.makespan)
     if res.status == "optimal":
         assert b.value <= res.lower_bound + tolerance(res.lower_bound)
+
+
+def test_the_rests_get_rest_share_of_the_budget_and_the_stems_the_rest(monkeypatch):
+    """The rests' segment bounds run within ``REST_SHARE`` of the budget (the stems' CP-SAT, which the bound
+    hangs on, gets the rest): every budget they are handed ends by then."""
+    import dplace.formulations.bounds_twins as bt
+    from dplace.budget import Budget
+
+    inst = _stemmed(3, k=3, r=3)
+    assert twin_stems(inst) is not None
+    seen = []
+    real = bt.segment_bound
+    monkeypatch.setattr(bt, "segment_bound", lambda sub, **kw: seen.append(kw["budget"].left()) or real(sub, **kw))
+    budget = Budget.resolve(None, 100.0)
+    tb = bt.twin_stem_bound(inst, budget=budget)
+    assert tb is not None and seen
+    assert max(seen) <= bt.REST_SHARE * 100.0 + 1e-6
+    assert bt.REST_SHARE < 0.5  # the stems get more than the rests
