@@ -64,7 +64,7 @@ def test_sequential_judge_is_the_simulation_of_its_order(seed):
         assert mk == pytest.approx(sim.makespan, rel=1e-12, abs=1e-12)
         assert max(abs(a - b) for a, b in zip(sim.start, start)) <= 1e-9 * max(1.0, mk)
         assert time_schedule(inst, pl, od).makespan == pytest.approx(mk, rel=1e-12, abs=1e-12)
-        assert simulate(inst, pl, judged_order(inst, pl)).makespan == pytest.approx(mk, rel=1e-12, abs=1e-12)
+        assert simulate(inst, pl, judged_order(inst, pl, "fast")).makespan == pytest.approx(mk, rel=1e-12, abs=1e-12)
 
 
 def _wide(rng: random.Random, layers: int, width: int, m: int, memory: int) -> Instance:
