@@ -61,7 +61,7 @@ BLOCK_P = 0.4
 # "insert", the best by "insert" kept), "mixed" (the better of "fast"'s order and the order of the starts of
 # the parallel-comm list schedule with insertion, each simulated exactly: ~2.5 times "fast"'s cost,
 # :func:`dplace.kernels.anneal._seq_mixed`). Measured in the README ("sequential comm").
-SEQUENTIAL_JUDGE = "fast"
+SEQUENTIAL_JUDGE = "mixed"
 JUDGE_SLACK = 0.02
 _JUDGES = {"fast": 0, "insert": 1, "both": 2, "mixed": 3}
 

@@ -184,6 +184,7 @@ def test_chains_anneal_on_a_ladder_of_temperatures(monkeypatch):
         def __init__(self, inst, start, members, allowed, *blocks):
             self.start_value, self.steps, self.accepted = 1.0, 0, 0
             self.result = (1.0, __import__("numpy").array(start))
+            self.ins = [0, 0.0]  # Annealer's [placements judged with insertion, ...]
 
         def step(self, iters, t0, t1, seed):
             seen.setdefault(id(self), []).append(t0)

@@ -44,12 +44,12 @@ def test_insert_judge_is_the_simulation_of_its_order(seed):
             assert max((abs(a - b) for a, b in zip(sim.end, judge.S.end.tolist())), default=0.0) <= tol
 
 
-@pytest.mark.parametrize("judge", [1, 2])
+@pytest.mark.parametrize("judge", [1, 2, 3])
 @pytest.mark.parametrize("seed", range(4))
 def test_annealing_with_insertion_returns_what_it_judged(judge, seed):
-    """judge INSERT (1) and BOTH (2): the best value a chain returns is the simulated makespan of its
+    """judge INSERT (1), BOTH (2), MIXED (3): the best value a chain returns is the simulated makespan of its
     placement in placement_order's order, never above the start's, and moves keep memory and colocation."""
-    from dplace.kernels.anneal import Annealer
+    from dplace.kernels.anneal import Annealer, seq_mixed
 
     inst = _rand(100 + seed).replace(comm="sequential")
     if inst.m < 2 or inst.n < 4:
@@ -59,16 +59,17 @@ def test_annealing_with_insertion_returns_what_it_judged(judge, seed):
     for ms, al in zip(u.members, u.allowed):
         for o in ms:
             pl0[o] = al[0]
-    s0 = simulate(inst, pl0, placement_order(inst, pl0)).makespan
+    s0 = (seq_mixed(inst, pl0)[0] if judge == 3 else simulate(inst, pl0, placement_order(inst, pl0)).makespan)
     a = Annealer(inst, pl0, u.members, u.allowed, judge=judge)
     a.step(300, 0.05 * s0, 0.001 * s0, seed)
     a.step(300, 0.001 * s0, 0.0001 * s0, seed + 1)
     best, pl = a.result
     pl = pl.tolist()
     assert a.start_value == pytest.approx(s0, rel=1e-12, abs=1e-12)
-    assert best == pytest.approx(simulate(inst, pl, placement_order(inst, pl)).makespan, rel=1e-12, abs=1e-12)
+    order = seq_mixed(inst, pl)[1] if judge == 3 else placement_order(inst, pl)
+    assert best == pytest.approx(simulate(inst, pl, order).makespan, rel=1e-12, abs=1e-12)
     assert best <= s0 + 1e-9 * s0
-    assert a.ins[0] > 0
+    assert (a.ins[0] > 0) == (judge == 2)
     for g in inst.groups:
         assert len({pl[o] for o in g}) == 1
 
