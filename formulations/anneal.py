@@ -84,8 +84,7 @@ class AnnealStats:
 def applies(inst: Instance) -> bool:
     """Whether :func:`anneal_placement` runs on ``inst``: 2 to :data:`MAX_OPS` ops, more than one device,
     and the compiled kernels enabled (``DPLACE_KERNEL=python`` turns it off: there is no pure-Python
-    version of the loop). Both comm modes (sequential: each placement judged by the simulation of its
-    rank order without insertion, :func:`dplace.kernels.anneal._seq_schedule`)."""
+    version of the loop). Both comm modes (sequential: each placement judged by :data:`SEQUENTIAL_JUDGE`)."""
     from dplace import kernels
 
     return 2 <= inst.n <= MAX_OPS and inst.m > 1 and kernels.use(inst.n, "anneal")

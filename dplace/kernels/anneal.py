@@ -1,7 +1,8 @@
 """Simulated annealing over placements, each judged by a list schedule of that placement (compiled).
 
-A placement is judged by the makespan of one list schedule of it (parallel comm; sequential comm: see
-:func:`_seq_schedule`, the simulation of the same rank order without insertion): ops in decreasing
+A placement is judged by the makespan of one list schedule of it (parallel comm; sequential comm: the
+judge :func:`_anneal` is given, :func:`_seq_schedule`, the simulation of the same rank order without
+insertion, :func:`_seq_mixed` or the list schedule with insertion of :mod:`.seqjudge`): ops in decreasing
 order of the placement's own upward rank (each op's time on its device plus the longest path after it,
 edges between devices costing their transfer time; ties by topological position), each at its earliest
 start on its device (into an idle gap when one is long enough). That is
