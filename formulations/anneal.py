@@ -55,6 +55,15 @@ PARALLEL_T = (0.003, 1e-4)
 # 305,717 / 297,210 / 295,454. 20 s from dpos, 2 chains: parallel 271,680 without, 260,061 at 0.2;
 # sequential 307,150 / 286,671; ResNeXt-50 719,238 / 687,187 (0.4: 681,389); Inception-v3 571,733 / 569,719.
 BLOCK_P = 0.4
+# sequential comm's judge (:func:`dplace.kernels.anneal._anneal`): "fast" (the rank order without
+# insertion), "insert" (the same ranks with insertion, placement_order's order: ~60 times slower), "both"
+# (the walk by "fast", accepted placements within JUDGE_SLACK of the best "fast" value also judged by
+# "insert", the best by "insert" kept), "mixed" (the better of "fast"'s order and the order of the starts of
+# the parallel-comm list schedule with insertion, each simulated exactly: ~2.5 times "fast"'s cost,
+# :func:`dplace.kernels.anneal._seq_mixed`). Measured in the README ("sequential comm").
+SEQUENTIAL_JUDGE = "mixed"
+JUDGE_SLACK = 0.02
+_JUDGES = {"fast": 0, "insert": 1, "both": 2, "mixed": 3}
 
 
 @dataclass
@@ -68,13 +77,14 @@ class AnnealStats:
     stopped: str  # "time limit", "interrupted", "compiling" (no chain finished a chunk in time)
     late_gain: float = 0.0  # how much the best fell in the last quarter of the run, over its start (0..1)
     per_chain: tuple = ()  # each chain's (best makespan, placements judged), in ladder order (chain 0 the hottest)
+    judge: str = "fast"  # sequential comm's judge (SEQUENTIAL_JUDGE); parallel comm: "fast"
+    insert_judged: int = 0  # placements judged with insertion (judge "insert": every one; "both": the near-best)
 
 
 def applies(inst: Instance) -> bool:
     """Whether :func:`anneal_placement` runs on ``inst``: 2 to :data:`MAX_OPS` ops, more than one device,
     and the compiled kernels enabled (``DPLACE_KERNEL=python`` turns it off: there is no pure-Python
-    version of the loop). Both comm modes (sequential: each placement judged by the simulation of its
-    rank order without insertion, :func:`dplace.kernels.anneal._seq_schedule`)."""
+    version of the loop). Both comm modes (sequential: each placement judged by :data:`SEQUENTIAL_JUDGE`)."""
     from dplace import kernels
 
     return 2 <= inst.n <= MAX_OPS and inst.m > 1 and kernels.use(inst.n, "anneal")
@@ -83,7 +93,7 @@ def applies(inst: Instance) -> bool:
 def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: float | None = None, seed: int = 0,
                      workers: int = 1, t_hi: float | None = None, t_lo: float | None = None, ladder: float = 0.1,
                      p_block: float = BLOCK_P, should_stop=None,
-                     budget: Budget | None = None) -> tuple[list[int], AnnealStats]:
+                     budget: Budget | None = None, judge: str | None = None) -> tuple[list[int], AnnealStats]:
     """The best placement the annealing judged within ``budget`` (or ``time_limit_s`` from now; module
     docstring) and its stats. A step moves a whole branch with probability ``p_block`` times the share of
     units in branches. Temperatures left None: 0.003 and 1e-4 in parallel comm,
@@ -110,7 +120,9 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     # a step moves a branch with p_block times the share of units in branches (as if it drew a unit and
     # moved its branch with p_block): a graph with a few short chains spends no steps moving them
     p_blk = p_block * sum(len(b) for b in blocks) / max(1, len(units.members))
-    chains = [Annealer(inst, start, units.members, units.allowed, blocks, p_blk) for _ in range(max(1, workers))]
+    judge = (judge or SEQUENTIAL_JUDGE) if inst.comm == "sequential" else "fast"
+    chains = [Annealer(inst, start, units.members, units.allowed, blocks, p_blk, _JUDGES[judge], JUDGE_SLACK)
+              for _ in range(max(1, workers))]
     scale = [ladder ** (i / max(1, len(chains) - 1)) for i in range(len(chains))]  # chain i's temperatures
     done = [0] * len(chains)
     stop = threading.Event()
@@ -152,14 +164,15 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
         th.join(min(0.2, budget.left() + 0.2))
     ran = [c for c, n in zip(chains, done) if n > 0]
     if not ran:
-        return start, AnnealStats(m0, m0, 0, 0, len(chains), time.perf_counter() - t0, "compiling")
+        return start, AnnealStats(m0, m0, 0, 0, len(chains), time.perf_counter() - t0, "compiling", judge=judge)
     value, best_pl = min((c.result for c in ran), key=lambda r: r[0])  # never above its chain's start
     wall = time.perf_counter() - t0
     before = min([b for t, b in trace if t <= 0.75 * wall] + [ran[0].start_value])  # the best at 3/4 of the run
     late = max(0.0, (before - value) / ran[0].start_value) if ran[0].start_value > 0 else 0.0
     per = tuple((c.result[0], c.steps) for c, n in zip(chains, done) if n > 0)
     return best_pl.tolist(), AnnealStats(ran[0].start_value, value, sum(c.steps for c in ran),
-                                         sum(c.accepted for c in ran), len(chains), wall, stopped, late, per)
+                                         sum(c.accepted for c in ran), len(chains), wall, stopped, late, per,
+                                         judge, sum(int(c.ins[0]) for c in ran))
 
 
 def temperatures(inst: Instance) -> tuple[float, float]:
@@ -168,7 +181,7 @@ def temperatures(inst: Instance) -> tuple[float, float]:
     return SEQUENTIAL_T if inst.comm == "sequential" else PARALLEL_T
 
 
-def judged_order(inst: Instance, placement: Sequence[int]) -> list[list[int]]:
+def judged_order(inst: Instance, placement: Sequence[int], judge: str | None = None) -> list[list[int]]:
     """Per device, the order of the list schedule :func:`anneal_placement` judged ``placement`` by; timed
     by the simulator it gives the judged makespan (``tests/formulations/test_anneal.py``, with the oracle
     too). Sequential comm: the rank order without insertion (``placement_order(..., insertion=False)``).
@@ -176,12 +189,15 @@ def judged_order(inst: Instance, placement: Sequence[int]) -> list[list[int]]:
     position). ``placement_order`` gives the same where no op takes zero time; with zero-time ops its
     state re-times them and its order may be slower: on NASNet-Mobile (160 zero-time ``Add`` ops) an
     annealed placement judged 263,104 µs simulated to 278,762 in ``placement_order``'s order."""
-    from dplace.kernels.anneal import list_makespan
+    from dplace.kernels.anneal import list_makespan, seq_mixed
 
     from .units import placement_order
 
     if inst.comm == "sequential":
-        return placement_order(inst, placement, insertion=False)
+        judge = judge or SEQUENTIAL_JUDGE
+        if judge == "mixed":
+            return seq_mixed(inst, placement)[1]
+        return placement_order(inst, placement, insertion=judge != "fast")
     _, start, end = list_makespan(inst, placement)
     lists: list[list[int]] = [[] for _ in range(inst.m)]
     tp = inst.topo_pos

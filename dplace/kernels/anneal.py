@@ -1,7 +1,8 @@
 """Simulated annealing over placements, each judged by a list schedule of that placement (compiled).
 
-A placement is judged by the makespan of one list schedule of it (parallel comm; sequential comm: see
-:func:`_seq_schedule`, the simulation of the same rank order without insertion): ops in decreasing
+A placement is judged by the makespan of one list schedule of it (parallel comm; sequential comm: the
+judge :func:`_anneal` is given, :func:`_seq_schedule`, the simulation of the same rank order without
+insertion, :func:`_seq_mixed` or the list schedule with insertion of :mod:`.seqjudge`): ops in decreasing
 order of the placement's own upward rank (each op's time on its device plus the longest path after it,
 edges between devices costing their transfer time; ties by topological position), each at its earliest
 start on its device (into an idle gap when one is long enough). That is
@@ -25,6 +26,7 @@ import numpy as np
 
 from . import njit
 from .ready import ready_at
+from .seqjudge import seq_insert_schedule
 
 
 @njit
@@ -106,6 +108,18 @@ def _seq_schedule(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edg
     for i in range(n):
         key[i] = -rank[topo[i]]
     order = topo[np.argsort(key, kind="mergesort")]
+    return _seq_run(order, pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start,
+                    end, lfree, arr)
+
+
+@njit
+def _seq_run(order, pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start, end,
+             lfree, arr):
+    """Sequential comm: the simulation of ``pl`` with every op taken in ``order`` (an order of all ops where
+    each comes after its predecessors): each device runs its ops in that order, each op starting when its
+    device is free and its inputs arrived, then sending its tensor once per other device that consumes it
+    (the largest bytes), each when its link is free, in that order (the device's: the simulator's). Returns
+    the makespan; ``start`` / ``end`` filled."""
     dfree = np.zeros(m)
     nb = np.empty(m)
     for d in range(m):
@@ -143,6 +157,37 @@ def _seq_schedule(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edg
 
 
 @njit
+def _seq_mixed(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, rank, m, start,
+               end, bs, be, cnt, lfree, arr):
+    """Sequential comm, judge MIXED: the better of two orders of ``pl``, each simulated exactly by
+    :func:`_seq_run`: the rank order without insertion (:func:`_seq_schedule`, FAST) and the order of the
+    starts (ties: topological position) of the parallel-comm list schedule with insertion of the same
+    ranks (:func:`_schedule`: its transfers are pure delays, so an op goes into an idle gap its inputs
+    reach; the sequential simulation then times that order with the links' queues). Returns (makespan,
+    0 when FAST's order is the better else 1)."""
+    v1 = _seq_schedule(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, rank, m,
+                       start, end, lfree, arr)
+    _schedule(pl, dur, lat, bw, topo, esrc, ebytes, pred_ptr, pred_edge, rank, m, start, end, bs, be, cnt)
+    order = gap_order(topo, start)
+    v2 = _seq_run(order, pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start, end,
+                  lfree, arr)
+    if v1 <= v2:
+        return v1, 0
+    return v2, 1
+
+
+@njit
+def gap_order(topo, start):
+    """All ops by ``start``, ties by topological position (an order where each op comes after its
+    predecessors when ``start`` is a schedule's)."""
+    n = len(topo)
+    key = np.empty(n)
+    for i in range(n):
+        key[i] = start[topo[i]]
+    return topo[np.argsort(key, kind="mergesort")]
+
+
+@njit
 def _evaluate(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m,
               rank, start, end, bs, be, cnt, seq, lfree, arr):
     _rank(pl, dur, lat, bw, topo, esrc, edst, ebytes, succ_ptr, succ_edge, rank)
@@ -150,6 +195,42 @@ def _evaluate(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, s
         return _seq_schedule(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge,
                              rank, m, start, end, lfree, arr)
     return _schedule(pl, dur, lat, bw, topo, esrc, ebytes, pred_ptr, pred_edge, rank, m, start, end, bs, be, cnt)
+
+
+JUDGE_FAST, JUDGE_INSERT, JUDGE_BOTH, JUDGE_MIXED = 0, 1, 2, 3
+
+
+@njit
+def _judge(pl, args, mode, I, S, L, budget):
+    """The makespan ``pl`` is judged by: ``_evaluate`` (FAST), or the same ranks with insertion (INSERT,
+    and BOTH's value of a placement: the walk of BOTH calls ``_evaluate`` itself)."""
+    if mode == JUDGE_FAST:
+        return _evaluate(pl, *args)
+    if mode == JUDGE_BOTH:
+        return _evaluate(pl, *args)
+    rank = args[12]
+    if mode == JUDGE_MIXED:
+        _rank(pl, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[9], args[10], rank)
+        return _seq_mixed(pl, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9],
+                          args[10], rank, args[11], args[13], args[14], args[15], args[16], args[17], args[19],
+                          args[20])[0]
+    _rank(pl, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[9], args[10], rank)
+    return seq_insert_schedule(I, S, L, pl, rank, args[3], budget)
+
+
+@njit
+def _both(pl, v, best, bestf, best_pl, args, I, S, L, budget, slack, ins):
+    """BOTH, after ``pl`` was accepted at FAST value ``v`` (``args[12]`` holds its ranks): judged by
+    INSERT too when ``v`` is within ``slack`` of the best FAST value seen; returns (best, bestf)."""
+    if v <= bestf * (1.0 + slack):
+        w = seq_insert_schedule(I, S, L, pl, args[12], args[3], budget)
+        ins[0] += 1
+        if w < best:
+            best = w
+            best_pl[:] = pl
+    if v < bestf:
+        bestf = v
+    return best, bestf
 
 
 @njit
@@ -182,12 +263,22 @@ def _block_move(pl, unit_ptr, unit_members, unit_mem, allowed, capacity, used, b
 @njit
 def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge,
             unit_ptr, unit_members, unit_mem, allowed, capacity, used, iters, t_hi, t_lo, seed, cur, seq,
-            blk_ptr, blk_units, p_blk):
+            blk_ptr, blk_units, p_blk, judge, I, S, L, budget, slack, ins):
     """``iters`` steps from ``pl`` (changed in place: it ends as the last accepted placement) with the
     temperature going geometrically from t_hi to t_lo; returns (best makespan, best placement, last
     accepted makespan, moves accepted, makespan at the start; ``cur`` < 0: judge the start first).
     Blocks (``blk_ptr``/``blk_units``: lists of unit indices, e.g. a branch's chain): with probability
-    ``p_blk`` a step moves every unit of one block to one device instead."""
+    ``p_blk`` a step moves every unit of one block to one device instead.
+
+    Sequential comm, ``judge`` (:data:`JUDGE_FAST`, :data:`JUDGE_INSERT`, :data:`JUDGE_BOTH`): what a
+    placement's makespan is. FAST: :func:`_seq_schedule` (the rank order without insertion). INSERT: the
+    same ranks with insertion (:func:`dplace.kernels.seqjudge.seq_insert_schedule` on the compiled state
+    ``I`` / ``S`` / ``L``, reset each time; ~60 times slower). BOTH: the walk (acceptance, ``cur``) by FAST,
+    and each accepted placement judged FAST within ``slack`` of the best FAST value seen also judged by
+    INSERT; the best kept and returned is INSERT's (``first`` too: the start's INSERT value).
+    ``ins`` (float64, 2): [0] counts INSERT judgements; [1] the best FAST value seen (BOTH, kept across
+    chunks; <= 0: none yet).
+    Parallel comm: ``judge`` is ignored."""
     np.random.seed(seed)
     n = len(pl)
     m = len(capacity)
@@ -202,10 +293,17 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
     arr = np.empty(n * m if seq else 0)
     args = (dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, rank, start,
             end, bs, be, cnt, seq, lfree, arr)
+    mode = judge if seq else JUDGE_FAST
     if cur < 0:
-        cur = _evaluate(pl, *args)
+        cur = _judge(pl, args, mode, I, S, L, budget)
     first = cur
     best = cur
+    bestf = cur
+    if mode == JUDGE_BOTH:  # cur: the walk's FAST value; best (and first): the start's INSERT value
+        _evaluate(pl, *args)
+        first = best = seq_insert_schedule(I, S, L, pl, rank, topo, budget)
+        ins[0] += 1
+        bestf = ins[1] if 0 < ins[1] < cur else cur
     best_pl = pl.copy()
     ratio = (t_lo / t_hi) ** (1.0 / max(1, iters)) if t_hi > 0 and t_lo > 0 else 1.0
     temp = t_hi
@@ -220,7 +318,7 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
             if was[0] < 0:
                 continue
             k = was[1]
-            v = _evaluate(pl, *args)
+            v = _judge(pl, args, mode, I, S, L, budget)
             if v <= cur or (temp > 0 and np.random.random() < np.exp((cur - v) / temp)):
                 cur = v
                 accepted += 1
@@ -229,7 +327,9 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
                     u = blk_units[j]
                     used[was[2 + j - blk_ptr[k]]] -= unit_mem[u]
                     used[b] += unit_mem[u]
-                if v < best:
+                if mode == JUDGE_BOTH:
+                    best, bestf = _both(pl, v, best, bestf, best_pl, args, I, S, L, budget, slack, ins)
+                elif v < best:
                     best = v
                     best_pl[:] = pl
             else:
@@ -260,7 +360,7 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
         if w >= 0:
             for k in range(unit_ptr[w], unit_ptr[w + 1]):
                 pl[unit_members[k]] = a
-        v = _evaluate(pl, *args)
+        v = _judge(pl, args, mode, I, S, L, budget)
         if v <= cur or (temp > 0 and np.random.random() < np.exp((cur - v) / temp)):
             cur = v
             accepted += 1
@@ -269,7 +369,9 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
             if w >= 0:
                 used[b] -= unit_mem[w]
                 used[a] += unit_mem[w]
-            if v < best:
+            if mode == JUDGE_BOTH:
+                best, bestf = _both(pl, v, best, bestf, best_pl, args, I, S, L, budget, slack, ins)
+            elif v < best:
                 best = v
                 best_pl[:] = pl
         else:
@@ -278,6 +380,8 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
             if w >= 0:
                 for k in range(unit_ptr[w], unit_ptr[w + 1]):
                     pl[unit_members[k]] = b
+    if mode == JUDGE_BOTH:
+        ins[1] = bestf
     return best, best_pl, cur, accepted, first
 
 
@@ -304,9 +408,25 @@ class Annealer:
     """:func:`_anneal` on one instance, run in chunks (``step``) so that the caller can keep its clock."""
 
     def __init__(self, inst, placement, units: list[list[int]], allowed: list[list[int]],
-                 blocks: list[list[int]] = (), p_block: float = 0.0) -> None:
-        """``blocks``: lists of indices into ``units`` moved together with probability ``p_block`` a step."""
+                 blocks: list[list[int]] = (), p_block: float = 0.0, judge: int = JUDGE_FAST,
+                 slack: float = 0.02) -> None:
+        """``blocks``: lists of indices into ``units`` moved together with probability ``p_block`` a step.
+        ``judge`` / ``slack``: sequential comm's judge (:func:`_anneal`; ignored in parallel comm)."""
+        from . import CASCADE_BUDGET
+        from .seqlinks import new_links
+        from .state import inst_tuple, new_state
+
         a = self.a = _arrays(inst)
+        self.judge = int(judge) if a.sequential else JUDGE_FAST
+        # the compiled sequential state, else small stand-ins of its types (2 x 2: a 1-row link table's
+        # columns would be contiguous, another type, another compilation)
+        real = self.judge in (JUDGE_INSERT, JUDGE_BOTH)
+        self.I = inst_tuple(a)
+        self.S = new_state(a.n, a.m) if real else new_state(2, 2)
+        self.L = new_links(a.n, a.m) if real else new_links(2, 2)
+        self.budget = CASCADE_BUDGET
+        self.slack = float(slack)
+        self.ins = np.zeros(2)  # [INSERT judgements, BOTH's best FAST value]
         self.blk_ptr = np.concatenate([[0], np.cumsum([len(b) for b in blocks])]).astype(np.int64)
         self.blk_units = np.asarray([u for b in blocks for u in b], dtype=np.int64)
         self.p_blk = float(p_block) if len(blocks) else 0.0
@@ -333,7 +453,8 @@ class Annealer:
         best, best_pl, cur, acc, first = _anneal(self.pl, A.dur, A.lat, A.bw, A.topo, A.esrc, A.edst, A.ebytes, A.pred_ptr,
                                           A.pred_edge, A.succ_ptr, A.succ_edge, a.unit_ptr, a.unit_members,
                                           a.unit_mem, a.allowed, A.capacity, a.used, iters, t_hi, t_lo, seed,
-                                          self.cur, A.sequential, a.blk_ptr, a.blk_units, a.p_blk)
+                                          self.cur, A.sequential, a.blk_ptr, a.blk_units, a.p_blk, self.judge,
+                                          self.I, self.S, self.L, self.budget, self.slack, self.ins)
         if self.cur < 0:
             self.start_value = float(first)
         self.cur = float(cur)
@@ -342,3 +463,30 @@ class Annealer:
         if best < self.result[0]:
             self.result = (float(best), best_pl.copy())
         return self.result[0]
+
+
+def seq_mixed(inst, placement) -> tuple[float, list[list[int]]]:
+    """Sequential comm: (makespan, per-device order) of ``placement`` by judge MIXED (:func:`_seq_mixed`);
+    ``dplace.simulate`` of that order gives that makespan (tests/kernels/test_seqjudge.py)."""
+    a = _arrays(inst)
+    pl = np.asarray(placement, dtype=np.int64)
+    n, m = a.n, a.m
+    rank, start, end = np.empty(n), np.empty(n), np.empty(n)
+    bs, be = np.empty((m, n + 1)), np.empty((m, n + 1))
+    _rank(pl, a.dur, a.lat, a.bw, a.topo, a.esrc, a.edst, a.ebytes, a.succ_ptr, a.succ_edge, rank)
+    mk, which = _seq_mixed(pl, a.dur, a.lat, a.bw, a.topo, a.esrc, a.edst, a.ebytes, a.pred_ptr, a.pred_edge, a.succ_ptr,
+                           a.succ_edge, rank, m, start, end, bs, be, np.zeros(m, dtype=np.int64), np.zeros((m, m)),
+                           np.empty(n * m))
+    if which == 0:
+        key = np.empty(n)
+        for i in range(n):
+            key[i] = -rank[a.topo[i]]
+        order = a.topo[np.argsort(key, kind="mergesort")]
+    else:
+        _schedule(pl, a.dur, a.lat, a.bw, a.topo, a.esrc, a.ebytes, a.pred_ptr, a.pred_edge, rank, m, start, end, bs,
+                  be, np.zeros(m, dtype=np.int64))
+        order = gap_order(a.topo, start)
+    lists: list[list[int]] = [[] for _ in range(m)]
+    for o in order.tolist():
+        lists[int(pl[o])].append(o)
+    return float(mk), lists
