@@ -25,26 +25,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import njit
+from .placerank import placement_rank
 from .ready import ready_at
 from .seqjudge import seq_insert_schedule
-
-
-@njit
-def _rank(pl, dur, lat, bw, topo, esrc, edst, ebytes, succ_ptr, succ_edge, rank):
-    for i in range(len(topo) - 1, -1, -1):
-        u = topo[i]
-        d = pl[u]
-        best = 0.0
-        for k in range(succ_ptr[u], succ_ptr[u + 1]):
-            e = succ_edge[k]
-            v = edst[e]
-            x = rank[v]
-            dv = pl[v]
-            if dv != d:
-                x += lat[d, dv] + ebytes[e] / bw[d, dv]
-            if x > best:
-                best = x
-        rank[u] = dur[u, d] + best
 
 
 @njit
@@ -190,7 +173,7 @@ def gap_order(topo, start):
 @njit
 def _evaluate(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m,
               rank, start, end, bs, be, cnt, seq, lfree, arr):
-    _rank(pl, dur, lat, bw, topo, esrc, edst, ebytes, succ_ptr, succ_edge, rank)
+    placement_rank(pl, dur, lat, bw, topo, esrc, edst, ebytes, succ_ptr, succ_edge, rank)
     if seq:
         return _seq_schedule(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge,
                              rank, m, start, end, lfree, arr)
@@ -210,11 +193,11 @@ def _judge(pl, args, mode, I, S, L, budget):
         return _evaluate(pl, *args)
     rank = args[12]
     if mode == JUDGE_MIXED:
-        _rank(pl, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[9], args[10], rank)
+        placement_rank(pl, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[9], args[10], rank)
         return _seq_mixed(pl, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9],
                           args[10], rank, args[11], args[13], args[14], args[15], args[16], args[17], args[19],
                           args[20])[0]
-    _rank(pl, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[9], args[10], rank)
+    placement_rank(pl, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[9], args[10], rank)
     return seq_insert_schedule(I, S, L, pl, rank, args[3], budget)
 
 
@@ -473,7 +456,7 @@ def seq_mixed(inst, placement) -> tuple[float, list[list[int]]]:
     n, m = a.n, a.m
     rank, start, end = np.empty(n), np.empty(n), np.empty(n)
     bs, be = np.empty((m, n + 1)), np.empty((m, n + 1))
-    _rank(pl, a.dur, a.lat, a.bw, a.topo, a.esrc, a.edst, a.ebytes, a.succ_ptr, a.succ_edge, rank)
+    placement_rank(pl, a.dur, a.lat, a.bw, a.topo, a.esrc, a.edst, a.ebytes, a.succ_ptr, a.succ_edge, rank)
     mk, which = _seq_mixed(pl, a.dur, a.lat, a.bw, a.topo, a.esrc, a.edst, a.ebytes, a.pred_ptr, a.pred_edge, a.succ_ptr,
                            a.succ_edge, rank, m, start, end, bs, be, np.zeros(m, dtype=np.int64), np.zeros((m, m)),
                            np.empty(n * m))

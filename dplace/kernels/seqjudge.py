@@ -88,11 +88,11 @@ class SeqInsertJudge:
 
     def __call__(self, placement) -> tuple[float, list[list[int]]]:
         """(makespan, per-device order) of ``placement`` judged with insertion."""
-        from .anneal import _rank
+        from .placerank import placement_rank
         from .orders import order_lists
 
         a = self.a
         pl = np.asarray(placement, dtype=np.int64)
-        _rank(pl, a.dur, a.lat, a.bw, a.topo, a.esrc, a.edst, a.ebytes, a.succ_ptr, a.succ_edge, self.rank)
+        placement_rank(pl, a.dur, a.lat, a.bw, a.topo, a.esrc, a.edst, a.ebytes, a.succ_ptr, a.succ_edge, self.rank)
         mk = seq_insert_schedule(self.I, self.S, self.L, pl, self.rank, a.topo, self.budget)
         return float(mk), order_lists(self.S)
