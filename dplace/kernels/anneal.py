@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import njit
-from .placerank import placement_rank
+from .placerank import placement_rank, sorted_ops
 from .ready import ready_at
 from .seqjudge import seq_insert_schedule
 
@@ -35,10 +35,7 @@ def _schedule(pl, dur, lat, bw, topo, esrc, ebytes, pred_ptr, pred_edge, rank, m
     """List schedule of ``pl`` by ``rank`` (ties: topological position); fills start/end, returns the
     makespan. bs/be (m, n): each device's busy intervals sorted by start, cnt[d] of them."""
     n = len(topo)
-    key = np.empty(n)
-    for i in range(n):
-        key[i] = -rank[topo[i]]
-    order = topo[np.argsort(key, kind="mergesort")]
+    order = sorted_ops(topo, rank, -1.0)
     for d in range(m):
         cnt[d] = 0
     mk = 0.0
@@ -86,11 +83,7 @@ def _seq_schedule(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edg
     inputs arrived, then sends its tensor once per other device that consumes it (the largest bytes),
     each when its link (d, d2) is free, links kept in the device's order as the simulator keeps them.
     O(E + n log n) per placement. lfree (m, m), arr (n * m): scratch."""
-    n = len(topo)
-    key = np.empty(n)
-    for i in range(n):
-        key[i] = -rank[topo[i]]
-    order = topo[np.argsort(key, kind="mergesort")]
+    order = sorted_ops(topo, rank, -1.0)
     return _seq_run(order, pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start,
                     end, lfree, arr)
 
@@ -147,27 +140,17 @@ def _seq_mixed(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, 
     starts (ties: topological position) of the parallel-comm list schedule with insertion of the same
     ranks (:func:`_schedule`: its transfers are pure delays, so an op goes into an idle gap its inputs
     reach; the sequential simulation then times that order with the links' queues). Returns (makespan,
-    0 when FAST's order is the better else 1)."""
-    v1 = _seq_schedule(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, rank, m,
-                       start, end, lfree, arr)
+    the better order: FAST's when they tie)."""
+    o1 = sorted_ops(topo, rank, -1.0)
+    v1 = _seq_run(o1, pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start, end,
+                  lfree, arr)
     _schedule(pl, dur, lat, bw, topo, esrc, ebytes, pred_ptr, pred_edge, rank, m, start, end, bs, be, cnt)
-    order = gap_order(topo, start)
-    v2 = _seq_run(order, pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start, end,
+    o2 = sorted_ops(topo, start, 1.0)
+    v2 = _seq_run(o2, pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start, end,
                   lfree, arr)
     if v1 <= v2:
-        return v1, 0
-    return v2, 1
-
-
-@njit
-def gap_order(topo, start):
-    """All ops by ``start``, ties by topological position (an order where each op comes after its
-    predecessors when ``start`` is a schedule's)."""
-    n = len(topo)
-    key = np.empty(n)
-    for i in range(n):
-        key[i] = start[topo[i]]
-    return topo[np.argsort(key, kind="mergesort")]
+        return v1, o1
+    return v2, o2
 
 
 @njit
@@ -185,11 +168,9 @@ JUDGE_FAST, JUDGE_INSERT, JUDGE_BOTH, JUDGE_MIXED = 0, 1, 2, 3
 
 @njit
 def _judge(pl, args, mode, I, S, L, budget):
-    """The makespan ``pl`` is judged by: ``_evaluate`` (FAST), or the same ranks with insertion (INSERT,
-    and BOTH's value of a placement: the walk of BOTH calls ``_evaluate`` itself)."""
-    if mode == JUDGE_FAST:
-        return _evaluate(pl, *args)
-    if mode == JUDGE_BOTH:
+    """The makespan ``pl`` is judged by: ``_evaluate`` (FAST, and BOTH's walk), the better of two orders
+    (MIXED, :func:`_seq_mixed`), or the same ranks with insertion (INSERT)."""
+    if mode == JUDGE_FAST or mode == JUDGE_BOTH:
         return _evaluate(pl, *args)
     rank = args[12]
     if mode == JUDGE_MIXED:
@@ -457,18 +438,9 @@ def seq_mixed(inst, placement) -> tuple[float, list[list[int]]]:
     rank, start, end = np.empty(n), np.empty(n), np.empty(n)
     bs, be = np.empty((m, n + 1)), np.empty((m, n + 1))
     placement_rank(pl, a.dur, a.lat, a.bw, a.topo, a.esrc, a.edst, a.ebytes, a.succ_ptr, a.succ_edge, rank)
-    mk, which = _seq_mixed(pl, a.dur, a.lat, a.bw, a.topo, a.esrc, a.edst, a.ebytes, a.pred_ptr, a.pred_edge, a.succ_ptr,
-                           a.succ_edge, rank, m, start, end, bs, be, np.zeros(m, dtype=np.int64), np.zeros((m, m)),
-                           np.empty(n * m))
-    if which == 0:
-        key = np.empty(n)
-        for i in range(n):
-            key[i] = -rank[a.topo[i]]
-        order = a.topo[np.argsort(key, kind="mergesort")]
-    else:
-        _schedule(pl, a.dur, a.lat, a.bw, a.topo, a.esrc, a.ebytes, a.pred_ptr, a.pred_edge, rank, m, start, end, bs,
-                  be, np.zeros(m, dtype=np.int64))
-        order = gap_order(a.topo, start)
+    mk, order = _seq_mixed(pl, a.dur, a.lat, a.bw, a.topo, a.esrc, a.edst, a.ebytes, a.pred_ptr, a.pred_edge,
+                           a.succ_ptr, a.succ_edge, rank, m, start, end, bs, be, np.zeros(m, dtype=np.int64),
+                           np.zeros((m, m)), np.empty(n * m))
     lists: list[list[int]] = [[] for _ in range(m)]
     for o in order.tolist():
         lists[int(pl[o])].append(o)

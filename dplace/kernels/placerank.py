@@ -3,9 +3,11 @@ transfer time of every edge whose ends the placement puts on different devices (
 judges, :mod:`dplace.kernels.anneal`, and the sequential judge with insertion, :mod:`dplace.kernels.seqjudge`)."""
 from __future__ import annotations
 
+import numpy as np
+
 from . import njit
 
-__all__ = ["placement_rank"]
+__all__ = ["placement_rank", "sorted_ops"]
 
 
 @njit
@@ -24,3 +26,15 @@ def placement_rank(pl, dur, lat, bw, topo, esrc, edst, ebytes, succ_ptr, succ_ed
             if x > best:
                 best = x
         rank[u] = dur[u, d] + best
+
+
+@njit
+def sorted_ops(topo, value, sign):
+    """All ops by ``sign * value[op]`` ascending, ties by topological position (``topo``): the rank order
+    (``value`` a placement's rank, ``sign`` -1.0: an order where each op comes after its predecessors) or
+    a schedule's start order (``value`` its starts, ``sign`` 1.0). Multiplying by +-1.0 is exact."""
+    n = len(topo)
+    key = np.empty(n)
+    for i in range(n):
+        key[i] = sign * value[topo[i]]
+    return topo[np.argsort(key, kind="mergesort")]

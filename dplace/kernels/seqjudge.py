@@ -17,6 +17,7 @@ import numpy as np
 from . import njit
 from . import seqstate as sq
 from .orders import _INF, BUDGET
+from .placerank import sorted_ops
 from .state import makespan
 
 
@@ -63,14 +64,9 @@ def seq_insert_schedule(I, S, L, pl, rank, topo, budget):
     topological order, since an op's rank is at least each successor's) with insertion; returns the
     makespan. ``S`` / ``L`` are reset first."""
     reset(S, L, budget)
-    n = len(topo)
-    key = np.empty(n)
-    for i in range(n):
-        key[i] = -rank[topo[i]]
-    order = topo[np.argsort(key, kind="mergesort")]
-    for o in order:
+    for o in sorted_ops(topo, rank, -1.0):
         sq.commit(I, S, L, o, pl[o], 0.0, False, True)
-    return makespan(S) if n else 0.0
+    return makespan(S) if len(topo) else 0.0
 
 
 class SeqInsertJudge:
