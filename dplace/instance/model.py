@@ -31,6 +31,16 @@ from .values import (MAX_BYTES, MAX_MEMORY, MAX_SERIAL_US, MAX_TIME_US, MIN_BAND
                      check_number)
 
 
+def _freeze(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Mark an instance's own arrays read-only from the start: they are shared with every method and kernel,
+    and numba compiles a separate specialization for a read-only array, so flags that changed the first time
+    a kernel ran (``kernels.arrays.inst_arrays`` marks them) made later calls meet signatures that
+    ``dplace warm`` had not compiled, a compile inside a timed run."""
+    for a in arrays:
+        a.flags.writeable = False
+    return arrays
+
+
 def _listed(array_attr: str) -> cached_property:
     """A per-op or per-edge list built on first use from the array the instance keeps."""
     def get(self):
@@ -157,11 +167,11 @@ class Instance:
     @cached_property
     def _succ_csr(self) -> tuple[np.ndarray, np.ndarray]:
         """(ptr, edges): op o's outgoing edges are ``edges[ptr[o]:ptr[o + 1]]``, in edge order."""
-        return csr_arrays(self._esrc_a, self.n)
+        return _freeze(*csr_arrays(self._esrc_a, self.n))
 
     @cached_property
     def _pred_csr(self) -> tuple[np.ndarray, np.ndarray]:
-        return csr_arrays(self._edst_a, self.n)
+        return _freeze(*csr_arrays(self._edst_a, self.n))
 
     # ------------------------------------------------------------------ validation + indexes
     def _validate_and_index(self) -> None:
@@ -251,6 +261,8 @@ class Instance:
                 raise InvalidInstanceError(f"device {self.devices[d].name!r}: the ops pinned to it need {need} bytes of memory, "
                            f"it has {self.capacity[d]}")
         self._check_serial_time()
+        _freeze(self._dur_a, self._mem_a, self._esrc_a, self._edst_a, self._ebytes_a, self._pinned_a,
+                self._group_of_a, self._group_ptr, self._group_members, self._topo_a, self._topo_pos_a)
 
     def _index_ops_bulk(self, cols: Columns) -> bool:
         """``op_index``, ``dur`` and ``mem`` from the columns checked in bulk; False when a value needs the
