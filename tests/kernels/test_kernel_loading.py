@@ -95,6 +95,14 @@ for m in methods():
     if method_info(m).kind != "exact":
         solve(mid, m, time_limit_s=60)
         rows.append(("numba", m, compiled_count()))
+from dplace.formulations.anneal import anneal_placement, kernel_ready
+assert kernel_ready()  # portfolio skips its annealing under 30 s while the kernel is not compiled
+for comm in ("parallel", "sequential"):
+    t = transformer_training(400, 4, seed=9, comm=comm)
+    anneal_placement(t, solve(t, "m_topo").placement, time_limit_s=0.5)
+    rows.append(("anneal", comm, compiled_count()))
+    solve(t, "portfolio", time_limit_s=4)  # its stages: annealing, LNS, final orders
+    rows.append(("portfolio", comm, compiled_count()))
 print(rows)
 print(compiled_count())
 '''
@@ -104,7 +112,8 @@ print(compiled_count())
 def test_after_warm_no_solve_compiles_a_kernel(tmp_path):
     """``dplace warm`` (make install runs it) leaves nothing for a solve to compile: in a fresh process the
     heuristics on a 12k-op Transformer (both comm modes, the policy's own choice) and every kernel-using
-    method with the compiled path forced compile no kernel signature (numba's cache misses: 0)."""
+    method with the compiled path forced, the annealing and ``portfolio`` (both comm modes) compile no kernel
+    signature (numba's cache misses: 0)."""
     exe = Path(sys.executable).parent / "dplace"
     warm = subprocess.run([str(exe), "warm"], capture_output=True, text=True, timeout=1800)
     assert warm.returncode == 0, warm.stderr[-2000:]
