@@ -210,8 +210,11 @@ def pieces(args: argparse.Namespace) -> None:
     from dplace.formats.pipedream import from_pipedream
     from dplace.formulations.bounds_segments import _sub_instance, segments
 
-    inst = from_pipedream(os.path.join(SOURCES, "nasnetamobile.graph.txt"), devices=4, memory_fraction=0.4,
-                          comm=args.comm.split(",")[0])
+    if args.instance:  # any instance file (its own comm mode) in place of NASNet-Mobile
+        inst = dplace.load_instance(args.instance)
+    else:
+        inst = from_pipedream(os.path.join(SOURCES, "nasnetamobile.graph.txt"), devices=4, memory_fraction=0.4,
+                              comm=args.comm.split(",")[0])
     if args.answer:
         pl, order, sch = _load_answer(inst, args.answer)
     else:
@@ -220,7 +223,7 @@ def pieces(args: argparse.Namespace) -> None:
     ch = critical_chain(inst, pl, order, sch)
     path, segs = segments(inst, args.pieces)
     at = [0.0] + [sch.start[c] for c in path] + [sch.makespan]
-    print(f"nasnetamobile ({inst.comm} comm): whole {_num(sch.makespan)}; critical chain {ch['ops']} ops, "
+    print(f"{inst.name} ({inst.comm} comm): whole {_num(sch.makespan)}; critical chain {ch['ops']} ops, "
           f"{_num(ch['op_us'])} op time, {_num(ch['transfer_us'])} in {ch['transfers']} transfers, "
           f"{ch['device_waits']} device waits, {_num(ch['idle_us'])} idle; window {args.pieces}: {len(segs)} pieces, "
           f"{sum(len(s.ops) for s in segs)} ops kept; load {open('/proc/loadavg').read().split()[:3]}")
@@ -279,6 +282,7 @@ def main() -> None:
     ap.add_argument("--pieces", type=int, default=None, help="window: per piece its span, answer alone, bound")
     ap.add_argument("--piece-s", type=float, default=20.0, help="--pieces: portfolio's time per piece")
     ap.add_argument("--answer", default=None, help="--pieces: a result file (dplace solve --out) to read spans from")
+    ap.add_argument("--instance", default=None, help="--pieces: an instance file in place of NASNet-Mobile")
     args = ap.parse_args()
     t0 = time.perf_counter()
     if args.pieces is not None:
