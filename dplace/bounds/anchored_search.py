@@ -99,7 +99,7 @@ class _Search:
             dom = _restrict(dom, self.tied[t], (_D1,) if one else (_D2,))
         if dom is None:  # s and t tied, in case (i)
             return True
-        nodes = self.nodes = [0]
+        nodes = [0]
         p = self.p
 
         def dfs(dom: list[tuple[int, ...]]) -> bool | None:
@@ -109,6 +109,8 @@ class _Search:
             if stop is not None and stop():
                 raise _Stopped
             while True:  # to a fixpoint: drop each class that alone reaches x (proof, (b))
+                if stop is not None and stop():  # each pass: up to ~ms per 100 ops
+                    raise _Stopped
                 early, late, ek, lk = self.times(dom, one)
                 changed = False
                 for o in range(self.n):
