@@ -27,7 +27,11 @@ The relaxation, step by step (every step only removes constraints, so the bound 
    the devices costs the transfers :func:`dplace.bounds.anchored_work_bound` counts, and running a branch
    away from the cuts' device costs a transfer there and back, :func:`dplace.bounds.anchored_split_bound`),
    whichever is larger. Where HEFT's schedule of the segment reaches that bound it is the segment's
-   optimum, and CP-SAT is not run.
+   optimum, and CP-SAT is not run. Where CP-SAT does not prove a segment of at most ``SEARCH_MAX_OPS`` ops,
+   :func:`dplace.bounds.anchored_search.anchored_search_bound` (proof there; the segment's one first and one
+   last op are its anchors) raises the bound towards the makespan of the schedule found for it
+   (:func:`_searched_lb`: the segment's data are whole ticks, so its optimum is too, and the bound is
+   rounded up to a whole tick).
 5. In sequential comm step 1 loses the link queues, so each segment's bound is also at least its
    ``fan_in`` bound (:func:`dplace.bounds.fanin.fan_in_bound`, taken on the segment's sub-instance with
    ``sequential=True``): the whole schedule restricted to the segment keeps every property that bound uses
