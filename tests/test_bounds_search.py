@@ -69,3 +69,19 @@ def test_anchored_search_stops_when_asked():
     inst = _tied()
     lo = max(lower_bound_parts(inst).values())
     assert anchored_search_bound(inst, lo, lo + 20, stop=lambda: True) == lo
+
+
+def test_the_segment_bound_rounds_the_search_up_to_a_whole_tick():
+    """``_searched_lb`` (step 4 of the segment bound) on integer data: the search proves 10.5 (its bisection
+    stops within 0.5), the optimum is a whole number, so 11: the brute-force optimum, and with an answer of 11
+    the piece is proven optimal (every cheap bound: 9)."""
+    from dplace.budget import Budget
+    from dplace.formulations.bounds_segments import _searched_lb
+
+    ops = [Op("src", 2, 0), Op("b0", 2, 2, colocation="g"), Op("b1", 6, 0, colocation="g"), Op("snk", 1, 2)]
+    edges = [Edge("src", "b0", 2.0), Edge("b0", "snk", 5.0), Edge("src", "b1", 4.0), Edge("b1", "snk", 0.0)]
+    inst = Instance("ints", [Device(f"d{d}", 5) for d in range(3)], ops, edges, link=Link(0.0, 1.0))
+    lo = max(lower_bound_parts(inst).values())
+    assert lo == pytest.approx(9.0) and brute_force(inst).optimum == pytest.approx(11.0)
+    assert _searched_lb(inst, lo, 11.0, Budget(10.0)) == (11.0, True)
+    assert _searched_lb(inst, lo, 9.0, Budget(10.0)) == (lo, False)  # nothing above the answer to prove
