@@ -27,7 +27,11 @@ The relaxation, step by step (every step only removes constraints, so the bound 
    the devices costs the transfers :func:`dplace.bounds.anchored_work_bound` counts, and running a branch
    away from the cuts' device costs a transfer there and back, :func:`dplace.bounds.anchored_split_bound`),
    whichever is larger. Where HEFT's schedule of the segment reaches that bound it is the segment's
-   optimum, and CP-SAT is not run.
+   optimum, and CP-SAT is not run. Where CP-SAT does not prove a segment of at most ``SEARCH_MAX_OPS`` ops,
+   :func:`dplace.bounds.anchored_search.anchored_search_bound` (proof there; the segment's one first and one
+   last op are its anchors) raises the bound towards the makespan of the schedule found for it
+   (:func:`_searched_lb`: the segment's data are whole ticks, so its optimum is too, and the bound is
+   rounded up to a whole tick).
 5. In sequential comm step 1 loses the link queues, so each segment's bound is also at least its
    ``fan_in`` bound (:func:`dplace.bounds.fanin.fan_in_bound`, taken on the segment's sub-instance with
    ``sequential=True``): the whole schedule restricted to the segment keeps every property that bound uses
@@ -424,6 +428,26 @@ def _sequential_lb(inst: Instance, seg: Segment, tick: float, sub: Instance, flo
     return out
 
 
+SEARCH_MAX_OPS = 120  # step 4's search (anchored_search_bound) on pieces up to this many ops
+
+
+def _searched_lb(sub: Instance, lb: float, answer: float, budget: Budget, should_stop=None) -> tuple[float, bool]:
+    """(bound in ticks, whether it is the piece's optimum): ``lb`` raised by
+    :func:`dplace.bounds.anchored_search.anchored_search_bound` towards ``answer`` (the makespan of a
+    schedule of the piece) within ``budget``. The piece's data are whole ticks, so its optimum is a whole
+    number of ticks (a schedule's earliest-start schedule for the same placement and device orders is
+    no longer and starts every op at a sum of whole numbers): the bound is rounded up to one."""
+    from dplace.bounds.anchored_search import anchored_search_bound
+
+    if not answer > lb:
+        return lb, False
+    got = anchored_search_bound(sub, lb, answer, stop=lambda: budget.expired() or (
+        should_stop is not None and should_stop()))
+    if got > lb:
+        lb = max(lb, float(math.ceil(got - 1e-6)))
+    return lb, lb >= answer
+
+
 def _span(sub: Instance, pl: Any) -> float:
     """The makespan (ticks) of a schedule ``(placement, starts)`` of a segment's sub-instance."""
     return max((st + sub.dur[o][d] for o, (d, st) in enumerate(zip(*pl))), default=0.0)
@@ -537,6 +561,8 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
                 stop = (should_stop is not None and should_stop()) or size > max_segment_ops
                 lb, opt, pl = _segment_lb(sub, None if stop else budget.child(segment_time_s), workers,
                                           cheap_lbs.get(key))
+                if not (stop or opt or pl is None) and sub.n <= SEARCH_MAX_OPS:  # step 4's search
+                    lb, opt = _searched_lb(sub, lb, _span(sub, pl), budget.child(segment_time_s), should_stop)
                 cache[key] = (lb, opt, pl)
                 if stop:  # no budget: lb is the cheap bounds' value
                     cheap_lbs.setdefault(key, lb)

@@ -225,6 +225,22 @@ def test_anchored_split_at_most_the_oracle_optimum(comm):
     assert sees >= 5
 
 
+@pytest.mark.parametrize("comm", ["parallel", "sequential"])
+def test_anchored_split_case_i_takes_tx_as_the_tail_on_the_source_device(comm):
+    """Case (i) (source and sink apart): b1 (pinned with the source) is not on the sink's device, so it
+    ends at least its transfer to the sink (8) before the makespan, not only its tail (3): 15, the
+    brute-force optimum (heads and tails alone: 14; every other cheap bound 12 at most)."""
+    from dplace.verify.oracle import brute_force as oracle
+
+    ops = [Op("src", 3, 3), Op("b0", 2, 1), Op("b1", 6, 0, device="d0"), Op("snk", 3, 3)]
+    edges = [Edge("src", "b0", 3.0), Edge("b0", "snk", 7.0), Edge("src", "b1", 2.0), Edge("b1", "snk", 8.0)]
+    inst = Instance("tx", [Device(f"d{d}", 6) for d in range(2)], ops, edges, link=Link(0.0, 1.0), comm=comm)
+    b = anchored_split_bound(inst)
+    assert b == pytest.approx(15.0)
+    assert b <= oracle(inst).optimum + TOL
+    assert max(v for k, v in lower_bound_parts(inst).items() if k != "anchored_split") <= 12.0 + 1e-9
+
+
 def test_anchored_split_is_the_optimum_of_a_fork_whose_branches_cost_a_round_trip():
     """Three branches of 3 between two ops that colocation ties (a layer's forward and backward op),
     transfers of 5: running one branch away costs a round trip of 10, more than the three in a row

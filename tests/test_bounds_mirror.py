@@ -92,6 +92,28 @@ def test_mirror_split_bound_never_above_the_brute_force_optimum(comm):
     assert sees >= 5
 
 
+def test_mirror_split_bound_takes_tx_and_hx_on_the_anchors_devices():
+    """Case (i): an op on its piece's source device is not on its sink's, so it ends at least its tx
+    before the piece's end (and one on the sink's device starts at its hx or later): 15 here, 14.5 with
+    heads and tails alone; the brute-force optimum of the whole is 29.5 (a drawn instance, parallel comm)."""
+    t = lambda a, b, c: {"d0": a, "d1": b, "d2": c}  # noqa: E731
+    ops = [Op("src", t(1, 5, 1), 2, colocation="g_src"), Op("b0", t(1, 3, 5), 1, colocation="g_b0"),
+           Op("b1", t(5, 2, 3), 0, colocation="g_b1"), Op("c0", t(1, 1, 1), 0, colocation="g_c0"),
+           Op("snk", 0.0, 0, colocation="g_snk"), Op("src'", t(3, 3, 5), 3, colocation="g_src"),
+           Op("b0'", t(5, 2, 2), 1, colocation="g_b0"), Op("b1'", t(2, 2, 2), 3, colocation="g_b1"),
+           Op("c0'", t(3, 2, 3), 1, colocation="g_c0"), Op("snk'", t(1, 1, 3), 2, colocation="g_snk")]
+    edges = [Edge("src", "b0", 20.0), Edge("b0", "c0", 0.0), Edge("c0", "snk", 0.0), Edge("src", "b1", 10.0),
+             Edge("b1", "snk", 1.0), Edge("b0'", "src'", 1.0), Edge("c0'", "b0'", 10.0), Edge("snk'", "c0'", 0.0),
+             Edge("b1'", "src'", 10.0), Edge("snk'", "b1'", 1.0), Edge("snk", "snk'", 0.0)]
+    inst = Instance("mirrored", [Device(f"d{d}", 6, 1.0) for d in range(3)], ops, edges, link=Link(1.0, 2.0))
+    a = _piece(inst, ["src", "b0", "b1", "c0", "snk"], "a")
+    b = _piece(inst, ["snk'", "c0'", "b1'", "b0'", "src'"], "b")
+    la, lb = lower_bound(a), lower_bound(b)
+    v = mirror_split_bound(a, b, la, lb)
+    assert v == pytest.approx(15.0)
+    assert v <= brute_force(inst).optimum + 1e-9
+
+
 def test_mirror_split_bound_needs_the_crosswise_tie():
     """Anchors not tied crosswise (the backward piece's sink not tied to the forward source): the two
     bounds' sum, unchanged."""

@@ -18,8 +18,9 @@ class _Stopped(Exception):
 
 
 def _roles(sub: Instance):
-    """(s, t, p, head, tail, w1, w2, v) of :func:`dplace.bounds.anchored.anchored_split_bound` on a piece
-    (s its one source, t its one sink; no colocation applied: the caller does), or None without both."""
+    """(s, t, p, head, tail, w1, w2, v, hx, tx) of :func:`dplace.bounds.anchored.anchored_split_bound` on a
+    piece (s its one source, t its one sink; no colocation applied: the caller does; hx and tx with head and
+    tail where they are +inf, on s and t), or None without both."""
     import numpy as np
 
     p, head, tail = heads_tails(sub)
@@ -30,7 +31,7 @@ def _roles(sub: Instance):
     inf = math.inf
     w1, w2, v = hx + p + tail, head + p + tx, hx + p + tx
     w1[s] = w2[t] = v[s] = v[t] = inf
-    return s, t, p, head, tail, w1, w2, v
+    return s, t, p, head, tail, w1, w2, v, np.where(np.isfinite(hx), hx, head), np.where(np.isfinite(tx), tx, tail)
 
 
 def _groups(sub: Instance, names: dict[str, int]):
@@ -70,7 +71,11 @@ def mirror_split_bound(a: Instance, b: Instance, lb_a: float, lb_b: float, stop=
         pieces, on D1 (likewise D2); a group forced onto both is impossible. Each device runs the ops of
         a piece on it one at a time within [0, L] of that piece, each after its head and ending at least
         its tail before L: so L_A is at least Jackson's preemptive schedule (:func:`dplace.bounds.anchored._jps`) of A's ops on
-        D1, and of those on D2; likewise L_B.
+        D1, and of those on D2; likewise L_B. An op on its piece's source device is not on that piece's
+        sink device (D1 != D2), so it ends at least its tx (>= tail) before L: its JPS takes tx as the
+        tails; an op on its piece's sink device is not on the source's, so it starts at hx (>= head) or
+        later: its JPS takes hx as the heads (A's ops on D1 and B's on D2 by tx; A's on D2 and B's on D1
+        by hx; where tx or hx is +inf, on an anchor, tail or head stands in, a weaker value).
     (ii) D1 = D2 = D: all four anchors on D; an op with v > L is on D, and so is every member of its
         group, in both pieces; L_A and L_B at least the preemptive schedules of their ops on D.
 
@@ -104,14 +109,14 @@ def mirror_split_bound(a: Instance, b: Instance, lb_a: float, lb_b: float, stop=
     n_groups = len(names)
     budget = [MIRROR_MAX_JPS]
 
-    def floor(r, mask) -> float:
+    def floor(r, mask, rel=3, due=4) -> float:  # rel, due: r's heads (3) or hx (8), tails (4) or tx (9)
         f = np.flatnonzero(mask)
         if len(f) == 0:
             return 0.0
         budget[0] -= 1
         if stop is not None and stop():
             raise _Stopped
-        return _jps(r[3][f], r[2][f], r[4][f])
+        return _jps(r[rel][f], r[2][f], r[due][f])
 
     def points(vals, lb) -> list[float]:
         u = np.unique(vals[np.isfinite(vals)])
@@ -154,7 +159,7 @@ def mirror_split_bound(a: Instance, b: Instance, lb_a: float, lb_b: float, stop=
                 m1, m2 = r[5] > x, r[6] > x
                 if (m1 & m2).any():
                     return math.inf
-                return max(x, floor(r, m1), floor(r, m2))
+                return max(x, floor(r, m1, due=9), floor(r, m2, rel=8))
 
             own_a = [own(ra, x) for x in ya]
             own_b = [own(rb, y) for y in yb]
@@ -170,8 +175,8 @@ def mirror_split_bound(a: Instance, b: Instance, lb_a: float, lb_b: float, stop=
                 on1b, on2b = b1 | g1[gb], b2 | g2[gb]
                 if (on1a & on2a).any() or (on1b & on2b).any():
                     return math.inf
-                return (max(ya[i], floor(ra, on1a), floor(ra, on2a))
-                        + max(yb[j], floor(rb, on1b), floor(rb, on2b)))
+                return (max(ya[i], floor(ra, on1a, due=9), floor(ra, on2a, rel=8))
+                        + max(yb[j], floor(rb, on1b, rel=8), floor(rb, on2b, due=9)))
 
             best = min(best, search(own_a, own_b, joint_i))
         return max(base, best) if math.isfinite(best) else base
