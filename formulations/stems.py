@@ -113,10 +113,30 @@ def chained(inst: Instance, a: list[int], b: list[int], placement: list[int] | N
     return sub, members
 
 
+def widened(inst: Instance, sch: Any, a: list[int], b: list[int]) -> tuple[list[int], list[int]]:
+    """P and Q with every op that starts within P's span in the schedule ``sch`` (P's first start up to
+    its last end) added to P, and every other op that starts within Q's span added to Q (in
+    topological order, P's first op first). Why: a segment keeps only the ops near its stretch of the
+    critical path; on NASNet-Mobile a branch of the forward stem that feeds a later cell is not in the
+    stem's segment, and with the stem alone re-placed that branch became the critical path."""
+    sa = min(sch.start[o] for o in a)
+    ea = max(sch.end[o] for o in a)
+    sb = min(sch.start[o] for o in b)
+    eb = max(sch.end[o] for o in b)
+    in_a, in_b = set(a), set(b)
+    pa = [o for o in inst.topo if o != a[0] and (o in in_a or (sa <= sch.start[o] < ea and o not in in_b))]
+    got = set(pa)
+    pb = [o for o in inst.topo if o not in in_a and o not in got and (o in in_b or sb <= sch.start[o] < eb)]
+    return [a[0]] + pa, pb
+
+
 def pair_pieces(inst: Instance, *, budget: Budget, pairs: int = 1, method: str = "portfolio",
-                should_stop=None, placement: list[int] | None = None) -> list[dict[str, Any]]:
+                should_stop=None, placement: list[int] | None = None, schedule: Any = None,
+                max_ops: int = 300) -> list[dict[str, Any]]:
     """The first ``pairs`` mirrored pairs (:func:`mirrored_pairs`) solved by ``method`` in equal shares of
-    ``budget``, as pieces for :func:`.transplant.transplant` (``part`` 0: P's ops, 1: Q's)."""
+    ``budget``, as pieces for :func:`.transplant.transplant` (``part`` 0: P's ops, 1: Q's). With
+    ``placement`` (an answer's) the pair's neighbours are pinned where it has them (:func:`chained`) and,
+    with its ``schedule`` too, the pair is :func:`widened` first (when that makes at most ``max_ops`` ops)."""
     from dplace.registry import solve
 
     out: list[dict[str, Any]] = []
@@ -124,8 +144,14 @@ def pair_pieces(inst: Instance, *, budget: Budget, pairs: int = 1, method: str =
     for k, (a, b) in enumerate(todo):
         if budget.left() < 0.5 or (should_stop is not None and should_stop()):
             break
-        sub, members = chained(inst, a, b, placement)
-        res = solve(sub, method, budget=budget.share(1.0 / (len(todo) - k)))
+        cut = (a[-1], b[0])
+        if placement is not None and schedule is not None:
+            wa, wb = widened(inst, schedule, a, b)
+            if len(wa) + len(wb) <= max_ops:
+                a, b = wa, wb
+        sub, members = chained(inst, a, b, placement, cut=cut)
+        opts = {"progress": False} if method == "cpsat" else {}
+        res = solve(sub, method, budget=budget.share(1.0 / (len(todo) - k)), **opts)
         if res.placement is None or res.schedule is None:
             continue
         in_a = set(a)
