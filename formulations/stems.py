@@ -9,6 +9,16 @@ lengthens the backward stem by 15.5k). :func:`chained` makes the pair one instan
 (their own times, edges, memory and colocation), and P's last op before Q's first (no bytes), so its
 makespan is the two spans' sum when nothing else runs between them; :func:`pair_pieces` solves it with
 ``portfolio`` and returns the schedule as a piece of two parts.
+
+Not in ``portfolio``: measured on NASNet-Mobile, parallel comm (session 18, load 2.5-4.5), it gained
+nothing that stays. The pair chained alone (CP-SAT 20 s: 53,292 µs against the stems' 57,668 in a
+251,963-µs answer) put back into that answer: no gain; with the neighbours pinned (54,230): no gain (the
+forward stem 8.5k shorter, the rest 6k longer: its first ops wait for the stem's outputs on other
+devices); widened by the ops beside the stems (176 ops, CP-SAT 8-20 s: 56.9-58.6k): 643 µs once in
+four tries. Inside ``portfolio`` after the first annealing round (CP-SAT 5.8 s): not kept (252,844). A
+cold annealing of 9 s from the re-placed stems against from the annealed placement itself, three
+times: 259,228 / 258,577 / 257,234 against 258,416 / 259,412 / 257,830 (the same). README, "Branchy
+(NAS-style) graphs".
 """
 from __future__ import annotations
 
