@@ -152,7 +152,8 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
     :data:`LATE_GAIN` of its start in its last quarter, again from its best at the comm mode's cold
     temperature for ``share`` of what is left then (``extra["anneal"]["more"]``: those runs); ordered by
     :func:`placement_order` or the annealing's own order; the new best start when it is faster (recorded
-    as "anneal" in ``tried``). On NASNet-Mobile the LNS after the annealing gained nothing in 10 s while
+    as "anneal" in ``tried``). In parallel comm the chains meet at the best chain's best :data:`.anneal.SYNC`
+    times a round (``extra["anneal"]["syncs"]``). On NASNet-Mobile the LNS after the annealing gained nothing in 10 s while
     the annealing was still improving (README, "Branchy (NAS-style) graphs")."""
     import os
 
