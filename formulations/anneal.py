@@ -33,7 +33,7 @@ from typing import Sequence
 from dplace.budget import Budget
 from dplace.instance.model import Instance
 
-__all__ = ["BLOCK_P", "PARALLEL_T", "SEQUENTIAL_T", "AnnealStats", "anneal_placement", "applies", "judged_order", "kernel_ready",
+__all__ = ["BLOCK_P", "PARALLEL_T", "SEQUENTIAL_T", "SYNC", "AnnealStats", "anneal_placement", "applies", "judged_order", "kernel_ready",
            "temperatures"]
 
 MAX_OPS = 5000  # one judgement costs ~O(n * ops per device): past this a second gives too few
@@ -46,6 +46,10 @@ MAX_OPS = 5000  # one judgement costs ~O(n * ops per device): past this a second
 SEQUENTIAL_T = (1e-4, 1e-4 / 3)
 # (t_hi, t_lo) in parallel comm (a setting of ours; see the module docstring and the README for the sweeps)
 PARALLEL_T = (0.003, 1e-4)
+# parallel comm: ``portfolio``'s annealing rounds (formulations/large.py) pass sync=SYNC: at SYNC times evenly
+# spaced in a round, a chain behind the best chain goes on from that chain's best (0: the chains never meet).
+# Why: runs differed by which chain won (README, "Branchy (NAS-style) graphs", session 16); measured there (session 18).
+SYNC = 3
 # a step's chance of moving a whole branch (:meth:`.units.Units.chains`), times the share of units in
 # branches (NASNet-Mobile 0.83; figures below are of the unscaled chance). Moving one op
 # of a branch to another device costs a transfer in and one out, so single moves rarely split a branch
@@ -79,6 +83,7 @@ class AnnealStats:
     per_chain: tuple = ()  # each chain's (best makespan, placements judged), in ladder order (chain 0 the hottest)
     judge: str = "fast"  # sequential comm's judge (SEQUENTIAL_JUDGE); parallel comm: "fast"
     insert_judged: int = 0  # placements judged with insertion (judge "insert": every one; "both": the near-best)
+    syncs: int = 0  # times a chain went on from another chain's best (``sync``)
 
 
 def applies(inst: Instance) -> bool:
@@ -93,14 +98,17 @@ def applies(inst: Instance) -> bool:
 def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: float | None = None, seed: int = 0,
                      workers: int = 1, t_hi: float | None = None, t_lo: float | None = None, ladder: float = 0.1,
                      p_block: float = BLOCK_P, should_stop=None,
-                     budget: Budget | None = None, judge: str | None = None) -> tuple[list[int], AnnealStats]:
+                     budget: Budget | None = None, judge: str | None = None, sync: int = 0,
+                     ) -> tuple[list[int], AnnealStats]:
     """The best placement the annealing judged within ``budget`` (or ``time_limit_s`` from now; module
     docstring) and its stats. A step moves a whole branch with probability ``p_block`` times the share of
     units in branches. Temperatures left None: 0.003 and 1e-4 in parallel comm,
     :data:`SEQUENTIAL_T` in sequential comm; chain i of k anneals at ``ladder ** (i / (k - 1))`` times
     them (chain 0 at the mode's own, the last ``ladder`` times cooler).
     Memory, pins and colocation of ``placement`` are kept by every move (a start over memory stays over
-    only where it was); the result is never judged worse than the start."""
+    only where it was); the result is never judged worse than the start. ``sync`` > 0 (several chains):
+    at ``sync`` times evenly spaced in the run, a chain whose best is above the best of all chains goes
+    on from that placement at its own temperature (:data:`SYNC`)."""
     from dplace.kernels.anneal import Annealer
     from dplace.schedule.simulate import simulate
 
@@ -125,16 +133,21 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
               for _ in range(max(1, workers))]
     scale = [ladder ** (i / max(1, len(chains) - 1)) for i in range(len(chains))]  # chain i's temperatures
     done = [0] * len(chains)
+    syncs = [0] * len(chains)  # times each chain went on from another chain's best
     stop = threading.Event()
 
     def run(i: int) -> None:
         a = chains[i]
         hi, lo = t_hi * m0 * scale[i], max(t_lo * m0 * scale[i], 1e-12)
         iters, k = 50, 0
+        synced = 0
         while not stop.is_set():
             if budget.expired():
                 break
             f0 = min(1.0, budget.elapsed() / max(1e-9, budget.limit_s or 0.0))
+            if sync > 0 and len(chains) > 1 and synced < sync and f0 >= (synced + 1) / (sync + 1):
+                synced += 1
+                syncs[i] += _go_with_best(a, chains)
             t = time.perf_counter()
             a.step(iters, hi * (lo / hi) ** f0, hi * (lo / hi) ** min(1.0, f0 + 0.02), seed * 7919 + 104729 * i + k)
             took = time.perf_counter() - t
@@ -172,7 +185,24 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     per = tuple((c.result[0], c.steps) for c, n in zip(chains, done) if n > 0)
     return best_pl.tolist(), AnnealStats(ran[0].start_value, value, sum(c.steps for c in ran),
                                          sum(c.accepted for c in ran), len(chains), wall, stopped, late, per,
-                                         judge, sum(int(c.ins[0]) for c in ran))
+                                         judge, sum(int(c.ins[0]) for c in ran), sum(syncs))
+
+
+def _go_with_best(a, chains) -> int:
+    """Chain ``a`` (an :class:`dplace.kernels.anneal.Annealer`, between its chunks) goes on from the best
+    placement of all ``chains`` when that is below its own best: its current placement, device memory and
+    current value become that placement's (the value judged by the same judge: the chain needs no new
+    judgement). Returns 1 when it moved, else 0. Another chain's ``result`` is one tuple, assigned at once."""
+    import numpy as np
+
+    value, pl = min((c.result for c in chains), key=lambda r: r[0])
+    if not value < a.result[0] or a.cur < 0:
+        return 0
+    a.pl[:] = pl
+    a.used[:] = 0
+    np.add.at(a.used, a.pl[a.unit_members[a.unit_ptr[:-1]]], a.unit_mem)
+    a.cur = float(value)
+    return 1
 
 
 def temperatures(inst: Instance) -> tuple[float, float]:

@@ -152,11 +152,12 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
     :data:`LATE_GAIN` of its start in its last quarter, again from its best at the comm mode's cold
     temperature for ``share`` of what is left then (``extra["anneal"]["more"]``: those runs); ordered by
     :func:`placement_order` or the annealing's own order; the new best start when it is faster (recorded
-    as "anneal" in ``tried``). On NASNet-Mobile the LNS after the annealing gained nothing in 10 s while
+    as "anneal" in ``tried``). In parallel comm the chains meet at the best chain's best :data:`.anneal.SYNC`
+    times a round (``extra["anneal"]["syncs"]``). On NASNet-Mobile the LNS after the annealing gained nothing in 10 s while
     the annealing was still improving (README, "Branchy (NAS-style) graphs")."""
     import os
 
-    from .anneal import anneal_placement, judged_order, kernel_ready, temperatures
+    from .anneal import SYNC, anneal_placement, judged_order, kernel_ready, temperatures
 
     if not kernel_ready() and share * budget.left() < 30.0:  # compiling it would take most of the time
         extra["anneal"] = {"skipped": "the annealing kernel is not compiled yet (~10 s) and less than 30 s is left"}
@@ -167,8 +168,9 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
         start, best = _parallel_first(inst, best, tried, budget.share(share * PARALLEL_FIRST).child(reserve=0.5), seed, k,
                                 should_stop, extra)
     progress.phase("anneal: placements judged by their list schedules")
+    sync = SYNC if inst.comm == "parallel" else 0
     pl, st = anneal_placement(inst, start, budget=budget.share(share).child(reserve=0.5), seed=seed, workers=k,
-                              should_stop=should_stop)
+                              should_stop=should_stop, sync=sync)
     first, rounds = st, []
     # still improving at the end (the best fell by LATE_GAIN of its start in the last quarter): go on
     # from the best at the cold end, for ``share`` of what is left each time, instead of the LNS
@@ -177,13 +179,15 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
         progress.phase("anneal: still improving, on at the cold end")
         cold = temperatures(inst)[1]
         pl, st = anneal_placement(inst, pl, budget=budget.share(share).child(reserve=0.5), seed=seed + 1 + len(rounds),
-                                  workers=k, t_hi=cold, t_lo=cold, should_stop=should_stop)
+                                  workers=k, t_hi=cold, t_lo=cold, should_stop=should_stop, sync=sync)
         rounds.append({"makespan": st.makespan, "steps": st.steps, "wall_s": round(st.wall_s, 3),
-                       "late_gain": round(st.late_gain, 6), "per_chain": [list(c) for c in st.per_chain]})
+                       "late_gain": round(st.late_gain, 6), "per_chain": [list(c) for c in st.per_chain],
+                       "syncs": st.syncs})
     extra["anneal"] = {"start_makespan": first.start_makespan, "makespan": st.makespan, "steps": first.steps,
                        "accepted": first.accepted, "chains": first.chains, "wall_s": round(first.wall_s, 3),
                        "stopped": st.stopped, "late_gain": round(first.late_gain, 6), "more": rounds,
-                       "per_chain": [list(c) for c in first.per_chain]}  # (best, steps) of each chain, hottest first
+                       "per_chain": [list(c) for c in first.per_chain],  # (best, steps) of each chain, hottest first
+                       "syncs": first.syncs}
     # the order the annealing judged by (zero-time ops where its kernel put them; no insertion in
     # sequential comm) may be the faster
     sch, od = min(((simulate(inst, pl, o), o) for o in (placement_order(inst, pl), judged_order(inst, pl))),

@@ -386,3 +386,60 @@ def test_sequential_portfolio_anneals_in_parallel_comm_first(compiled, monkeypat
         starts = {"single": make_result(inst, "single", one, placement_order(inst, one))}
         res = large.portfolio_large(inst, starts, budget=Budget(5.0), bound_share=0, anneal_share=0.5)
         assert [c[0] for c in calls][:1] == [inst.comm] and "anneal_parallel" not in res.extra
+
+
+def test_go_with_best_moves_a_chain_behind_to_the_best_placement(compiled):
+    """A chain whose best is above another chain's goes on from that chain's best: its placement, its
+    devices' memory (as recounted from the placement) and its current value become that placement's; the
+    chain ahead does not move; nothing moves before the chain has judged its start."""
+    import numpy as np
+
+    from dplace.formulations.anneal import _go_with_best
+    from dplace.kernels.anneal import Annealer
+
+    inst = _wide(random.Random(5), 8, 4, 3, memory=10**6)
+    u = Units(inst)
+    good = [0] * inst.n
+    for ms, al in zip(u.members, u.allowed):
+        d = al[len(ms) % len(al)]
+        for o in ms:
+            good[o] = d
+    a, b = Annealer(inst, [0] * inst.n, u.members, u.allowed), Annealer(inst, good, u.members, u.allowed)
+    assert _go_with_best(a, [a, b]) == 0  # a has judged nothing yet
+    a.step(1, 0.0, 0.0, 0)
+    b.step(1, 0.0, 0.0, 0)
+    (va, _), (vb, pb) = a.result, b.result
+    ahead, behind = (a, b) if va < vb else (b, a)
+    best_pl = ahead.result[1].copy()
+    assert va != vb and _go_with_best(ahead, [a, b]) == 0
+    assert _go_with_best(behind, [a, b]) == 1
+    assert np.array_equal(behind.pl, best_pl) and behind.cur == ahead.result[0]
+    used = [0] * inst.m
+    for ms, mem in zip(u.members, u.mem):
+        used[int(behind.pl[ms[0]])] += mem
+    assert list(behind.used) == used
+    assert list_makespan(inst, list(behind.pl))[0] == behind.cur  # the value it goes on with is the judge's
+
+
+def test_synced_chains_keep_memory_and_never_get_worse(compiled):
+    """With sync, chains meet at the best (``syncs`` counts the moves) and every rule still holds: memory,
+    pins, colocation, never worse than the start, the answer the best chain's."""
+    rng = random.Random(3)
+    inst = _wide(rng, 12, 5, 3, memory=70)
+    units = Units(inst)
+    pl0 = [0] * inst.n
+    used = [0] * inst.m
+    for ms, mem, al in zip(units.members, units.mem, units.allowed):
+        d = min(al, key=lambda x: used[x])
+        used[d] += mem
+        for o in ms:
+            pl0[o] = d
+    m0 = list_makespan(inst, pl0)[0]
+    pl, st = anneal_placement(inst, pl0, time_limit_s=1.0, seed=1, workers=2, sync=3)
+    assert 0 <= st.syncs <= 3 * 2
+    assert st.makespan == list_makespan(inst, pl)[0] <= m0 and min(b for b, _ in st.per_chain) == st.makespan
+    res = make_result(inst, "anneal", pl, placement_order(inst, pl))
+    assert res.memory_ok and check(inst, res).ok
+    assert pl[inst.op_index["o0_2"]] == 0
+    for g in inst.groups:
+        assert len({pl[o] for o in g}) == 1
