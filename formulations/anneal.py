@@ -63,7 +63,7 @@ BLOCK_P = 0.4
 # :func:`dplace.kernels.anneal._seq_mixed`). Measured in the README ("sequential comm").
 SEQUENTIAL_JUDGE = "mixed"
 JUDGE_SLACK = 0.02
-_JUDGES = {"fast": 0, "insert": 1, "both": 2, "mixed": 3}
+_JUDGES = {"fast": 0, "insert": 1, "both": 2, "mixed": 3, "links": 4}
 
 
 @dataclass
@@ -189,7 +189,7 @@ def judged_order(inst: Instance, placement: Sequence[int], judge: str | None = N
     position). ``placement_order`` gives the same where no op takes zero time; with zero-time ops its
     state re-times them and its order may be slower: on NASNet-Mobile (160 zero-time ``Add`` ops) an
     annealed placement judged 263,104 µs simulated to 278,762 in ``placement_order``'s order."""
-    from dplace.kernels.anneal import list_makespan, seq_mixed
+    from dplace.kernels.anneal import list_makespan, seq_links, seq_mixed
 
     from .units import placement_order
 
@@ -197,6 +197,8 @@ def judged_order(inst: Instance, placement: Sequence[int], judge: str | None = N
         judge = judge or SEQUENTIAL_JUDGE
         if judge == "mixed":
             return seq_mixed(inst, placement)[1]
+        if judge == "links":
+            return seq_links(inst, placement)[1]
         return placement_order(inst, placement, insertion=judge != "fast")
     _, start, end = list_makespan(inst, placement)
     lists: list[list[int]] = [[] for _ in range(inst.m)]
