@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import njit
-from .placerank import sorted_ops
+from .placerank import radix_sorted_ops
 
 __all__ = ["insert_at", "link_schedule"]
 
@@ -64,7 +64,7 @@ def link_schedule(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edg
     simulator's). Scratch: ``bs`` / ``be`` (m, n + 1) and ``cnt`` (m) the devices' busy intervals,
     ``ls`` / ``le`` (m * m, n + 1) and ``lcnt`` (m * m) the links' (row d * m + d2), ``arr`` (n * m): when
     op o's tensor is on device d2 (``arr[o * m + d2]``)."""
-    order = sorted_ops(topo, rank, -1.0)
+    order = radix_sorted_ops(topo, rank, -1.0)
     for d in range(m):
         cnt[d] = 0
     for k in range(m * m):

@@ -143,3 +143,19 @@ def test_mixed_judge_inserts_into_a_gap():
     mk, od = seq_mixed(inst, pl)
     assert mk < fast
     assert od[1].index(inst.op_index["c"]) < od[1].index(inst.op_index["b"])
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_radix_sorted_ops_is_sorted_ops(seed):
+    """radix_sorted_ops gives the merge sort's permutation: ascending sign * value, ties (also -0.0 against
+    0.0, subnormals, huge values) by topological position."""
+    import numpy as np
+
+    from dplace.kernels.placerank import radix_sorted_ops, sorted_ops
+
+    rng = np.random.default_rng(seed)
+    for n in (0, 1, 2, 7, 60, 700):
+        topo = rng.permutation(n).astype(np.int64)
+        for v in (rng.normal(size=n) * 1e5, rng.choice([-2.5, -0.0, 0.0, 1.0, 3.25, 1e300, -1e-300, 5e-324], size=n)):
+            for sign in (-1.0, 1.0):
+                assert radix_sorted_ops(topo, v, sign).tolist() == sorted_ops(topo, v, sign).tolist()
