@@ -65,7 +65,11 @@ BLOCK_P = 0.4
 # (the walk by "fast", accepted placements within JUDGE_SLACK of the best "fast" value also judged by
 # "insert", the best by "insert" kept), "mixed" (the better of "fast"'s order and the order of the starts of
 # the parallel-comm list schedule with insertion, each simulated exactly: ~2.5 times "fast"'s cost,
-# :func:`dplace.kernels.anneal._seq_mixed`). Measured in the README ("sequential comm").
+# :func:`dplace.kernels.anneal._seq_mixed`), "links" (the best of "mixed"'s two orders and the start order of
+# the list schedule that keeps the links' queues, :func:`dplace.kernels.seqorder.link_schedule`: on
+# NASNet-Mobile 20-s chains from heft it reached 272,376 / 274,177 / 280,704 against "mixed"'s 272,298 /
+# 273,673 / 270,994, so it is not the default; portfolio's final re-order uses it). Measured in the README
+# ("sequential comm").
 SEQUENTIAL_JUDGE = "mixed"
 JUDGE_SLACK = 0.02
 _JUDGES = {"fast": 0, "insert": 1, "both": 2, "mixed": 3, "links": 4}
