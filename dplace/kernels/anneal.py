@@ -28,7 +28,7 @@ from . import njit
 from .placerank import placement_rank, radix_sorted_ops, sorted_ops
 from .ready import ready_at
 from .seqjudge import seq_insert_schedule
-from .seqorder import link_schedule
+from .seqorder import insert_at, link_schedule
 
 
 @njit
@@ -49,30 +49,9 @@ def _schedule_in(order, pl, dur, lat, bw, esrc, ebytes, pred_ptr, pred_edge, m, 
         d = pl[o]
         r = ready_at(o, d, pl, end, pred_ptr, pred_edge, esrc, ebytes, lat, bw)
         p_o = dur[o, d]
-        c = cnt[d]
-        # earliest t >= r with [t, t + p_o) free: intervals are sorted by start and do not overlap (a
-        # zero-time op's instant counts as busy for ops that would span it)
-        lo, hi = 0, c
-        while lo < hi:  # first interval ending after r
-            mid = (lo + hi) // 2
-            if be[d, mid] <= r:
-                lo = mid + 1
-            else:
-                hi = mid
-        t = r
-        k = lo
-        while k < c:
-            if bs[d, k] >= t + p_o:
-                break
-            if be[d, k] > t:
-                t = be[d, k]
-            k += 1
-        for j in range(c, k, -1):
-            bs[d, j] = bs[d, j - 1]
-            be[d, j] = be[d, j - 1]
-        bs[d, k] = t
-        be[d, k] = t + p_o
-        cnt[d] = c + 1
+        # earliest t >= r with [t, t + p_o) free (a zero-time op's instant counts as busy for ops that
+        # would span it), inserted into d's busy intervals
+        t = insert_at(bs, be, cnt, d, r, p_o)
         start[o] = t
         end[o] = t + p_o
         if end[o] > mk:
