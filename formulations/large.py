@@ -130,13 +130,14 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
 
 def _final_orders(inst: Instance, pl: list[int], od, sch, extra: dict[str, Any]) -> tuple:
     """Sequential comm: (placement, order, schedule) of the answer, its order replaced by
-    ``placement_order``'s or judge MIXED's (:func:`dplace.kernels.anneal.seq_mixed`) when one simulates
+    ``placement_order``'s or judge LINKS's (:func:`dplace.kernels.anneal.seq_links`: the best of MIXED's
+    two orders and the links-aware list schedule's) when one simulates
     faster (``extra["final_order"]``: which, and the makespans)."""
-    from dplace.kernels.anneal import seq_mixed
+    from dplace.kernels.anneal import seq_links
 
     got = {"lns": sch.makespan}
     best = (sch, od, "lns")
-    for name, alt in (("placement_order", placement_order(inst, pl)), ("mixed", seq_mixed(inst, pl)[1])):
+    for name, alt in (("placement_order", placement_order(inst, pl)), ("links", seq_links(inst, pl)[1])):
         s = simulate(inst, pl, alt)
         got[name] = s.makespan
         if s.memory_ok and s.makespan < best[0].makespan * (1 - 1e-12):

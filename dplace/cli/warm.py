@@ -63,7 +63,7 @@ def _warm_annealing(insts: list[Any]) -> None:
     annealing while the kernel is not compiled (:func:`dplace.formulations.anneal.kernel_ready`) and has
     less than 30 s for it, so warming it through ``portfolio`` at :data:`EXACT_S` never compiled it: the
     first solves after an install ran without the annealing."""
-    from ..formulations.anneal import _JUDGES, JUDGE_SLACK, judged_order
+    from ..formulations.anneal import JUDGES, JUDGE_SLACK, judged_order
     from ..formulations.units import Units
     from ..kernels.anneal import Annealer, list_makespan, seq_mixed
 
@@ -72,11 +72,11 @@ def _warm_annealing(insts: list[Any]) -> None:
             continue
         units = Units(inst)
         start = [inst.pinned[o] if inst.pinned[o] >= 0 else 0 for o in range(inst.n)]  # one device, pins kept (colocated ops share their pin)
-        judges = _JUDGES.values() if inst.comm == "sequential" else [_JUDGES["fast"]]
-        for judge in judges:
-            Annealer(inst, start, units.members, units.allowed, units.chains(), 0.1, judge, JUDGE_SLACK).step(
+        judges = list(JUDGES) if inst.comm == "sequential" else ["fast"]
+        for name in judges:
+            Annealer(inst, start, units.members, units.allowed, units.chains(), 0.1, JUDGES[name], JUDGE_SLACK).step(
                 20, 1.0, 0.1, 0)
-            judged_order(inst, start, next(k for k, v in _JUDGES.items() if v == judge))
+            judged_order(inst, start, name)
         list_makespan(inst, start)
         if inst.comm == "sequential":
             seq_mixed(inst, start)

@@ -25,17 +25,23 @@ from __future__ import annotations
 import numpy as np
 
 from . import njit
-from .placerank import placement_rank, sorted_ops
+from .placerank import placement_rank, radix_sorted_ops, sorted_ops
 from .ready import ready_at
 from .seqjudge import seq_insert_schedule
+from .seqorder import insert_at, link_schedule
 
 
 @njit
 def _schedule(pl, dur, lat, bw, topo, esrc, ebytes, pred_ptr, pred_edge, rank, m, start, end, bs, be, cnt):
     """List schedule of ``pl`` by ``rank`` (ties: topological position); fills start/end, returns the
     makespan. bs/be (m, n): each device's busy intervals sorted by start, cnt[d] of them."""
-    n = len(topo)
-    order = sorted_ops(topo, rank, -1.0)
+    return _schedule_in(sorted_ops(topo, rank, -1.0), pl, dur, lat, bw, esrc, ebytes, pred_ptr, pred_edge, m, start,
+                        end, bs, be, cnt)
+
+
+@njit
+def _schedule_in(order, pl, dur, lat, bw, esrc, ebytes, pred_ptr, pred_edge, m, start, end, bs, be, cnt):
+    """:func:`_schedule` with its rank order given (``order``: every op, each after its predecessors)."""
     for d in range(m):
         cnt[d] = 0
     mk = 0.0
@@ -43,30 +49,9 @@ def _schedule(pl, dur, lat, bw, topo, esrc, ebytes, pred_ptr, pred_edge, rank, m
         d = pl[o]
         r = ready_at(o, d, pl, end, pred_ptr, pred_edge, esrc, ebytes, lat, bw)
         p_o = dur[o, d]
-        c = cnt[d]
-        # earliest t >= r with [t, t + p_o) free: intervals are sorted by start and do not overlap (a
-        # zero-time op's instant counts as busy for ops that would span it)
-        lo, hi = 0, c
-        while lo < hi:  # first interval ending after r
-            mid = (lo + hi) // 2
-            if be[d, mid] <= r:
-                lo = mid + 1
-            else:
-                hi = mid
-        t = r
-        k = lo
-        while k < c:
-            if bs[d, k] >= t + p_o:
-                break
-            if be[d, k] > t:
-                t = be[d, k]
-            k += 1
-        for j in range(c, k, -1):
-            bs[d, j] = bs[d, j - 1]
-            be[d, j] = be[d, j - 1]
-        bs[d, k] = t
-        be[d, k] = t + p_o
-        cnt[d] = c + 1
+        # earliest t >= r with [t, t + p_o) free (a zero-time op's instant counts as busy for ops that
+        # would span it), inserted into d's busy intervals
+        t = insert_at(bs, be, cnt, d, r, p_o)
         start[o] = t
         end[o] = t + p_o
         if end[o] > mk:
@@ -83,7 +68,7 @@ def _seq_schedule(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edg
     inputs arrived, then sends its tensor once per other device that consumes it (the largest bytes),
     each when its link (d, d2) is free, links kept in the device's order as the simulator keeps them.
     O(E + n log n) per placement. lfree (m, m), arr (n * m): scratch."""
-    order = sorted_ops(topo, rank, -1.0)
+    order = radix_sorted_ops(topo, rank, -1.0)
     return _seq_run(order, pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start,
                     end, lfree, arr)
 
@@ -141,16 +126,36 @@ def _seq_mixed(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, 
     ranks (:func:`_schedule`: its transfers are pure delays, so an op goes into an idle gap its inputs
     reach; the sequential simulation then times that order with the links' queues). Returns (makespan,
     the better order: FAST's when they tie)."""
-    o1 = sorted_ops(topo, rank, -1.0)
+    o1 = radix_sorted_ops(topo, rank, -1.0)  # sorted_ops' order, sorted faster (and once for both schedules)
     v1 = _seq_run(o1, pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start, end,
                   lfree, arr)
-    _schedule(pl, dur, lat, bw, topo, esrc, ebytes, pred_ptr, pred_edge, rank, m, start, end, bs, be, cnt)
-    o2 = sorted_ops(topo, start, 1.0)
+    _schedule_in(o1, pl, dur, lat, bw, esrc, ebytes, pred_ptr, pred_edge, m, start, end, bs, be, cnt)
+    o2 = radix_sorted_ops(topo, start, 1.0)
     v2 = _seq_run(o2, pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start, end,
                   lfree, arr)
     if v1 <= v2:
         return v1, o1
     return v2, o2
+
+
+@njit
+def _seq_links(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, rank, m, start,
+               end, bs, be, cnt, lfree, arr, ls, le, lcnt):
+    """Sequential comm, judge LINKS: the best of three orders of ``pl``, each simulated exactly by
+    :func:`_seq_run`: MIXED's two (:func:`_seq_mixed`) and the start order (ties: topological position)
+    of :func:`dplace.kernels.seqorder.link_schedule` on the same ranks (the list schedule with insertion
+    that keeps the links' queues). Returns (makespan, the best order: the first of the three on a tie);
+    never above MIXED's."""
+    v, o = _seq_mixed(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, rank, m,
+                      start, end, bs, be, cnt, lfree, arr)
+    link_schedule(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, rank, m,
+                  start, end, bs, be, cnt, ls, le, lcnt, arr)
+    o3 = radix_sorted_ops(topo, start, 1.0)
+    v3 = _seq_run(o3, pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start, end,
+                  lfree, arr)
+    if v <= v3:
+        return v, o
+    return v3, o3
 
 
 @njit
@@ -163,16 +168,22 @@ def _evaluate(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, s
     return _schedule(pl, dur, lat, bw, topo, esrc, ebytes, pred_ptr, pred_edge, rank, m, start, end, bs, be, cnt)
 
 
-JUDGE_FAST, JUDGE_INSERT, JUDGE_BOTH, JUDGE_MIXED = 0, 1, 2, 3
+JUDGE_FAST, JUDGE_INSERT, JUDGE_BOTH, JUDGE_MIXED, JUDGE_LINKS = 0, 1, 2, 3, 4
 
 
 @njit
 def _judge(pl, args, mode, I, S, L, budget):
     """The makespan ``pl`` is judged by: ``_evaluate`` (FAST, and BOTH's walk), the better of two orders
-    (MIXED, :func:`_seq_mixed`), or the same ranks with insertion (INSERT)."""
+    (MIXED, :func:`_seq_mixed`), the best of three (LINKS, :func:`_seq_links`), or the same ranks with
+    insertion (INSERT)."""
     if mode == JUDGE_FAST or mode == JUDGE_BOTH:
-        return _evaluate(pl, *args)
+        return _evaluate(pl, *args[:21])
     rank = args[12]
+    if mode == JUDGE_LINKS:
+        placement_rank(pl, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[9], args[10], rank)
+        return _seq_links(pl, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9],
+                          args[10], rank, args[11], args[13], args[14], args[15], args[16], args[17], args[19],
+                          args[20], args[21], args[22], args[23])[0]
     if mode == JUDGE_MIXED:
         placement_rank(pl, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[9], args[10], rank)
         return _seq_mixed(pl, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9],
@@ -234,8 +245,10 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
     Blocks (``blk_ptr``/``blk_units``: lists of unit indices, e.g. a branch's chain): with probability
     ``p_blk`` a step moves every unit of one block to one device instead.
 
-    Sequential comm, ``judge`` (:data:`JUDGE_FAST`, :data:`JUDGE_INSERT`, :data:`JUDGE_BOTH`): what a
-    placement's makespan is. FAST: :func:`_seq_schedule` (the rank order without insertion). INSERT: the
+    Sequential comm, ``judge`` (:data:`JUDGE_FAST`, :data:`JUDGE_INSERT`, :data:`JUDGE_BOTH`,
+    :data:`JUDGE_MIXED`, :data:`JUDGE_LINKS`): what a placement's makespan is. FAST: :func:`_seq_schedule`
+    (the rank order without insertion). MIXED / LINKS: the best of two / three orders (:func:`_seq_mixed`,
+    :func:`_seq_links`). INSERT: the
     same ranks with insertion (:func:`dplace.kernels.seqjudge.seq_insert_schedule` on the compiled state
     ``I`` / ``S`` / ``L``, reset each time; ~60 times slower). BOTH: the walk (acceptance, ``cur``) by FAST,
     and each accepted placement judged FAST within ``slack`` of the best FAST value seen also judged by
@@ -255,16 +268,20 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
     cnt = np.zeros(m, dtype=np.int64)
     lfree = np.zeros((m, m))
     arr = np.empty(n * m if seq else 0)
-    args = (dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, rank, start,
-            end, bs, be, cnt, seq, lfree, arr)
     mode = judge if seq else JUDGE_FAST
+    nl = n + 1 if mode == JUDGE_LINKS else 1  # the links' busy intervals (judge LINKS only)
+    ls = np.empty((m * m, nl))
+    le = np.empty((m * m, nl))
+    lcnt = np.zeros(m * m, dtype=np.int64)
+    args = (dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, rank, start,
+            end, bs, be, cnt, seq, lfree, arr, ls, le, lcnt)
     if cur < 0:
         cur = _judge(pl, args, mode, I, S, L, budget)
     first = cur
     best = cur
     bestf = cur
     if mode == JUDGE_BOTH:  # cur: the walk's FAST value; best (and first): the start's INSERT value
-        _evaluate(pl, *args)
+        _evaluate(pl, *args[:21])
         first = best = seq_insert_schedule(I, S, L, pl, rank, topo, budget)
         ins[0] += 1
         bestf = ins[1] if 0 < ins[1] < cur else cur
@@ -441,6 +458,25 @@ def seq_mixed(inst, placement) -> tuple[float, list[list[int]]]:
     mk, order = _seq_mixed(pl, a.dur, a.lat, a.bw, a.topo, a.esrc, a.edst, a.ebytes, a.pred_ptr, a.pred_edge,
                            a.succ_ptr, a.succ_edge, rank, m, start, end, bs, be, np.zeros(m, dtype=np.int64),
                            np.zeros((m, m)), np.empty(n * m))
+    lists: list[list[int]] = [[] for _ in range(m)]
+    for o in order.tolist():
+        lists[int(pl[o])].append(o)
+    return float(mk), lists
+
+
+def seq_links(inst, placement) -> tuple[float, list[list[int]]]:
+    """Sequential comm: (makespan, per-device order) of ``placement`` by judge LINKS (:func:`_seq_links`);
+    ``dplace.simulate`` of that order gives that makespan (tests/kernels/test_seqjudge.py)."""
+    a = _arrays(inst)
+    pl = np.asarray(placement, dtype=np.int64)
+    n, m = a.n, a.m
+    rank, start, end = np.empty(n), np.empty(n), np.empty(n)
+    bs, be = np.empty((m, n + 1)), np.empty((m, n + 1))
+    placement_rank(pl, a.dur, a.lat, a.bw, a.topo, a.esrc, a.edst, a.ebytes, a.succ_ptr, a.succ_edge, rank)
+    mk, order = _seq_links(pl, a.dur, a.lat, a.bw, a.topo, a.esrc, a.edst, a.ebytes, a.pred_ptr, a.pred_edge,
+                           a.succ_ptr, a.succ_edge, rank, m, start, end, bs, be, np.zeros(m, dtype=np.int64),
+                           np.zeros((m, m)), np.empty(n * m), np.empty((m * m, n + 1)), np.empty((m * m, n + 1)),
+                           np.zeros(m * m, dtype=np.int64))
     lists: list[list[int]] = [[] for _ in range(m)]
     for o in order.tolist():
         lists[int(pl[o])].append(o)

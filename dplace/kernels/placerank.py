@@ -7,7 +7,7 @@ import numpy as np
 
 from . import njit
 
-__all__ = ["placement_rank", "sorted_ops"]
+__all__ = ["placement_rank", "radix_sorted_ops", "sorted_ops"]
 
 
 @njit
@@ -38,3 +38,47 @@ def sorted_ops(topo, value, sign):
     for i in range(n):
         key[i] = sign * value[topo[i]]
     return topo[np.argsort(key, kind="mergesort")]
+
+
+@njit
+def radix_sorted_ops(topo, value, sign):
+    """:func:`sorted_ops`' order (the same permutation: all ops by ``sign * value[op]`` ascending, ties by
+    topological position), by a stable LSD radix sort on the keys' bits (8 passes of 8 bits; a pass whose
+    digit is the same for every key is skipped) instead of a merge sort: ~2 times faster on NASNet-Mobile's
+    1,842 ops, where the sequential judges sort two or three times per placement. A key is made ordered as an
+    unsigned integer by the usual map (negative: all bits flipped; else the sign bit set), after adding 0.0
+    (so -0.0, which compares equal to 0.0, maps as 0.0); the values must not be NaN."""
+    n = len(topo)
+    kf = np.empty(n)
+    for i in range(n):
+        kf[i] = sign * value[topo[i]] + 0.0
+    ku = kf.view(np.uint64)
+    top = np.uint64(1) << np.uint64(63)
+    key = np.empty(n, dtype=np.uint64)
+    for i in range(n):
+        u = ku[i]
+        key[i] = ~u if u & top else u | top
+    idx = topo.copy()
+    key2 = np.empty(n, dtype=np.uint64)
+    idx2 = np.empty_like(idx)
+    cnt = np.empty(257, dtype=np.int64)
+    mask = np.uint64(255)
+    for p in range(8):
+        sh = np.uint64(8 * p)
+        for b in range(257):
+            cnt[b] = 0
+        for i in range(n):
+            cnt[((key[i] >> sh) & mask) + 1] += 1
+        if n == 0 or cnt[((key[0] >> sh) & mask) + 1] == n:
+            continue  # one digit for all: the order stays
+        for b in range(256):
+            cnt[b + 1] += cnt[b]
+        for i in range(n):
+            d = (key[i] >> sh) & mask
+            j = cnt[d]
+            cnt[d] = j + 1
+            key2[j] = key[i]
+            idx2[j] = idx[i]
+        key, key2 = key2, key
+        idx, idx2 = idx2, idx
+    return idx

@@ -93,6 +93,42 @@ def test_mixed_judge_is_the_simulation_of_its_order_and_never_worse_than_fast(se
             assert mk <= list_makespan(inst, pl)[0]
 
 
+@pytest.mark.parametrize("seed", range(25))
+def test_links_judge_is_the_simulation_of_its_order_and_never_worse_than_mixed(seed):
+    """Judge LINKS (dplace.kernels.anneal.seq_links): its value is dplace.simulate's of the order it gives
+    (every device's list, each op once, on its device), and never above MIXED's, which it takes on a tie."""
+    from dplace.kernels.anneal import seq_links, seq_mixed
+
+    for inst in _instances(seed):
+        rng = random.Random(seed)
+        for _ in range(4):
+            pl = [rng.choice(inst.allowed_devices(o)) for o in range(inst.n)]
+            mk, od = seq_links(inst, pl)
+            assert sorted(o for lst in od for o in lst) == list(range(inst.n))
+            assert all(pl[o] == d for d, lst in enumerate(od) for o in lst)
+            sim = simulate(inst, pl, od)
+            assert abs(sim.makespan - mk) <= 1e-9 * max(1.0, mk)
+            mx, omx = seq_mixed(inst, pl)
+            assert mk <= mx
+            if mk == mx:
+                assert od == omx
+
+
+def test_links_judge_finds_faster_orders_than_mixed():
+    """The third order is not dead weight: on random sequential instances and placements LINKS is strictly
+    below MIXED somewhere (and never above it, above)."""
+    from dplace.kernels.anneal import seq_links, seq_mixed
+
+    better = 0
+    for seed in range(25):
+        for inst in _instances(seed):
+            rng = random.Random(seed)
+            for _ in range(4):
+                pl = [rng.choice(inst.allowed_devices(o)) for o in range(inst.n)]
+                better += seq_links(inst, pl)[0] < seq_mixed(inst, pl)[0] * (1 - 1e-9)
+    assert better > 0
+
+
 def test_mixed_judge_inserts_into_a_gap():
     """A device idle while a long op waits for a transfer: FAST's rank order runs the short
     independent op after the long one; MIXED's order runs it in the gap."""
@@ -107,3 +143,19 @@ def test_mixed_judge_inserts_into_a_gap():
     mk, od = seq_mixed(inst, pl)
     assert mk < fast
     assert od[1].index(inst.op_index["c"]) < od[1].index(inst.op_index["b"])
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_radix_sorted_ops_is_sorted_ops(seed):
+    """radix_sorted_ops gives the merge sort's permutation: ascending sign * value, ties (also -0.0 against
+    0.0, subnormals, huge values) by topological position."""
+    import numpy as np
+
+    from dplace.kernels.placerank import radix_sorted_ops, sorted_ops
+
+    rng = np.random.default_rng(seed)
+    for n in (0, 1, 2, 7, 60, 700):
+        topo = rng.permutation(n).astype(np.int64)
+        for v in (rng.normal(size=n) * 1e5, rng.choice([-2.5, -0.0, 0.0, 1.0, 3.25, 1e300, -1e-300, 5e-324], size=n)):
+            for sign in (-1.0, 1.0):
+                assert radix_sorted_ops(topo, v, sign).tolist() == sorted_ops(topo, v, sign).tolist()
