@@ -28,7 +28,7 @@ from . import njit
 from .placerank import placement_rank, radix_sorted_ops, sorted_ops
 from .ready import ready_at
 from .seqjudge import seq_insert_schedule
-from .seqorder import insert_at, link_schedule
+from .seqorder import insert_at, largest_sends, link_schedule
 
 
 @njit
@@ -100,13 +100,7 @@ def _seq_run(order, pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr, pred_edge, s
         dfree[d] = f
         if f > mk:
             mk = f
-        for d2 in range(m):
-            nb[d2] = -1.0
-        for j in range(succ_ptr[o], succ_ptr[o + 1]):
-            e = succ_edge[j]
-            d2 = pl[edst[e]]
-            if d2 != d and ebytes[e] > nb[d2]:
-                nb[d2] = ebytes[e]
+        largest_sends(o, d, pl, edst, ebytes, succ_ptr, succ_edge, nb)
         for d2 in range(m):
             if nb[d2] >= 0.0:
                 s = lfree[d, d2]
@@ -446,38 +440,34 @@ class Annealer:
         return self.result[0]
 
 
-def seq_mixed(inst, placement) -> tuple[float, list[list[int]]]:
-    """Sequential comm: (makespan, per-device order) of ``placement`` by judge MIXED (:func:`_seq_mixed`);
-    ``dplace.simulate`` of that order gives that makespan (tests/kernels/test_seqjudge.py)."""
+def _seq_order(inst, placement, links: bool) -> tuple[float, list[list[int]]]:
+    """(makespan, per-device order) of ``placement`` by judge MIXED (:func:`_seq_mixed`) or LINKS
+    (:func:`_seq_links`), on fresh work arrays."""
     a = _arrays(inst)
     pl = np.asarray(placement, dtype=np.int64)
     n, m = a.n, a.m
     rank, start, end = np.empty(n), np.empty(n), np.empty(n)
     bs, be = np.empty((m, n + 1)), np.empty((m, n + 1))
     placement_rank(pl, a.dur, a.lat, a.bw, a.topo, a.esrc, a.edst, a.ebytes, a.succ_ptr, a.succ_edge, rank)
-    mk, order = _seq_mixed(pl, a.dur, a.lat, a.bw, a.topo, a.esrc, a.edst, a.ebytes, a.pred_ptr, a.pred_edge,
-                           a.succ_ptr, a.succ_edge, rank, m, start, end, bs, be, np.zeros(m, dtype=np.int64),
-                           np.zeros((m, m)), np.empty(n * m))
+    args = (pl, a.dur, a.lat, a.bw, a.topo, a.esrc, a.edst, a.ebytes, a.pred_ptr, a.pred_edge, a.succ_ptr,
+            a.succ_edge, rank, m, start, end, bs, be, np.zeros(m, dtype=np.int64), np.zeros((m, m)), np.empty(n * m))
+    if links:
+        mk, order = _seq_links(*args, np.empty((m * m, n + 1)), np.empty((m * m, n + 1)), np.zeros(m * m, dtype=np.int64))
+    else:
+        mk, order = _seq_mixed(*args)
     lists: list[list[int]] = [[] for _ in range(m)]
     for o in order.tolist():
         lists[int(pl[o])].append(o)
     return float(mk), lists
+
+
+def seq_mixed(inst, placement) -> tuple[float, list[list[int]]]:
+    """Sequential comm: (makespan, per-device order) of ``placement`` by judge MIXED (:func:`_seq_mixed`);
+    ``dplace.simulate`` of that order gives that makespan (tests/kernels/test_seqjudge.py)."""
+    return _seq_order(inst, placement, links=False)
 
 
 def seq_links(inst, placement) -> tuple[float, list[list[int]]]:
     """Sequential comm: (makespan, per-device order) of ``placement`` by judge LINKS (:func:`_seq_links`);
     ``dplace.simulate`` of that order gives that makespan (tests/kernels/test_seqjudge.py)."""
-    a = _arrays(inst)
-    pl = np.asarray(placement, dtype=np.int64)
-    n, m = a.n, a.m
-    rank, start, end = np.empty(n), np.empty(n), np.empty(n)
-    bs, be = np.empty((m, n + 1)), np.empty((m, n + 1))
-    placement_rank(pl, a.dur, a.lat, a.bw, a.topo, a.esrc, a.edst, a.ebytes, a.succ_ptr, a.succ_edge, rank)
-    mk, order = _seq_links(pl, a.dur, a.lat, a.bw, a.topo, a.esrc, a.edst, a.ebytes, a.pred_ptr, a.pred_edge,
-                           a.succ_ptr, a.succ_edge, rank, m, start, end, bs, be, np.zeros(m, dtype=np.int64),
-                           np.zeros((m, m)), np.empty(n * m), np.empty((m * m, n + 1)), np.empty((m * m, n + 1)),
-                           np.zeros(m * m, dtype=np.int64))
-    lists: list[list[int]] = [[] for _ in range(m)]
-    for o in order.tolist():
-        lists[int(pl[o])].append(o)
-    return float(mk), lists
+    return _seq_order(inst, placement, links=True)

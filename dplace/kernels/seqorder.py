@@ -24,7 +24,20 @@ import numpy as np
 from . import njit
 from .placerank import radix_sorted_ops
 
-__all__ = ["insert_at", "link_schedule"]
+__all__ = ["insert_at", "largest_sends", "link_schedule"]
+
+
+@njit(inline="always")
+def largest_sends(o, d, pl, edst, ebytes, succ_ptr, succ_edge, nb):
+    """``nb[d2]``: the largest bytes op ``o`` (on device ``d``) sends to device ``d2`` (its one send there,
+    as the simulator), -1 where it sends nothing."""
+    for d2 in range(len(nb)):
+        nb[d2] = -1.0
+    for j in range(succ_ptr[o], succ_ptr[o + 1]):
+        e = succ_edge[j]
+        d2 = pl[edst[e]]
+        if d2 != d and ebytes[e] > nb[d2]:
+            nb[d2] = ebytes[e]
 
 
 @njit(inline="always")
@@ -85,13 +98,7 @@ def link_schedule(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edg
         end[o] = f
         if f > mk:
             mk = f
-        for d2 in range(m):
-            nb[d2] = -1.0
-        for j in range(succ_ptr[o], succ_ptr[o + 1]):
-            e = succ_edge[j]
-            d2 = pl[edst[e]]
-            if d2 != d and ebytes[e] > nb[d2]:
-                nb[d2] = ebytes[e]
+        largest_sends(o, d, pl, edst, ebytes, succ_ptr, succ_edge, nb)
         for d2 in range(m):
             if nb[d2] >= 0.0:
                 p = lat[d, d2] + nb[d2] / bw[d, d2]
