@@ -44,8 +44,11 @@ def sorted_ops(topo, value, sign):
 def radix_sorted_ops(topo, value, sign):
     """:func:`sorted_ops`' order (the same permutation: all ops by ``sign * value[op]`` ascending, ties by
     topological position), by a stable LSD radix sort on the keys' bits (8 passes of 8 bits; a pass whose
-    digit is the same for every key is skipped) instead of a merge sort: ~2 times faster on NASNet-Mobile's
-    1,842 ops, where the sequential judges sort two or three times per placement. A key is made ordered as an
+    digit is the same for every key is skipped) instead of numba's merge sort, for the sequential judges,
+    which sort two or three times per placement. Measured on NASNet-Mobile's 1,842 ops
+    (``benchmarks/bench_opsort.py``): alone, one sort takes longer than the merge sort (~36 against ~24 µs
+    in a compiled loop), but judge ``mixed`` costs ~205 µs a placement with it against ~236 µs with the
+    merge sort in its place (``links`` ~425 against ~475), so the judges keep it. A key is made ordered as an
     unsigned integer by the usual map (negative: all bits flipped; else the sign bit set), after adding 0.0
     (so -0.0, which compares equal to 0.0, maps as 0.0); the values must not be NaN."""
     n = len(topo)
