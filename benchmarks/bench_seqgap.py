@@ -42,7 +42,7 @@ def row(n: int, args: argparse.Namespace) -> dict:
     out: dict = {"ops": seq.n}
     res = {}
     for mode, inst in (("par", par), ("seq", seq)):
-        cp = dplace.solve(inst, "cpsat", time_limit_s=args.cpsat_s)
+        cp = dplace.solve(inst, "cpsat", time_limit_s=args.cpsat_s, progress=False)
         pf = dplace.solve(inst, "portfolio", time_limit_s=args.portfolio_s)
         res[mode] = (cp, pf)
         out[f"cpsat {mode}"] = (cp.makespan, cp.lower_bound, cp.status == "optimal")
