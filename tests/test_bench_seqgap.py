@@ -13,7 +13,7 @@ import pytest
 @pytest.mark.solver
 def test_row_on_a_small_transformer_respects_the_proven_bounds(benchmark_script):
     mod = benchmark_script("bench_seqgap")
-    r = mod.row(24, argparse.Namespace(cpsat_s=2.0, portfolio_s=1.0, anneal_s=0.3))
+    r = mod.row(60, argparse.Namespace(cpsat_s=2.0, portfolio_s=1.0, anneal_s=0.3))
     ans_par, lb_par, _ = r["cpsat par"]
     ans_seq, lb_seq, _ = r["cpsat seq"]
     assert r["ops"] > 0
