@@ -58,7 +58,7 @@ from dplace.instance.model import Device, Edge, Instance, Link, Op
 
 from .bounds_segments import segment_bound
 
-__all__ = ["TwinStemBound", "twin_stem_bound", "twin_stems"]
+__all__ = ["TwinStemBound", "rest_instance", "stem_instance", "twin_stem_bound", "twin_stems"]
 
 
 # the rests' segment bounds' share of the budget, the stems' CP-SAT getting the rest (module docstring,
@@ -116,7 +116,7 @@ def twin_stems(inst: Instance) -> tuple[list[int], list[int]] | None:
     return ca[:k], cb[:k]
 
 
-def _rest(inst: Instance, ops: list[int], name: str, anchor: int | None = None) -> Instance:
+def rest_instance(inst: Instance, ops: list[int], name: str, anchor: int | None = None) -> Instance:
     """The ops as an instance of their own: edges among them, memory, pins, no colocation, parallel comm.
     ``anchor`` (the part's stem end, step 2 of the module docstring): added with time 0 on every device, its
     memory and pin, and its edges into ``ops``."""
@@ -129,7 +129,7 @@ def _rest(inst: Instance, ops: list[int], name: str, anchor: int | None = None) 
     return Instance(f"{inst.name}-{name}", devices, new_ops, edges, link=inst.link, pairs=inst.pairs, comm="parallel")
 
 
-def _stem_instance(inst: Instance, sa: list[int], sb: list[int], la: float, lb: float, tick: float) -> Instance:
+def stem_instance(inst: Instance, sa: list[int], sb: list[int], la: float, lb: float, tick: float) -> Instance:
     """Step 4's instance, in ticks (every time rounded down)."""
     fl = lambda x: float(math.floor(x / tick + 1e-9))  # noqa: E731
     stem = sa + sb
@@ -183,7 +183,7 @@ def twin_stem_bound(inst: Instance, *, time_limit_s: float = 30.0, workers: int 
         if not ops:
             ls.append(0.0)
             continue
-        sub = _rest(inst, ops, f"rest{i}", anchor=(sa, sb)[i][-1])
+        sub = rest_instance(inst, ops, f"rest{i}", anchor=(sa, sb)[i][-1])
         # the larger of two proven bounds: the segment bound rounds times down to whole ticks, which at
         # magnitudes below a tick leaves the cheap bounds more
         ls.append(max(segment_bound(sub, budget=rests_budget.share(1.0 / (2 - i)), workers=workers,
@@ -191,7 +191,7 @@ def twin_stem_bound(inst: Instance, *, time_limit_s: float = 30.0, workers: int 
                       lower_bound(sub)))
     total = sum(min(inst.dur[o]) for o in stem) + sum(ls)
     tick = 10.0 ** math.floor(math.log10(max(1.0, total / 1e7)))
-    sub = _stem_instance(inst, sa, sb, ls[0], ls[1], tick)
+    sub = stem_instance(inst, sa, sb, ls[0], ls[1], tick)
     cheap = max(sum(min(inst.dur[o]) for o in s) + l for s, l in zip((sa, sb), ls))
     value, opt = cheap, False
     if not budget.expired() and not (should_stop is not None and should_stop()):

@@ -134,15 +134,15 @@ def test_the_rests_anchored_at_the_stem_end_never_above_the_optimum_and_above_th
     from dplace.testing import audit_bound
 
     graphs = [stemmed_twins(seed, k=1 + seed % 3, r=2 + (seed // 3) % 3, m=2 + seed % 2) for seed in range(1000, 1060)]
-    plain = bt._rest
+    plain = bt.rest_instance
     for comm in ("parallel", "sequential"):
         insts = [g.replace(comm=comm) for g in graphs]
         checked, _, positive = audit_bound(iter(insts), lambda i: bt.twin_stem_bound(i, time_limit_s=10.0).value,
                                            "twin_stems")
         assert checked >= 40 and positive >= 30
         new = [bt.twin_stem_bound(i, time_limit_s=10.0).value for i in insts]
-        monkeypatch.setattr(bt, "_rest", lambda inst, ops, name, anchor=None: plain(inst, ops, name))
+        monkeypatch.setattr(bt, "rest_instance", lambda inst, ops, name, anchor=None: plain(inst, ops, name))
         old = [bt.twin_stem_bound(i, time_limit_s=10.0).value for i in insts]
-        monkeypatch.setattr(bt, "_rest", plain)
+        monkeypatch.setattr(bt, "rest_instance", plain)
         assert all(a >= b - tolerance(b) for a, b in zip(new, old))
         assert sum(a > b + tolerance(b) for a, b in zip(new, old)) >= 3
