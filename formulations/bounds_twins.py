@@ -12,11 +12,18 @@ The relaxation, step by step (each step only removes constraints or rounds times
    of their twins b_1 -> ... -> b_k (b_i in a_i's colocation group), under the same conditions. Then
    every other op of A descends from a_k (it descends from a_1, and no path leaves the chain before a_k),
    and likewise in B.
-2. In any schedule, A's other ops (A's *rest*) start at or after E_A, the end of a_k. Shifted back by
-   E_A they form a schedule of the rest as an instance of its own (those ops, the edges among them, their
-   memory, pins; no colocation: their twins are dropped; parallel comm: sequential transfers only
-   delay), so A ends at or after E_A + L_A for every proven lower bound L_A of that instance (here its
-   segment bound, :mod:`dplace.formulations.bounds_segments`). Likewise B with E_B + L_B.
+2. In any schedule, A's other ops (A's *rest*) start at or after E_A, the end of a_k, and a rest op fed
+   by a_k on another device than a_k's no earlier than E_A plus that edge's transfer. Shifted back by E_A,
+   the rest and a_k shrunk to time 0 (at time 0 on its device, where it takes no device time) form a
+   schedule of the rest as an instance of its own, *anchored* at a_k: those ops and a_k (time 0 on every
+   device, its memory and pin), the edges among them (a_k's into the rest included: each input still
+   arrives its transfer after a_k's end, now 0), their memory (a subset of what each device holds), pins;
+   no colocation: their twins are dropped; parallel comm: sequential transfers only delay. So A ends at
+   or after E_A + L_A for every proven lower bound L_A of that instance (here its segment bound,
+   :mod:`dplace.formulations.bounds_segments`; the anchor is its path's first op, so the rest's first
+   segment is anchored there and spreading that segment away from a_k's device pays the transfers).
+   Likewise B with E_B + L_B. (The anchor raised the bundled InceptionV3's rests from 150,823 / 119,163 to
+   152,921 / 122,005 µs, the bound from 306,382 to 309,224: README, "Branchy (NAS-style) graphs".)
 3. The 2k stem ops, restricted from the same schedule, form a schedule of the *stem instance* (those ops,
    the edges among them, memory, pins, colocation; parallel comm). Hence every schedule's makespan is at
    least max(E_A + L_A, E_B + L_B) for the E_A, E_B of some stem schedule, so at least the least such value
@@ -30,12 +37,14 @@ The relaxation, step by step (each step only removes constraints or rounds times
 
 Only for identical links between every device pair (the transfer of an edge is then one number).
 
-Budget: the rests' segment bounds get :data:`REST_SHARE` of it (0.35), the stems' CP-SAT the rest. The
-stems' proof is what the bound hangs on and its time varies with L_A, L_B: on the bundled InceptionV3 in
-sequential comm (11.5 s, as in ``portfolio``'s 60 s, quiet box) CP-SAT proved the stems in 2.5 s with one
-pair of rest bounds and found no proof in its 3.8 s with another (bound 270,769 against 302,804) at the
-former 0.6; at 0.35 the rests lose 0.1-0.7 % (145,165 / 114,886 against 145,093 / 115,708) and the stems
-are proven in 3.8-3.9 s of their ~7.5 s (302,104): README, "Branchy (NAS-style) graphs".
+Budget: the rests' segment bounds get :data:`REST_SHARE` of it (0.15), the stems' CP-SAT the rest. The
+stems' proof is what the bound hangs on (unproven, its bound is ~280k on the bundled InceptionV3 against
+~306-309k proven), its time varies with L_A, L_B in no order found (the stems with the anchored rests 152,921 /
+122,005 took 16.5-21.3 s at load 4.3-4.6, with 150,319 / 117,303 4.4 s), and the rests' bounds are anytime
+(their cheap pass first). Session 17 moved the share from 0.6 to 0.35; with the anchored rests, the bound alone
+at 11.5 s (as in ``portfolio``'s 60 s) on InceptionV3, load 4.5-5.2: 0.35 proved the stems in 1 of 5 runs,
+0.25 in 2 of 3 (307,347-307,360 µs), 0.15 in 4 of 5 (305,969-305,973; rests ~151.5k / 118.8k): README,
+"Branchy (NAS-style) graphs".
 """
 from __future__ import annotations
 
@@ -45,18 +54,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from dplace import progress
-from dplace.bounds import BoundPart, register_solver_bound
+from dplace.bounds import BoundPart, lower_bound, register_solver_bound
 from dplace.budget import Budget
 from dplace.instance.model import Device, Edge, Instance, Link, Op
 
 from .bounds_segments import segment_bound
 
-__all__ = ["TwinStemBound", "twin_stem_bound", "twin_stems"]
+__all__ = ["TwinStemBound", "rest_instance", "stem_instance", "twin_stem_bound", "twin_stems"]
 
 
 # the rests' segment bounds' share of the budget, the stems' CP-SAT getting the rest (module docstring,
 # "Budget")
-REST_SHARE = 0.35
+REST_SHARE = 0.15
 
 
 @dataclass
@@ -109,18 +118,20 @@ def twin_stems(inst: Instance) -> tuple[list[int], list[int]] | None:
     return ca[:k], cb[:k]
 
 
-def _rest(inst: Instance, ops: list[int], name: str) -> Instance:
-    """The ops as an instance of their own: edges among them, memory, pins, no colocation, parallel comm."""
-    keep = set(ops)
-    new_ops = [Op(inst.ops[o].id, {d.name: inst.dur[o][i] for i, d in enumerate(inst.devices)}, inst.mem[o],
-                  device=inst.ops[o].device) for o in sorted(ops, key=lambda x: inst.topo_pos[x])]
+def rest_instance(inst: Instance, ops: list[int], name: str, anchor: int | None = None) -> Instance:
+    """The ops as an instance of their own: edges among them, memory, pins, no colocation, parallel comm.
+    ``anchor`` (the part's stem end, step 2 of the module docstring): added with time 0 on every device, its
+    memory and pin, and its edges into ``ops``."""
+    keep = set(ops) | ({anchor} if anchor is not None else set())
+    new_ops = [Op(inst.ops[o].id, {d.name: 0.0 if o == anchor else inst.dur[o][i] for i, d in enumerate(inst.devices)},
+                  inst.mem[o], device=inst.ops[o].device) for o in sorted(keep, key=lambda x: inst.topo_pos[x])]
     edges = [Edge(inst.ops[inst.esrc[e]].id, inst.ops[inst.edst[e]].id, inst.ebytes[e])
              for e in range(len(inst.esrc)) if inst.esrc[e] in keep and inst.edst[e] in keep]
     devices = [Device(d.name, d.memory, 1.0) for d in inst.devices]
     return Instance(f"{inst.name}-{name}", devices, new_ops, edges, link=inst.link, pairs=inst.pairs, comm="parallel")
 
 
-def _stem_instance(inst: Instance, sa: list[int], sb: list[int], la: float, lb: float, tick: float) -> Instance:
+def stem_instance(inst: Instance, sa: list[int], sb: list[int], la: float, lb: float, tick: float) -> Instance:
     """Step 4's instance, in ticks (every time rounded down)."""
     fl = lambda x: float(math.floor(x / tick + 1e-9))  # noqa: E731
     stem = sa + sb
@@ -174,16 +185,15 @@ def twin_stem_bound(inst: Instance, *, time_limit_s: float = 30.0, workers: int 
         if not ops:
             ls.append(0.0)
             continue
-        sub = _rest(inst, ops, f"rest{i}")
-        ls.append(segment_bound(sub, budget=rests_budget.share(1.0 / (2 - i)), workers=workers,
-                                should_stop=should_stop, cache=cache).best[0] if sub.n > 2 else 0.0)
-        if sub.n <= 2:
-            from dplace.bounds import lower_bound
-
-            ls[-1] = lower_bound(sub)
+        sub = rest_instance(inst, ops, f"rest{i}", anchor=(sa, sb)[i][-1])
+        # the larger of two proven bounds: the segment bound rounds times down to whole ticks, which at
+        # magnitudes below a tick leaves the cheap bounds more
+        ls.append(max(segment_bound(sub, budget=rests_budget.share(1.0 / (2 - i)), workers=workers,
+                                    should_stop=should_stop, cache=cache).best[0] if sub.n > 2 else 0.0,
+                      lower_bound(sub)))
     total = sum(min(inst.dur[o]) for o in stem) + sum(ls)
     tick = 10.0 ** math.floor(math.log10(max(1.0, total / 1e7)))
-    sub = _stem_instance(inst, sa, sb, ls[0], ls[1], tick)
+    sub = stem_instance(inst, sa, sb, ls[0], ls[1], tick)
     cheap = max(sum(min(inst.dur[o]) for o in s) + l for s, l in zip((sa, sb), ls))
     value, opt = cheap, False
     if not budget.expired() and not (should_stop is not None and should_stop()):
