@@ -16,7 +16,7 @@ Prints, for the instance in FILE:
   (a segment's span is at least its bound), so its optimum is a lower bound. It is a diagnosis, not a bound
   the product claims: ``dplace solve OUT --method portfolio`` finds how much such a relaxation can prove at
   most (session 19: 307,405 µs against the twin-stem bound's 306,382: the two critical paths' sharing of the
-  devices does not hold InceptionV3's gap; README, "Branchy (NAS-style) graphs").
+  devices does not hold InceptionV3's gap; benchmarks/RESULTS.md, "Branchy (NAS-style) graphs").
 """
 from __future__ import annotations
 

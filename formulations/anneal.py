@@ -47,13 +47,13 @@ MAX_OPS = 5000  # one judgement costs ~O(n * ops per device): past this a second
 # placement (judge mixed, seeds 0-3; a fixed number of steps, so the load does not decide) reached 266,534 /
 # 263,431 / 267,837 / 271,312 µs against 272,909 / 267,078 / 278,137 / 278,337 here (160,000 steps, seed 0:
 # 258,490 against 264,279), but portfolio 60 s did not follow: NASNet-Mobile the same within the noise,
-# bundled InceptionV3 sequential worse in three runs of three (README, "sequential comm"), so it stays.
+# bundled InceptionV3 sequential worse in three runs of three (benchmarks/RESULTS.md, "Which method when: sequential comm"), so it stays.
 SEQUENTIAL_T = (1e-4, 1e-4 / 3)
 # (t_hi, t_lo) in parallel comm (a setting of ours; see the module docstring and the README for the sweeps)
 PARALLEL_T = (0.003, 1e-4)
 # parallel comm: ``portfolio``'s annealing rounds (formulations/large.py) pass sync=SYNC: at SYNC times evenly
 # spaced in a round, a chain behind the best chain goes on from that chain's best (0: the chains never meet).
-# Why: runs differed by which chain won (README, "Branchy (NAS-style) graphs", session 16); measured there (session 18).
+# Why: runs differed by which chain won (benchmarks/RESULTS.md, "Branchy (NAS-style) graphs", session 16); measured there (session 18).
 SYNC = 3
 # a step's chance of moving a whole branch (:meth:`.units.Units.chains`), times the share of units in
 # branches (NASNet-Mobile 0.83; figures below are of the unscaled chance). Moving one op
@@ -72,8 +72,8 @@ BLOCK_P = 0.4
 # :func:`dplace.kernels.anneal._seq_mixed`), "links" (the best of "mixed"'s two orders and the start order of
 # the list schedule that keeps the links' queues, :func:`dplace.kernels.seqorder.link_schedule`: on
 # NASNet-Mobile 20-s chains from heft it reached 272,376 / 274,177 / 280,704 against "mixed"'s 272,298 /
-# 273,673 / 270,994, so it is not the default; portfolio's final re-order uses it). Measured in the README
-# ("sequential comm").
+# 273,673 / 270,994, so it is not the default; portfolio's final re-order uses it). Measured in
+# benchmarks/RESULTS.md ("Which method when: sequential comm").
 SEQUENTIAL_JUDGE = "mixed"
 JUDGE_SLACK = 0.02
 JUDGES = {"fast": 0, "insert": 1, "both": 2, "mixed": 3, "links": 4}  # name -> the kernel's judge code

@@ -23,7 +23,7 @@ The relaxation, step by step (each step only removes constraints or rounds times
    :mod:`dplace.formulations.bounds_segments`; the anchor is its path's first op, so the rest's first
    segment is anchored there and spreading that segment away from a_k's device pays the transfers).
    Likewise B with E_B + L_B. (The anchor raised the bundled InceptionV3's rests from 150,823 / 119,163 to
-   152,921 / 122,005 µs, the bound from 306,382 to 309,224: README, "Branchy (NAS-style) graphs".)
+   152,921 / 122,005 µs, the bound from 306,382 to 309,224: benchmarks/RESULTS.md, "Branchy (NAS-style) graphs".)
 3. The 2k stem ops, restricted from the same schedule, form a schedule of the *stem instance* (those ops,
    the edges among them, memory, pins, colocation; parallel comm). Hence every schedule's makespan is at
    least max(E_A + L_A, E_B + L_B) for the E_A, E_B of some stem schedule, so at least the least such value
@@ -43,7 +43,7 @@ stems' proof is what the bound hangs on (unproven, its bound is ~280k on the bun
 122,005 took 16.5-21.3 s at load 4.3-4.6, with 150,319 / 117,303 4.4 s), and the rests' bounds are anytime
 (their cheap pass first). Session 17 moved the share from 0.6 to 0.35; with the anchored rests, the bound alone
 at 11.5 s (as in ``portfolio``'s 60 s) on InceptionV3, load 4.5-5.2: 0.35 proved the stems in 1 of 5 runs,
-0.25 in 2 of 3 (307,347-307,360 µs), 0.15 in 4 of 5 (305,969-305,973; rests ~151.5k / 118.8k): README,
+0.25 in 2 of 3 (307,347-307,360 µs), 0.15 in 4 of 5 (305,969-305,973; rests ~151.5k / 118.8k): benchmarks/RESULTS.md,
 "Branchy (NAS-style) graphs".
 """
 from __future__ import annotations

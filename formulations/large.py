@@ -155,7 +155,7 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
     :func:`placement_order` or the annealing's own order; the new best start when it is faster (recorded
     as "anneal" in ``tried``). In parallel comm the chains meet at the best chain's best :data:`.anneal.SYNC`
     times a round (``extra["anneal"]["syncs"]``). On NASNet-Mobile the LNS after the annealing gained nothing in 10 s while
-    the annealing was still improving (README, "Branchy (NAS-style) graphs")."""
+    the annealing was still improving (benchmarks/RESULTS.md, "Branchy (NAS-style) graphs")."""
     import os
 
     from .anneal import SYNC, anneal_placement, judged_order, kernel_ready, temperatures
@@ -209,7 +209,7 @@ def _parallel_first(inst: Instance, best: tuple, tried: dict[str, float], budget
     sequential simulation replaces when faster (one more start, "anneal_parallel" in ``tried``). Why: on InceptionV3 the sequential
     annealing from m_etf's placement (judged 736,499 µs by its rank order) ended at 423,838 in 60 s, while the
     parallel-comm answer's placement (340,354 µs there) simulates to 396,736 in sequential comm and the
-    sequential annealing from it reached 363,660 in 20 s (README, "sequential comm")."""
+    sequential annealing from it reached 363,660 in 20 s (benchmarks/RESULTS.md, "Which method when: sequential comm")."""
     from .anneal import anneal_placement, judged_order
 
     progress.phase("anneal: placements judged in parallel comm first")

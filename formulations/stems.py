@@ -17,7 +17,7 @@ forward stem 8.5k shorter, the rest 6k longer: its first ops wait for the stem's
 devices); widened by the ops beside the stems (176 ops, CP-SAT 8-20 s: 56.9-58.6k): 643 µs once in
 four tries. Inside ``portfolio`` after the first annealing round (CP-SAT 5.8 s): not kept (252,844). A
 cold annealing of 9 s from the re-placed stems against from the annealed placement itself, three
-times: 259,228 / 258,577 / 257,234 against 258,416 / 259,412 / 257,830 (the same). README, "Branchy
+times: 259,228 / 258,577 / 257,234 against 258,416 / 259,412 / 257,830 (the same). benchmarks/RESULTS.md, "Branchy
 (NAS-style) graphs".
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The segment bound (:mod:`dplace.formulations.bounds_segments`) solves pieces of the critical path with
 CP-SAT, and on NASNet-Mobile (parallel comm) some of those schedules are far shorter than the same ops'
 span inside portfolio's answer: the forward stem (54 ops) 20,842 µs alone against 26,769 in a 251,963-µs
-answer, the backward stem 26,897 against 30,899 (README, "Branchy (NAS-style) graphs"). For one piece:
+answer, the backward stem 26,897 against 30,899 (benchmarks/RESULTS.md, "Branchy (NAS-style) graphs"). For one piece:
 
 1. its ops' placement becomes the piece's (devices renamed by each of the m! permutations when the devices
    are interchangeable; identity otherwise); an op's colocation group follows it (the group's ops outside

@@ -196,7 +196,7 @@ def anchored_search_bound(inst: Instance, lo: float, hi: float, *, max_nodes: in
     ``max_nodes`` search nodes per case counts as not proven (only what the search refuted is claimed).
     Never below ``lo``. ``stop``: read at each node; once true, the best value proven so far is returned.
     On NASNet-Mobile's forward stem (54 ops, source tensors of 16.8 ms) it raises the anchored split's
-    15,878 µs towards CP-SAT's best answer of 17,366 (README, "Branchy (NAS-style) graphs")."""
+    15,878 µs towards CP-SAT's best answer of 17,366 (benchmarks/RESULTS.md, "Branchy (NAS-style) graphs")."""
     if inst.n < 3 or inst.m < 2 or not hi > lo:
         return lo
     S = _Search(inst)
