@@ -47,13 +47,15 @@ MAX_OPS = 5000  # one judgement costs ~O(n * ops per device): past this a second
 # placement (judge mixed, seeds 0-3; a fixed number of steps, so the load does not decide) reached 266,534 /
 # 263,431 / 267,837 / 271,312 µs against 272,909 / 267,078 / 278,137 / 278,337 here (160,000 steps, seed 0:
 # 258,490 against 264,279), but portfolio 60 s did not follow: NASNet-Mobile the same within the noise,
-# bundled InceptionV3 sequential worse in three runs of three (benchmarks/RESULTS.md, "Which method when: sequential comm"), so it stays.
+# bundled InceptionV3 sequential worse in three runs of three (benchmarks/RESULTS.md, "Which method when:
+# sequential comm"), so it stays.
 SEQUENTIAL_T = (1e-4, 1e-4 / 3)
 # (t_hi, t_lo) in parallel comm (a setting of ours; see the module docstring and the README for the sweeps)
 PARALLEL_T = (0.003, 1e-4)
 # parallel comm: ``portfolio``'s annealing rounds (formulations/large.py) pass sync=SYNC: at SYNC times evenly
 # spaced in a round, a chain behind the best chain goes on from that chain's best (0: the chains never meet).
-# Why: runs differed by which chain won (benchmarks/RESULTS.md, "Branchy (NAS-style) graphs", session 16); measured there (session 18).
+# Why: runs differed by which chain won (benchmarks/RESULTS.md, "Branchy (NAS-style) graphs", session 16);
+# measured there (session 18).
 SYNC = 3
 # a step's chance of moving a whole branch (:meth:`.units.Units.chains`), times the share of units in
 # branches (NASNet-Mobile 0.83; figures below are of the unscaled chance). Moving one op

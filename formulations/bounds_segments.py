@@ -67,7 +67,8 @@ The relaxation, step by step (every step only removes constraints, so the bound 
    the segment's span in ticks is at least that model's optimum, at least CP-SAT's proven bound. The
    larger of this and steps 4-5's bound is the segment's bound. Run only where steps 2-4 proved the
    parallel piece's optimum (on pieces CP-SAT cannot prove in parallel comm the sequential model, larger,
-   proved no more: NASNet-Mobile's, benchmarks/RESULTS.md, "Branchy (NAS-style) graphs"), and skipped where that optimum's
+   proved no more: NASNet-Mobile's, benchmarks/RESULTS.md, "Branchy (NAS-style) graphs"), and skipped where
+   that optimum's
    schedule, simulated in sequential comm on the sequential sub-instance, is no longer than the bound
    already proven (nothing to gain).
 
@@ -495,7 +496,8 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
     ``seq_pieces``: in sequential comm, each segment whose parallel optimum CP-SAT proved is also solved in
     sequential comm (step 7, :func:`_sequential_lb`); ``pieces`` then hold ``parallel_us`` (steps 4-5) and
     ``sequential_us``. Off by default: on NASNet-Mobile, Inception-v3 and ResNeXt-50 (PipeDream) in sequential
-    comm it raised no piece and cost Inception-v3 5.4 s of a 30-s bound (benchmarks/RESULTS.md, "Branchy (NAS-style) graphs").
+    comm it raised no piece and cost Inception-v3 5.4 s of a 30-s bound (benchmarks/RESULTS.md, "Branchy
+    (NAS-style) graphs").
     """
     import bisect
 

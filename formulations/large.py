@@ -209,7 +209,8 @@ def _parallel_first(inst: Instance, best: tuple, tried: dict[str, float], budget
     sequential simulation replaces when faster (one more start, "anneal_parallel" in ``tried``). Why: on InceptionV3 the sequential
     annealing from m_etf's placement (judged 736,499 µs by its rank order) ended at 423,838 in 60 s, while the
     parallel-comm answer's placement (340,354 µs there) simulates to 396,736 in sequential comm and the
-    sequential annealing from it reached 363,660 in 20 s (benchmarks/RESULTS.md, "Which method when: sequential comm")."""
+    sequential annealing from it reached 363,660 in 20 s (benchmarks/RESULTS.md, "Which method when: sequential
+    comm")."""
     from .anneal import anneal_placement, judged_order
 
     progress.phase("anneal: placements judged in parallel comm first")
