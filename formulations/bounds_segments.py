@@ -68,9 +68,8 @@ The relaxation, step by step (every step only removes constraints, so the bound 
    larger of this and steps 4-5's bound is the segment's bound. Run only where steps 2-4 proved the
    parallel piece's optimum (on pieces CP-SAT cannot prove in parallel comm the sequential model, larger,
    proved no more: NASNet-Mobile's, benchmarks/RESULTS.md, "Branchy (NAS-style) graphs"), and skipped where
-   that optimum's
-   schedule, simulated in sequential comm on the sequential sub-instance, is no longer than the bound
-   already proven (nothing to gain).
+   that optimum's schedule, simulated in sequential comm on the sequential sub-instance, is no longer than
+   the bound already proven (nothing to gain).
 
 The sum of the segments' bounds is a lower bound on every schedule of the instance. When memory forces
 the path to change device (its ops with their colocation groups do not fit on one device), the changes
