@@ -159,14 +159,11 @@ def _load_answer(inst, path: str):
     """The simulated schedule of a result file's placement and order on ``inst`` (same op ids)."""
     import json
 
-    from dplace.schedule.simulate import simulate
+    import dplace
 
-    r = json.load(open(path))
-    index = {op.id: i for i, op in enumerate(inst.ops)}
-    dev = {d.name: i for i, d in enumerate(inst.devices)}
-    pl = [dev[r["placement"][op.id]] for op in inst.ops]
-    order = [[index[x] for x in r["order"][d.name]] for d in inst.devices]
-    return pl, order, simulate(inst, pl, order)
+    with open(path) as f:
+        res = dplace.result_from_dict(inst, json.load(f))  # placement and order, re-simulated
+    return list(res.placement), res.schedule.order, res.schedule
 
 
 def critical_chain(inst, pl, order, sch) -> dict:

@@ -49,14 +49,10 @@ def _parts(inst: Instance) -> tuple[list[int], list[int], list[list[int]]]:
 
 
 def _where(inst: Instance, path: str) -> None:
-    from dplace.schedule.simulate import simulate
-
     sa, sb, rests = _parts(inst)
-    r = json.load(open(path))
-    dev = {d.name: i for i, d in enumerate(inst.devices)}
-    pl = [dev[r["placement"][op.id]] for op in inst.ops]
-    order = [[inst.op_index[x] for x in r["order"][d.name]] for d in inst.devices]
-    s = simulate(inst, pl, order)
+    with open(path) as f:
+        res = dplace.result_from_dict(inst, json.load(f))  # placement and order, re-simulated
+    s, order = res.schedule, res.schedule.order
     ea, eb = s.end[sa[-1]], s.end[sb[-1]]
     ends = [max((s.end[o] for o in rest), default=e) for rest, e in zip(rests, (ea, eb))]
     print(f"answer {path}: makespan {s.makespan:,.0f} µs; E_A {ea:,.0f}, E_B {eb:,.0f}; rest A ends {ends[0]:,.0f} "
