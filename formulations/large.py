@@ -22,6 +22,9 @@ LATE_GAIN = 1e-3  # the annealing goes on (instead of the LNS) while its last qu
 # A setting of ours, barely swept (portfolio 60 s, one run each, session 15, load 3.4-4.6): bundled InceptionV3
 # converted to sequential comm 0.2: 379,146 µs, 0.4: 367,475-367,601 (two runs), 0.6: 355,259; NASNet-Mobile
 # 273,556 / 274,354-274,663 / 275,899; 0 (main before): 423,100-438,892 and 288,138-288,640.
+# Session 20, with judge mixed (benchmarks/RESULTS.md, "Which method when: sequential comm"): portfolio 60 s,
+# 0.4 / 0.6 alternated three times each, load 2.0-3.9: NASNet-Mobile means 260,178 / 258,547, InceptionV3
+# 360,913 / 363,310 (spreads ~9-13k): no gain, so 0.4 stays; 0 is ~40k worse on InceptionV3 (30-s chains).
 PARALLEL_FIRST = 0.4
 
 
