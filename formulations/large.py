@@ -15,7 +15,7 @@ from dplace.verify import claims
 from .lns import improve
 from .units import placement_order
 
-__all__ = ["LATE_GAIN", "PARALLEL_FIRST", "portfolio_large"]
+__all__ = ["LATE_GAIN", "PARALLEL_FIRST", "TWINS_FIRST", "portfolio_large"]
 
 LATE_GAIN = 1e-3  # the annealing goes on (instead of the LNS) while its last quarter gained this much
 # sequential comm: this share of the annealing's time anneals the placement in parallel comm first (:func:`_parallel_first`).
@@ -23,6 +23,10 @@ LATE_GAIN = 1e-3  # the annealing goes on (instead of the LNS) while its last qu
 # converted to sequential comm 0.2: 379,146 µs, 0.4: 367,475-367,601 (two runs), 0.6: 355,259; NASNet-Mobile
 # 273,556 / 274,354-274,663 / 275,899; 0 (main before): 423,100-438,892 and 288,138-288,640.
 PARALLEL_FIRST = 0.4
+# two tied parts (twin_stems): the twin-stem bound first and the whole graph's segment bound only when the
+# stems are not proven (on bundled InceptionV3 the segment bound, 264,037 µs in ~8 s, never passed the twin-stem
+# bound's ~307k; its time goes to the annealing). False: main's order (segment bound, then twin stems).
+TWINS_FIRST = True
 
 
 def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, seed: int = 0,
@@ -47,26 +51,25 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
     best = None  # (makespan, name, placement, order, its simulated schedule)
     tried: dict[str, float] = {}  # every start's makespan (after re-ordering), by name
     if left() > 1.0 and bound_share > 0:
-        progress.phase("segment bound")
-        sols: list[dict[str, Any]] = []
-        seg_cache: dict[Any, Any] = {}
-        sb = segment_bound(inst, budget=budget.share(bound_share), should_stop=should_stop, solutions=sols,
-                           cache=seg_cache)
-        extra["segment_bound"] = {"value": sb.value, "segments": sb.n_segments, "proven_optimal": sb.proven_optimal,
-                                  "memory_cuts": sb.memory_cuts, "time_s": round(sb.time_s, 3)}
-        if sb.best[0] > lb:
-            lb, src = sb.best
-        from dplace.formulations.bounds_twins import twin_stem_bound, twin_stems
+        from dplace.formulations.bounds_twins import twin_stems
 
-        if twin_stems(inst) is not None and left() > 1.0:  # two tied parts that begin with chains
-            progress.phase("twin-stem bound")
-            tb = twin_stem_bound(inst, budget=budget.share(bound_share), should_stop=should_stop,
-                                 cache=seg_cache)
-            if tb is not None:
-                extra["twin_stem_bound"] = {"value": tb.value, "stem": tb.stem, "rests": list(tb.rest_bounds),
-                                            "stems_optimal": tb.optimal, "time_s": round(tb.time_s, 3)}
-                if tb.value > lb:
-                    lb, src = tb.value, "twin_stems"
+        seg_cache: dict[Any, Any] = {}
+        proven_stems = False
+        if TWINS_FIRST and twin_stems(inst) is not None:  # two tied parts that begin with chains
+            proven_stems, lb, src = _twin_bound(inst, budget, bound_share, should_stop, seg_cache, lb, src, extra)
+        sols: list[dict[str, Any]] = []
+        if not proven_stems and left() > 1.0:
+            progress.phase("segment bound")
+            sb = segment_bound(inst, budget=budget.share(bound_share), should_stop=should_stop, solutions=sols,
+                               cache=seg_cache)
+            extra["segment_bound"] = {"value": sb.value, "segments": sb.n_segments, "proven_optimal": sb.proven_optimal,
+                                      "memory_cuts": sb.memory_cuts, "time_s": round(sb.time_s, 3)}
+            if sb.best[0] > lb:
+                lb, src = sb.best
+            if not TWINS_FIRST and twin_stems(inst) is not None and left() > 1.0:
+                _, lb, src = _twin_bound(inst, budget, bound_share, should_stop, seg_cache, lb, src, extra)
+        elif proven_stems:
+            extra["segment_bound"] = {"skipped": "the twin stems are proven (TWINS_FIRST)"}
         progress.update(bound=lb)
         if sols and left() > 1.0 and inst.n <= 20000:  # the segments' schedules put together: one more start
             # (on a 36k-op Transformer it was 1 % worse than heft and cost ~10 s of the budget)
@@ -126,6 +129,23 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
     res = Result(instance=inst, method="portfolio", status="feasible", placement=list(pl), order=[list(x) for x in od],
                  schedule=sch, options=dict(options or {}), extra=extra)
     return claims.settle(res, [claims.Bound(lb, src)])
+
+
+def _twin_bound(inst: Instance, budget: Budget, bound_share: float, should_stop, seg_cache: dict, lb: float, src: str,
+                extra: dict[str, Any]) -> tuple[bool, float, str]:
+    """The twin-stem bound (:func:`dplace.formulations.bounds_twins.twin_stem_bound`, ``bound_share`` of the
+    time left) into ``extra["twin_stem_bound"]``; returns (its stems proven optimal, the bound, its source)."""
+    from dplace.formulations.bounds_twins import twin_stem_bound
+
+    progress.phase("twin-stem bound")
+    tb = twin_stem_bound(inst, budget=budget.share(bound_share), should_stop=should_stop, cache=seg_cache)
+    if tb is None:
+        return False, lb, src
+    extra["twin_stem_bound"] = {"value": tb.value, "stem": tb.stem, "rests": list(tb.rest_bounds),
+                                "stems_optimal": tb.optimal, "time_s": round(tb.time_s, 3)}
+    if tb.value > lb:
+        lb, src = tb.value, "twin_stems"
+    return bool(tb.optimal), lb, src
 
 
 def _final_orders(inst: Instance, pl: list[int], od, sch, extra: dict[str, Any]) -> tuple:
