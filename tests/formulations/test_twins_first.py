@@ -5,35 +5,39 @@ import dataclasses
 
 import pytest
 
+
 from dplace.budget import Budget
+from dplace.registry import solve
 from dplace.formulations import large
 from dplace.formulations.bounds_twins import twin_stems
-from dplace.formulations.units import placement_order
-from dplace.result import make_result
 from dplace.testing import audit_bound, stemmed_twins
-from dplace.verify import check
+from dplace import check
+
+
+SEED = 1
 
 
 def _spied(monkeypatch):
-    """Calls of the whole graph's segment bound and of the twin-stem bound, in order."""
+    """Calls of the segment bound on the whole graph (the one asked for its segments' solutions; not the
+    rests') and of the twin-stem bound, in order."""
     import dplace.formulations.bounds_segments as bs
     import dplace.formulations.bounds_twins as bt
 
     calls = []
     seg, twin = bs.segment_bound, bt.twin_stem_bound
-    monkeypatch.setattr(bs, "segment_bound", lambda inst, **kw: calls.append("segments") or seg(inst, **kw))
+    monkeypatch.setattr(bs, "segment_bound", 
+                        lambda inst, **kw: ("solutions" in kw and calls.append("segments")) or seg(inst, **kw))
     monkeypatch.setattr(bt, "twin_stem_bound", lambda inst, **kw: calls.append("twins") or twin(inst, **kw))
     return calls
 
 
 def _run(inst, budget_s: float = 6.0):
-    one = [0] * inst.n
-    starts = {"single": make_result(inst, "single", one, placement_order(inst, one))}
+    starts = {"heft": solve(inst, method="heft")}
     return large.portfolio_large(inst, starts, budget=Budget(budget_s), anneal_share=0, twins_share=0.1)
 
 
 def test_proven_stems_skip_the_segment_bound(monkeypatch):
-    inst = stemmed_twins(3, k=3, r=3)
+    inst = stemmed_twins(SEED, k=3, r=3)
     assert twin_stems(inst) is not None
     calls = _spied(monkeypatch)
     res = _run(inst)
@@ -46,7 +50,7 @@ def test_proven_stems_skip_the_segment_bound(monkeypatch):
 def test_unproven_stems_run_the_segment_bound_after(monkeypatch):
     import dplace.formulations.bounds_twins as bt
 
-    inst = stemmed_twins(3, k=3, r=3)
+    inst = stemmed_twins(SEED, k=3, r=3)
     calls = _spied(monkeypatch)
     spied = bt.twin_stem_bound
 
@@ -62,7 +66,7 @@ def test_unproven_stems_run_the_segment_bound_after(monkeypatch):
 
 
 def test_twins_first_off_is_mains_order(monkeypatch):
-    inst = stemmed_twins(3, k=3, r=3)
+    inst = stemmed_twins(SEED, k=3, r=3)
     calls = _spied(monkeypatch)
     monkeypatch.setattr(large, "TWINS_FIRST", False)
     res = _run(inst)
@@ -70,7 +74,7 @@ def test_twins_first_off_is_mains_order(monkeypatch):
 
 
 def test_graphs_not_of_two_parts_run_only_the_segment_bound(monkeypatch):
-    inst = stemmed_twins(3, k=3, r=3)
+    inst = stemmed_twins(SEED, k=3, r=3)
     plain = inst.replace(ops=[dataclasses.replace(o, colocation=None) for o in inst.ops])
     assert twin_stems(plain) is None
     calls = _spied(monkeypatch)
@@ -82,5 +86,10 @@ def test_graphs_not_of_two_parts_run_only_the_segment_bound(monkeypatch):
 def test_portfolio_bound_with_twins_first_never_above_the_optimum(comm):
     graphs = [stemmed_twins(seed, k=1 + seed % 3, r=2 + (seed // 3) % 2, m=2 + seed % 2).replace(comm=comm)
               for seed in range(2000, 2008)]
-    checked, _, positive = audit_bound(iter(graphs), lambda i: _run(i, 1.0).lower_bound, "twin_stems")
+    def bound(i):
+        res = _run(i, 1.0)
+        # no memory-feasible start (heft) gives no answer; its claim is the bound portfolio reports then
+        return res.lower_bound if res is not None else float("-inf")
+
+    checked, _, positive = audit_bound(iter(graphs), bound, "twin_stems")
     assert checked >= 5 and positive >= 5
