@@ -24,8 +24,11 @@ LATE_GAIN = 1e-3  # the annealing goes on (instead of the LNS) while its last qu
 # 273,556 / 274,354-274,663 / 275,899; 0 (main before): 423,100-438,892 and 288,138-288,640.
 PARALLEL_FIRST = 0.4
 # two tied parts (twin_stems): the twin-stem bound first and the whole graph's segment bound only when the
-# stems are not proven (on bundled InceptionV3 the segment bound, 264,037 µs in ~8 s, never passed the twin-stem
-# bound's ~307k; its time goes to the annealing). False: main's order (segment bound, then twin stems).
+# stems are not proven (on bundled InceptionV3 the segment bound, 264,037 µs in ~8 s, is below the twin-stem
+# bound's ~307k, and ~280k where the stems are unproven; its time goes to the annealing: 33.5 -> 40-43 s in the
+# first round). False: the order before (segment bound, then twin stems). Measured (session 20, portfolio 60 s,
+# alternated, load 2.4-3.9): parallel mean 348,567 -> 345,073 µs (four pairs), sequential 369,082 -> 359,265
+# (two pairs); benchmarks/RESULTS.md, "Branchy (NAS-style) graphs".
 TWINS_FIRST = True
 
 
@@ -35,7 +38,9 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
     """The large-graph stage of ``portfolio``: a proven bound and the group-move LNS in the budget.
 
     ``starts``: heuristic name -> Result (already run). Within ``budget``: the
-    segment bound (:func:`dplace.formulations.bounds_segments.segment_bound`, at most ``bound_share`` of what is left),
+    segment bound (:func:`dplace.formulations.bounds_segments.segment_bound`, at most ``bound_share`` of what is left;
+    on two tied parts that begin with chains the twin-stem bound first, and the segment bound only when its stems
+    are not proven: :data:`TWINS_FIRST`),
     the segments' schedules put together (:func:`.stitch.stitch`, start "stitch"), then each start re-ordered by :func:`placement_order` (kept when faster), on graphs of two parts tied by
     colocation the best start's placement searched for ``twins_share`` of what is left by
     :func:`.twins.search` (start "twins") — or, where :func:`.anneal.applies` (both comm modes, up to
