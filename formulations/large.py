@@ -27,8 +27,8 @@ PARALLEL_FIRST = 0.4
 # stems are not proven (on bundled InceptionV3 the segment bound, 264,037 µs in ~8 s, is below the twin-stem
 # bound's ~307k, and ~280k where the stems are unproven; its time goes to the annealing: 33.5 -> 40-43 s in the
 # first round). False: the order before (segment bound, then twin stems). Measured (session 20, portfolio 60 s,
-# alternated, load 2.4-3.9): parallel mean 348,567 -> 345,073 µs (four pairs), sequential 369,082 -> 359,265
-# (two pairs); benchmarks/RESULTS.md, "Branchy (NAS-style) graphs".
+# alternated, load 2.4-3.9): parallel mean 352,494 -> 343,265 µs (seven pairs, new lower in six), sequential
+# 369,082 -> 359,265 (two pairs); benchmarks/RESULTS.md, "Branchy (NAS-style) graphs".
 TWINS_FIRST = True
 
 
