@@ -15,7 +15,7 @@ from dplace.verify import claims
 from .lns import improve
 from .units import placement_order
 
-__all__ = ["LATE_GAIN", "PARALLEL_FIRST", "portfolio_large"]
+__all__ = ["LATE_GAIN", "PARALLEL_FIRST", "TWINS_FIRST", "portfolio_large"]
 
 LATE_GAIN = 1e-3  # the annealing goes on (instead of the LNS) while its last quarter gained this much
 # sequential comm: this share of the annealing's time anneals the placement in parallel comm first (:func:`_parallel_first`).
@@ -26,6 +26,13 @@ LATE_GAIN = 1e-3  # the annealing goes on (instead of the LNS) while its last qu
 # 0.4 / 0.6 alternated three times each, load 2.0-3.9: NASNet-Mobile means 260,178 / 258,547, InceptionV3
 # 360,913 / 363,310 (spreads ~9-13k): no gain, so 0.4 stays; 0 is ~40k worse on InceptionV3 (30-s chains).
 PARALLEL_FIRST = 0.4
+# two tied parts (twin_stems): the twin-stem bound first and the whole graph's segment bound only when the
+# stems are not proven (on bundled InceptionV3 the segment bound, 264,037 µs in ~8 s, is below the twin-stem
+# bound's ~307k, and ~280k where the stems are unproven; its time goes to the annealing: 33.5 -> 40-43 s in the
+# first round). False: the order before (segment bound, then twin stems). Measured (session 20, portfolio 60 s,
+# alternated, load 2.4-3.9): parallel mean 352,494 -> 343,265 µs (seven pairs, new lower in six), sequential
+# 369,082 -> 359,265 (two pairs); benchmarks/RESULTS.md, "Branchy (NAS-style) graphs".
+TWINS_FIRST = True
 
 
 def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, seed: int = 0,
@@ -34,7 +41,9 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
     """The large-graph stage of ``portfolio``: a proven bound and the group-move LNS in the budget.
 
     ``starts``: heuristic name -> Result (already run). Within ``budget``: the
-    segment bound (:func:`dplace.formulations.bounds_segments.segment_bound`, at most ``bound_share`` of what is left),
+    segment bound (:func:`dplace.formulations.bounds_segments.segment_bound`, at most ``bound_share`` of what is left;
+    on two tied parts that begin with chains the twin-stem bound first, and the segment bound only when its stems
+    are not proven: :data:`TWINS_FIRST`),
     the segments' schedules put together (:func:`.stitch.stitch`, start "stitch"), then each start re-ordered by :func:`placement_order` (kept when faster), on graphs of two parts tied by
     colocation the best start's placement searched for ``twins_share`` of what is left by
     :func:`.twins.search` (start "twins") — or, where :func:`.anneal.applies` (both comm modes, up to
@@ -50,26 +59,25 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
     best = None  # (makespan, name, placement, order, its simulated schedule)
     tried: dict[str, float] = {}  # every start's makespan (after re-ordering), by name
     if left() > 1.0 and bound_share > 0:
-        progress.phase("segment bound")
-        sols: list[dict[str, Any]] = []
-        seg_cache: dict[Any, Any] = {}
-        sb = segment_bound(inst, budget=budget.share(bound_share), should_stop=should_stop, solutions=sols,
-                           cache=seg_cache)
-        extra["segment_bound"] = {"value": sb.value, "segments": sb.n_segments, "proven_optimal": sb.proven_optimal,
-                                  "memory_cuts": sb.memory_cuts, "time_s": round(sb.time_s, 3)}
-        if sb.best[0] > lb:
-            lb, src = sb.best
-        from dplace.formulations.bounds_twins import twin_stem_bound, twin_stems
+        from dplace.formulations.bounds_twins import twin_stems
 
-        if twin_stems(inst) is not None and left() > 1.0:  # two tied parts that begin with chains
-            progress.phase("twin-stem bound")
-            tb = twin_stem_bound(inst, budget=budget.share(bound_share), should_stop=should_stop,
-                                 cache=seg_cache)
-            if tb is not None:
-                extra["twin_stem_bound"] = {"value": tb.value, "stem": tb.stem, "rests": list(tb.rest_bounds),
-                                            "stems_optimal": tb.optimal, "time_s": round(tb.time_s, 3)}
-                if tb.value > lb:
-                    lb, src = tb.value, "twin_stems"
+        seg_cache: dict[Any, Any] = {}
+        proven_stems = False
+        if TWINS_FIRST and twin_stems(inst) is not None:  # two tied parts that begin with chains
+            proven_stems, lb, src = _twin_bound(inst, budget, bound_share, should_stop, seg_cache, lb, src, extra)
+        sols: list[dict[str, Any]] = []
+        if not proven_stems and left() > 1.0:
+            progress.phase("segment bound")
+            sb = segment_bound(inst, budget=budget.share(bound_share), should_stop=should_stop, solutions=sols,
+                               cache=seg_cache)
+            extra["segment_bound"] = {"value": sb.value, "segments": sb.n_segments, "proven_optimal": sb.proven_optimal,
+                                      "memory_cuts": sb.memory_cuts, "time_s": round(sb.time_s, 3)}
+            if sb.best[0] > lb:
+                lb, src = sb.best
+            if not TWINS_FIRST and twin_stems(inst) is not None and left() > 1.0:
+                _, lb, src = _twin_bound(inst, budget, bound_share, should_stop, seg_cache, lb, src, extra)
+        elif proven_stems:
+            extra["segment_bound"] = {"skipped": "the twin stems are proven (TWINS_FIRST)"}
         progress.update(bound=lb)
         if sols and left() > 1.0 and inst.n <= 20000:  # the segments' schedules put together: one more start
             # (on a 36k-op Transformer it was 1 % worse than heft and cost ~10 s of the budget)
@@ -129,6 +137,23 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
     res = Result(instance=inst, method="portfolio", status="feasible", placement=list(pl), order=[list(x) for x in od],
                  schedule=sch, options=dict(options or {}), extra=extra)
     return claims.settle(res, [claims.Bound(lb, src)])
+
+
+def _twin_bound(inst: Instance, budget: Budget, bound_share: float, should_stop, seg_cache: dict, lb: float, src: str,
+                extra: dict[str, Any]) -> tuple[bool, float, str]:
+    """The twin-stem bound (:func:`dplace.formulations.bounds_twins.twin_stem_bound`, ``bound_share`` of the
+    time left) into ``extra["twin_stem_bound"]``; returns (its stems proven optimal, the bound, its source)."""
+    from dplace.formulations.bounds_twins import twin_stem_bound
+
+    progress.phase("twin-stem bound")
+    tb = twin_stem_bound(inst, budget=budget.share(bound_share), should_stop=should_stop, cache=seg_cache)
+    if tb is None:
+        return False, lb, src
+    extra["twin_stem_bound"] = {"value": tb.value, "stem": tb.stem, "rests": list(tb.rest_bounds),
+                                "stems_optimal": tb.optimal, "time_s": round(tb.time_s, 3)}
+    if tb.value > lb:
+        lb, src = tb.value, "twin_stems"
+    return bool(tb.optimal), lb, src
 
 
 def _final_orders(inst: Instance, pl: list[int], od, sch, extra: dict[str, Any]) -> tuple:
