@@ -4,8 +4,8 @@ that memory forces at the chain's cuts.
 The units (colocation groups: a layer's forward and backward ops; single ops alone) are taken in the order of
 their first op's topological position, a chain. Cutting between positions k and k + 1 costs ``cost[k]``: the
 link time, in sequential comm, of the tensors crossing it in both directions, one send per producer (its
-largest edge across, ``latency + bytes / bandwidth``), an edge counted at every cut it spans. The cut model
-(CP-SAT, ``min_cuts``): each unit on one device, every device's memory within its capacity, minimise the sum
+largest edge across, ``latency + bytes / bandwidth`` on the cheapest link), an edge counted at every cut it
+spans. The cut model (CP-SAT, ``min_cuts``): each unit on one device, every device's memory within its capacity, minimise the sum
 of ``cost[k]`` over the k where the next unit's device differs. That is a model of ours, **not a proven
 bound** (a skip edge is counted at every cut it spans, and off-path sends need not delay the makespan); it
 tells how much link time memory forces on a chain, beside the critical path's compute.
@@ -39,13 +39,14 @@ def chain(inst) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     pos = rank[uid]
     mem = np.zeros(len(key))
     np.add.at(mem, pos, np.asarray(inst.mem, dtype=float))
+    pairs = [(a, b) for a in range(inst.m) for b in range(inst.m) if a != b]  # a send's time: its cheapest link
     per: dict[tuple[int, int, int], float] = {}  # (cut, producer, direction) -> its largest edge's link time
     for e in range(len(inst.esrc)):
         u, v = int(inst.esrc[e]), int(inst.edst[e])
         pu, pv = int(pos[u]), int(pos[v])
         if pu == pv:
             continue
-        t = inst.lat[0][1] + float(inst.ebytes[e]) / inst.bw[0][1]
+        t = min(inst.lat[a][b] + float(inst.ebytes[e]) / inst.bw[a][b] for a, b in pairs)
         for k in range(min(pu, pv), max(pu, pv)):
             per[(k, u, pu < pv)] = max(per.get((k, u, pu < pv), 0.0), t)
     cost = np.zeros(max(0, len(key) - 1))
@@ -69,7 +70,8 @@ def min_cuts(inst, mem: np.ndarray, cost: np.ndarray, seconds: float) -> tuple[f
     for k in range(n_u - 1):
         for d in range(m):
             md.Add(z[k] >= x[k][d] - x[k + 1][d])
-    md.Add(x[0][0] == 1)  # devices are alike here: the first unit's device named 0
+    if len({d.memory for d in inst.devices}) == 1:  # devices alike in memory: the first unit's device named 0
+        md.Add(x[0][0] == 1)
     md.Minimize(sum(int(round(cost[k])) * z[k] for k in range(n_u - 1)))
     s = cp_model.CpSolver()
     s.parameters.max_time_in_seconds = seconds
@@ -96,7 +98,6 @@ def report(inst, answer: dict | None = None, seconds: float = 10.0) -> dict:
     """The figures of one graph (module docstring), as a dict."""
     from dplace import critical_path_length, simulate
     from dplace.formulations.units import placement_order
-    from dplace.schedule.simulate import as_placement
 
     pos, mem, cost = chain(inst)
     obj, lb, dev = min_cuts(inst, mem, cost, seconds)
@@ -105,11 +106,13 @@ def report(inst, answer: dict | None = None, seconds: float = 10.0) -> dict:
     out = {"units": len(mem), "critical_path": critical_path_length(inst), "cut_cost": obj, "cut_cost_bound": lb,
            "segments": segments(dev), "simulated": s.makespan, "memory_ok": s.memory_ok}
     if answer is not None:
-        apl = as_placement(inst, answer["placement"])
+        from dplace import result_from_dict
+
+        res = result_from_dict(inst, answer)  # validated and simulated again
         adev = [-1] * len(mem)
         for o in range(inst.n):
-            adev[pos[o]] = apl[o]  # a unit's ops share a device
-        out["answer"] = {"makespan": answer.get("makespan"), "segments": segments(adev),
+            adev[pos[o]] = res.placement[o]  # a unit's ops share a device
+        out["answer"] = {"makespan": res.makespan, "segments": segments(adev),
                          "cut_cost": float(sum(cost[k] for k in range(len(mem) - 1) if adev[k] != adev[k + 1]))}
     return out
 
