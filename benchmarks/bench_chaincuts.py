@@ -1,14 +1,14 @@
 """Why a nearly-chain graph's sequential answer stays where it is (issue 25 item 3, ResNeXt-50): the link time
 that memory forces at the chain's cuts.
 
-The units (colocation groups: a layer's forward and backward ops; single ops alone) are taken in the order of
-their first op's topological position, a chain. Cutting between positions k and k + 1 costs ``cost[k]``: the
-link time, in sequential comm, of the tensors crossing it in both directions, one send per producer (its
-largest edge across, ``latency + bytes / bandwidth`` on the cheapest link), an edge counted at every cut it
-spans. The cut model (CP-SAT, ``min_cuts``): each unit on one device, every device's memory within its capacity, minimise the sum
-of ``cost[k]`` over the k where the next unit's device differs. That is a model of ours, **not a proven
-bound** (a skip edge is counted at every cut it spans, and off-path sends need not delay the makespan); it
-tells how much link time memory forces on a chain, beside the critical path's compute.
+The units (colocation groups: a layer's forward and backward ops; single ops alone) are taken in the order of their
+first op's topological position, a chain. Cutting between positions k and k + 1 costs ``cost[k]``: the link time,
+in sequential comm, of the tensors crossing it in both directions, one send per producer (its largest edge across,
+``latency + bytes / bandwidth`` on the cheapest link), an edge counted at every cut it spans. The cut model
+(CP-SAT, ``min_cuts``): each unit on one device, every device's memory within its capacity, minimise the sum
+of ``cost[k]`` over the k where the next unit's device differs. That is a model of ours, **not a proven bound** (a
+skip edge is counted at every cut it spans, and off-path sends need not delay the makespan); it tells how much link
+time memory forces on a chain, beside the critical path's compute.
 
 Printed per graph: the critical path (compute only), the model's least cut cost and its segments, that
 placement simulated in ``placement_order``'s order, and with ``--answer`` a result file's own cuts.

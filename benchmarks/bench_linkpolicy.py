@@ -191,7 +191,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("instances", nargs="*", help="instance files (run in sequential comm)")
     ap.add_argument("--ops", type=int, default=0, help="also a generated Transformer of about this many ops")
-    ap.add_argument("--no-exact", action="store_true", help="skip dplace's heft in sequential comm (slow past 100k ops)")
+    ap.add_argument("--no-exact", action="store_true",
+                    help="skip dplace's heft in sequential comm (slow past 100k ops)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         paths = list(args.instances) + ([_generate(args.ops, tmp)] if args.ops else [])
@@ -202,7 +203,8 @@ def main() -> None:
             run_policy(small, pol)
         run_exact(small)
         run_exact(small.replace(comm="parallel"))
-        print("| graph | ops | heft parallel CPU s | heft sequential CPU s, simulated µs | idle: CPU s, planned, simulated "
+        print("| graph | ops | heft parallel CPU s | heft sequential CPU s, simulated µs "
+              "| idle: CPU s, planned, simulated "
               "| stale: CPU s, planned, simulated | load |")
         print("|---|---|---|---|---|---|---|")
         for path in paths:
