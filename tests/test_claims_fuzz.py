@@ -24,13 +24,12 @@ TIME_LIMIT = 3.0  # a claim is judged whatever the status, so a short limit stil
 
 # (seed, method) pairs that fail today because of a real defect; each is run on its own below, xfail
 # strict, until the owner fixes it (then the test says XPASS and the entry must go).
-KNOWN = {
-    # CP-SAT 9.15 answers these wrongly with and without presolve (device NoOverlap search); shipped cpsat is
-    # right on them only through dplace.verify.claims' brute-force check, which is switched off here
-    (61, "cpsat"): "cpsat: CP-SAT's own claim optimal 22.8666, optimum 21.9460 (presolve-off check agrees with it)",
-    (1143, "cpsat"): "cpsat: CP-SAT's own claim optimal 14000060, optimum 14000045 (presolve-off check agrees)",
-    (1143, "portfolio"): "portfolio: inherits CP-SAT's wrong optimal on seed 1143",
+KNOWN: dict[tuple[int, str], str] = {
+    # empty since CP-SAT runs without probing (formulations/cpsat/search.py PROBING_LEVEL): its wrong OPTIMALs
+    # on seeds 61 and 1143 (22.8666 / 14000060 against 21.9460 / 14000045) came from OR-Tools 9.15's probing
 }
+# wrong with OR-Tools 9.15's probing on (CP-SAT's own claims; the solver level): each must now hold
+FORMERLY_WRONG = [(61, "cpsat"), (1143, "cpsat"), (1143, "portfolio")]
 
 
 def _call(spec):
@@ -92,7 +91,7 @@ def test_no_claim_beyond_the_oracle(first):
 
 @pytest.mark.parametrize("seed,spec", [
     pytest.param(s, m, marks=pytest.mark.xfail(strict=True, reason=why)) for (s, m), why in sorted(KNOWN.items())
-])
+] + [pytest.param(s, m, id=f"{s}-{m}-probing-off") for s, m in FORMERLY_WRONG])
 def test_known_wrong_claims(seed, spec):
     # a long limit: the wrong OPTIMAL comes within ~1 s on a quiet machine, but a loaded one (the suite at -n 2
     # beside other work) once reached 10 s first, and the strict xfail then failed as an XPASS
@@ -200,10 +199,8 @@ def test_composed_1021112_ships_the_optimum(benchmark_script):
     assert row["defects"] == [], row
 
 
-@pytest.mark.xfail(strict=True, reason="open: CP-SAT's sequential-comm model proves 19.2939 where the optimum is "
-                                       "17.0642 (its search without presolve agrees), so the model leaves out a "
-                                       "schedule the simulator allows; the MILP cross check catches it below "
-                                       "CROSS_MAX_OPS (session 20's audit)")
 def test_composed_1021112_cpsat_model_holds_the_optimum(benchmark_script):
+    """CP-SAT alone (no cross check) proved 19.2939 here where the optimum is 17.0642: not the model (it holds
+    the optimum's schedule, below) but OR-Tools 9.15's probing, now off (``PROBING_LEVEL``)."""
     row = _seq_1021112(benchmark_script, "solver")
     assert row["status"] != "optimal" or row["defects"] == [], row

@@ -19,7 +19,17 @@ from ortools.sat.python import cp_model_helper as cmh
 from dplace import interrupt
 from dplace.budget import Budget
 
-__all__ = ["ABANDONED", "KeepingCallback", "KeptAnswer", "Search", "grace_s", "run_search", "wait_abandoned"]
+__all__ = ["ABANDONED", "KeepingCallback", "KeptAnswer", "PROBING_LEVEL", "Search", "grace_s", "run_search",
+           "wait_abandoned"]
+
+# CP-SAT's ``cp_model_probing_level`` for every search dplace runs. OR-Tools 9.15's probing (in presolve and
+# in the search alike) proves wrong bounds on dplace's models: on composed seed 1021112 it proves 19.2939
+# where a schedule of makespan 17.0642 satisfies every constraint of the same model (CP-SAT itself accepts
+# that schedule as a full assignment, and 9.14 and 9.12 solve the model right), and on fuzz seeds 61 and
+# 1143 it proves 22.8666 / 14000060 against optima 21.9460 / 14000045 (tests/test_claims_fuzz.py). Level 0
+# (no probing) proves all three right; google/or-tools#5003 is a 9.15 regression of the same kind.
+# What it costs in time to optimum and proven rate: benchmarks/bench_probing.py.
+PROBING_LEVEL = 0
 
 
 class KeepingCallback(cp.CpSolverSolutionCallback):
@@ -147,8 +157,9 @@ def run_search(sv: cp.CpSolver, model: cp.CpModel, cb: Any = None, budget: Budge
     ``stop_search`` and the solver returns its best solution so far. Under the CLI's two-stage Ctrl-C
     (:mod:`dplace.interrupt`) the stop comes through its callback instead; both count as interrupted. CP-SAT's own SIGINT handler is
     turned off (``catch_sigint_signal``): with a Python solution callback it could abort the process
-    (``std::bad_function_call``)."""
+    (``std::bad_function_call``). Probing is set to :data:`PROBING_LEVEL` (wrong proofs with it on)."""
     sv.parameters.catch_sigint_signal = False
+    sv.parameters.cp_model_probing_level = PROBING_LEVEL
     if cb is None:
         cb = KeepingCallback()
     box: dict[str, Any] = {}
