@@ -166,7 +166,8 @@ def test_cpsat_s_wrong_optimal_is_the_solver_s_not_the_model_s(name):
     ticks, rounded up), so neither the ticks nor the caps cut it off. CP-SAT with presolve still answers
     OPTIMAL above it on seed 61 (22.8666 of 21.946; its search without presolve, asked for a makespan
     below that, answers INFEASIBLE), and INFEASIBLE on seed 1143 when the horizon is the optimum itself.
-    Only a check that shares no code with CP-SAT catches that: the MILP, above 9 ops too."""
+    Only a check that shares no code with CP-SAT catches that: the MILP, above 9 ops too. (The cause, found in
+    session 21: OR-Tools 9.15's probing; dplace runs CP-SAT without it, ``search.PROBING_LEVEL``.)"""
     import math
 
     from dplace.formulations.cpsat import Ticks

@@ -112,9 +112,11 @@ def hinted_model(inst: Instance, T: Ticks, start: tuple[Sequence[int], Sequence[
     With a hint, the horizon is the hint's makespan in ticks (simulated on the tick data) and, with
     ``windows=True``, every start gets a time window (:func:`time_windows`); without a hint, or if it
     does not fit (memory), the horizon is the trivial serial one. Windows are off by default: with them
-    CP-SAT answers INFEASIBLE (and, without presolve, a wrong OPTIMAL) on a 7-op instance whose optimum
+    CP-SAT answered INFEASIBLE (and, without presolve, a wrong OPTIMAL) on a 7-op instance whose optimum
     satisfies every constraint of the windowed model (kept in tests/formulations/test_cpsat.py); they are used only
-    where no optimality or bound is claimed (refine's neighbourhoods)."""
+    where no optimality or bound is claimed (refine's neighbourhoods). That was CP-SAT's probing, off since
+    (``search.PROBING_LEVEL``): with it off that model is solved right, but windows stay off until a measurement
+    says they help."""
     sym = will_break_symmetry(inst, symmetry, fixed)
     pl = od = None
     if start is not None:

@@ -299,3 +299,26 @@ def test_instance_where_cpsat_with_start_windows_was_wrong():
         assert res.lower_bound <= opt + 1e-9
         if res.status == "optimal":
             assert res.makespan == pytest.approx(opt)
+
+
+def test_the_windowed_model_is_solved_right_without_probing():
+    """The same 7-op instance: its windowed model was solved wrongly because of CP-SAT's probing (OR-Tools
+    9.15; INFEASIBLE with presolve, OPTIMAL 11.797 without). With probing off, as dplace runs every search
+    (``search.PROBING_LEVEL``), both searches prove the optimum 11.703."""
+    import random as _random
+
+    from dplace.formulations.cpsat import search
+    from dplace.formulations.cpsat.hint import hinted_model
+    from dplace.formulations.cpsat.solve import solve_model
+    from dplace.formulations.cpsat.ticks import Ticks
+    from dplace.testing import random_instance
+
+    assert search.PROBING_LEVEL == 0
+    rng = _random.Random(1035)
+    inst = random_instance(rng, n_ops=rng.randint(1, 7), integer=rng.random() < 0.5)
+    h = dplace.solve(inst, "heft")
+    for presolve in (True, False):
+        T = Ticks(inst, None, h.makespan)
+        V, _ = hinted_model(inst, T, (h.placement, h.order or h.schedule.order), windows=True)
+        out = solve_model(V, workers=1, seed=0, presolve=presolve, time_limit_s=10)
+        assert out.status_name == "OPTIMAL" and T.to_us(out.objective_ticks) == pytest.approx(11.703), presolve
