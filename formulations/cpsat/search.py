@@ -19,7 +19,7 @@ from ortools.sat.python import cp_model_helper as cmh
 from dplace import interrupt
 from dplace.budget import Budget
 
-__all__ = ["ABANDONED", "KeepingCallback", "KeptAnswer", "PROBING_LEVEL", "Search", "grace_s", "run_search",
+__all__ = ["ABANDONED", "KeepingCallback", "KeptAnswer", "PROBING_LEVEL", "Search", "grace_s", "run_search", "status_name",
            "wait_abandoned"]
 
 # CP-SAT's ``cp_model_probing_level`` for every search dplace runs. OR-Tools 9.15's probing (in presolve and
@@ -70,7 +70,7 @@ class KeptAnswer:
         return -math.inf
 
     def status_name(self, status: Any) -> str:
-        return status.name
+        return status_name(status)
 
     Value = value
 
@@ -137,6 +137,16 @@ def wait_abandoned(timeout_s: float) -> bool:
         th.join(budget.left())
     ABANDONED[:] = [th for th in ABANDONED if th.is_alive()]
     return not ABANDONED
+
+
+def status_name(status: Any) -> str:
+    """A CP-SAT status's name (``OPTIMAL``, ...): an enum member in OR-Tools 9.15, a plain int in 9.14."""
+    name = getattr(status, "name", None)
+    if isinstance(name, str):
+        return name
+    from ortools.sat import cp_model_pb2
+
+    return cp_model_pb2.CpSolverStatus.Name(int(status))
 
 
 def run_search(sv: cp.CpSolver, model: cp.CpModel, cb: Any = None, budget: Budget | None = None,

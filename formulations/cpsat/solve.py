@@ -33,7 +33,7 @@ from ..frame import (
     OutOfTime, check_time, cleanup_s, cross_check, fallback, options_dict, run_guarded, stop_building_on_interrupt,
 )
 from .model import CpModelVars, model_cost_s
-from .search import KeepingCallback, run_search
+from .search import KeepingCallback, run_search, status_name
 
 # the status name's tail when dplace stopped waiting for a search that did not stop (model.run_search)
 ABANDONED_NOTE = " (stopped by dplace: CP-SAT did not stop at the deadline; its last solution kept)"
@@ -118,7 +118,7 @@ def solve_model(V: CpModelVars, *, time_limit_s: float | None = None, workers: i
     got = run_search(sv, V.model, cb, budget=budget)
     st, stopped, ans = got.status, got.interrupted, got.answer
     wall = time.perf_counter() - t0
-    name = st.name + (" (interrupted)" if stopped else "") + (ABANDONED_NOTE if got.abandoned else "")
+    name = status_name(st) + (" (interrupted)" if stopped else "") + (ABANDONED_NOTE if got.abandoned else "")
     ties = None
     if st in (cp.OPTIMAL, cp.FEASIBLE):
         pl, order, _ = V.extract(ans.value)
@@ -161,7 +161,7 @@ def confirm_bound(V: CpModelVars, claim_ticks: float, *, time_limit_s: float | N
         return claim_ticks, None
     if st in (cp.OPTIMAL, cp.FEASIBLE):
         pl, order, _ = W.extract(ans.value)
-        out = SolveOutcome(st, st.name + " (presolve off)", pl, order, ans.objective_value,
+        out = SolveOutcome(st, status_name(st) + " (presolve off)", pl, order, ans.objective_value,
                            None if stopped else ans.best_objective_bound, wall, False, False,
                            W.tie_order(ans.value, pl, order))
         return (None if stopped else min(claim_ticks, ans.best_objective_bound)), out
