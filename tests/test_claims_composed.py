@@ -1,9 +1,11 @@
 """Claims above 9 ops (issue 29): the composed instances' known optima, and the other formulation's check
 at every size — a second search of the same model never confirms a claim alone."""
 import json
+import math
 from pathlib import Path
 
 import pytest
+from ortools.sat.python import cp_model as cp
 
 import dplace
 from dplace.verify import claims
@@ -100,25 +102,12 @@ def test_a_claim_no_independent_check_confirms_is_not_used(monkeypatch):
     assert any("not confirmed" in n for n in res.extra.get("claim_notes", [])), res.extra.get("claim_notes")
 
 
-@pytest.mark.solver
-def test_the_same_solver_alone_confirmed_the_wrong_optimal(monkeypatch):
-    """What shipped above 9 ops before issue 29 (cross check off, the re-solve confirming alone) still
-    says the wrong optimal on the fixture with CP-SAT's probing on (its default level, 2): the fixture holds
-    the defect the check above catches. dplace turns probing off (``PROBING_LEVEL``; next test)."""
-    from dplace.formulations.cpsat import search
-
-    monkeypatch.setattr(search, "PROBING_LEVEL", 2)
-    monkeypatch.setattr(claims, "CROSS_MAX_OPS", 0)
-    monkeypatch.setattr(claims, "SAME_SOLVER_CONFIRMS", True)
-    inst, opt = _fixture("padded-61.json")
-    res = dplace.solve(inst, "cpsat", time_limit_s=10, seed=0, progress=False)
-    assert res.status == "optimal" and res.makespan > opt * (1 + 1e-3)
-
-
 @pytest.mark.parametrize("name", ["padded-61.json", "padded-1143.json", "padded-1002732.json"])
 def test_cpsat_without_probing_proves_the_optimum_alone(monkeypatch, name):
-    """With probing off (as shipped) CP-SAT's own claim, confirmed by nothing else, is the optimum on the
-    fixtures where OR-Tools 9.15's probing proved a wrong OPTIMAL (61, 1143) or INFEASIBLE (1002732)."""
+    """CP-SAT's own claim, confirmed by nothing else (the settings before issue 29), is the optimum on the
+    fixtures where OR-Tools 9.15 with its probing proved a wrong OPTIMAL (61: 22.8666 of 21.946; 1143) or
+    INFEASIBLE (1002732). dplace pins 9.14.6206 and runs it without probing (``search.PROBING_LEVEL``);
+    9.14 solves these three right with probing on too."""
     monkeypatch.setattr(claims, "CROSS_MAX_OPS", 0)
     monkeypatch.setattr(claims, "SAME_SOLVER_CONFIRMS", True)
     inst, opt = _fixture(name)
@@ -334,18 +323,27 @@ def test_the_proven_optimum_of_ties_comes_back_on_padded_1002930(monkeypatch, le
 
 @pytest.mark.solver
 def test_cpsat_infeasible_refuted_by_its_re_solve_has_its_bound_checked_by_the_milp(monkeypatch):
-    """Composed seed 1002732 (24 ops, sequential comm, ticks of 1e-4 µs): CP-SAT with presolve answers
-    INFEASIBLE although its hint is a solution of the model; the search without presolve finds the optimum
-    and proves it. The other formulation was then asked about the infeasibility (refuted already) instead
+    """Composed seed 1002732 (24 ops, sequential comm, ticks of 1e-4 µs): OR-Tools 9.15 with presolve answered
+    INFEASIBLE although its hint is a solution of the model; the search without presolve found the optimum
+    and proved it. The other formulation was then asked about the infeasibility (refuted already) instead
     of that bound, and the answer was ``feasible`` with the critical path as its bound. Now the MILP
-    confirms the bound and the optimum comes back proven. (With CP-SAT's probing on, its default; dplace
-    turns it off, and then CP-SAT proves the optimum itself: the test above.)"""
-    from dplace.formulations.cpsat import search
+    confirms the bound and the optimum comes back proven. The pinned CP-SAT (9.14) solves the fixture right,
+    so the search with presolve is made to answer INFEASIBLE here (the defect, injected); the search
+    without presolve, the MILP and the claims are the real ones."""
+    from dplace.formulations.cpsat import solve as S
 
-    monkeypatch.setattr(search, "PROBING_LEVEL", 2)
+    real = S.solve_model
+
+    def says_infeasible(V, *a, presolve: bool = True, **k):
+        out = real(V, *a, presolve=presolve, **k)
+        if not presolve:
+            return out
+        return S.SolveOutcome(cp.INFEASIBLE, "INFEASIBLE", None, None, None, math.inf, out.wall_s)
+
+    monkeypatch.setattr(S, "solve_model", says_infeasible)
     inst, opt = _fixture("padded-1002732.json")
     res = dplace.solve(inst, "cpsat", time_limit_s=10, seed=0, progress=False)
-    assert res.extra["solver_status"] == "INFEASIBLE"  # the fixture still holds CP-SAT's defect
+    assert res.extra["solver_status"] == "INFEASIBLE"  # the injected defect
     assert res.status == "optimal" and res.makespan == pytest.approx(opt, rel=1e-9), (
         res.status, res.lower_bound, res.extra.get("claim_notes"))
     assert "confirmed by the MILP (HiGHS)" in res.bound_source, res.bound_source

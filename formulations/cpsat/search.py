@@ -13,6 +13,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from ortools.sat.python import cp_model as cp
 from ortools.sat.python import cp_model_helper as cmh
 
@@ -28,7 +29,7 @@ __all__ = ["ABANDONED", "KeepingCallback", "KeptAnswer", "PROBING_LEVEL", "Searc
 # that schedule as a full assignment, and 9.14 and 9.12 solve the model right), and on fuzz seeds 61 and
 # 1143 it proves 22.8666 / 14000060 against optima 21.9460 / 14000045 (tests/test_claims_fuzz.py). Level 0
 # (no probing) proves all three right; google/or-tools#5003 is a 9.15 regression of the same kind.
-# What it costs in time to optimum and proven rate: benchmarks/bench_probing.py.
+# What it costs in proven rate and gap: benchmarks/bench_proven_rate.py --probing.
 PROBING_LEVEL = 0
 
 
@@ -59,7 +60,15 @@ class KeptAnswer:
         self.response = response
 
     def value(self, expression: Any) -> int:
-        return cmh.ResponseHelper.value(self.response, expression)
+        """``expression`` (an int, a variable or literal, a linear expression) in the kept solution."""
+        sol = self.response.solution
+        if isinstance(expression, (int, np.integer)):
+            return int(expression)
+        idx = getattr(expression, "index", None)
+        if isinstance(idx, int):  # a variable, or a negated literal (index -i - 1)
+            return int(sol[idx]) if idx >= 0 else 1 - int(sol[-idx - 1])
+        flat = cmh.FlatIntExpr(expression)
+        return int(flat.offset) + sum(int(c) * int(sol[v.index]) for v, c in zip(flat.vars, flat.coeffs))
 
     @property
     def objective_value(self) -> float:
