@@ -27,6 +27,7 @@ TIME_LIMIT = 3.0  # a claim is judged whatever the status, so a short limit stil
 KNOWN: dict[tuple[int, str], str] = {
     # empty since CP-SAT runs without probing (formulations/cpsat/search.py PROBING_LEVEL): its wrong OPTIMALs
     # on seeds 61 and 1143 (22.8666 / 14000060 against 21.9460 / 14000045) came from OR-Tools 9.15's probing
+    # (9.14, pinned since, solves them right either way)
 }
 # wrong with OR-Tools 9.15's probing on (CP-SAT's own claims; the solver level): each must now hold
 FORMERLY_WRONG = [(61, "cpsat"), (1143, "cpsat"), (1143, "portfolio")]

@@ -20,16 +20,17 @@ from ortools.sat.python import cp_model_helper as cmh
 from dplace import interrupt
 from dplace.budget import Budget
 
-__all__ = ["ABANDONED", "KeepingCallback", "KeptAnswer", "PROBING_LEVEL", "Search", "grace_s", "run_search", "status_name",
-           "wait_abandoned"]
+__all__ = ["ABANDONED", "KeepingCallback", "KeptAnswer", "PROBING_LEVEL", "Search", "grace_s", "run_search",
+           "status_name", "wait_abandoned"]
 
-# CP-SAT's ``cp_model_probing_level`` for every search dplace runs. OR-Tools 9.15's probing (in presolve and
-# in the search alike) proves wrong bounds on dplace's models: on composed seed 1021112 it proves 19.2939
-# where a schedule of makespan 17.0642 satisfies every constraint of the same model (CP-SAT itself accepts
-# that schedule as a full assignment, and 9.14 and 9.12 solve the model right), and on fuzz seeds 61 and
-# 1143 it proves 22.8666 / 14000060 against optima 21.9460 / 14000045 (tests/test_claims_fuzz.py). Level 0
-# (no probing) proves all three right; google/or-tools#5003 is a 9.15 regression of the same kind.
-# What it costs in proven rate and gap: benchmarks/bench_proven_rate.py --probing.
+# CP-SAT's ``cp_model_probing_level`` for every search dplace runs (CP-SAT's default is 2). With probing on,
+# OR-Tools 9.15.6755 proved wrong bounds on dplace's models: 19.2939 on composed seed 1021112 where a schedule
+# of makespan 17.0642 satisfies every constraint of the same model (CP-SAT accepts it as a full assignment),
+# 22.8666 / 14000060 on fuzz seeds 61 / 1143 against optima 21.9460 / 14000045, INFEASIBLE on composed seed
+# 1002732; and 9.14.6206, pinned since (9.15 also proved a 6-op model infeasible with every setting:
+# tests/formulations/test_cpsat_pinned.py), answers INFEASIBLE on a 7-op instance's model with start windows
+# whose optimum satisfies it (tests/formulations/test_cpsat.py). Without probing both releases solve all of
+# them right. What it costs in proven rate and gap: benchmarks/bench_proven_rate.py --probing.
 PROBING_LEVEL = 0
 
 

@@ -303,8 +303,8 @@ def test_instance_where_cpsat_with_start_windows_was_wrong():
 
 def test_the_windowed_model_is_solved_right_without_probing():
     """The same 7-op instance: its windowed model was solved wrongly because of CP-SAT's probing (OR-Tools
-    9.15; INFEASIBLE with presolve, OPTIMAL 11.797 without). With probing off, as dplace runs every search
-    (``search.PROBING_LEVEL``), both searches prove the optimum 11.703."""
+    9.14 and 9.15; INFEASIBLE with presolve, OPTIMAL 11.797 without). With probing off, as dplace runs every
+    search (``search.PROBING_LEVEL``), both searches prove the optimum 11.703."""
     import random as _random
 
     from dplace.formulations.cpsat import search
