@@ -110,6 +110,7 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
                      workers: int = 1, t_hi: float | None = None, t_lo: float | None = None, ladder: float = 0.1,
                      p_block: float = BLOCK_P, should_stop=None,
                      budget: Budget | None = None, judge: str | None = None, sync: int = 0,
+                     others: Sequence[Sequence[int]] = (),
                      ) -> tuple[list[int], AnnealStats]:
     """The best placement the annealing judged within ``budget`` (or ``time_limit_s`` from now; module
     docstring) and its stats. A step moves a whole branch with probability ``p_block`` times the share of
@@ -119,7 +120,8 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     Memory, pins and colocation of ``placement`` are kept by every move (a start over memory stays over
     only where it was); the result is never judged worse than the start. ``sync`` > 0 (several chains):
     at ``sync`` times evenly spaced in the run, a chain whose best is above the best of all chains goes
-    on from that placement at its own temperature (:data:`SYNC`)."""
+    on from that placement at its own temperature (:data:`SYNC`). ``others``: chain i (i >= 1) begins from
+    ``others[i - 1]`` where there is one (memory-feasible placements), chain 0 and the rest from ``placement``."""
     from dplace.kernels.anneal import Annealer
     from dplace.schedule.simulate import simulate
 
@@ -140,8 +142,9 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     # moved its branch with p_block): a graph with a few short chains spends no steps moving them
     p_blk = p_block * sum(len(b) for b in blocks) / max(1, len(units.members))
     judge = (judge or SEQUENTIAL_JUDGE) if inst.comm == "sequential" else "fast"
-    chains = [Annealer(inst, start, units.members, units.allowed, blocks, p_blk, JUDGES[judge], JUDGE_SLACK)
-              for _ in range(max(1, workers))]
+    begin = [start] + [[int(d) for d in o] for o in others]
+    chains = [Annealer(inst, begin[i] if i < len(begin) else start, units.members, units.allowed, blocks, p_blk,
+                       JUDGES[judge], JUDGE_SLACK) for i in range(max(1, workers))]
     scale = [ladder ** (i / max(1, len(chains) - 1)) for i in range(len(chains))]  # chain i's temperatures
     done = [0] * len(chains)
     syncs = [0] * len(chains)  # times each chain went on from another chain's best

@@ -33,6 +33,12 @@ PARALLEL_FIRST = 0.4
 # alternated, load 2.4-3.9): parallel mean 352,494 -> 343,265 µs (seven pairs, new lower in six), sequential
 # 369,082 -> 359,265 (two pairs); benchmarks/RESULTS.md, "Branchy (NAS-style) graphs".
 TWINS_FIRST = True
+# Parallel comm, two or more annealing chains: the second begins from the stitched placement
+# (:func:`.stitch.stitch`) instead of the best start's, where there is one. Why: which start's basin ends best is
+# not told by its makespan (NASNet-Mobile, 30-s runs: stitched placements 346,206 / 328,212 µs ended at 259-260k
+# / 266-270k, dpos's 332,382 at 267-273k), and which stitch comes out depends on CP-SAT's choice among the
+# segments' optimal schedules. Measured in benchmarks/RESULTS.md, "Branchy (NAS-style) graphs" (session 21).
+STITCH_CHAIN = True
 
 
 def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, seed: int = 0,
@@ -58,6 +64,7 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
     lb, src = lower_bound_with_source(inst)
     best = None  # (makespan, name, placement, order, its simulated schedule)
     tried: dict[str, float] = {}  # every start's makespan (after re-ordering), by name
+    stitched: list[int] | None = None  # the stitched placement (a second annealing chain's start)
     if left() > 1.0 and bound_share > 0:
         from dplace.formulations.bounds_twins import twin_stems
 
@@ -91,6 +98,7 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
                 cands.append((simulate(inst, spl, alt), alt))
             ok = [c for c in cands if c[0].memory_ok]
             if ok:
+                stitched = list(spl)
                 s_best, s_od = min(ok, key=lambda c: c[0].makespan)
                 best = (s_best.makespan, "stitch", spl, [list(x) for x in s_od], s_best)
                 tried["stitch"] = s_best.makespan
@@ -117,7 +125,7 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
     if anneal.applies(inst) and anneal_share > 0:
         if left() > 3.0 and not (should_stop is not None and should_stop()):
             best = _anneal_start(inst, best, tried, budget, anneal_share, seed, (options or {}).get("workers"),
-                                 should_stop, extra)
+                                 should_stop, extra, stitched=stitched)
     elif inst.n <= 20000 and left() > 2.0 and not (should_stop is not None and should_stop()):
         best = _twins_start(inst, best, tried, budget, twins_share, seed, should_stop)
     extra.update(winner=best[1], start_makespan=best[0], starts=tried)
@@ -175,7 +183,7 @@ def _final_orders(inst: Instance, pl: list[int], od, sch, extra: dict[str, Any])
 
 
 def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: Budget, share: float, seed: int,
-                  workers: int | None, should_stop, extra: dict[str, Any]) -> tuple:
+                  workers: int | None, should_stop, extra: dict[str, Any], stitched: list[int] | None = None) -> tuple:
     """The best start's placement improved by :func:`.anneal.anneal_placement` for ``share`` of the time
     left (chains: ``workers``, default the CPU count, at most 4) and, while a run's best still fell by
     :data:`LATE_GAIN` of its start in its last quarter, again from its best at the comm mode's cold
@@ -198,8 +206,12 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
                                 should_stop, extra)
     progress.phase("anneal: placements judged by their list schedules")
     sync = SYNC if inst.comm == "parallel" else 0
+    # parallel comm: the second chain begins from the stitched placement when it is not the best start
+    # (STITCH_CHAIN): the segments' exact pieces are another basin than the list schedulers' placements
+    others = [stitched] if (STITCH_CHAIN and inst.comm == "parallel" and stitched is not None and k > 1
+                            and list(stitched) != list(start)) else []
     pl, st = anneal_placement(inst, start, budget=budget.share(share).child(reserve=0.5), seed=seed, workers=k,
-                              should_stop=should_stop, sync=sync)
+                              should_stop=should_stop, sync=sync, others=others)
     first, rounds = st, []
     # still improving at the end (the best fell by LATE_GAIN of its start in the last quarter): go on
     # from the best at the cold end, for ``share`` of what is left each time, instead of the LNS
@@ -212,7 +224,7 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
         rounds.append({"makespan": st.makespan, "steps": st.steps, "wall_s": round(st.wall_s, 3),
                        "late_gain": round(st.late_gain, 6), "per_chain": [list(c) for c in st.per_chain],
                        "syncs": st.syncs})
-    extra["anneal"] = {"start_makespan": first.start_makespan, "makespan": st.makespan, "steps": first.steps,
+    extra["anneal"] = {"start_makespan": first.start_makespan, "stitch_chain": bool(others), "makespan": st.makespan, "steps": first.steps,
                        "accepted": first.accepted, "chains": first.chains, "wall_s": round(first.wall_s, 3),
                        "stopped": st.stopped, "late_gain": round(first.late_gain, 6), "more": rounds,
                        "per_chain": [list(c) for c in first.per_chain],  # (best, steps) of each chain, hottest first

@@ -443,3 +443,55 @@ def test_synced_chains_keep_memory_and_never_get_worse(compiled):
     assert pl[inst.op_index["o0_2"]] == 0
     for g in inst.groups:
         assert len({pl[o] for o in g}) == 1
+
+
+def test_a_second_chain_begins_from_another_placement(compiled):
+    """``others``: chain 1 begins from the placement given there. From a start with every op on one device and a
+    spread placement as the other, a run too short for chain 0 to reach the spread one's value still returns a
+    placement judged no worse than it (chain 1's own best never rises above its start); without ``others``
+    it does not get there."""
+    inst = _wide(random.Random(11), 40, 6, 4, memory=10**6)
+    units = Units(inst)
+    pl0 = [0] * inst.n
+    spread = [0] * inst.n
+    for i, ms in enumerate(units.members):
+        for o in ms:
+            spread[o] = i % inst.m
+    m0, m1 = list_makespan(inst, pl0)[0], list_makespan(inst, spread)[0]
+    assert m1 < 0.7 * m0
+    pl, st = anneal_placement(inst, pl0, time_limit_s=0.02, seed=0, workers=2, others=[spread])
+    assert st.makespan == list_makespan(inst, pl)[0] <= m1
+    assert len(st.per_chain) == 2 and st.per_chain[1][0] <= m1
+    _, alone = anneal_placement(inst, pl0, time_limit_s=0.02, seed=0, workers=2)
+    assert alone.makespan > m1
+
+
+def test_portfolio_starts_its_second_chain_from_the_stitched_placement(compiled, monkeypatch):
+    """Parallel comm, two chains: the second begins from the segments' stitched placement when there is one
+    and it is not the best start (``large.STITCH_CHAIN``); off, no chain gets another start."""
+    from dplace.budget import Budget
+    from dplace.formulations import anneal, large
+
+    got = []
+    real = anneal.anneal_placement
+
+    def spy(inst, placement, **kw):
+        got.append([list(o) for o in kw.get("others", ())])
+        return real(inst, placement, **kw)
+
+    monkeypatch.setattr(anneal, "anneal_placement", spy)
+    monkeypatch.setattr(large, "LATE_GAIN", 1.0)  # one annealing run
+    inst = _wide(random.Random(6), 20, 5, 3, memory=10**6)
+    heft = __import__("dplace").solve(inst, "heft")
+    starts = {"heft": heft}
+    res = large.portfolio_large(inst, starts, budget=Budget(8.0), bound_share=0.4, anneal_share=0.5,
+                                options={"workers": 2})
+    assert check(inst, res).ok
+    stitched = res.extra["anneal"]["stitch_chain"]
+    assert "stitch" in res.extra["starts"] and res.extra["winner"] != "stitch"
+    assert stitched and len(got) == 1 and len(got[0]) == 1 and got[0][0] != list(heft.placement)
+    got.clear()
+    monkeypatch.setattr(large, "STITCH_CHAIN", False)
+    res = large.portfolio_large(inst, starts, budget=Budget(8.0), bound_share=0.4, anneal_share=0.5,
+                                options={"workers": 2})
+    assert got == [[]] and res.extra["anneal"]["stitch_chain"] is False
