@@ -445,11 +445,20 @@ def test_synced_chains_keep_memory_and_never_get_worse(compiled):
         assert len({pl[o] for o in g}) == 1
 
 
-def test_a_second_chain_begins_from_another_placement(compiled):
-    """``others``: chain 1 begins from the placement given there. From a start with every op on one device and a
-    spread placement as the other, a run too short for chain 0 to reach the spread one's value still returns a
-    placement judged no worse than it (chain 1's own best never rises above its start); without ``others``
-    it does not get there."""
+def test_a_second_chain_begins_from_another_placement(compiled, monkeypatch):
+    """``others``: chain 1 is made from the placement given there (chain 0 and any further chain from the
+    start), and since a chain never returns worse than its own start, the answer is no worse than that
+    placement's value even from a start with every op on one device."""
+    from dplace.kernels import anneal as K
+
+    made = []
+    real = K.Annealer.__init__
+
+    def spy(self, inst, placement, *a, **k):
+        made.append([int(d) for d in placement])
+        real(self, inst, placement, *a, **k)
+
+    monkeypatch.setattr(K.Annealer, "__init__", spy)
     inst = _wide(random.Random(11), 40, 6, 4, memory=10**6)
     units = Units(inst)
     pl0 = [0] * inst.n
@@ -459,11 +468,13 @@ def test_a_second_chain_begins_from_another_placement(compiled):
             spread[o] = i % inst.m
     m0, m1 = list_makespan(inst, pl0)[0], list_makespan(inst, spread)[0]
     assert m1 < 0.7 * m0
-    pl, st = anneal_placement(inst, pl0, time_limit_s=0.02, seed=0, workers=2, others=[spread])
+    pl, st = anneal_placement(inst, pl0, time_limit_s=0.5, seed=0, workers=3, others=[spread])
+    assert made == [pl0, spread, pl0]
     assert st.makespan == list_makespan(inst, pl)[0] <= m1
-    assert len(st.per_chain) == 2 and st.per_chain[1][0] <= m1
-    _, alone = anneal_placement(inst, pl0, time_limit_s=0.02, seed=0, workers=2)
-    assert alone.makespan > m1
+    assert len(st.per_chain) == 3 and st.per_chain[1][0] <= m1
+    made.clear()
+    anneal_placement(inst, pl0, time_limit_s=0.05, seed=0, workers=2)
+    assert made == [pl0, pl0]
 
 
 def test_portfolio_starts_its_second_chain_from_the_stitched_placement(compiled, monkeypatch):
@@ -487,9 +498,14 @@ def test_portfolio_starts_its_second_chain_from_the_stitched_placement(compiled,
     res = large.portfolio_large(inst, starts, budget=Budget(8.0), bound_share=0.4, anneal_share=0.5,
                                 options={"workers": 2})
     assert check(inst, res).ok
-    stitched = res.extra["anneal"]["stitch_chain"]
-    assert "stitch" in res.extra["starts"] and res.extra["winner"] != "stitch"
-    assert stitched and len(got) == 1 and len(got[0]) == 1 and got[0][0] != list(heft.placement)
+    tried = res.extra["starts"]
+    assert "stitch" in tried  # the segment bound solved pieces and they were stitched
+    others_expected = tried["stitch"] > min(v for k, v in tried.items() if k not in ("stitch", "anneal"))
+    # on this graph (seed 6) the stitch (328 µs) is not the best start (heft 303): the case the option is for
+    assert others_expected and res.extra["anneal"]["stitch_chain"] is True
+    assert len(got) == 1 and len(got[0]) == int(others_expected)
+    if others_expected:
+        assert got[0][0] != list(heft.placement)
     got.clear()
     monkeypatch.setattr(large, "STITCH_CHAIN", False)
     res = large.portfolio_large(inst, starts, budget=Budget(8.0), bound_share=0.4, anneal_share=0.5,
