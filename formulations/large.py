@@ -34,10 +34,12 @@ PARALLEL_FIRST = 0.4
 # 369,082 -> 359,265 (two pairs); benchmarks/RESULTS.md, "Branchy (NAS-style) graphs".
 TWINS_FIRST = True
 # Parallel comm, two or more annealing chains: the second begins from the stitched placement
-# (:func:`.stitch.stitch`) instead of the best start's, where there is one. Why: which start's basin ends best is
-# not told by its makespan (NASNet-Mobile, 30-s runs: stitched placements 346,206 / 328,212 µs ended at 259-260k
-# / 266-270k, dpos's 332,382 at 267-273k), and which stitch comes out depends on CP-SAT's choice among the
-# segments' optimal schedules. Measured in benchmarks/RESULTS.md, "Branchy (NAS-style) graphs" (session 21).
+# (:func:`.stitch.stitch`) instead of the best start's, where there is one: two basins instead of one (the chains
+# still meet at the best one's best, SYNC). Which start ends best is not told by its makespan, nor steady from run
+# to run (benchmarks/bench_starts.py anneal: 30-s runs from the stitched and from dpos's placement came out either
+# way round in two measurements), and the stitch itself depends on CP-SAT's choice among the segments' optimal
+# schedules. The evidence is the alternated portfolio runs (NASNet-Mobile: lower in 5 of 5 pairs, mean 250,654
+# against 253,558 µs; benchmarks/RESULTS.md, "Branchy (NAS-style) graphs", session 21).
 STITCH_CHAIN = True
 
 
@@ -183,7 +185,8 @@ def _final_orders(inst: Instance, pl: list[int], od, sch, extra: dict[str, Any])
 
 
 def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: Budget, share: float, seed: int,
-                  workers: int | None, should_stop, extra: dict[str, Any], stitched: list[int] | None = None) -> tuple:
+                  workers: int | None, should_stop, extra: dict[str, Any],
+                  stitched: list[int] | None = None) -> tuple:
     """The best start's placement improved by :func:`.anneal.anneal_placement` for ``share`` of the time
     left (chains: ``workers``, default the CPU count, at most 4) and, while a run's best still fell by
     :data:`LATE_GAIN` of its start in its last quarter, again from its best at the comm mode's cold
@@ -224,7 +227,8 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
         rounds.append({"makespan": st.makespan, "steps": st.steps, "wall_s": round(st.wall_s, 3),
                        "late_gain": round(st.late_gain, 6), "per_chain": [list(c) for c in st.per_chain],
                        "syncs": st.syncs})
-    extra["anneal"] = {"start_makespan": first.start_makespan, "stitch_chain": bool(others), "makespan": st.makespan, "steps": first.steps,
+    extra["anneal"] = {"start_makespan": first.start_makespan, "stitch_chain": bool(others), "makespan": st.makespan,
+                       "steps": first.steps,
                        "accepted": first.accepted, "chains": first.chains, "wall_s": round(first.wall_s, 3),
                        "stopped": st.stopped, "late_gain": round(first.late_gain, 6), "more": rounds,
                        "per_chain": [list(c) for c in first.per_chain],  # (best, steps) of each chain, hottest first

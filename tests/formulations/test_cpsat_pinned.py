@@ -53,6 +53,7 @@ def test_the_pinned_cp_sat_finds_a_solution(name, presolve):
     md = _model(name)
     sv = cp.CpSolver()
     sv.parameters.num_workers = 1
+    sv.parameters.max_time_in_seconds = 30.0  # both are solved in milliseconds by a release without the defect
     sv.parameters.cp_model_presolve = presolve
     got = run_search(sv, md)
     assert sv.parameters.cp_model_probing_level == PROBING_LEVEL
