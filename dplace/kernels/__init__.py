@@ -34,6 +34,12 @@ def _numba_ok() -> bool:
 # twin alike (tests set it to 0 to force replays)
 CASCADE_BUDGET = 4
 
+# The list schedulers' link policy in sequential comm (dplace.kernels.seqlinks.frozen): exact re-timing until
+# the commits have moved LINK_MOVES x n committed ops, then frozen links with LINK_REPLAYS exact replays spread
+# over the commits (and one after the last); LINK_MOVES < 0: always exact
+LINK_MOVES = 16.0
+LINK_REPLAYS = 32
+
 # ---------------------------------------------------------------------------- the one kernel policy
 # Below these sizes the pure-Python reference runs: importing numba and loading the cached kernels
 # (0.3-0.8 s of CPU in a fresh process) costs more than the kernel saves; measured on the 36k-op

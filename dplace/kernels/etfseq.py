@@ -24,11 +24,11 @@ def etf_seq(inst, ops_ptr, ops, csucc_ptr, csucc, cpred_ptr, cpred, prio, cunit,
     cut, fallbacks, clusters placed by the method's rule). ``stop`` as :func:`dplace.kernels.etf.etf`'s; the
     clusters left after it are placed by the deadline rule and appended to their devices' orders."""
     from . import inst_arrays
-    from .seqlinks import new_links
+    from .seqlinks import new_links, set_link_policy
     from .state import inst_tuple, makespan, new_state, order_lists
 
     a = inst_arrays(inst)
-    I, S, L = inst_tuple(a), new_state(a.n, a.m), new_links(a.n, a.m)
+    I, S, L = inst_tuple(a), new_state(a.n, a.m), set_link_policy(new_links(a.n, a.m), a.n)
     i64 = np.int64
     pl, seq, nseq, fallbacks, placed = list_loop(
         I, S, L, None, int(inst.m), ops_ptr, ops, csucc_ptr, csucc, cpred_ptr, cpred, np.asarray(prio, dtype=np.float64),

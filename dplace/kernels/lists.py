@@ -378,7 +378,7 @@ def _prepare(inst, op_cost: str, comm_cost: str):
     rank = upward_rank(a, op_cost, comm_cost)
     order = rank_order(rank, a)
     I = inst_tuple(a)
-    L = sq.new_links(a.n, a.m) if a.sequential else None
+    L = sq.set_link_policy(sq.new_links(a.n, a.m), a.n) if a.sequential else None
     return a, rank, order, I, new_state(a.n, a.m), new_rules(I, a.n, a.m), L
 
 

@@ -9,9 +9,15 @@ from collections import namedtuple
 import numpy as np
 
 from . import njit
+from .orders import RETIMED
 
 Links = namedtuple("Links", "pos tx_s tx_f tx_b lprev lnext has lk ln need_b plist glist pend heap_t heap_x cnt harm "
-                             "dmask")
+                             "dmask stamp pol")
+
+# ``Links.pol``: the link policy (see :func:`frozen`): the ops re-timed after which a commit's sends stop moving
+# the sends behind them (-1: never), commits between two replays then, commits since the last replay, the
+# number of the commit under way (``stamp`` of a send: the commit that made or lengthened it)
+FREEZE_AFTER, REPLAY_EVERY, SINCE_REPLAY, COMMIT_NO = 0, 1, 2, 3
 
 
 def fits(n: int, m: int) -> bool:
@@ -37,7 +43,32 @@ def new_links(n: int, m: int) -> Links:
         glist=np.empty(n + 1, dtype=np.int64), pend=irow[:, 5],
         heap_t=np.empty(nk + n + 2), heap_x=np.empty(nk + n + 2, dtype=np.int64),
         cnt=np.zeros(1, dtype=np.int64), harm=np.zeros(1), dmask=np.zeros(n, dtype=np.int64),
+        stamp=irow[:, 7], pol=np.array([-1, 0, 0, 0], dtype=np.int64),
     )
+
+
+def set_link_policy(L: Links, n: int, moves: float | None = None, replays: int | None = None) -> Links:
+    """Give ``L`` the list schedulers' link policy for an ``n``-op instance (:data:`dplace.kernels.LINK_MOVES`,
+    :data:`dplace.kernels.LINK_REPLAYS` unless given): exact until the commits have re-timed ``moves`` x n ops,
+    then frozen links with ``replays`` replays spread over the commits."""
+    from . import LINK_MOVES, LINK_REPLAYS
+
+    moves = LINK_MOVES if moves is None else moves
+    replays = LINK_REPLAYS if replays is None else replays
+    L.pol[FREEZE_AFTER] = -1 if moves < 0 else int(moves * n)
+    L.pol[REPLAY_EVERY] = max(1, n // max(1, replays)) if replays > 0 else 0
+    L.pol[SINCE_REPLAY] = 0
+    return L
+
+
+@njit(inline="always")
+def frozen(S, L):
+    """Whether the links are frozen: once the commits have re-timed ``L.pol[FREEZE_AFTER]`` ops (not
+    -1), a commit's new or longer sends are timed behind the sends before them, but the sends behind them on their
+    links keep their times (the simulator's rule would delay them, and what waits for them: the cascades that make
+    exact list scheduling cost ~n^2 on large graphs); the state is replayed exactly every ``REPLAY_EVERY``
+    commits and after the last."""
+    return L.pol[FREEZE_AFTER] >= 0 and S.cnt[RETIMED] >= L.pol[FREEZE_AFTER]
 
 
 @njit(inline="always")
@@ -77,6 +108,7 @@ def _link_arrival(I, S, L, dp, d, ps, k, has_harm):
     moved = False
     out = 0.0
     tx_b, tx_f, harm = L.tx_b, L.tx_f, L.harm
+    fz = frozen(S, L)
     for a in range(k + 1):  # a == k: the sends after the last of them, while they move (with has_harm)
         if a < k:
             p = ps[a]
@@ -85,6 +117,8 @@ def _link_arrival(I, S, L, dp, d, ps, k, has_harm):
             bound = np.inf
         else:
             break
+        if fz and a < k:  # frozen: the sends in between keep their times
+            moved = False
         while moved and i < n_l and pos[lk[l, i]] < bound:  # sends of other producers before p, moved
             q = lk[l, i]
             y = q * m + d

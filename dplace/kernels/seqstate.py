@@ -50,8 +50,10 @@ from __future__ import annotations
 
 
 from . import njit
-from .seqlinks import Links, _bisect_pos, data_ready, fits, new_links  # noqa: F401 - re-exported
-from .state import StateView, _retime, est_at, link_in, settle, time_in
+from .orders import N_PLACED
+from .seqlinks import (COMMIT_NO, REPLAY_EVERY, SINCE_REPLAY, Links, _bisect_pos, data_ready, fits,  # noqa: F401
+                       frozen, new_links, set_link_policy)
+from .state import StateView, _replay, _retime, est_at, link_in, settle, time_in
 
 @njit
 def est(I, S, L, o, d, insertion):
@@ -100,6 +102,9 @@ def commit_at(I, S, L, o, d, ready, t, insertion):
             x = S.dnext[x]
     pl = S.placement
     st[o] = en[o] = en[pv] if pv >= 0 else 0.0
+    pol = L.pol
+    now = pol[COMMIT_NO] + 1
+    pol[COMMIT_NO] = now
     # new or longer sends of o's inputs from other devices (scratch: need_b / plist)
     nb, ps = L.need_b, L.plist
     k = 0
@@ -138,10 +143,12 @@ def commit_at(I, S, L, o, d, ready, t, insertion):
             L.has[y] = 1
             L.dmask[p] |= (1 << d) if m < 63 else -1
             L.cnt[0] += 1
+            L.stamp[y] = now
             L.heap_x[size] = y
             size += 1
         elif b > L.tx_b[y]:
             L.tx_b[y] = b
+            L.stamp[y] = now
             L.heap_x[size] = y
             size += 1
     if size:  # new or longer sends: they may delay committed sends and ops
@@ -150,7 +157,14 @@ def commit_at(I, S, L, o, d, ready, t, insertion):
         moved = _retime(I, S, L, size + 1, o)
     else:
         moved = time_in(I, S, L, o, d, pv, nx, ready)
-    return settle(S, o, d, moved, insertion)
+    s = settle(S, o, d, moved, insertion)
+    if frozen(S, L):
+        pol[SINCE_REPLAY] += 1
+        if pol[SINCE_REPLAY] >= pol[REPLAY_EVERY] > 0 or S.cnt[N_PLACED] == len(pl):
+            pol[SINCE_REPLAY] = 0
+            _replay(I, S, L)
+            s = st[o]
+    return s
 
 
 class ArraySeqState(StateView):
@@ -159,13 +173,14 @@ class ArraySeqState(StateView):
     ``makespan``, is :class:`dplace.kernels.state.StateView`'s), for list schedulers whose loop stays in
     Python (m-ETF / m-SCT): each call runs compiled."""
 
-    def __init__(self, inst) -> None:
+    def __init__(self, inst, link_moves: float | None = None, link_replays: int | None = None) -> None:
         from . import inst_arrays
         from .state import inst_tuple, new_state
 
         a = inst_arrays(inst)
         self.inst = inst
-        self.I, self.S, self.L = inst_tuple(a), new_state(a.n, a.m), new_links(a.n, a.m)
+        self.I, self.S = inst_tuple(a), new_state(a.n, a.m)
+        self.L = set_link_policy(new_links(a.n, a.m), a.n, link_moves, link_replays)
         self._dur = a.dur
 
     def data_ready(self, o: int, d: int, insertion: bool = False) -> float:
@@ -180,6 +195,10 @@ class ArraySeqState(StateView):
     def commit(self, o: int, d: int, start: float | None = None, insertion: bool = False) -> float:
         return commit(self.I, self.S, self.L, o, d, 0.0 if start is None else float(start), start is not None,
                       insertion)
+
+    def frozen(self) -> bool:
+        """:meth:`dplace.schedule.state.ScheduleState.frozen`."""
+        return bool(frozen(self.S, self.L))
 
     def device_free(self, d: int) -> float:
         k = int(self.S.tail[d])

@@ -47,6 +47,7 @@ from .heap import enqueue, heapify, hpop, hpush, release, release_as
 from .orders import (_B, _BL, _INF, BUDGET, N_BLOCKS, N_PLACED, REPLAYS, RETIMED, _first_from,  # noqa: F401
                      _gap_add, _rebuild, _seq_insert, device_free, earliest, order_arrays, order_lists)
 from .ready import placed_pred, ready_at
+from .seqlinks import COMMIT_NO, FREEZE_AFTER
 from .rules import (RulesState, new_rules, rules_assign, rules_candidates, rules_fits,  # noqa: F401
                     rules_forced, rules_need)
 
@@ -191,7 +192,9 @@ def _retime(I, S, L, size, fresh):
     else:
         ht, hx = L.heap_t, L.heap_x
         tx_s, tx_f, tx_b, lprev, lnext, pend, has = L.tx_s, L.tx_f, L.tx_b, L.lprev, L.lnext, L.pend, L.has
-        dmask = L.dmask
+        dmask, stamp = L.dmask, L.stamp
+        fz = L.pol[FREEZE_AFTER] >= 0 and S.cnt[RETIMED] >= L.pol[FREEZE_AFTER]  # seqlinks.frozen: only this
+        now = L.pol[COMMIT_NO]  # commit's sends pull the send behind them
         budget = S.cnt[BUDGET] * (S.cnt[N_PLACED] + L.cnt[0] + 250)
     for i in range(size):  # each item keyed by its start before it grows
         x = hx[i]
@@ -266,7 +269,7 @@ def _retime(I, S, L, size, fresh):
             tx_s[x], tx_f[x] = s, f
             nx = -1
             y = lnext[x]
-            if y >= 0 and not pend[y]:
+            if y >= 0 and not pend[y] and (not fz or stamp[y] == now):
                 q = y // m
                 c = en[q] if en[q] >= f else f
                 if c > tx_s[y]:

@@ -43,7 +43,7 @@ class ScheduleState:
     the simulation of the instance without it (list schedulers choose by that; ``simulate`` judges).
     """
 
-    def __init__(self, inst: Instance) -> None:
+    def __init__(self, inst: Instance, link_moves: float | None = None, link_replays: int | None = None) -> None:
         self.inst = inst
         n, m = inst.n, inst.m
         self.placement = [-1] * n
@@ -68,6 +68,24 @@ class ScheduleState:
         self._lnext: dict[int, int] = {}  # send -> the send after it on its link (-1: last)
         self._ready = [0.0] * n  # committed op: when its last input arrived (max over its inputs)
         self.harm = 0.0  # set by data_ready(..., harm=True)
+        # the link policy (:meth:`frozen`; dplace.kernels.seqlinks.set_link_policy, the compiled twin's)
+        moves = kernels.LINK_MOVES if link_moves is None else link_moves
+        reps = kernels.LINK_REPLAYS if link_replays is None else link_replays
+        self._freeze_after = -1 if moves < 0 or not self._seq else int(moves * n)
+        self._replay_every = max(1, n // max(1, reps)) if reps > 0 else 0
+        self._since_replay = 0
+        self._commit_no = 0
+        self._stamp: dict[int, int] = {}  # send -> the commit that made or lengthened it
+
+    def frozen(self) -> bool:
+        """Whether the links are frozen (sequential mode): once the commits have re-timed
+        ``LINK_MOVES`` x n ops (``dplace.kernels.LINK_MOVES``), a commit's new or longer sends are timed
+        behind the sends before them on their links, but the sends behind them keep their times (the
+        simulator's rule delays them, and what waits for them: the cascades that make exact list scheduling
+        cost ~n^2 on large graphs); ``data_ready`` walks the links alike. The state is then replayed exactly
+        every n / ``LINK_REPLAYS`` commits and after the last, so a list schedule's final state is its
+        simulation again."""
+        return self._freeze_after >= 0 and self.retimed >= self._freeze_after
 
     # -- queries
     def fits(self, o: int, d: int, extra_bytes: int = 0) -> bool:
@@ -102,7 +120,10 @@ class ScheduleState:
         prev_f = txs[lst[i - 1] * m + d][1] if i else 0.0
         moved = False
         out = 0.0
+        fz = self.frozen()
         for p in ps:
+            if fz:  # frozen links: the sends in between keep their times
+                moved = False
             while i < len(lst) and pos[lst[i]] < pos[p]:  # sends of other producers before p
                 if moved:
                     prev_f, moved = self._retime_send(txs[lst[i] * m + d], end[lst[i]], prev_f, lat, bw)
@@ -240,6 +261,8 @@ class ScheduleState:
         self._timed[o] = True
         self.mem_used[d] += inst.mem[o]
         self.n_placed += 1
+        self._commit_no += 1
+        now = self._commit_no
         # not timed yet: a zero-length op where the previous one ends, below its timing (values only grow)
         S[o] = E[o] = E[pv] if pv >= 0 else 0.0
         todo: list[int] = []  # items to re-time: sends as p * m + d, ops as -1 - o
@@ -267,9 +290,11 @@ class ScheduleState:
                     f0 = txs[q][1] if q >= 0 else 0.0
                     txs[key] = [f0, f0, b]
                     self._dests[p].append(d)
+                    self._stamp[key] = now
                     todo.append(key)
                 elif b > tx[2]:
                     tx[2] = b
+                    self._stamp[key] = now
                     todo.append(key)
         if todo:  # new or longer sends: they may delay committed sends and ops
             self._ready[o] = self._ready_of(o)
@@ -293,6 +318,12 @@ class ScheduleState:
                 stale[d] = -_INF
         elif S[o] < stale[d]:  # brought up to date only if an insertion query ever comes
             stale[d] = S[o]
+        if self.frozen():
+            self._since_replay += 1
+            if 0 < self._replay_every <= self._since_replay or self.n_placed == inst.n:
+                self._since_replay = 0
+                self.replays += 1
+                self._replay()
         return S[o]
 
     def _ready_of(self, o: int) -> float:
@@ -333,6 +364,7 @@ class ScheduleState:
         txs, dests, timed, dnext, dprev = self._tx, self._dests, self._timed, self._dnext, self._dprev
         lprev, lnext = self._lprev, self._lnext
         seq = self._seq
+        fz, now, stamp = self.frozen(), self._commit_no, self._stamp  # frozen: only this commit's sends pull
         hpush, pop = heapq.heappush, heapq.heappop
         pending: set[int] = set(todo)
         heap: list[tuple[float, int]] = []
@@ -373,7 +405,7 @@ class ScheduleState:
                     continue
                 tx[0], tx[1] = s, f
                 y = lnext[x]
-                if y >= 0 and y not in pending:
+                if y >= 0 and y not in pending and (not fz or stamp[y] == now):
                     py = y // m
                     c = E[py] if E[py] >= f else f
                     if c > txs[y][0]:
