@@ -38,6 +38,10 @@ Layout: the link state ``Links`` (:func:`dplace.kernels.seqlinks.new_links`) bes
     pend[k]                send k queued for re-timing; heap_t / heap_x: the re-timing heap
                            (:mod:`dplace.kernels.heap`; ops as -1 - o, sends as k >= 0), cnt[0] the
                            number of sends
+    stamp[k]               the commit that made or lengthened send k (column 7 of its row)
+    pol                    the link policy (:func:`dplace.kernels.seqlinks.frozen`): ops re-timed before
+                           the links freeze (-1: never), commits between replays, commits since the
+                           last replay, the number of the commit under way
 
 Functions (compiled)::
 

@@ -26,15 +26,17 @@ class ScheduleState:
     go into an idle gap of the device (HEFT's insertion policy); otherwise it goes after the last op.
     Memory is tracked per device (``fits``/``mem_used``) so memory-aware schedulers can skip devices.
 
-    The committed ops are always timed exactly as ``simulate(inst, placement, order())`` would time
-    them if the graph held only those ops: one op at a time per device in ``order()``; in sequential
+    The committed ops are timed exactly as ``simulate(inst, placement, order())`` would time them if the
+    graph held only those ops (in sequential mode: until the links freeze, :meth:`frozen`, between its
+    replays, and always once every op is committed): one op at a time per device in ``order()``; in sequential
     mode one send per (producer, destination device) with the largest ``bytes`` among the committed
     consumers there, sent when the producer finishes, one at a time per directed link (d1, d2) in the
     order the producers finish, which is d1's execution order. Once every op is committed, ``makespan``
     is the simulated makespan. A consumer committed late on a new device adds a send that goes, in that
     order, before the sends of producers that finished later, and a consumer with a larger tensor
     lengthens a send: both can delay sends and ops already committed. ``commit`` re-times them
-    (``retimed`` counts the ops moved so), so the state stays the simulation of what is committed;
+    (``retimed`` counts the ops moved so), so the state stays the simulation of what is committed
+    (past ``LINK_MOVES`` x n moves, only a replay re-times the sends a new send would delay: :meth:`frozen`);
     ``est`` accounts for the sends the op adds on its own links but not for ops it would delay that
     feed it in turn (then its committed start is later than the ``est`` it was chosen by). Parallel
     mode never re-times.
