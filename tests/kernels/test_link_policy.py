@@ -103,21 +103,27 @@ def test_frozen_list_schedulers_are_the_reference(monkeypatch, method, seed):
     assert got.claimed_makespan == got.makespan  # claimed == simulated, exact
 
 
+def _heft(inst, moves: float):
+    """HEFT's compiled run with ``dplace.kernels.LINK_MOVES`` = ``moves`` (restored after)."""
+    from dplace.kernels import lists as kl
+
+    old = kernels.LINK_MOVES
+    kernels.LINK_MOVES = moves
+    try:
+        return kl.run_heft(inst)
+    finally:
+        kernels.LINK_MOVES = old
+
+
 def test_the_policy_bounds_the_moves_on_a_graph_with_long_cascades():
     """A generated sequential Transformer whose exact HEFT re-times over LINK_MOVES x n ops: under the default
-    policy HEFT re-times at most that many plus one commit's cascade, its state is the simulation, and with the
-    policy off (LINK_MOVES < 0) it re-times more."""
+    policy HEFT spends that budget and then re-times fewer ops than exact HEFT (LINK_MOVES < 0), and both final
+    states are the simulation."""
     from dplace.formats.generate import transformer_training
     from dplace.kernels import lists as kl
 
     inst = transformer_training(3000, 4, comm="sequential")
-    old = kernels.LINK_MOVES
-    try:
-        kernels.LINK_MOVES = -1.0
-        exact = kl.run_heft(inst)
-    finally:
-        kernels.LINK_MOVES = old
-    policy = kl.run_heft(inst)
+    exact, policy = _heft(inst, -1.0), kl.run_heft(inst)
     cap = kernels.LINK_MOVES * inst.n
     assert exact.retimed > 1.2 * cap  # the graph has the cascades the policy is for
     assert cap <= policy.retimed < exact.retimed
@@ -132,12 +138,7 @@ def test_the_policy_leaves_exact_schedulers_where_cascades_are_short():
     from dplace.kernels import lists as kl
 
     inst = _seq(7)
-    old = kernels.LINK_MOVES
-    try:
-        kernels.LINK_MOVES = -1.0
-        exact = kl.run_heft(inst)
-    finally:
-        kernels.LINK_MOVES = old
+    exact = _heft(inst, -1.0)
     assert exact.retimed < kernels.LINK_MOVES * inst.n
     policy = kl.run_heft(inst)
     assert list(policy.start) == list(exact.start) and policy.order() == exact.order()
