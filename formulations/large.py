@@ -41,6 +41,9 @@ TWINS_FIRST = True
 # schedules. The evidence is the alternated portfolio runs (NASNet-Mobile: lower in 5 of 5 pairs, mean 250,654
 # against 253,558 µs; benchmarks/RESULTS.md, "Branchy (NAS-style) graphs", session 21).
 STITCH_CHAIN = True
+# sequential comm: the parallel-comm annealing of :func:`_parallel_first` runs as the parallel path's does (chains
+# synchronised, the second from the stitched placement); False: one unsynchronised annealing from the best start
+PAR_FIRST_AS_PARALLEL = True
 
 
 def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, seed: int = 0,
@@ -206,7 +209,7 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
     start = best[2]
     if inst.comm == "sequential" and PARALLEL_FIRST > 0:
         start, best = _parallel_first(inst, best, tried, budget.share(share * PARALLEL_FIRST).child(reserve=0.5), seed, k,
-                                should_stop, extra)
+                                      should_stop, extra, stitched)
     progress.phase("anneal: placements judged by their list schedules")
     sync = SYNC if inst.comm == "parallel" else 0
     # parallel comm: the second chain begins from the stitched placement when it is not the best start
@@ -245,7 +248,7 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
 
 
 def _parallel_first(inst: Instance, best: tuple, tried: dict[str, float], budget: Budget, seed: int, workers: int,
-                    should_stop, extra: dict[str, Any]) -> tuple[list[int], tuple]:
+                    should_stop, extra: dict[str, Any], stitched: list[int] | None = None) -> tuple[list[int], tuple]:
     """Sequential comm: the best start's placement annealed in *parallel* comm (the same instance with
     ``comm="parallel"``, at that mode's temperatures) within ``budget``. Returns the placement the sequential
     annealing should begin from (that one or the best start's, whichever the sequential annealing judges
@@ -254,16 +257,25 @@ def _parallel_first(inst: Instance, best: tuple, tried: dict[str, float], budget
     annealing from m_etf's placement (judged 736,499 µs by its rank order) ended at 423,838 in 60 s, while the
     parallel-comm answer's placement (340,354 µs there) simulates to 396,736 in sequential comm and the
     sequential annealing from it reached 363,660 in 20 s (benchmarks/RESULTS.md, "Which method when: sequential
-    comm")."""
-    from .anneal import anneal_placement, judged_order
+    comm"). The parallel-comm annealing is the parallel path's (:data:`PAR_FIRST_AS_PARALLEL`): its chains meet at
+    the best chain's best :data:`.anneal.SYNC` times a round, and the second chain begins from the ``stitched``
+    placement (:data:`STITCH_CHAIN`) when it is not the best start."""
+    from .anneal import SYNC, anneal_placement, judged_order
 
     progress.phase("anneal: placements judged in parallel comm first")
     par = inst.replace(comm="parallel")
-    ppl, pst = anneal_placement(par, best[2], budget=budget, seed=seed, workers=workers, should_stop=should_stop)
+    sync, others = 0, []
+    if PAR_FIRST_AS_PARALLEL:
+        sync = SYNC
+        others = [stitched] if (STITCH_CHAIN and stitched is not None and workers > 1
+                                and list(stitched) != list(best[2])) else []
+    ppl, pst = anneal_placement(par, best[2], budget=budget, seed=seed, workers=workers, should_stop=should_stop,
+                                sync=sync, others=others)
     judged = {name: simulate(inst, p, judged_order(inst, p)) for name, p in (("start", best[2]), ("parallel", ppl))}
     sch, od = min(((simulate(inst, ppl, o), o) for o in (placement_order(inst, ppl), judged_order(par, ppl),
                                                           judged_order(inst, ppl))), key=lambda c: c[0].makespan)
     extra["anneal_parallel"] = {"parallel_makespan": pst.makespan, "steps": pst.steps, "wall_s": round(pst.wall_s, 3),
+                                "stitch_chain": bool(others), "syncs": pst.syncs,
                                 "sequential_makespan": sch.makespan,
                                 "judged": {n: j.makespan for n, j in judged.items()}}
     if sch.memory_ok:

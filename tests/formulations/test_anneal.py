@@ -511,3 +511,38 @@ def test_portfolio_starts_its_second_chain_from_the_stitched_placement(compiled,
     res = large.portfolio_large(inst, starts, budget=Budget(8.0), bound_share=0.4, anneal_share=0.5,
                                 options={"workers": 2})
     assert got == [[]] and res.extra["anneal"]["stitch_chain"] is False
+
+
+def test_sequential_portfolio_anneals_in_parallel_comm_as_the_parallel_path_does(compiled, monkeypatch):
+    """Sequential comm: the parallel-comm annealing that comes first (``large._parallel_first``) runs its chains
+    synchronised, the second from the stitched placement when it is not the best start, as the parallel path's
+    annealing does (``large.PAR_FIRST_AS_PARALLEL``); the sequential annealing after it does neither. Off: one
+    unsynchronised annealing from the best start, as before."""
+    from dplace.budget import Budget
+    from dplace.formulations import anneal, large
+
+    got = []
+    real = anneal.anneal_placement
+
+    def spy(inst, placement, **kw):
+        got.append((inst.comm, kw.get("sync", 0), [list(o) for o in kw.get("others", ())]))
+        return real(inst, placement, **kw)
+
+    monkeypatch.setattr(anneal, "anneal_placement", spy)
+    monkeypatch.setattr(large, "LATE_GAIN", 1.0)  # one annealing run in each comm mode
+    inst = _wide(random.Random(6), 20, 5, 3, memory=10**6).replace(comm="sequential")
+    starts = {"heft": __import__("dplace").solve(inst, "heft")}
+    res = large.portfolio_large(inst, starts, budget=Budget(8.0), bound_share=0.4, anneal_share=0.5,
+                                options={"workers": 2})
+    assert check(inst, res).ok
+    tried = res.extra["starts"]
+    assert "stitch" in tried and tried["stitch"] > tried["heft"]  # the case the option is for
+    assert [(c, s > 0, len(o)) for c, s, o in got] == [("parallel", True, 1), ("sequential", False, 0)]
+    assert got[0][2][0] != list(starts["heft"].placement)
+    assert res.extra["anneal_parallel"]["stitch_chain"] is True
+    got.clear()
+    monkeypatch.setattr(large, "PAR_FIRST_AS_PARALLEL", False)
+    res = large.portfolio_large(inst, starts, budget=Budget(8.0), bound_share=0.4, anneal_share=0.5,
+                                options={"workers": 2})
+    assert got == [("parallel", 0, []), ("sequential", 0, [])]
+    assert res.extra["anneal_parallel"]["stitch_chain"] is False
