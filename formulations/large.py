@@ -214,8 +214,7 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
     sync = SYNC if inst.comm == "parallel" else 0
     # parallel comm: the second chain begins from the stitched placement when it is not the best start
     # (STITCH_CHAIN): the segments' exact pieces are another basin than the list schedulers' placements
-    others = [stitched] if (STITCH_CHAIN and inst.comm == "parallel" and stitched is not None and k > 1
-                            and list(stitched) != list(start)) else []
+    others = _second_starts(stitched, start, k) if inst.comm == "parallel" else []
     pl, st = anneal_placement(inst, start, budget=budget.share(share).child(reserve=0.5), seed=seed, workers=k,
                               should_stop=should_stop, sync=sync, others=others)
     first, rounds = st, []
@@ -247,6 +246,14 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
     return best
 
 
+def _second_starts(stitched: list[int] | None, start, chains: int) -> list[list[int]]:
+    """``anneal_placement``'s ``others`` in parallel comm: the stitched placement for the second of ``chains``
+    chains when there is one, it differs from ``start`` and :data:`STITCH_CHAIN` is on; else none."""
+    if STITCH_CHAIN and stitched is not None and chains > 1 and list(stitched) != list(start):
+        return [stitched]
+    return []
+
+
 def _parallel_first(inst: Instance, best: tuple, tried: dict[str, float], budget: Budget, seed: int, workers: int,
                     should_stop, extra: dict[str, Any], stitched: list[int] | None = None) -> tuple[list[int], tuple]:
     """Sequential comm: the best start's placement annealed in *parallel* comm (the same instance with
@@ -267,8 +274,7 @@ def _parallel_first(inst: Instance, best: tuple, tried: dict[str, float], budget
     sync, others = 0, []
     if PAR_FIRST_AS_PARALLEL:
         sync = SYNC
-        others = [stitched] if (STITCH_CHAIN and stitched is not None and workers > 1
-                                and list(stitched) != list(best[2])) else []
+        others = _second_starts(stitched, best[2], workers)
     ppl, pst = anneal_placement(par, best[2], budget=budget, seed=seed, workers=workers, should_stop=should_stop,
                                 sync=sync, others=others)
     judged = {name: simulate(inst, p, judged_order(inst, p)) for name, p in (("start", best[2]), ("parallel", ppl))}

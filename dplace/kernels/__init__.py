@@ -38,8 +38,9 @@ CASCADE_BUDGET = 4
 # exact re-timing until the commits have moved LINK_MOVES x n committed ops, then frozen links (a new send no
 # longer delays the sends behind it on its link) with LINK_REPLAYS exact replays spread over the commits and
 # one after the last; LINK_MOVES < 0: always exact. Exact HEFT re-times 0.09 x n ops on NASNet-Mobile, 0.17 x n
-# on InceptionV3, 26 x n on the 3k-op and 406 x n on the 36k-op Transformer (~n^1.8: 2.5 CPU s of its loop
-# there, 0.6 s under the policy, makespan +0.2 %; benchmarks/bench_seqcomm.py, RESULTS.md)
+# on InceptionV3, 26 x n on the 3k-op and 406 x n on the 36k-op Transformer (benchmarks/bench_cascades.py; ~n^1.8):
+# there whole `dplace solve --method heft` takes 3.77 CPU s exact, 1.64 under the policy, makespan +0.2 %
+# (benchmarks/bench_flags.py, bench_seqcomm.py; RESULTS.md)
 LINK_MOVES = 16.0
 LINK_REPLAYS = 32
 
