@@ -183,18 +183,38 @@ def light_load(dispatcher):
     return dispatcher
 
 
-def njit(*args, **kwargs):
+def njit(*args, borrow: bool = False, **kwargs):
     """``numba.njit`` with the house defaults (cached on disk, no fastmath: results must equal the
     reference's bit for bit), loading cached code the light way (:func:`light_load`). The disk cache is
-    cleared once when any kernel source changed (:func:`clear_stale_cache`)."""
+    cleared once when any kernel source changed (:func:`clear_stale_cache`).
+
+    ``borrow=True``: the kernel borrows its array arguments, without numba's reference counts (numba's
+    ``_nrt=False``). numba counts a reference to every array of every tuple argument when a function is
+    entered and left, each an atomic add: for the sequential list schedulers' per-candidate calls, whose
+    ``(I, S, L)`` tuples hold ~60 arrays, that was half of HEFT's loop on the 36k-op sequential Transformer
+    (perf: ``lock incq`` / ``lock decq``). Only for kernels that allocate nothing and return no array
+    (numba refuses to compile the first; :data:`BORROWING` lists them for the test that checks the second);
+    what they call keeps its own counts."""
     import numba
 
     _fresh_cache()
 
+    if borrow:
+        kwargs["_nrt"] = False
     kwargs.setdefault("cache", True)
     kwargs.setdefault("nogil", True)
     made = numba.njit(*args, **kwargs)
     if args and callable(args[0]):
-        return light_load(made)
-    return lambda fn: light_load(made(fn))
+        return _borrowing(light_load(made), borrow)
+    return lambda fn: _borrowing(light_load(made(fn)), borrow)
+
+
+# the kernels made with ``njit(borrow=True)`` (tests/kernels/test_borrow.py checks what they return)
+BORROWING: list = []
+
+
+def _borrowing(dispatcher, borrow: bool):
+    if borrow:
+        BORROWING.append(dispatcher)
+    return dispatcher
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from . import njit
 
 
-@njit
+@njit(borrow=True)
 def hpush(ht, hx, size, t, x):
     i = size
     while i > 0:
@@ -22,7 +22,7 @@ def hpush(ht, hx, size, t, x):
     return size + 1
 
 
-@njit
+@njit(borrow=True)
 def sift_down(ht, hx, i, size, t, x):
     """Put (t, x) at slot i of the heap ``[:size]`` and move it down to its place."""
     while True:
@@ -38,7 +38,7 @@ def sift_down(ht, hx, i, size, t, x):
     ht[i], hx[i] = t, x
 
 
-@njit
+@njit(borrow=True)
 def hpop(ht, hx, size):
     """Drop the smallest pair (the caller read it at ``ht[0], hx[0]``)."""
     size -= 1
@@ -46,7 +46,7 @@ def hpop(ht, hx, size):
     return size
 
 
-@njit
+@njit(borrow=True)
 def heapify(ht, hx, size):
     """``[:size]`` made a heap (``heapq.heapify``'s result differs in layout only, not in pop order)."""
     for i in range(size // 2 - 1, -1, -1):

@@ -74,7 +74,7 @@ def priority_order(rank, tp, pred_ptr, succ_ptr, succ_edge, edst):
     return out[:cnt]
 
 
-@njit
+@njit(borrow=True)
 def _ready_all(I, S, L, o, cand, nc, ready, harm=None):
     """data_ready of o on cand[:nc] into ready[:nc]: parallel comm (``L`` None) or sequential (``L`` the
     links of :mod:`dplace.kernels.seqstate`; ``harm``: an array for each device's ``L.harm``)."""
@@ -89,21 +89,21 @@ def _ready_all(I, S, L, o, cand, nc, ready, harm=None):
             harm[i] = L.harm[0]
 
 
-@njit
+@njit(borrow=True)
 def _commit_at(I, S, L, o, d, ready, t, insertion):
     if L is None:
         return commit_at(I, S, o, d, ready, t, insertion)
     return sq.commit_at(I, S, L, o, d, ready, t, insertion)
 
 
-@njit
+@njit(borrow=True)
 def _commit(I, S, L, o, d, insertion):
     if L is None:
         return commit(I, S, o, d, 0.0, False, insertion)
     return sq.commit(I, S, L, o, d, 0.0, False, insertion)
 
 
-@njit
+@njit(borrow=True)
 def split_cost(I, S, o, d):
     """``heuristics.heft.split_cost``: the link time o's tensors would need on d to reach its successors
     not yet committed whose committed inputs (other than o's) are all on other devices."""
@@ -213,7 +213,7 @@ def critical_path(rank, tp, pred_ptr, succ_ptr, succ_edge, edst):
     return np.array(path, dtype=np.int64)
 
 
-@njit
+@njit(borrow=True)
 def _choose_cp_device(I, R, path, i, mark, stamp):
     """heuristics.fastt._choose_cp_device; ``mark``/``stamp`` replace its per-device set of groups."""
     best_avg, best_cnt, best_d = np.inf, 0, -1
@@ -253,7 +253,7 @@ def _choose_cp_device(I, R, path, i, mark, stamp):
     return best_d, stamp
 
 
-@njit
+@njit(borrow=True)
 def dpos_rest_device(I, S, R, o, cand):
     """The device of an op DPOS places after its time limit (``heuristics.fastt.dpos_rest_device``): of
     ``Rules.choose_or_fallback(o)``, the first predecessor's device when it is one of them, else the first."""

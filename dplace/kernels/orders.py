@@ -48,7 +48,7 @@ def _orders_flat(S):
 # ----------------------------------------------------------------------------------- device orders
 
 
-@njit
+@njit(borrow=True)
 def _first_from(S, d, t, after):
     """Device d's first op that starts after t (``after``) / at or after t; -1 if none. Starts grow
     along a device order (re-timing keeps it): bisect the blocks' first ops, then the block."""
@@ -77,7 +77,7 @@ def _first_from(S, d, t, after):
     return blk[S.dbl[d, lo], 0] if lo < S.dnb[d] else -1
 
 
-@njit
+@njit(borrow=True)
 def _new_block(S):
     b = S.cnt[N_BLOCKS]
     S.cnt[N_BLOCKS] = b + 1
@@ -85,7 +85,7 @@ def _new_block(S):
     return b
 
 
-@njit
+@njit(borrow=True)
 def _seq_insert(S, d, pv, o):
     """Put o right after pv (-1: first) in device d's blocks (the links are the caller's)."""
     blk, bn = S.blk, S.bn
@@ -163,7 +163,7 @@ def _bisect_right(a, d, x, hi):
     return lo
 
 
-@njit
+@njit(borrow=True)
 def _block_max(gs, ge, gmax, gn, d, b):
     lo = b * _B
     hi = min(lo + _B, gn[d])
@@ -206,13 +206,13 @@ def earliest(S, d, ready, length):
     return ready if ready > free else free
 
 
-@njit
+@njit(borrow=True)
 def _gap_add(S, d, s, f):
     """``Timeline.add(s, f)``; False where the reference raises (the interval overlaps busy time)."""
     return _gap_put(S.gs, S.ge, S.gmax, S.gn, S.free, d, s, f)
 
 
-@njit
+@njit(borrow=True)
 def _gap_put(gs, ge, gmax, gn, free_, d, s, f):
     """:func:`_gap_add` on the gap arrays themselves (``S.gs, S.ge, S.gmax, S.gn, S.free``): what a
     loop of calls passes, since each call with ``S`` costs an atomic reference count increment and
@@ -272,7 +272,7 @@ def _gap_put(gs, ge, gmax, gn, free_, d, s, f):
     return False
 
 
-@njit
+@njit(borrow=True)
 def _rebuild(S, d):
     """Bring device d's gaps up to date from its stale time on (``ScheduleState._timeline``); callers
     test ``S.stale[d] < inf`` first (the test inline, the call rare: cheaper than an inlined wrapper)."""

@@ -50,7 +50,7 @@ def rules_fits(I, R, o, d):
     return R.used[d] + rules_need(I, R, o) <= I.capacity[d]
 
 
-@njit
+@njit(borrow=True)
 def rules_candidates(I, R, o, out):
     """``Rules.choose_or_fallback(o)`` into ``out[:k]``; returns k."""
     f = rules_forced(I, R, o)
@@ -74,7 +74,7 @@ def rules_candidates(I, R, o, out):
     return k
 
 
-@njit
+@njit(borrow=True)
 def rules_assign(I, R, o, d):
     R.used[d] += rules_need(I, R, o)
     g = I.group_of[o]

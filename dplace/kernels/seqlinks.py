@@ -12,7 +12,7 @@ from . import njit
 from .orders import RETIMED
 
 Links = namedtuple("Links", "pos tx_s tx_f tx_b lprev lnext has lk ln need_b plist glist pend heap_t heap_x cnt harm "
-                             "dmask stamp pol")
+                             "dmask stamp pol tleft")
 
 # ``Links.pol``: the link policy (see :func:`frozen`): the ops re-timed after which a commit's sends stop moving
 # the sends behind them (-1: never), commits between two replays then, commits since the last replay, the
@@ -44,6 +44,7 @@ def new_links(n: int, m: int) -> Links:
         heap_t=np.empty(nk + n + 2), heap_x=np.empty(nk + n + 2, dtype=np.int64),
         cnt=np.zeros(1, dtype=np.int64), harm=np.zeros(1), dmask=np.zeros(n, dtype=np.int64),
         stamp=irow[:, 7], pol=np.array([-1, 0, 0, 0], dtype=np.int64),
+        tleft=np.empty(nk, dtype=np.int64),  # dplace.kernels.state._replay's scratch
     )
 
 
@@ -84,7 +85,7 @@ def _bisect_pos(L, l, x):
     return lo
 
 
-@njit
+@njit(borrow=True)
 def _link_arrival(I, S, L, dp, d, ps, k, has_harm):
     """``ScheduleState._link_arrival``: latest arrival on d of the sends of producers ps[:k] (each
     with need_b bytes) on link (dp, d), walking the link from the first of them. Only sends that move
@@ -161,7 +162,7 @@ def _link_arrival(I, S, L, dp, d, ps, k, has_harm):
     return out
 
 
-@njit
+@njit(borrow=True)
 def data_ready(I, S, L, o, d, harm=False):
     """``ScheduleState.data_ready(o, d)`` in sequential mode: inputs on d at the latest arrival, each
     link's sends re-walked where o would add or lengthen one; with ``harm``, ``L.harm[0]`` gets the most

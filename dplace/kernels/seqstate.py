@@ -59,7 +59,7 @@ from .seqlinks import (COMMIT_NO, REPLAY_EVERY, SINCE_REPLAY, Links, _bisect_pos
                        frozen, new_links, set_link_policy)
 from .state import StateView, _replay, _retime, est_at, link_in, settle, time_in
 
-@njit
+@njit(borrow=True)
 def est(I, S, L, o, d, insertion):
     return est_at(I, S, o, d, data_ready(I, S, L, o, d), insertion)
 
@@ -67,7 +67,7 @@ def est(I, S, L, o, d, insertion):
 # ----------------------------------------------------------------------------------- commit
 
 
-@njit
+@njit(borrow=True)
 def _ready_of(I, S, L, o):
     m = I.lat.shape[0]
     pl, en = S.placement, S.end
@@ -82,14 +82,14 @@ def _ready_of(I, S, L, o):
     return r
 
 
-@njit
+@njit(borrow=True)
 def commit(I, S, L, o, d, start, has_start, insertion):
     """``ScheduleState.commit(o, d, start if has_start else None, insertion)``: returns o's start."""
     ready = data_ready(I, S, L, o, d)
     return commit_at(I, S, L, o, d, ready, start if has_start else est_at(I, S, o, d, ready, insertion), insertion)
 
 
-@njit
+@njit(borrow=True)
 def commit_at(I, S, L, o, d, ready, t, insertion):
     """``commit`` with o's inputs on d at ``ready`` (``data_ready``) and its start asked for at ``t``."""
     m = I.lat.shape[0]

@@ -54,7 +54,7 @@ from .rules import (RulesState, new_rules, rules_assign, rules_candidates, rules
 Inst = namedtuple("Inst", "dur mem capacity esrc edst ebytes pred_ptr pred_edge succ_ptr succ_edge lat bw "
                           "pinned group_of group_ptr group_members")
 State = namedtuple("State", "placement start end ready dprev dnext blk bn dbl dnb where tail seqn gs ge gmax gn "
-                            "free stale mem_used cnt moved pending heap_t heap_x")
+                            "free stale mem_used cnt moved pending heap_t heap_x left")
 
 
 def inst_tuple(a) -> Inst:
@@ -87,6 +87,7 @@ def new_state(n: int, m: int, cascade_budget: int | None = None) -> State:
         mem_used=np.zeros(m, dtype=np.int64), cnt=cnt,
         moved=np.full(m, _INF), pending=np.zeros(n, dtype=np.bool_),
         heap_t=np.empty(n + 1), heap_x=np.empty(n + 1, dtype=np.int64),
+        left=np.empty(n, dtype=np.int64),  # _replay's scratch (it allocates nothing: it is called by borrowing kernels)
     )
 
 
@@ -160,7 +161,7 @@ def makespan(S):
 
 
 
-@njit
+@njit(borrow=True)
 def _retime(I, S, L, size, fresh):
     """``ScheduleState._retime`` on the items ``hx[:size]`` of the re-timing heap (ops as -1 - o; in
     sequential comm, ``L`` the links of :mod:`dplace.kernels.seqlinks`, also sends k >= 0; ``L`` None:
@@ -306,7 +307,7 @@ def _retime(I, S, L, size, fresh):
     return moved_any
 
 
-@njit
+@njit(borrow=True)
 def _replay(I, S, L):
     """``ScheduleState._replay``: every committed op (and in sequential comm, ``L`` not None, every send)
     timed again from scratch in dependency order, the same recurrences, hence the simulator's times
@@ -315,13 +316,13 @@ def _replay(I, S, L):
     m = I.lat.shape[0]
     pl, st, en, rd = S.placement, S.start, S.end, S.ready
     n = len(pl)
-    left = np.zeros(n, dtype=np.int64)
+    left = S.left  # set below for every committed op, the only ones read
     if L is None:
         queue = S.heap_x  # items (ops -1 - o, sends k) in an order where each comes after what it needs
     else:
         queue = L.heap_x
         tx_s, tx_f, tx_b, lprev, lnext, has = L.tx_s, L.tx_f, L.tx_b, L.lprev, L.lnext, L.has
-        tleft = np.zeros(n * m, dtype=np.int64)
+        tleft = L.tleft  # set below for every send, the only ones read
     qn = 0
     for o in range(n):
         if pl[o] < 0:
@@ -471,7 +472,7 @@ def settle(S, o, d, moved, insertion):
     return st
 
 
-@njit
+@njit(borrow=True)
 def commit_at(I, S, o, d, ready, t, insertion):
     """``commit`` with o's inputs on d at ``ready`` (``data_ready``) and its start asked for at ``t``
     (given, or the est the caller just computed)."""
