@@ -16,7 +16,8 @@ from dplace.verify.check import check
 
 def _run(inst, monkeypatch, mode, **kw):
     monkeypatch.setenv("DPLACE_KERNEL", mode)
-    return fastt._dpos_result(inst, "dpos", fastt.DposOptions(), {}, fastt._dpos_schedule(inst, fastt.DposOptions(), **kw))
+    opts = fastt.DposOptions()
+    return fastt._dpos_result(inst, "dpos", opts, {}, fastt._dpos_schedule(inst, opts, **kw))
 
 
 @pytest.mark.parametrize("seed", range(16))

@@ -109,8 +109,8 @@ assert st.makespan > 0
 def arrays_in(t):
     return isinstance(t, types.Array) or (isinstance(t, types.BaseTuple) and any(arrays_in(x) for x in t))
 
-print(json.dumps([[d.py_func.__module__ + "." + d.py_func.__name__, [arrays_in(s.return_type) for s in d.nopython_signatures]]
-                  for d in kernels.BORROWING]))
+print(json.dumps([[d.py_func.__module__ + "." + d.py_func.__name__,
+                   [arrays_in(s.return_type) for s in d.nopython_signatures]] for d in kernels.BORROWING]))
 """
 
 
