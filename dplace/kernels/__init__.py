@@ -194,12 +194,13 @@ def njit(*args, borrow: bool = False, **kwargs):
     ``(I, S, L)`` tuples hold ~60 arrays, that was half of HEFT's loop on the 36k-op sequential Transformer
     (perf: ``lock incq`` / ``lock decq``). Only for kernels that allocate nothing and return no array
     (numba refuses to compile the first; :data:`BORROWING` lists them for the test that checks the second);
-    what they call keeps its own counts."""
+    what they call keeps its own counts. ``_nrt`` is numba's internal flag: on a numba other than the pinned
+    one (:data:`LIGHT_LOAD_NUMBA`) the kernel keeps its counts (slower, the same results)."""
     import numba
 
     _fresh_cache()
 
-    if borrow:
+    if borrow and numba.__version__ == LIGHT_LOAD_NUMBA:
         kwargs["_nrt"] = False
     kwargs.setdefault("cache", True)
     kwargs.setdefault("nogil", True)

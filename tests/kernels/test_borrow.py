@@ -61,6 +61,10 @@ def test_borrowing_kernels_are_listed():
 
     names = {d.py_func.__name__ for d in kernels.BORROWING}
     assert {"data_ready", "_link_arrival", "_retime", "_replay", "commit_at", "split_cost"} <= names
+    import numba
+
+    pinned = numba.__version__ == kernels.LIGHT_LOAD_NUMBA  # elsewhere they keep numba's counts
+    assert all(d.targetoptions.get("_nrt", True) is (not pinned) for d in kernels.BORROWING)
 
 
 def test_no_borrowing_kernel_reaches_an_allocation():
