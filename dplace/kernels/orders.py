@@ -215,8 +215,9 @@ def _gap_add(S, d, s, f):
 @njit(borrow=True)
 def _gap_put(gs, ge, gmax, gn, free_, d, s, f):
     """:func:`_gap_add` on the gap arrays themselves (``S.gs, S.ge, S.gmax, S.gn, S.free``): what a
-    loop of calls passes, since each call with ``S`` costs an atomic reference count increment and
-    decrement per array in it (``_rebuild``'s loop spent more on them than on its gaps)."""
+    loop of calls passes, since each call with ``S`` cost an atomic reference count increment and
+    decrement per array in it (``_rebuild``'s loop spent more on them than on its gaps; both now borrow
+    their arrays, ``njit(borrow=True)``, which removes those counts too)."""
     free = free_[d]
     eps = 1e-9 * max(1.0, abs(s))
     if s >= free - eps:

@@ -42,6 +42,8 @@ Layout: the link state ``Links`` (:func:`dplace.kernels.seqlinks.new_links`) bes
     pol                    the link policy (:func:`dplace.kernels.seqlinks.frozen`): ops re-timed before
                            the links freeze (-1: never), commits between replays, commits since the
                            last replay, the number of the commit under way
+    tleft[k]               scratch of the exact replay (``dplace.kernels.state._replay``: a borrowing kernel
+                           allocates nothing)
 
 Functions (compiled)::
 

@@ -35,6 +35,10 @@ schedule. Functions (compiled, ``I`` an ``Inst``, ``S`` a ``State``, ``R`` a ``R
     rules_forced(I, R, o) -> int; rules_need(I, R, o) -> int; rules_fits(I, R, o, d) -> bool
     rules_candidates(I, R, o, out) -> int          # devices into out[:k]; the fallback when none fits
     rules_assign(I, R, o, d)
+
+The per-candidate and per-commit kernels (``est``, ``commit``, ``commit_at``, ``_retime``, ``_replay``, the
+device orders', gaps', rules' and heap's) are ``njit(borrow=True)``: no reference counts on the arrays of their
+tuple arguments (:func:`dplace.kernels.njit`), so they allocate nothing (``_replay``'s scratch is ``S.left``).
 """
 from __future__ import annotations
 
@@ -122,7 +126,8 @@ def ready_on(I, S, o, devs, k, out):
 def est_fresh(I, S, o, d, insertion):
     """``est`` when device d's gaps are up to date (``S.stale[d] == inf``). Loops call it after testing
     ``if S.stale[d] < inf: _rebuild(S, d)`` themselves: an inlined function that makes a call with
-    ``S`` costs ~0.1 µs per call (numba's reference counts), more than the query."""
+    ``S`` costs ~0.1 µs per call (numba's reference counts, unless the callee borrows its arrays:
+    :func:`dplace.kernels.njit`), more than the query."""
     ready = data_ready(I, S, o, d)
     if not insertion:
         free = device_free(S, d)
