@@ -191,8 +191,9 @@ def njit(*args, borrow: bool = False, **kwargs):
     ``borrow=True``: the kernel borrows its array arguments, without numba's reference counts (numba's
     ``_nrt=False``). numba counts a reference to every array of every tuple argument when a function is
     entered and left, each an atomic add: for the sequential list schedulers' per-candidate calls, whose
-    ``(I, S, L)`` tuples hold ~60 arrays, that was half of HEFT's loop on the 36k-op sequential Transformer
-    (perf: ``lock incq`` / ``lock decq``). Only for kernels that allocate nothing and return no array
+    ``(I, S, L)`` tuples hold ~60 arrays, that was 25.8 % of a whole sequential ``dplace solve --method heft``
+    on the 36k-op Transformer, 5.2 % after (``benchmarks/perf_refcounts.py``), and its loop 0.59 -> 0.22 CPU s
+    (``benchmarks/bench_list_kernels.py``). Only for kernels that allocate nothing and return no array
     (numba refuses to compile the first; :data:`BORROWING` lists them for the test that checks the second);
     what they call keeps its own counts. ``_nrt`` is numba's internal flag: on a numba other than the pinned
     one (:data:`LIGHT_LOAD_NUMBA`) the kernel keeps its counts (slower, the same results)."""
