@@ -23,6 +23,12 @@ backward ops, as an instance (device memory 0.4 of its op memory, as the whole g
 segment bound (a third), in this process. "answers %": portfolio's makespan above the best answer of
 the two; "bound %": the best answer above the best proven bound (CP-SAT's, portfolio's, the segments').
 Where CP-SAT proves a slice optimal, the first is the answers' share of the gap and the second is 0.
+``--probe S``: per slice also CP-SAT's model with a horizon H (makespan <= H ticks), S seconds per probe,
+bisecting [best proven bound, best answer) ``--probes`` times (:func:`probe`): "no sched <=" is the largest H
+CP-SAT answered INFEASIBLE for, **CP-SAT's verdict, not a proven bound** (no independent check confirms it, so
+dplace never claims it; a diagnostic of where the optimum lies), and "bound side %" the share of the gap
+between the bound and that H: how much of the gap the bound, not the answers, would hold if the verdict is
+right. A probe that finds a schedule lowers the best answer.
 ``--pieces W``: NASNet-Mobile (first ``--comm``; each piece alone solved in that comm mode) cut at window W of the segment bound (W = 28: its stages
 and stems); per piece with more than 12 ops its span in a whole schedule (``--answer``: a result file of
 ``dplace solve --out``, else portfolio ``--portfolio-s`` run here), the best answer for the piece alone
@@ -34,6 +40,7 @@ Report ``cat /proc/loadavg`` beside the figures: the box is shared.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -110,7 +117,8 @@ def slices(args: argparse.Namespace) -> None:
                            comm=args.comm.split(",")[0])
     print(f"nasnetamobile slices ({whole.comm} comm), load {open('/proc/loadavg').read().split()[:3]}")
     print(f"{'slice':>9} {'ops':>4} {'heft':>9} {'portfolio':>10} {'cpsat':>9} {'cpsat bound':>12} {'status':>9} "
-          f"{'segments':>9} {'answers %':>9} {'bound %':>8}")
+          f"{'segments':>9} {'answers %':>9} {'bound %':>8}"
+          + (f" {'no sched <=':>13} {'best':>9} {'bound side %':>12}" if args.probe else ""))
     for spec in args.slices.split(","):
         a, b = map(int, spec.split(":"))
         inst = forward_slice(whole, a, b)
@@ -120,9 +128,51 @@ def slices(args: argparse.Namespace) -> None:
         seg = segment_bound(inst, time_limit_s=args.slice_s / 3).best[0]
         lb = max(cp.lower_bound or 0.0, pf.lower_bound or 0.0, seg)
         best = min(pf.makespan, cp.makespan)
-        print(f"{spec:>9} {inst.n:>4} {_num(heft):>9} {_num(pf.makespan):>10} {_num(cp.makespan):>9} "
-              f"{_num(cp.lower_bound):>12} {cp.status:>9} {_num(seg):>9} {100 * (pf.makespan - best) / pf.makespan:>9.1f} "
-              f"{100 * (best - lb) / best:>8.1f}", flush=True)
+        line = (f"{spec:>9} {inst.n:>4} {_num(heft):>9} {_num(pf.makespan):>10} {_num(cp.makespan):>9} "
+                f"{_num(cp.lower_bound):>12} {cp.status:>9} {_num(seg):>9} {100 * (pf.makespan - best) / pf.makespan:>9.1f} "
+                f"{100 * (best - lb) / best:>8.1f}")
+        if args.probe:
+            got = probe(inst, lb, best, args.probe, args.probes)
+            best = min(best, got["found_us"] or best)
+            share = 100 * (got["refuted_us"] - lb) / (best - lb) if got["refuted_us"] and best > lb else 0.0
+            line += f" {_num(got['refuted_us']):>13} {_num(best):>9} {share:>12.1f}"
+        print(line, flush=True)
+
+
+def probe(inst, lb_us: float, ub_us: float, seconds: float, probes: int) -> dict:
+    """CP-SAT's model of ``inst`` (exact ticks) with the horizon H, bisecting [``lb_us``, ``ub_us``): the
+    largest H (µs) where CP-SAT answered INFEASIBLE (``refuted_us``, None: none; CP-SAT's verdict, not a
+    proven bound: nothing independent checks it) and the best makespan of a schedule a probe found
+    (``found_us``, µs, simulated; None: none). A probe that answers neither (out of time) moves the search
+    down, as a found schedule does. ``log``: (H µs, CP-SAT's status, seconds) per probe."""
+    from ortools.sat.python import cp_model as cp_
+
+    from dplace import simulate
+    from dplace.formulations.cpsat.model import build_model
+    from dplace.formulations.cpsat.solve import solve_model
+    from dplace.formulations.cpsat.ticks import Ticks
+
+    T = Ticks(inst, None, None)
+    if not T.exact:
+        raise SystemExit(f"--probe: {inst.name}'s times are not whole ticks of {T.tick} µs")
+    lo, hi = int(math.ceil(lb_us / T.tick - 1e-9)), int(math.floor(ub_us / T.tick + 1e-9)) - 1
+    out = {"refuted_us": None, "found_us": None, "log": []}
+    for _ in range(probes):
+        if lo > hi:
+            break
+        mid = (lo + hi) // 2
+        V = build_model(inst, T, horizon=mid, symmetry=True)
+        got = solve_model(V, time_limit_s=seconds, workers=os.cpu_count() or 1, seed=0)
+        out["log"].append((mid * T.tick, got.status_name, round(got.wall_s, 2)))
+        if got.status == cp_.INFEASIBLE:
+            out["refuted_us"], lo = mid * T.tick, mid + 1
+        elif got.status in (cp_.OPTIMAL, cp_.FEASIBLE):
+            mk = simulate(inst, got.placement, got.order).makespan
+            out["found_us"] = mk if out["found_us"] is None else min(out["found_us"], mk)
+            hi = min(mid, int(math.floor(mk / T.tick + 1e-9))) - 1
+        else:
+            hi = mid - 1
+    return out
 
 
 def where_gap(args: argparse.Namespace) -> None:
@@ -274,6 +324,9 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--slices", default=None, help="a:b,... forward positions of NASNet-Mobile (exact sub-graphs)")
     ap.add_argument("--slice-s", type=float, default=60.0)
+    ap.add_argument("--probe", type=float, default=None,
+                    help="--slices: seconds per CP-SAT horizon probe (CP-SAT's verdict, not a proven bound)")
+    ap.add_argument("--probes", type=int, default=8, help="--probe: probes per slice")
     ap.add_argument("--where", action="store_true", help="per window: segment bounds, answers, spans in portfolio's schedule")
     ap.add_argument("--bound-s", type=float, default=60.0, help="--where: the segment bound's time limit")
     ap.add_argument("--pieces", type=int, default=None, help="window: per piece its span, answer alone, bound")

@@ -1,0 +1,47 @@
+"""``benchmarks/bench_nas.py --probe``: CP-SAT's horizon probes, checked against brute force.
+
+The probe's INFEASIBLE verdicts are CP-SAT's word (the benchmark says so and dplace never claims them);
+here, on instances small enough for the brute force (:func:`dplace.verify.claims.exhaustive`), no verdict
+lies at or above the optimum, every schedule a probe finds is no faster than the optimum, and the probes
+do refute something and find something (a probe that never answers would pass the first two)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dplace.plugins import get_method
+from dplace.verify import claims
+from dplace.verify.fuzz import fuzz_instance
+
+BENCH = str(Path(__file__).resolve().parents[1] / "benchmarks")  # bench_nas imports its sibling bench_seqcomm
+SEEDS = (3, 7, 8, 10, 13, 19, 23, 24, 25, 27)  # whole ticks (the probe needs them), both comm modes
+
+
+@pytest.mark.solver
+def test_probes_never_refute_the_optimum_and_find_no_schedule_below_it(benchmark_script, monkeypatch):
+    monkeypatch.syspath_prepend(BENCH)
+    mod = benchmark_script("bench_nas")
+    refuted = found = 0
+    for seed in SEEDS:
+        inst = fuzz_instance(seed)
+        ex = claims.exhaustive(inst, 30.0)
+        assert ex is not None and ex.optimum is not None, seed
+        ub = get_method("heft")(inst).makespan
+        got = mod.probe(inst, 0.0, max(ub, ex.optimum) * 1.5 + 1e-3, 5.0, 12)
+        assert got["log"], seed
+        if got["refuted_us"] is not None:
+            refuted += 1
+            assert got["refuted_us"] < ex.optimum - claims.tol(ex.optimum), (seed, got, ex.optimum)
+        if got["found_us"] is not None:
+            found += 1
+            assert got["found_us"] >= ex.optimum - claims.tol(ex.optimum), (seed, got, ex.optimum)
+    assert refuted >= len(SEEDS) // 2 and found >= len(SEEDS) // 2, (refuted, found)
+
+
+def test_a_probe_needs_whole_ticks(benchmark_script, monkeypatch):
+    monkeypatch.syspath_prepend(BENCH)
+    mod = benchmark_script("bench_nas")
+    inst = fuzz_instance(0)  # times in thirds of a µs: no exact tick
+    with pytest.raises(SystemExit, match="whole ticks"):
+        mod.probe(inst, 0.0, 1e4, 1.0, 2)
