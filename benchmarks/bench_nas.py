@@ -23,8 +23,8 @@ backward ops, as an instance (device memory 0.4 of its op memory, as the whole g
 segment bound (a third), in this process. "answers %": portfolio's makespan above the best answer of
 the two; "bound %": the best answer above the best proven bound (CP-SAT's, portfolio's, the segments').
 Where CP-SAT proves a slice optimal, the first is the answers' share of the gap and the second is 0.
-``--probe S``: per slice also CP-SAT's model with a horizon H (makespan <= H ticks), S seconds per probe,
-bisecting [best proven bound, best answer) ``--probes`` times (:func:`probe`): "no sched <=" is the largest H
+``--probe S``: per slice also CP-SAT's model with a horizon H (makespan <= H), on the slice with every time
+rounded down to whole ticks (a relaxation), S seconds per probe, bisecting [best proven bound, best answer) ``--probes`` times (:func:`probe`): "no sched <=" is the largest H
 CP-SAT answered INFEASIBLE for, **CP-SAT's verdict, not a proven bound** (no independent check confirms it, so
 dplace never claims it; a diagnostic of where the optimum lies), and "bound side %" the share of the gap
 between the bound and that H: how much of the gap the bound, not the answers, would hold if the verdict is
@@ -140,36 +140,47 @@ def slices(args: argparse.Namespace) -> None:
 
 
 def probe(inst, lb_us: float, ub_us: float, seconds: float, probes: int) -> dict:
-    """CP-SAT's model of ``inst`` (exact ticks) with the horizon H, bisecting [``lb_us``, ``ub_us``): the
-    largest H (µs) where CP-SAT answered INFEASIBLE (``refuted_us``, None: none; CP-SAT's verdict, not a
-    proven bound: nothing independent checks it) and the best makespan of a schedule a probe found
-    (``found_us``, µs, simulated; None: none). A probe that answers neither (out of time) moves the search
-    down, as a found schedule does. ``log``: (H µs, CP-SAT's status, seconds) per probe."""
+    """CP-SAT's model with the horizon H, bisecting [``lb_us``, ``ub_us``), on ``inst`` relaxed to whole
+    ticks (every op and transfer time rounded *down*, as the segment bound's pieces: a schedule of ``inst``
+    is one of the relaxation, so "no schedule <= H" there holds for ``inst``; its comm mode kept). Returns
+    the largest H (µs) where CP-SAT answered INFEASIBLE (``refuted_us``, None: none; CP-SAT's verdict, not a
+    proven bound: nothing independent checks it), the best makespan (µs) of a probe's placement and device
+    order simulated on ``inst`` (``found_us``; None: none), the tick, and (H µs, CP-SAT's status, seconds)
+    per probe (``log``). A probe that answers neither (out of time) moves the search down, as a schedule
+    found does."""
     from ortools.sat.python import cp_model as cp_
 
     from dplace import simulate
+    from dplace.formulations.bounds_segments import Segment, _members, _sub_instance
     from dplace.formulations.cpsat.model import build_model
     from dplace.formulations.cpsat.solve import solve_model
     from dplace.formulations.cpsat.ticks import Ticks
 
     T = Ticks(inst, None, None)
-    if not T.exact:
-        raise SystemExit(f"--probe: {inst.name}'s times are not whole ticks of {T.tick} µs")
-    lo, hi = int(math.ceil(lb_us / T.tick - 1e-9)), int(math.floor(ub_us / T.tick + 1e-9)) - 1
-    out = {"refuted_us": None, "found_us": None, "log": []}
+    tick = T.tick if T.exact else 10.0 ** math.floor(math.log10(max(ub_us, 1e-300) / 1e6))
+    whole = Segment(None, None, list(range(inst.n)))
+    members = _members(inst, whole)  # the relaxation's op i is inst's op members[i]
+    rel = _sub_instance(inst, whole, tick, reach_extra=False).replace(comm=inst.comm)
+    RT = Ticks(rel, 1.0, None)
+    lo, hi = int(math.ceil(lb_us / tick - 1e-9)), int(math.floor(ub_us / tick + 1e-9)) - 1
+    out = {"refuted_us": None, "found_us": None, "tick": tick, "log": []}
     for _ in range(probes):
         if lo > hi:
             break
         mid = (lo + hi) // 2
-        V = build_model(inst, T, horizon=mid, symmetry=True)
+        V = build_model(rel, RT, horizon=mid, symmetry=True)
         got = solve_model(V, time_limit_s=seconds, workers=os.cpu_count() or 1, seed=0)
-        out["log"].append((mid * T.tick, got.status_name, round(got.wall_s, 2)))
+        out["log"].append((mid * tick, got.status_name, round(got.wall_s, 2)))
         if got.status == cp_.INFEASIBLE:
-            out["refuted_us"], lo = mid * T.tick, mid + 1
+            out["refuted_us"], lo = mid * tick, mid + 1
         elif got.status in (cp_.OPTIMAL, cp_.FEASIBLE):
-            mk = simulate(inst, got.placement, got.order).makespan
+            pl = [0] * inst.n
+            for i, o in enumerate(members):
+                pl[o] = got.placement[i]
+            order = [[members[i] for i in dev] for dev in got.order]
+            mk = simulate(inst, pl, order).makespan
             out["found_us"] = mk if out["found_us"] is None else min(out["found_us"], mk)
-            hi = min(mid, int(math.floor(mk / T.tick + 1e-9))) - 1
+            hi = min(mid, int(math.floor(mk / tick + 1e-9))) - 1
         else:
             hi = mid - 1
     return out

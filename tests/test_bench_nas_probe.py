@@ -15,7 +15,7 @@ from dplace.verify import claims
 from dplace.verify.fuzz import fuzz_instance
 
 BENCH = str(Path(__file__).resolve().parents[1] / "benchmarks")  # bench_nas imports its sibling bench_seqcomm
-SEEDS = (3, 7, 8, 10, 13, 19, 23, 24, 25, 27)  # whole ticks (the probe needs them), both comm modes
+SEEDS = (3, 4, 7, 8, 10, 11, 13, 17, 19, 23, 24, 25, 26, 27)  # both comm modes; times in whole ticks or not
 
 
 @pytest.mark.solver
@@ -37,11 +37,3 @@ def test_probes_never_refute_the_optimum_and_find_no_schedule_below_it(benchmark
             found += 1
             assert got["found_us"] >= ex.optimum - claims.tol(ex.optimum), (seed, got, ex.optimum)
     assert refuted >= len(SEEDS) // 2 and found >= len(SEEDS) // 2, (refuted, found)
-
-
-def test_a_probe_needs_whole_ticks(benchmark_script, monkeypatch):
-    monkeypatch.syspath_prepend(BENCH)
-    mod = benchmark_script("bench_nas")
-    inst = fuzz_instance(0)  # times in thirds of a µs: no exact tick
-    with pytest.raises(SystemExit, match="whole ticks"):
-        mod.probe(inst, 0.0, 1e4, 1.0, 2)
