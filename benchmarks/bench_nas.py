@@ -8,6 +8,8 @@ exactly, to see whether the answers or the bound hold the gap.
     .venv/bin/python benchmarks/bench_nas.py --slices 250:290,450:490 --slice-s 60
     .venv/bin/python benchmarks/bench_nas.py --where --graphs nasnetamobile   # where the gap sits
     .venv/bin/python benchmarks/bench_nas.py --pieces 28 --answer r.json       # per piece: span, alone, bound
+    .venv/bin/python benchmarks/bench_nas.py --slices 200:320 --probe 30       # + CP-SAT's horizon verdicts
+    .venv/bin/python benchmarks/bench_nas.py --piece-probe 24 --slice-s 10     # per piece: bound vs verdict
 
 Graphs: ``dplace convert pipedream instances/sources/pipedream-profiles/G.graph.txt --devices 4
 --memory-fraction 0.4`` (the issue's settings; MIT, msr-fiddle/pipedream, licence beside the files).
@@ -24,11 +26,16 @@ segment bound (a third), in this process. "answers %": portfolio's makespan abov
 the two; "bound %": the best answer above the best proven bound (CP-SAT's, portfolio's, the segments').
 Where CP-SAT proves a slice optimal, the first is the answers' share of the gap and the second is 0.
 ``--probe S``: per slice also CP-SAT's model with a horizon H (makespan <= H), on the slice with every time
-rounded down to whole ticks (a relaxation), S seconds per probe, bisecting [best proven bound, best answer) ``--probes`` times (:func:`probe`): "no sched <=" is the largest H
+rounded down to whole ticks (a relaxation), S seconds per probe, bisecting [best proven bound, best answer)
+``--probes`` times (:func:`probe`): "no sched <=" is the largest H
 CP-SAT answered INFEASIBLE for, **CP-SAT's verdict, not a proven bound** (no independent check confirms it, so
 dplace never claims it; a diagnostic of where the optimum lies), and "bound side %" the share of the gap
 between the bound and that H: how much of the gap the bound, not the answers, would hold if the verdict is
 right. A probe that finds a schedule lowers the best answer.
+``--piece-probe W``: per segment of the segment bound at window W (more than 12 ops; NASNet-Mobile or
+``--instance``, each ``--comm``): its bound inside the whole graph's segment bound, CP-SAT's answer for it alone
+(``--slice-s``) and a probe between them (``--probe`` s each, default 10): whether the pieces' bounds or the
+decomposition hold the bound's share of the gap.
 ``--pieces W``: NASNet-Mobile (first ``--comm``; each piece alone solved in that comm mode) cut at window W of the segment bound (W = 28: its stages
 and stems); per piece with more than 12 ops its span in a whole schedule (``--answer``: a result file of
 ``dplace solve --out``, else portfolio ``--portfolio-s`` run here), the best answer for the piece alone
@@ -129,8 +136,8 @@ def slices(args: argparse.Namespace) -> None:
         lb = max(cp.lower_bound or 0.0, pf.lower_bound or 0.0, seg)
         best = min(pf.makespan, cp.makespan)
         line = (f"{spec:>9} {inst.n:>4} {_num(heft):>9} {_num(pf.makespan):>10} {_num(cp.makespan):>9} "
-                f"{_num(cp.lower_bound):>12} {cp.status:>9} {_num(seg):>9} {100 * (pf.makespan - best) / pf.makespan:>9.1f} "
-                f"{100 * (best - lb) / best:>8.1f}")
+                f"{_num(cp.lower_bound):>12} {cp.status:>9} {_num(seg):>9} "
+                f"{100 * (pf.makespan - best) / pf.makespan:>9.1f} {100 * (best - lb) / best:>8.1f}")
         if args.probe:
             got = probe(inst, lb, best, args.probe, args.probes)
             best = min(best, got["found_us"] or best)
@@ -214,6 +221,51 @@ def where_gap(args: argparse.Namespace) -> None:
                 print(f"{w:>6} {kept:>5} {len(ps):>8} {len(solved):>6} {sum(p['optimal'] for p in ps):>7} "
                       f"{_num(sum(p['bound_us'] for p in ps)):>9} {_num(sum(p['answer_us'] or p['bound_us'] for p in ps)):>9} "
                       f"{_num(sum(at[p['b'] + 1] - at[p['a'] + 1] for p in ps)):>9}", flush=True)
+
+
+def piece_probe(args: argparse.Namespace) -> list[dict]:
+    """Per segment of the segment bound's decomposition at window ``--piece-probe`` (more than 12 ops): its
+    bound inside the whole graph's segment bound (``--bound-s``), CP-SAT's best answer for the piece alone
+    (``--slice-s``) and :func:`probe`'s verdict between the two (CP-SAT's word, not a proven bound): how far
+    each piece's proven bound is from the piece's optimum, so whether the pieces or the decomposition (the
+    ops it drops, the ties between pieces) hold the bound's share of the gap."""
+    sys.path.insert(0, ROOT)
+    import dplace
+    from dplace.formats.pipedream import from_pipedream
+    from dplace.formulations.bounds_segments import _sub_instance, segment_bound, segments
+
+    w = args.piece_probe
+    rows: list[dict] = []
+    for comm in args.comm.split(","):
+        inst = (dplace.load_instance(args.instance).replace(comm=comm) if args.instance else
+                from_pipedream(os.path.join(SOURCES, "nasnetamobile.graph.txt"), devices=4, memory_fraction=0.4,
+                               comm=comm))
+        sb = segment_bound(inst, time_limit_s=args.bound_s)
+        own = {(p["a"], p["b"]): p["bound_us"] for p in sb.pieces if p["window"] == w}
+        print(f"\n{inst.name} ({comm} comm), window {w}: segment bound {_num(sb.value)} ({sb.time_s:.0f} s), load "
+              f"{open('/proc/loadavg').read().split()[:3]}")
+        print(f"{'piece':>9} {'ops':>4} {'bound':>9} {'cpsat':>9} {'no sched <=':>12} {'found':>9} "
+              f"{'bound below %':>13}")
+        sums = [0.0, 0.0, 0.0]
+        for seg in segments(inst, w)[1]:
+            if len(seg.ops) <= 12:
+                continue
+            sub = _sub_instance(inst, seg, sb.tick, reach_extra=True)  # in ticks, every time rounded down
+            cp = dplace.solve(sub, "cpsat", time_limit_s=args.slice_s, progress=False)
+            lb = max(own.get((seg.a, seg.b), 0.0) / sb.tick, cp.lower_bound or 0.0)
+            got = probe(sub, lb, cp.makespan, args.probe or 10.0, args.probes)
+            best = min(cp.makespan, got["found_us"] or cp.makespan)
+            no = got["refuted_us"] if got["refuted_us"] is not None else lb
+            sums = [sums[0] + lb * sb.tick, sums[1] + best * sb.tick, sums[2] + max(no, lb) * sb.tick]
+            rows.append({"comm": comm, "a": seg.a, "b": seg.b, "ops": sub.n, "bound": lb * sb.tick,
+                         "answer": best * sb.tick,
+                         "refuted": None if got["refuted_us"] is None else got["refuted_us"] * sb.tick})
+            print(f"{seg.a:>4}:{seg.b:<4} {sub.n:>4} {_num(lb * sb.tick):>9} {_num(best * sb.tick):>9} "
+                  f"{_num(no * sb.tick) if got['refuted_us'] is not None else '-':>12} "
+                  f"{_num(got['found_us'] * sb.tick) if got['found_us'] else '-':>9} "
+                  f"{100 * (max(no, lb) - lb) / max(no, lb) if no else 0.0:>13.1f}", flush=True)
+        print(f"{'sum':>9} {'':>4} {_num(sums[0]):>9} {_num(sums[1]):>9} {_num(sums[2]):>12}")
+    return rows
 
 
 def _load_answer(inst, path: str):
@@ -338,15 +390,19 @@ def main() -> None:
     ap.add_argument("--probe", type=float, default=None,
                     help="--slices: seconds per CP-SAT horizon probe (CP-SAT's verdict, not a proven bound)")
     ap.add_argument("--probes", type=int, default=8, help="--probe: probes per slice")
+    ap.add_argument("--piece-probe", type=int, default=None,
+                    help="window: per segment its bound, CP-SAT's answer (--slice-s) and a probe (--probe s)")
     ap.add_argument("--where", action="store_true", help="per window: segment bounds, answers, spans in portfolio's schedule")
-    ap.add_argument("--bound-s", type=float, default=60.0, help="--where: the segment bound's time limit")
+    ap.add_argument("--bound-s", type=float, default=60.0, help="--where, --piece-probe: the segment bound's time limit")
     ap.add_argument("--pieces", type=int, default=None, help="window: per piece its span, answer alone, bound")
     ap.add_argument("--piece-s", type=float, default=20.0, help="--pieces: portfolio's time per piece")
     ap.add_argument("--answer", default=None, help="--pieces: a result file (dplace solve --out) to read spans from")
-    ap.add_argument("--instance", default=None, help="--pieces: an instance file in place of NASNet-Mobile")
+    ap.add_argument("--instance", default=None, help="--pieces, --piece-probe: an instance file in place of NASNet-Mobile")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    if args.pieces is not None:
+    if args.piece_probe is not None:
+        piece_probe(args)
+    elif args.pieces is not None:
         pieces(args)
     elif args.where:
         where_gap(args)

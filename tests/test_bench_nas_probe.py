@@ -37,3 +37,25 @@ def test_probes_never_refute_the_optimum_and_find_no_schedule_below_it(benchmark
             found += 1
             assert got["found_us"] >= ex.optimum - claims.tol(ex.optimum), (seed, got, ex.optimum)
     assert refuted >= len(SEEDS) // 2 and found >= len(SEEDS) // 2, (refuted, found)
+
+
+@pytest.mark.solver
+def test_piece_probe_rows_lie_between_the_bound_and_the_answer(benchmark_script, monkeypatch, tmp_path, capsys):
+    import argparse
+
+    from dplace.formats import transformer_training
+    from dplace.instance.io import save_instance
+
+    monkeypatch.syspath_prepend(BENCH)
+    mod = benchmark_script("bench_nas")
+    path = tmp_path / "t.json"
+    save_instance(transformer_training(120, 3), path)
+    args = argparse.Namespace(piece_probe=6, instance=str(path), comm="parallel,sequential", bound_s=2.0, slice_s=1.0,
+                              probe=1.0, probes=4)
+    rows = mod.piece_probe(args)
+    assert rows and {r["comm"] for r in rows} == {"parallel", "sequential"}
+    for r in rows:
+        assert r["bound"] <= r["answer"] * (1 + 1e-9), r
+        if r["refuted"] is not None:
+            assert r["bound"] <= r["refuted"] < r["answer"], r
+    assert "sum" in capsys.readouterr().out
