@@ -19,8 +19,8 @@ the best proven bound any cell of that code reported for the graph (each result 
 heuristics' the cheap bounds, portfolio's the segment bound too); "gap" = (makespan - bound) / makespan.
 "x heft": the makespan over heft's (the issue's goal for Baechi's and Celeritas' methods: at most 1.2).
 
-``--slices a:b,...``: the forward ops at forward-topological positions [a, b) of NASNet-Mobile with their
-backward ops, as an instance (device memory 0.4 of its op memory, as the whole graph's); per slice heft,
+``--slices a:b,...``: the forward ops at forward-topological positions [a, b) of NASNet-Mobile (or of the first
+of ``--graphs``) with their backward ops, as an instance (device memory 0.4 of its op memory, as the whole graph's); per slice heft,
 ``portfolio`` (a third of ``--slice-s``), ``cpsat`` (``--slice-s``: its answer and proven bound) and the
 segment bound (a third), in this process. "answers %": portfolio's makespan above the best answer of
 the two; "bound %": the best answer above the best proven bound (CP-SAT's, portfolio's, the segments').
@@ -120,9 +120,10 @@ def slices(args: argparse.Namespace) -> None:
     from dplace.formulations.bounds_segments import segment_bound
     from dplace.formats.pipedream import from_pipedream
 
-    whole = from_pipedream(os.path.join(SOURCES, "nasnetamobile.graph.txt"), devices=4, memory_fraction=0.4,
+    g = args.graphs.split(",")[0]  # the first of --graphs (default: nasnetamobile)
+    whole = from_pipedream(os.path.join(SOURCES, f"{g}.graph.txt"), devices=4, memory_fraction=0.4,
                            comm=args.comm.split(",")[0])
-    print(f"nasnetamobile slices ({whole.comm} comm), load {open('/proc/loadavg').read().split()[:3]}")
+    print(f"{g} slices ({whole.comm} comm), load {open('/proc/loadavg').read().split()[:3]}")
     print(f"{'slice':>9} {'ops':>4} {'heft':>9} {'portfolio':>10} {'cpsat':>9} {'cpsat bound':>12} {'status':>9} "
           f"{'segments':>9} {'answers %':>9} {'bound %':>8}"
           + (f" {'no sched <=':>13} {'best':>9} {'bound side %':>12}" if args.probe else ""))
