@@ -152,13 +152,18 @@ def probe(inst, lb_us: float, ub_us: float, seconds: float, probes: int) -> dict
     ticks (every op and transfer time rounded *down*, as the segment bound's pieces: a schedule of ``inst``
     is one of the relaxation, so "no schedule <= H" there holds for ``inst``; its comm mode kept). Returns
     the largest H (µs) where CP-SAT answered INFEASIBLE (``refuted_us``, None: none; CP-SAT's verdict, not a
-    proven bound: nothing independent checks it), the best makespan (µs) of a probe's placement and device
-    order simulated on ``inst`` (``found_us``; None: none), the tick, and (H µs, CP-SAT's status, seconds)
-    per probe (``log``). A probe that answers neither (out of time) moves the search down, as a schedule
-    found does."""
+    proven bound: nothing independent checks it; where the relaxation's times are not whole ticks of the model,
+    H is lowered by the rounding's slack, :meth:`Ticks.real_bound`), the best makespan (µs) of a probe's
+    placement and device order simulated on ``inst`` (``found_us``; None: none; memory kept), the tick, and
+    (H µs, CP-SAT's status, seconds) per probe (``log``). Each probe, model building included, gets
+    ``seconds`` (one :class:`dplace.budget.Budget`). A probe that answers neither (out of time) moves the
+    search down, as a schedule found does."""
     from ortools.sat.python import cp_model as cp_
 
     from dplace import simulate
+    from dplace.budget import Budget
+    from dplace.errors import InvalidInstanceError
+    from dplace.formulations.frame import OutOfTime
     from dplace.formulations.bounds_segments import Segment, _members, _sub_instance
     from dplace.formulations.cpsat.model import build_model
     from dplace.formulations.cpsat.solve import solve_model
@@ -168,27 +173,45 @@ def probe(inst, lb_us: float, ub_us: float, seconds: float, probes: int) -> dict
     tick = T.tick if T.exact else 10.0 ** math.floor(math.log10(max(ub_us, 1e-300) / 1e6))
     whole = Segment(None, None, list(range(inst.n)))
     members = _members(inst, whole)  # the relaxation's op i is inst's op members[i]
-    rel = _sub_instance(inst, whole, tick, reach_extra=False).replace(comm=inst.comm)
-    RT = Ticks(rel, 1.0, None)
+    while True:  # a tick too fine for the model's integers (times of 1e-3..1e10 µs): ten times coarser
+        rel = _sub_instance(inst, whole, tick, reach_extra=False).replace(comm=inst.comm)
+        try:
+            RT = Ticks(rel, 1.0, None)
+            break
+        except InvalidInstanceError:
+            tick *= 10.0
     lo, hi = int(math.ceil(lb_us / tick - 1e-9)), int(math.floor(ub_us / tick + 1e-9)) - 1
     out = {"refuted_us": None, "found_us": None, "tick": tick, "log": []}
     for _ in range(probes):
         if lo > hi:
             break
         mid = (lo + hi) // 2
-        V = build_model(rel, RT, horizon=mid, symmetry=True)
-        got = solve_model(V, time_limit_s=seconds, workers=os.cpu_count() or 1, seed=0)
+        budget = Budget(seconds)
+        try:
+            V = build_model(rel, RT, horizon=mid, symmetry=True, budget=budget)
+        except OutOfTime:
+            out["log"].append((mid * tick, "model not built in time", seconds))
+            hi = mid - 1
+            continue
+        got = solve_model(V, workers=os.cpu_count() or 1, seed=0, budget=budget)
         out["log"].append((mid * tick, got.status_name, round(got.wall_s, 2)))
         if got.status == cp_.INFEASIBLE:
-            out["refuted_us"], lo = mid * tick, mid + 1
+            # no tick-model schedule <= mid ticks, so none of the relaxation <= mid - slack (RT.real_bound)
+            if RT.real_bound(mid) > 0:
+                out["refuted_us"] = RT.real_bound(mid) * tick
+            lo = mid + 1
         elif got.status in (cp_.OPTIMAL, cp_.FEASIBLE):
             pl = [0] * inst.n
             for i, o in enumerate(members):
                 pl[o] = got.placement[i]
             order = [[members[i] for i in dev] for dev in got.order]
-            mk = simulate(inst, pl, order).makespan
-            out["found_us"] = mk if out["found_us"] is None else min(out["found_us"], mk)
-            hi = min(mid, int(math.floor(mk / tick + 1e-9))) - 1
+            sch = simulate(inst, pl, order)
+            if sch.memory_ok:
+                mk = sch.makespan
+                out["found_us"] = mk if out["found_us"] is None else min(out["found_us"], mk)
+                hi = min(mid, int(math.floor(mk / tick + 1e-9))) - 1
+            else:
+                hi = mid - 1
         else:
             hi = mid - 1
     return out
