@@ -356,6 +356,18 @@ def _mirror_gain(inst: Instance, pieces: list[dict[str, Any]], parents: list[int
     return gain, n_pairs
 
 
+def _widest(pieces: list[dict[str, Any]], parents: list[int | None]) -> list[tuple[int, int, float, bool]]:
+    """The widest level's pieces as (a, b, bound in µs, whether a piece paired by the mirror step is it or
+    inside it), for :func:`dplace.bounds.memory.segment_cut_costs`."""
+    def root(i: int) -> int:
+        while parents[i] is not None:
+            i = parents[i]
+        return i
+
+    paired = {root(i) for i, p in enumerate(pieces) if "mirror" in p}
+    return [(p["a"], p["b"], p["bound_us"], i in paired) for i, p in enumerate(pieces) if parents[i] is None]
+
+
 def _segment_lb(sub: Instance, budget: Budget | None, workers: int,
                 cheap: float | None = None) -> tuple[float, bool, Any]:
     """Proven lower bound (µs) of the sub-instance's optimum, whether it is its optimum, and the best
@@ -611,11 +623,10 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
         stats["mirrored"] = n_pairs
     from dplace.bounds.memory import segment_cut_costs
 
-    # trivial segments of the widest level (one path op and the cut after it): never refined, each
-    # bounded by at most its op's smallest time, so a device change on its edge adds the transfer
-    trivial = [s.a for s in levels[0][1] if not s.ops and s.first is not None and s.last is not None and s.b == s.a + 1]
-    extra = segment_cut_costs(inst, path, trivial)
-    if cheap is not None and cheap.value > value:  # the cheap pass proved more (e.g. CP-SAT's ran out of time)
-        value, stats["mirrored"] = cheap.value, cheap.mirrored
+    # the widest level's segments with their bounds: a device change memory forces inside one adds its
+    # transfer (in sequential comm with the link's queue) beyond the segment's slack (bounds.memory)
+    extra = segment_cut_costs(inst, path, _widest(pieces, parents))
+    if cheap is not None and cheap.value + cheap.memory_cuts > value + extra:  # the cheap pass proved more
+        value, stats["mirrored"], extra = cheap.value, cheap.mirrored, cheap.memory_cuts
     return SegmentBound(value, windows[0], tick, stats["n"], stats["kept"], stats["largest"], stats["opt"],
                         time.perf_counter() - t0, pieces, memory_cuts=extra, mirrored=stats.get("mirrored", 0))

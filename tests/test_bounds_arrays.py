@@ -1,6 +1,7 @@
 """The cheap bounds where the kernels run (arrays: the critical path, memory_path, the anchored bounds'
 recurrence, memory_cuts reading only the path's ops) give the pure-Python reference's values to the last
-bit; memory_cuts equals a plain O(K^2) dynamic programme over the path written from its docstring."""
+bit; memory_cuts equals a plain O(K^2) dynamic programme over the path written from its docstring (in sequential
+comm an O(K^3) one over both runs beside each boundary, the link's queue counted from the docstring)."""
 import math
 import random
 
@@ -68,6 +69,56 @@ def _cuts_by_the_definition(inst, path, cost):
     return f[-1]
 
 
+def _sequential_cuts_by_the_definition(inst, path, cost, slack=None, first=None, window=memory.SEQ_WINDOW):
+    """min over cuts of ``path`` into runs that fit of the boundaries' costs, a boundary k between runs
+    [i..k] and [k+1..l] costing max(0, max(cost[k], max_t (sends of c_t..c_k to the run after's units - the
+    smallest times of c_{t+1}..c_k)) - slack[k]), t from max(i, k - window + 1, first[k]), the run after known
+    up to k + window (lists only)."""
+    K = len(path)
+    slack = slack or [0.0] * (K - 1)
+    first = first or [0] * (K - 1)
+
+    def unit(o):
+        g = inst.group_of[o]
+        return set(inst.groups[g]) if g >= 0 else {o}
+
+    def fits(i, j):
+        held = set().union(*(unit(o) for o in path[i:j + 1]))
+        pins = {inst.pinned[x] for x in held if inst.pinned[x] >= 0}
+        room = inst.capacity[next(iter(pins))] if len(pins) == 1 else max(inst.capacity)
+        return len(pins) <= 1 and sum(inst.mem[x] for x in held) <= room
+
+    def send(b):
+        return min(inst.lat[a][d] + b / inst.bw[a][d] for a in range(inst.m) for d in range(inst.m) if a != d)
+
+    def boundary(i, k, l):
+        if cost[k] == math.inf:
+            return math.inf
+        after = set().union(*(unit(o) for o in path[k + 1:min(l, k + window) + 1]))
+        best = cost[k]
+        for t in range(max(i, k - window + 1, first[k]), k + 1):
+            sends = [max([inst.ebytes[e] for e in inst.succ[path[s]] if inst.edst[e] in after], default=None)
+                     for s in range(t, k + 1)]
+            total = sum(send(b) for b in sends if b is not None)
+            if sends[0] is not None:  # the detour starts at a send of c_t
+                best = max(best, total - sum(min(inst.dur[path[r]]) for r in range(t + 1, k + 1)))
+        return max(0.0, best - slack[k])
+
+    F = {}  # (i, k): least cost of the boundaries before the run [i..k], the last so far
+    for k in range(K):
+        if fits(0, k):
+            F[(0, k)] = 0.0
+    for k in range(K - 1):
+        for i in range(k + 1):
+            if (i, k) not in F:
+                continue
+            for l_ in range(k + 1, K):
+                if fits(k + 1, l_):
+                    v = F[(i, k)] + boundary(i, k, l_)
+                    F[(k + 1, l_)] = min(F.get((k + 1, l_), math.inf), v)
+    return min((v for (i, k), v in F.items() if k == K - 1), default=math.inf)
+
+
 @pytest.mark.parametrize("inst", _cases(), ids=lambda i: i.name)
 def test_memory_cuts_is_its_definition(inst):
     path = bounds.critical_path_ops(inst)
@@ -82,9 +133,13 @@ def test_memory_cuts_is_its_definition(inst):
             (inst.pinned[u] >= 0 and inst.pinned[u] == inst.pinned[v])
         cost.append(math.inf if same else edge[-1])
     assert memory.path_edge_costs(inst, path) == edge
-    extra = _cuts_by_the_definition(inst, path, cost)
+    if inst.comm == "sequential":
+        extra = _sequential_cuts_by_the_definition(inst, path, cost)
+        assert extra >= _cuts_by_the_definition(inst, path, cost)
+    else:
+        extra = _cuts_by_the_definition(inst, path, cost)
     base = sum(min(inst.dur[o]) for o in path)
-    assert memory.memory_cuts_bound(inst) == base + (extra if extra < math.inf else 0.0)
+    assert memory.memory_cuts_bound(inst) == pytest.approx(base + (extra if extra < math.inf else 0.0), rel=1e-12)
 
 
 def test_the_bound_beside_a_method_is_the_bound_before_it(monkeypatch):
@@ -144,3 +199,50 @@ def test_the_bound_beside_a_method_is_the_bound_before_it(monkeypatch):
     assert "_lower_bound_job" not in late.__dict__
     with bounds.quick_bounds():
         assert not bounds.start_lower_bound(_fresh(inst))
+
+
+@pytest.mark.parametrize("comm", ["sequential", "parallel"])
+def test_segment_cut_costs_is_its_definition(comm):
+    """segment_cut_costs on random pieces: each edge's cost less its piece's slack (max(0, bound - the piece's
+    path ops' smallest times), 0 cost in a paired piece), the link's queue counted from the piece's first path op
+    on (sequential comm), against the definitions above; the queue and the slack bite in some."""
+    rng = random.Random(77 if comm == "sequential" else 78)
+    bites = 0
+    for trial in range(80):
+        K, m = rng.randint(3, 8), rng.choice([2, 3])
+        mem = [rng.randint(1, 5) for _ in range(K)]
+        cap = max(max(mem), int(sum(mem) * rng.uniform(0.3, 0.8)))
+        ops = [{"id": f"c{i}", "time": rng.choice([0, 1, 2, 4]), "memory": mem[i]} for i in range(K)]
+        edges = [{"src": f"c{i}", "dst": f"c{i + 1}", "bytes": rng.randint(0, 8)} for i in range(K - 1)]
+        edges += [{"src": f"c{i}", "dst": f"c{j}", "bytes": rng.randint(0, 14)} for i in range(K)
+                  for j in range(i + 2, K) if rng.random() < 0.4]
+        inst = instance_from_dict({"format": "dplace-instance/1", "name": "pieces", "comm": comm, "ops": ops, "edges": edges,
+                                   "devices": [{"name": f"d{d}", "memory": cap} for d in range(m)],
+                                   "link": {"latency": rng.randint(0, 2), "bandwidth": 1}})
+        path = bounds.critical_path_ops(inst)
+        if len(path) != K:
+            continue
+        cuts = sorted(rng.sample(range(K), rng.randint(0, min(3, K))))
+        ends = [-1] + cuts + [K]
+        dmin = [min(inst.dur[o]) for o in path]
+        pieces, slack, first = [], [0.0] * (K - 1), [0] * (K - 1)
+        for a, b in zip(ends, ends[1:]):
+            if a == b:
+                continue
+            chain = sum(dmin[max(a, 0):b])
+            lb = chain + rng.choice([0.0, 0.0, 1.0, 3.0, -1.0])
+            paired = rng.random() < 0.15
+            pieces.append((a, b, lb, paired))
+            for j in range(max(a, 0), min(b, K - 1)):
+                slack[j], first[j] = (math.inf if paired else max(0.0, lb - chain)), max(a, 0)
+        edge = memory._guard(inst, path, memory.path_edge_costs(inst, path))
+        if comm == "sequential":
+            want = _sequential_cuts_by_the_definition(inst, path, edge, slack, first)
+        else:
+            want = _cuts_by_the_definition(inst, path, [c if c == math.inf else max(0.0, c - s)
+                                                        for c, s in zip(edge, slack)])
+        got = memory.segment_cut_costs(inst, path, pieces)
+        assert got == pytest.approx(want if want < math.inf else 0.0, rel=1e-12, abs=1e-12), (trial, pieces)
+        bites += got > memory.segment_cut_costs(inst.replace(comm="parallel"), path, [
+            (a, b, lb if b == a + 1 else math.inf, p) for a, b, lb, p in pieces]) + 1e-9
+    assert bites >= 5

@@ -2,6 +2,7 @@ import json
 """The forced-cut bounds (dplace.bounds.memory) against optima worked out independently: brute force on
 tiny memory-tight instances, and a 40-op series composition whose memory-bound head is enumerated."""
 import itertools
+import math
 import random
 
 import pytest
@@ -146,3 +147,62 @@ def test_forced_cut_cost_respects_colocation_and_pins():
                     [Edge("a", "b", 4.0), Edge("b", "c", 4.0)], link=Link(1.0, 2.0))
     # memory fits everywhere, but a and b are pinned apart: their edge is a forced cut, b-c is not
     assert forced_cut_cost(inst, critical_path_ops(inst), [7.0, 9.0]) == 7.0
+
+
+def _chain_with_skips(rng, comm):
+    """A chain c0 -> ... -> c_{K-1} (the critical path) with skip edges c_i -> c_j (j >= i + 2), large tensors,
+    zero-time ops now and then, and memory that forces the chain to change device."""
+    K, m = rng.randint(4, 7), rng.choice([2, 3])
+    mem = [rng.randint(1, 5) for _ in range(K)]
+    cap = max(max(mem), int(sum(mem) * rng.uniform(0.3, 0.7)))
+    groups = rng.random() < 0.3
+    ops = [Op(f"c{i}", rng.choice([0, 1, 2, 3, 5, 8]), mem[i],
+              colocation=("g" if groups and i in (0, K - 1) else None)) for i in range(K)]
+    edges = [Edge(f"c{i}", f"c{i + 1}", float(rng.randint(0, 8))) for i in range(K - 1)]
+    edges += [Edge(f"c{i}", f"c{j}", float(rng.randint(0, 14))) for i in range(K) for j in range(i + 2, K)
+              if rng.random() < 0.35]
+    return Instance("skips", [Device(f"d{d}", cap) for d in range(m)], ops, edges,
+                    link=Link(float(rng.randint(0, 2)), 1.0), comm=comm)
+
+
+@pytest.mark.parametrize("comm", ["sequential", "parallel"])
+def test_cuts_with_the_link_queue_at_most_brute_force(comm):
+    """memory_cuts (in sequential comm with the link's queue) and the segment bound plus its forced cuts (every
+    segment, less its slack) never pass the optimum of the model text's oracle, on memory-tight chains with
+    skip edges; and they bite: the queue raises memory_cuts above the parallel cut cost, the slack rule raises
+    segments_memory above the trivial segments' cuts (the rule before)."""
+    from dplace.bounds.memory import _guard, path_edge_costs, segment_cut_costs
+    from dplace.verify.oracle import brute_force as oracle
+
+    rng = random.Random(2511 if comm == "sequential" else 2517)
+    checked = queue_bites = slack_bites = 0
+    for _ in range(100):
+        try:
+            inst = _chain_with_skips(rng, comm)  # (a group larger than a device is refused)
+            res = oracle(inst, time_limit_s=20.0)
+        except (InfeasibleError, InvalidInstanceError):
+            continue
+        if not res.feasible:
+            continue
+        assert res.complete
+        opt = res.optimum
+        path = critical_path_ops(inst)
+        v = memory_cuts_bound(inst)
+        assert v <= opt + TOL * max(1.0, opt), json.dumps(instance_to_dict(inst))
+        base = sum(min(inst.dur[o]) for o in path)
+        par = forced_cut_cost(inst, path, _guard(inst, path, path_edge_costs(inst, path)))
+        queue_bites += v > base + par + 1e-9
+        sb = segment_bound(inst, time_limit_s=2.0)
+        assert sb.best[0] <= opt + TOL * max(1.0, opt), json.dumps(instance_to_dict(inst))
+        # the rule before: only trivial pieces (one path op and the cut after it) counted their edge
+        widest = [p for p in sb.pieces if p["window"] == sb.window]
+        old = [(p["a"], p["b"], p["bound_us"] if p["b"] == p["a"] + 1 and p["ops"] == 2 else math.inf, False)
+               for p in widest]
+        slack_bites += sb.memory_cuts > segment_cut_costs(inst.replace(comm="parallel"), path, old) + 1e-9
+        checked += 1
+    assert checked >= 60
+    if comm == "sequential":
+        assert queue_bites >= 3
+    else:
+        assert queue_bites == 0
+    assert slack_bites >= 3

@@ -26,6 +26,29 @@ cost at least that much. Two bounds use it:
   the schedule's run boundaries add at least :func:`forced_cut_cost` on top of the sum of the lb_k:
   makespan >= segment bound + forced_cut_cost.
 
+A boundary may cost more than its edge's transfer, and both bounds count that:
+
+* **Any segment** (``segments_memory``, since session 25): a segment (a, b) that holds boundaries spans
+  start(c_b) - start(c_a) >= sum_{a <= r < b} p_min(c_r) + the boundaries' costs (its path ops run one after
+  another on their runs' devices) as well as its proven bound lb_k. So span_k >= lb_k + sum_j max(0, cost_j -
+  s_k) with *slack* s_k = max(0, lb_k - sum_{a <= r < b} p_min(c_r)) (with J the boundaries whose cost passes s_k, lb_k + sum_J (cost_j - s_k) <= lb_k - s_k +
+  sum_J cost_j <= the chain + every boundary's cost <= span_k, as lb_k - s_k = min(lb_k, the chain)). A trivial segment has s_k = 0, so its edge keeps its whole cost as before. Pieces that
+  the mirror step (:func:`dplace.bounds.mirror.mirror_split_bound`) bounded together with another, or that
+  hold such a piece, count a boundary at 0: their spans are bounded only as a pair.
+* **Sequential comm, the link's queue** (:func:`sequential_cut_cost`). Let the boundary fall between c_k
+  (device d1) and c_{k+1} (d2), the run before it hold c_i .. c_k and the run after c_{k+1} .. c_l. A path op
+  c_t of the run before (t <= k) with an edge to an op of a unit of the run after (held on d2) sends on the
+  link d1 -> d2, at least as long as its largest such tensor on the cheapest link (``latency + bytes /
+  bandwidth``), and the link sends in the order the producers finish: c_t finishes before c_k (an ancestor on
+  the same device; a zero-time c_k finishes a round later), so the send c_{k+1} waits for comes after every
+  such send of c_t .. c_k, each starting after its producer ends. Hence start(c_{k+1}) >= end(c_t) + the sum
+  of those sends from c_t on, while the chain counts end(c_t) + sum_{t < r <= k} p_min(c_r) + cost_k: the
+  boundary costs max(cost_k, max_t [sum of the sends from c_t on - sum_{t < r <= k} p_min(c_r)]). Each
+  boundary's detour runs from c_t (t > the previous boundary, and t >= a inside a segment) to c_{k+1}, so the
+  detours of different boundaries do not overlap and their costs add along the path. The runs' ends are
+  the dynamic programme's state, each capped at ``SEQ_WINDOW`` path ops from the boundary (fewer ops known
+  on each side: smaller sends and fewer of them, still a bound).
+
 Memory is the only reason a run must end here, so on instances whose whole path (with its groups) fits
 on one device both add nothing.
 """
@@ -37,7 +60,10 @@ from typing import Sequence
 from .shared import critical_path_ops
 from ..instance.model import Instance
 
-__all__ = ["forced_cut_cost", "memory_cuts_bound", "path_edge_costs", "segment_cut_costs"]
+__all__ = ["SEQ_WINDOW", "forced_cut_cost", "memory_cuts_bound", "path_edge_costs", "segment_cut_costs",
+           "sequential_cut_cost"]
+
+SEQ_WINDOW = 16  # path ops on each side of a run boundary whose sends sequential_cut_cost counts
 
 
 # Everything here reads the instance's arrays for the path's ops (and their groups) only: a path of ~1,300 ops
@@ -77,19 +103,12 @@ def path_edge_costs(inst: Instance, path: Sequence[int]) -> list[float]:
     return out
 
 
-def forced_cut_cost(inst: Instance, path: Sequence[int], cost: Sequence[float]) -> float:
-    """Least total ``cost[j]`` over the boundaries j (between path[j] and path[j+1]) of a cut of
-    ``path`` into runs that each fit on one device (module docstring); ``inf`` if no cut fits.
+def _run_starts(inst: Instance, path: Sequence[int]) -> list[int]:
+    """lo[j]: the first i such that the run path[i..j] fits on one device (units counted once however many
+    of its path ops share them, pins counted per device); lo[j] > j when path[j] alone does not fit. A run
+    that fits stays fitting when shortened, so lo is nondecreasing: one sliding window."""
+    from collections import Counter
 
-    Dynamic programme: f[0] = 0, f[j + 1] = min over runs path[i..j] that fit of f[i] + cost[i - 1]
-    (nothing for i = 0). A run that fits stays fitting when shortened, so the runs ending at j start at
-    i in [lo_j, j] with lo_j nondecreasing: one sliding window (units counted once however many of its
-    path ops share them, pins counted per device) and a sliding-window minimum, O(K · unit size)."""
-    from collections import Counter, deque
-
-    K = len(path)
-    if K == 0 or inst.m < 2:
-        return 0.0
     units = [_unit(inst, o) for o in path]
     held = sorted({x for u in units for x in u})
     ops_mem = dict(zip(held, inst._mem_a[held].tolist()))
@@ -118,24 +137,128 @@ def forced_cut_cost(inst: Instance, path: Sequence[int], cost: Sequence[float]) 
             return False
         return mem <= (caps[next(iter(pins))] if pins else big)
 
+    lo, i = [], 0
+    for j in range(len(path)):
+        add(j, 1)
+        while i <= j and not fits():
+            add(i, -1)
+            i += 1
+        lo.append(i)
+    return lo
+
+
+def forced_cut_cost(inst: Instance, path: Sequence[int], cost: Sequence[float]) -> float:
+    """Least total ``cost[j]`` over the boundaries j (between path[j] and path[j+1]) of a cut of
+    ``path`` into runs that each fit on one device (module docstring); ``inf`` if no cut fits.
+
+    Dynamic programme: f[0] = 0, f[j + 1] = min over runs path[i..j] that fit of f[i] + cost[i - 1]
+    (nothing for i = 0). The runs ending at j start at i in [lo_j, j] (:func:`_run_starts`, lo_j
+    nondecreasing): a sliding-window minimum, O(K · unit size)."""
+    from collections import deque
+
+    K = len(path)
+    if K == 0 or inst.m < 2:
+        return 0.0
+    lo = _run_starts(inst, path)
     f = [math.inf] * (K + 1)
     f[0] = 0.0
     win: deque[tuple[int, float]] = deque()  # (i, f[i] + cost[i - 1]), values increasing
-    lo = 0
     for j in range(K):
         val = f[j] + (cost[j - 1] if j > 0 else 0.0)  # a run may start at j
         while win and win[-1][1] >= val:
             win.pop()
         win.append((j, val))
-        add(j, 1)
-        while lo <= j and not fits():
-            add(lo, -1)
-            lo += 1
-        while win and win[0][0] < lo:
+        while win and win[0][0] < lo[j]:
             win.popleft()
         if win:
             f[j + 1] = win[0][1]
     return f[K]
+
+
+def sequential_cut_cost(inst: Instance, path: Sequence[int], cost: Sequence[float],
+                        slack: Sequence[float] | None = None, first: Sequence[int] | None = None,
+                        window: int = SEQ_WINDOW) -> float:
+    """:func:`forced_cut_cost` where, in sequential comm, a boundary also costs the link queue in front of
+    its send (module docstring, "the link's queue"): boundary k costs max(0, max(cost[k], detour) - slack[k]),
+    the detour counted from path ops c_t with t >= first[k] only (``slack`` default 0, ``first`` default 0:
+    the whole path one segment). ``cost[k]`` inf: no boundary there.
+
+    Dynamic programme over (boundary k, x = path ops of the run before it, y = of the run after), x and y
+    capped at ``window``: g[k][y] = min_x f[k][x] + c(k, x, y), f[k][x] = min over runs path[s..k] that fit of
+    g[s - 1][min(k - s + 1, window)] (0 for s = 0). O(K · window² · edges per op)."""
+    K = len(path)
+    if K < 2 or inst.m < 2:
+        return 0.0
+    lo = _run_starts(inst, path)
+    if lo[-1] == 0:  # the whole path fits on one device: no boundary is forced
+        return 0.0
+    W = max(1, int(window))
+    slack = slack if slack is not None else [0.0] * (K - 1)
+    first = first if first is not None else [0] * (K - 1)
+    units = [_unit(inst, o) for o in path]
+    at: dict[int, list[int]] = {}  # op -> the path positions whose unit holds it
+    for j, u in enumerate(units):
+        for x in u:
+            at.setdefault(x, []).append(j)
+    dmin = inst._dur_a[list(path)].min(axis=1).tolist()
+    links = {(inst.lat[a][d], inst.bw[a][d]) for a in range(inst.m) for d in range(inst.m) if a != d}
+    ed, eb = inst._edst_a, inst._ebytes_a
+    # per path position t: (q, bytes) for each edge of path[t] to an op of the unit at position q, t < q <= t + 2W
+    outs: list[list[tuple[int, float]]] = []
+    ptr, eids = inst._succ_csr  # arrays: the per-op lists are not built (they cost 0.1 s at 36k ops)
+    for t, o in enumerate(path):
+        row = []
+        for e in eids[ptr[o]:ptr[o + 1]].tolist():
+            b = float(eb[e])
+            row.extend((q, b) for q in at.get(int(ed[e]), ()) if t < q <= t + 2 * W)
+        outs.append(row)
+
+    def send(b: float) -> float:  # the shortest a send of ``b`` bytes takes on any link
+        return min(lat + b / bw for lat, bw in links)
+
+    def costs(k: int) -> list[list[float]]:
+        """c[y][x] for x, y in 1..W (index 0 unused)."""
+        out = [[math.inf] * (W + 1) for _ in range(W + 1)]
+        if cost[k] == math.inf:
+            return out
+        low = max(0, first[k], k - W + 1)
+        for y in range(1, W + 1):
+            top = min(K - 1, k + y)
+            best, acc, dsum = cost[k], 0.0, 0.0
+            row = out[y]
+            for x in range(1, W + 1):
+                t = k - x + 1
+                if t >= low:
+                    big = -1.0
+                    for q, b in outs[t]:
+                        if k < q <= top and b > big:
+                            big = b
+                    if big >= 0.0:
+                        acc += send(big)
+                        if acc - dsum > best:
+                            best = acc - dsum
+                    dsum += dmin[t]
+                row[x] = max(0.0, best - slack[k])
+        return out
+
+    inf = math.inf
+    f = [[inf] * (W + 1) for _ in range(K)]
+    g = [[inf] * (W + 1) for _ in range(K)]
+    for k in range(K):
+        fk = f[k]
+        for s in range(lo[k], k + 1):
+            x = min(k - s + 1, W)
+            v = 0.0 if s == 0 else g[s - 1][x]
+            if v < fk[x]:
+                fk[x] = v
+        if k == K - 1 or all(v == inf for v in fk):
+            continue
+        c = costs(k)
+        gk = g[k]
+        for y in range(1, W + 1):
+            cy = c[y]
+            gk[y] = min(fk[x] + cy[x] for x in range(1, W + 1))
+    return min(f[K - 1])
 
 
 def _guard(inst: Instance, path: Sequence[int], cost: list[float]) -> list[float]:
@@ -148,24 +271,37 @@ def _guard(inst: Instance, path: Sequence[int], cost: list[float]) -> list[float
 
 
 def memory_cuts_bound(inst: Instance) -> float:
-    """The critical path's smallest times plus the transfers memory forces on it (module docstring)."""
+    """The critical path's smallest times plus the transfers memory forces on it (module docstring); in
+    sequential comm each boundary with the link queue in front of its send (:func:`sequential_cut_cost`)."""
     path = critical_path_ops(inst)
     base = sum(inst._dur_a[path].min(axis=1).tolist()) if path else 0  # min(inst.dur[o]) per op, added in order
     if len(path) < 2 or inst.m < 2:
         return base
-    extra = forced_cut_cost(inst, path, _guard(inst, path, path_edge_costs(inst, path)))
+    cost = _guard(inst, path, path_edge_costs(inst, path))
+    extra = sequential_cut_cost(inst, path, cost) if inst.comm == "sequential" else forced_cut_cost(inst, path, cost)
     return base + (extra if extra < math.inf else 0.0)
 
 
-def segment_cut_costs(inst: Instance, path: Sequence[int], trivial: Sequence[int]) -> float:
-    """What memory adds to the segment bound: :func:`forced_cut_cost` with each trivial segment's edge
-    (path indices j in ``trivial``: the segment is path[j] and the cut path[j+1], nothing between) at its
-    cheapest transfer and every other edge of the path at 0 (module docstring)."""
-    if len(path) < 2 or inst.m < 2 or not trivial:
+def segment_cut_costs(inst: Instance, path: Sequence[int], pieces: Sequence[tuple[int, int, float, bool]]) -> float:
+    """What memory adds to the segment bound (module docstring, "any segment"): ``pieces`` are the widest
+    level's segments as (a, b, proven bound in µs, paired by the mirror step or holding such a piece), their
+    path index ranges [a, b) covering the path's edges; each edge j of a segment costs its cheapest transfer
+    (in sequential comm with the link's queue, from path ops of the segment only) less the segment's slack,
+    and 0 in a paired segment."""
+    K = len(path)
+    if K < 2 or inst.m < 2 or not pieces:
         return 0.0
-    edge = path_edge_costs(inst, path)
-    cost = [0.0] * (len(path) - 1)
-    for j in trivial:
-        cost[j] = edge[j]
-    extra = forced_cut_cost(inst, path, _guard(inst, path, cost))
+    dmin = inst._dur_a[list(path)].min(axis=1).tolist()
+    slack = [0.0] * (K - 1)
+    first = [0] * (K - 1)
+    for a, b, lb, paired in pieces:
+        lo_, hi = max(a, 0), min(b, K)
+        s = math.inf if paired else max(0.0, lb - sum(dmin[lo_:hi]))
+        for j in range(lo_, min(b, K - 1)):
+            slack[j], first[j] = s, lo_
+    cost = _guard(inst, path, path_edge_costs(inst, path))
+    if inst.comm == "sequential":
+        extra = sequential_cut_cost(inst, path, cost, slack, first)
+    else:
+        extra = forced_cut_cost(inst, path, [c if c == math.inf else max(0.0, c - s) for c, s in zip(cost, slack)])
     return extra if extra < math.inf else 0.0
