@@ -205,7 +205,8 @@ def test_the_bound_beside_a_method_is_the_bound_before_it(monkeypatch):
 def test_segment_cut_costs_is_its_definition(comm):
     """segment_cut_costs on random pieces: each edge's cost less its piece's slack (max(0, bound - the piece's
     path ops' smallest times), 0 cost in a paired piece), the link's queue counted from the piece's first path op
-    on (sequential comm), against the definitions above; the queue and the slack bite in some."""
+    on, or from the first of the consecutive pieces without slack it is in (sequential comm), against the
+    definitions above; the queue and the slack bite in some."""
     rng = random.Random(77 if comm == "sequential" else 78)
     bites = 0
     for trial in range(80):
@@ -226,6 +227,7 @@ def test_segment_cut_costs_is_its_definition(comm):
         ends = [-1] + cuts + [K]
         dmin = [min(inst.dur[o]) for o in path]
         pieces, slack, first = [], [0.0] * (K - 1), [0] * (K - 1)
+        start = None  # the first path op of the consecutive pieces without slack so far
         for a, b in zip(ends, ends[1:]):
             if a == b:
                 continue
@@ -233,8 +235,11 @@ def test_segment_cut_costs_is_its_definition(comm):
             lb = chain + rng.choice([0.0, 0.0, 1.0, 3.0, -1.0])
             paired = rng.random() < 0.15
             pieces.append((a, b, lb, paired))
+            s = math.inf if paired else max(0.0, lb - chain)
+            start = (max(a, 0) if start is None else start) if s == 0.0 else None
             for j in range(max(a, 0), min(b, K - 1)):
-                slack[j], first[j] = (math.inf if paired else max(0.0, lb - chain)), max(a, 0)
+                slack[j], first[j] = s, (max(a, 0) if start is None else start)
+        rng.shuffle(pieces)  # in any order
         edge = memory._guard(inst, path, memory.path_edge_costs(inst, path))
         if comm == "sequential":
             want = _sequential_cuts_by_the_definition(inst, path, edge, slack, first)

@@ -32,7 +32,10 @@ A boundary may cost more than its edge's transfer, and both bounds count that:
   start(c_b) - start(c_a) >= sum_{a <= r < b} p_min(c_r) + the boundaries' costs (its path ops run one after
   another on their runs' devices) as well as its proven bound lb_k. So span_k >= lb_k + sum_j max(0, cost_j -
   s_k) with *slack* s_k = max(0, lb_k - sum_{a <= r < b} p_min(c_r)) (with J the boundaries whose cost passes s_k, lb_k + sum_J (cost_j - s_k) <= lb_k - s_k +
-  sum_J cost_j <= the chain + every boundary's cost <= span_k, as lb_k - s_k = min(lb_k, the chain)). A trivial segment has s_k = 0, so its edge keeps its whole cost as before. Pieces that
+  sum_J cost_j <= the chain + every boundary's cost <= span_k, as lb_k - s_k = min(lb_k, the chain)).
+  Consecutive segments without slack (lb_k <= their chain) are taken together: their spans add up to the
+  chain across all of them plus their boundaries' costs, so a boundary's queue (below) may be counted from
+  any path op of the group, not only of its own segment. A trivial segment has s_k = 0, so its edge keeps its whole cost as before. Pieces that
   the mirror step (:func:`dplace.bounds.mirror.mirror_split_bound`) bounded together with another, or that
   hold such a piece, count a boundary at 0: their spans are bounded only as a pair.
 * **Sequential comm, the link's queue** (:func:`sequential_cut_cost`). Let the boundary fall between c_k
@@ -44,10 +47,11 @@ A boundary may cost more than its edge's transfer, and both bounds count that:
   such send of c_t .. c_k, each starting after its producer ends. Hence start(c_{k+1}) >= end(c_t) + the sum
   of those sends from c_t on, while the chain counts end(c_t) + sum_{t < r <= k} p_min(c_r) + cost_k: the
   boundary costs max(cost_k, max_t [sum of the sends from c_t on - sum_{t < r <= k} p_min(c_r)]). Each
-  boundary's detour runs from c_t (t > the previous boundary, and t >= a inside a segment) to c_{k+1}, so the
-  detours of different boundaries do not overlap and their costs add along the path. The runs' ends are
-  the dynamic programme's state, each capped at ``SEQ_WINDOW`` path ops from the boundary (fewer ops known
-  on each side: smaller sends and fewer of them, still a bound).
+  boundary's detour runs from c_t (t > the previous boundary; in a segment t >= a, or its group's first)
+  to c_{k+1}, so the detours of different boundaries do not overlap and their costs add along the path. The
+  runs' ends are
+  the dynamic programme's state, each capped at ``SEQ_WINDOW`` path ops from the boundary (fewer ops
+  known on each side: smaller sends and fewer of them, still a bound).
 
 Memory is the only reason a run must end here, so on instances whose whole path (with its groups) fits
 on one device both add nothing.
@@ -286,19 +290,22 @@ def segment_cut_costs(inst: Instance, path: Sequence[int], pieces: Sequence[tupl
     """What memory adds to the segment bound (module docstring, "any segment"): ``pieces`` are the widest
     level's segments as (a, b, proven bound in µs, paired by the mirror step or holding such a piece), their
     path index ranges [a, b) covering the path's edges; each edge j of a segment costs its cheapest transfer
-    (in sequential comm with the link's queue, from path ops of the segment only) less the segment's slack,
-    and 0 in a paired segment."""
+    (in sequential comm with the link's queue, counted from the segment's first path op on, or from the first
+    of the consecutive segments without slack it belongs to) less the segment's slack, and 0 in a paired
+    segment."""
     K = len(path)
     if K < 2 or inst.m < 2 or not pieces:
         return 0.0
     dmin = inst._dur_a[list(path)].min(axis=1).tolist()
     slack = [0.0] * (K - 1)
     first = [0] * (K - 1)
-    for a, b, lb, paired in pieces:
+    group = None  # the first path index of the run of consecutive pieces without slack this one belongs to
+    for a, b, lb, paired in sorted(pieces):
         lo_, hi = max(a, 0), min(b, K)
         s = math.inf if paired else max(0.0, lb - sum(dmin[lo_:hi]))
+        group = (lo_ if group is None else group) if s == 0.0 else None
         for j in range(lo_, min(b, K - 1)):
-            slack[j], first[j] = s, lo_
+            slack[j], first[j] = s, (lo_ if group is None else group)
     cost = _guard(inst, path, path_edge_costs(inst, path))
     if inst.comm == "sequential":
         extra = sequential_cut_cost(inst, path, cost, slack, first)
