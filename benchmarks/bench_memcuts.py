@@ -12,6 +12,13 @@ less the segment's slack (before: in trivial segments only).
 
 Each cell runs ``dplace info F --bounds --bounds-time S --json`` as its own process (the segment bound's
 CP-SAT is given ``--bounds-time``: a loaded machine may prove less in it; the load is printed).
+
+``--audit N``: both bounds against the brute-force optimum (:func:`dplace.verify.oracle.brute_force`, written
+from the model text) on N memory-tight chains with skip edges per comm mode (:func:`dplace.testing.chain_with_skips`,
+magnitudes 1e-3..1e10): how many lie above it (goal 0), and how often the link queue and the slack rule raise
+them above the bounds before (the parallel cut cost; forced cuts in trivial segments only).
+
+    .venv/bin/python benchmarks/bench_memcuts.py --audit 2000 --graphs ""
 """
 from __future__ import annotations
 
@@ -44,6 +51,50 @@ def bounds(exe: str, graph: str, seconds: float, timeout: float) -> dict | None:
     return json.loads(p.stdout)
 
 
+def audit(n: int, start: int) -> None:
+    """The ``--audit`` table (module docstring)."""
+    import math
+
+    from dplace.bounds import memory_cuts_bound
+    from dplace.bounds.memory import _guard, forced_cut_cost, path_edge_costs, segment_cut_costs
+    from dplace.errors import InvalidInstanceError
+    from dplace.formulations.bounds_segments import segment_bound
+    from dplace.instance.graph import critical_path_ops
+    from dplace.testing import chain_with_skips
+    from dplace.verify.oracle import brute_force
+
+    print("| comm | instances | memory_cuts above the optimum | segments_memory above | queue raises memory_cuts | "
+          "every segment raises segments_memory | optimum reached by either |")
+    print("|---|---|---|---|---|---|---|")
+    for comm in ("sequential", "parallel"):
+        checked = wrong_mc = wrong_sb = queue = slack = reached = 0
+        for seed in range(start, start + n):
+            try:
+                inst = chain_with_skips(seed, comm)
+            except InvalidInstanceError:
+                continue
+            orc = brute_force(inst)
+            if orc.optimum is None:
+                continue
+            opt, tol = orc.optimum, 1e-6 * max(1.0, abs(orc.optimum))
+            path = critical_path_ops(inst)
+            mc = memory_cuts_bound(inst)
+            base = sum(min(inst.dur[o]) for o in path)
+            par = forced_cut_cost(inst, path, _guard(inst, path, path_edge_costs(inst, path)))
+            sb = segment_bound(inst, time_limit_s=2.0)
+            widest = [p for p in sb.pieces if p["window"] == sb.window]
+            old = [(p["a"], p["b"], p["bound_us"] if p["b"] == p["a"] + 1 and p["ops"] == 2 else math.inf, False)
+                   for p in widest]
+            before = segment_cut_costs(inst.replace(comm="parallel"), path, old)
+            checked += 1
+            wrong_mc += mc > opt + tol
+            wrong_sb += sb.best[0] > opt + tol
+            queue += mc > base + (par if par < math.inf else 0.0) + tol
+            slack += sb.memory_cuts > before + tol
+            reached += max(mc, sb.best[0]) >= opt - tol
+        print(f"| {comm} | {checked} | {wrong_mc} | {wrong_sb} | {queue} | {slack} | {reached} |", flush=True)
+
+
 def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:,.0f}"
 
@@ -65,7 +116,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--answer", action="append", default=[],
                     help="GRAPH:COMM=result.json: a makespan whose gap to each bound is printed (repeatable)")
+    ap.add_argument("--audit", type=int, default=0, help="N: the bounds against brute force (module docstring)")
+    ap.add_argument("--start", type=int, default=0, help="--audit: the first seed")
     args = ap.parse_args(argv)
+    if args.audit:
+        audit(args.audit, args.start)
+        if not args.graphs and not args.instances:
+            return 0
     answers = {}
     for a in args.answer:
         key, path = a.split("=", 1)

@@ -298,6 +298,34 @@ def split_placement(inst: Instance) -> list[int]:
     return with_groups_and_pins(inst, [0 if o in half else 1 for o in range(inst.n)])
 
 
+def chain_with_skips(seed: int, comm: str | None = None) -> Instance:
+    """A chain c0 -> ... -> c_{K-1} (4-7 ops: the critical path) with skip edges c_i -> c_j (j >= i + 2) and
+    tensors long beside the ops, and device memory that forces the chain to change device (the forced-cut
+    bounds' case, :mod:`dplace.bounds.memory`). Drawn: a magnitude (1e-3 .. 1e10), per-device times or not,
+    zero times, the first and last op colocated or not, a pin, 2-3 devices, latency zero or not, comm mode
+    (unless given). May raise InvalidInstanceError (a group larger than a device)."""
+    rng = random.Random(seed)
+    scale = rng.choice([1e-3, 1.0, 1e3, 1e6, 1e10])
+    K, m = rng.randint(4, 7), rng.choice([2, 3])
+    names = [f"d{x}" for x in range(m)]
+    mem = [rng.randint(1, 5) for _ in range(K)]
+    cap = max(max(mem), int(sum(mem) * rng.uniform(0.3, 0.7)))
+    groups = rng.random() < 0.3
+    hetero = rng.random() < 0.25
+    pin = rng.randrange(1, K - 1) if rng.random() < 0.2 else None
+    ops = []
+    for i in range(K):
+        t: Any = ({d: scale * rng.choice([0, 1, 2, 3, 5, 8]) for d in names} if hetero
+                  else scale * rng.choice([0, 1, 2, 3, 5, 8]))
+        ops.append(Op(f"c{i}", t, mem[i], colocation=("g" if groups and i in (0, K - 1) else None),
+                      device=names[rng.randrange(m)] if i == pin else None))
+    edges = [Edge(f"c{i}", f"c{i + 1}", scale * rng.randint(0, 8)) for i in range(K - 1)]
+    edges += [Edge(f"c{i}", f"c{j}", scale * rng.randint(0, 14)) for i in range(K) for j in range(i + 2, K)
+              if rng.random() < 0.35]
+    return Instance(f"skips{seed}", [Device(d, cap, 1.0) for d in names], ops, edges,
+                    link=Link(scale * rng.randint(0, 2), 1.0), comm=comm or rng.choice(["parallel", "sequential"]))
+
+
 def audit_bound(instances: Iterator[Instance], bound: Callable[[Instance], float], name: str,
                 tol: float = 1e-6) -> tuple[int, int, int]:
     """A cheap bound against the brute force (:func:`dplace.verify.oracle.brute_force`): asserts it is at

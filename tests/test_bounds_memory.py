@@ -149,22 +149,6 @@ def test_forced_cut_cost_respects_colocation_and_pins():
     assert forced_cut_cost(inst, critical_path_ops(inst), [7.0, 9.0]) == 7.0
 
 
-def _chain_with_skips(rng, comm):
-    """A chain c0 -> ... -> c_{K-1} (the critical path) with skip edges c_i -> c_j (j >= i + 2), large tensors,
-    zero-time ops now and then, and memory that forces the chain to change device."""
-    K, m = rng.randint(4, 7), rng.choice([2, 3])
-    mem = [rng.randint(1, 5) for _ in range(K)]
-    cap = max(max(mem), int(sum(mem) * rng.uniform(0.3, 0.7)))
-    groups = rng.random() < 0.3
-    ops = [Op(f"c{i}", rng.choice([0, 1, 2, 3, 5, 8]), mem[i],
-              colocation=("g" if groups and i in (0, K - 1) else None)) for i in range(K)]
-    edges = [Edge(f"c{i}", f"c{i + 1}", float(rng.randint(0, 8))) for i in range(K - 1)]
-    edges += [Edge(f"c{i}", f"c{j}", float(rng.randint(0, 14))) for i in range(K) for j in range(i + 2, K)
-              if rng.random() < 0.35]
-    return Instance("skips", [Device(f"d{d}", cap) for d in range(m)], ops, edges,
-                    link=Link(float(rng.randint(0, 2)), 1.0), comm=comm)
-
-
 @pytest.mark.parametrize("comm", ["sequential", "parallel"])
 def test_cuts_with_the_link_queue_at_most_brute_force(comm):
     """memory_cuts (in sequential comm with the link's queue) and the segment bound plus its forced cuts (every
@@ -174,11 +158,12 @@ def test_cuts_with_the_link_queue_at_most_brute_force(comm):
     from dplace.bounds.memory import _guard, path_edge_costs, segment_cut_costs
     from dplace.verify.oracle import brute_force as oracle
 
-    rng = random.Random(2511 if comm == "sequential" else 2517)
+    from dplace.testing import chain_with_skips
+
     checked = queue_bites = slack_bites = 0
-    for _ in range(100):
+    for seed in range(100):
         try:
-            inst = _chain_with_skips(rng, comm)  # (a group larger than a device is refused)
+            inst = chain_with_skips(25000 + seed, comm)  # (a group larger than a device is refused)
             res = oracle(inst, time_limit_s=20.0)
         except (InfeasibleError, InvalidInstanceError):
             continue
