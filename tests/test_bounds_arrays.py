@@ -251,3 +251,27 @@ def test_segment_cut_costs_is_its_definition(comm):
         bites += got > memory.segment_cut_costs(inst.replace(comm="parallel"), path, [
             (a, b, lb if b == a + 1 else math.inf, p) for a, b, lb, p in pieces]) + 1e-9
     assert bites >= 5
+
+
+@pytest.mark.parametrize("window", [1, 2, 3])
+def test_sequential_cut_cost_with_a_short_window_is_its_definition(window):
+    """Runs longer than the window: the queue counted from at most ``window`` path ops on each side of a boundary
+    (the dynamic programme's capped state and its sliding-window minimum), against the definition above."""
+    from dplace.testing import chain_with_skips
+
+    checked = 0
+    for seed in range(300, 420):
+        try:
+            inst = chain_with_skips(seed, "sequential")
+        except Exception:  # a group larger than a device
+            continue
+        path = bounds.critical_path_ops(inst)
+        cost = memory._guard(inst, path, memory.path_edge_costs(inst, path))
+        want = _sequential_cuts_by_the_definition(inst, path, cost, window=window)
+        got = memory.sequential_cut_cost(inst, path, cost, window=window)
+        if want == math.inf:
+            assert got == math.inf or memory._run_starts(inst, path)[-1] == 0
+            continue
+        assert got == pytest.approx(want, rel=1e-12, abs=1e-12), seed
+        checked += 1
+    assert checked >= 50

@@ -189,7 +189,8 @@ def sequential_cut_cost(inst: Instance, path: Sequence[int], cost: Sequence[floa
 
     Dynamic programme over (boundary k, x = path ops of the run before it, y = of the run after), x and y
     capped at ``window``: g[k][y] = min_x f[k][x] + c(k, x, y), f[k][x] = min over runs path[s..k] that fit of
-    g[s - 1][min(k - s + 1, window)] (0 for s = 0). O(K · window² · edges per op)."""
+    g[s - 1][min(k - s + 1, window)] (0 for s = 0; for x = window a sliding-window minimum). O(K · window² ·
+    edges per op)."""
     K = len(path)
     if K < 2 or inst.m < 2:
         return 0.0
@@ -245,16 +246,28 @@ def sequential_cut_cost(inst: Instance, path: Sequence[int], cost: Sequence[floa
                 row[x] = max(0.0, best - slack[k])
         return out
 
+    from collections import deque
+
     inf = math.inf
     f = [[inf] * (W + 1) for _ in range(K)]
     g = [[inf] * (W + 1) for _ in range(K)]
+    longest: deque[tuple[int, float]] = deque()  # (s, g[s - 1][W]) for runs s..k of W ops or more, increasing
     for k in range(K):
         fk = f[k]
-        for s in range(lo[k], k + 1):
-            x = min(k - s + 1, W)
-            v = 0.0 if s == 0 else g[s - 1][x]
-            if v < fk[x]:
-                fk[x] = v
+        for x in range(1, min(W - 1, k + 1) + 1):  # the run before is s..k, exactly x < W ops
+            s = k - x + 1
+            if s >= lo[k]:
+                fk[x] = 0.0 if s == 0 else g[s - 1][x]
+        s = k - W + 1  # runs of W ops or more: a sliding-window minimum over their starts s in [lo_k, k - W + 1]
+        if s >= 0:
+            v = 0.0 if s == 0 else g[s - 1][W]
+            while longest and longest[-1][1] >= v:
+                longest.pop()
+            longest.append((s, v))
+        while longest and longest[0][0] < lo[k]:
+            longest.popleft()
+        if longest:
+            fk[W] = longest[0][1]
         if k == K - 1 or all(v == inf for v in fk):
             continue
         c = costs(k)
