@@ -62,6 +62,7 @@ _count = 0
 _polling = 0
 _abandoned: list[threading.Thread] = []
 _os_exit = False
+_raised = False  # the SIGINT handler raised KeyboardInterrupt in the main thread (cleared with the flag)
 
 
 def os_exit_ahead() -> None:
@@ -80,6 +81,13 @@ def ends_with_os_exit() -> bool:
 def requested() -> bool:
     """True once the first Ctrl-C came (or :func:`request` was called)."""
     return _flag.is_set()
+
+
+def signalled() -> bool:
+    """True once a Ctrl-C came, as :func:`requested`, or once the handler raised its ``KeyboardInterrupt``
+    (before the watcher thread has counted the signal): what the CLI asks of an error that a library made of
+    a Ctrl-C without keeping it in the exception's chain (TensorFlow's graph tracing, seen in a test run)."""
+    return _flag.is_set() or _raised
 
 
 def stop_point() -> None:
@@ -117,9 +125,11 @@ def request() -> None:
 def clear() -> None:
     """Forget an earlier request (a new command in the same process starts clean)."""
     global _count
+    global _raised
     with _lock:
         _flag.clear()
         _count = 0
+        _raised = False
 
 
 def _call(cb: Callable[[], object]) -> None:
@@ -264,7 +274,9 @@ def _handling(cpsat: bool) -> Iterator[None]:
     def handler(signum: int, frame: object) -> None:
         # runs in the main thread between bytecodes (the watcher counts the signal): code that does not
         # poll the flag is stopped the usual way
+        global _raised
         if _polling == 0:
+            _raised = True
             raise KeyboardInterrupt
 
     def watch() -> None:

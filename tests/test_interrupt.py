@@ -312,6 +312,36 @@ def test_a_ctrl_c_that_python_wraps_still_exits_130(monkeypatch, capsys):
     assert "Traceback" not in capsys.readouterr().err
 
 
+def test_a_ctrl_c_that_a_library_turns_into_its_own_error_still_exits_130(monkeypatch, capsys):
+    """A library that catches the Ctrl-C and raises an error of its own outside the except block (no chain:
+    TensorFlow tracing a graph, seen in a test run of ``execute``, exit 1 and a traceback) is still a Ctrl-C:
+    exit 130, one line."""
+    import argparse
+    import os
+    import signal
+
+    import dplace.cli as cli
+
+    def command(args):
+        got = None
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        except KeyboardInterrupt as exc:
+            got = exc
+        assert got is not None
+        raise RuntimeError("the library's own error")
+
+    def parser():
+        p = argparse.ArgumentParser()
+        p.set_defaults(func=command, command="methods")
+        return p
+
+    monkeypatch.setattr(cli, "build_parser", parser)
+    assert cli.main([]) == 130
+    assert "Traceback" not in capsys.readouterr().err
+
+
 def test_an_error_that_is_not_a_ctrl_c_is_not_taken_for_one(monkeypatch):
     import argparse
 

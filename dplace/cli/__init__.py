@@ -115,10 +115,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         say_interrupted("stopped before there was an answer; nothing written")
         return 130
     except Exception as exc:
-        if not _from_interrupt(exc):
+        if not (_from_interrupt(exc) or interrupt.signalled()):
             raise
         # Ctrl-C landed where Python wraps it (3.11: in a class body's __set_name__, as when a module is
-        # imported on first use: RuntimeError "Error calling __set_name__"): still a Ctrl-C
+        # imported on first use: RuntimeError "Error calling __set_name__"), or where a library makes an
+        # error of its own of it without the chain (TensorFlow tracing a graph): still a Ctrl-C
         say_interrupted("stopped before there was an answer; nothing written")
         return 130
 
