@@ -287,20 +287,11 @@ def test_a_ctrl_c_lost_in_a_finalizer_is_caught_at_the_next_stop_point():
     assert rc == 7 and "Exception ignored" in stderr, stderr
 
 
-def test_a_ctrl_c_that_python_wraps_still_exits_130(monkeypatch, capsys):
-    """Ctrl-C inside a class body's ``__set_name__`` (a module imported on first use, e.g. runtime's
-    ``execute`` while a cluster runs) reaches the CLI as RuntimeError("Error calling __set_name__") on
-    Python 3.11: it is still a Ctrl-C (exit 130, one line), not a crash (exit 1, a traceback)."""
+def _cli_running(monkeypatch, command):
+    """dplace.cli with one command, ``command(args)``, in place of its parser's."""
     import argparse
 
     import dplace.cli as cli
-
-    class Stop:
-        def __set_name__(self, owner, name):
-            raise KeyboardInterrupt
-
-    def command(args):
-        type("Report", (), {"field": Stop()})
 
     def parser():
         p = argparse.ArgumentParser()
@@ -308,7 +299,21 @@ def test_a_ctrl_c_that_python_wraps_still_exits_130(monkeypatch, capsys):
         return p
 
     monkeypatch.setattr(cli, "build_parser", parser)
-    assert cli.main([]) == 130
+    return cli
+
+
+def test_a_ctrl_c_that_python_wraps_still_exits_130(monkeypatch, capsys):
+    """Ctrl-C inside a class body's ``__set_name__`` (a module imported on first use, e.g. runtime's
+    ``execute`` while a cluster runs) reaches the CLI as RuntimeError("Error calling __set_name__") on
+    Python 3.11: it is still a Ctrl-C (exit 130, one line), not a crash (exit 1, a traceback)."""
+    class Stop:
+        def __set_name__(self, owner, name):
+            raise KeyboardInterrupt
+
+    def command(args):
+        type("Report", (), {"field": Stop()})
+
+    assert _cli_running(monkeypatch, command).main([]) == 130
     assert "Traceback" not in capsys.readouterr().err
 
 
@@ -316,12 +321,6 @@ def test_a_ctrl_c_that_a_library_turns_into_its_own_error_still_exits_130(monkey
     """A library that catches the Ctrl-C and raises an error of its own outside the except block (no chain:
     TensorFlow tracing a graph, seen in a test run of ``execute``, exit 1 and a traceback) is still a Ctrl-C:
     exit 130, one line."""
-    import argparse
-    import os
-    import signal
-
-    import dplace.cli as cli
-
     def command(args):
         got = None
         try:
@@ -332,29 +331,13 @@ def test_a_ctrl_c_that_a_library_turns_into_its_own_error_still_exits_130(monkey
         assert got is not None
         raise RuntimeError("the library's own error")
 
-    def parser():
-        p = argparse.ArgumentParser()
-        p.set_defaults(func=command, command="methods")
-        return p
-
-    monkeypatch.setattr(cli, "build_parser", parser)
-    assert cli.main([]) == 130
+    assert _cli_running(monkeypatch, command).main([]) == 130
     assert "Traceback" not in capsys.readouterr().err
 
 
 def test_an_error_that_is_not_a_ctrl_c_is_not_taken_for_one(monkeypatch):
-    import argparse
-
-    import dplace.cli as cli
-
     def command(args):
         raise RuntimeError("a bug")
 
-    def parser():
-        p = argparse.ArgumentParser()
-        p.set_defaults(func=command, command="methods")
-        return p
-
-    monkeypatch.setattr(cli, "build_parser", parser)
     with pytest.raises(RuntimeError, match="a bug"):
-        cli.main([])
+        _cli_running(monkeypatch, command).main([])

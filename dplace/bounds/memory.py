@@ -158,25 +158,40 @@ def forced_cut_cost(inst: Instance, path: Sequence[int], cost: Sequence[float]) 
     Dynamic programme: f[0] = 0, f[j + 1] = min over runs path[i..j] that fit of f[i] + cost[i - 1]
     (nothing for i = 0). The runs ending at j start at i in [lo_j, j] (:func:`_run_starts`, lo_j
     nondecreasing): a sliding-window minimum, O(K · unit size)."""
-    from collections import deque
-
     K = len(path)
     if K == 0 or inst.m < 2:
         return 0.0
     lo = _run_starts(inst, path)
     f = [math.inf] * (K + 1)
     f[0] = 0.0
-    win: deque[tuple[int, float]] = deque()  # (i, f[i] + cost[i - 1]), values increasing
+    win = _SlidingMin()  # over i: f[i] + cost[i - 1]
     for j in range(K):
-        val = f[j] + (cost[j - 1] if j > 0 else 0.0)  # a run may start at j
-        while win and win[-1][1] >= val:
-            win.pop()
-        win.append((j, val))
-        while win and win[0][0] < lo[j]:
-            win.popleft()
-        if win:
-            f[j + 1] = win[0][1]
+        win.push(j, f[j] + (cost[j - 1] if j > 0 else 0.0))  # a run may start at j
+        f[j + 1] = win.least(lo[j])
     return f[K]
+
+
+class _SlidingMin:
+    """The least of values pushed at increasing positions, over the positions from a nondecreasing lower end on
+    (a monotone queue: amortised O(1) a step)."""
+
+    def __init__(self) -> None:
+        from collections import deque
+
+        self._q: deque[tuple[int, float]] = deque()  # (position, value), values increasing
+
+    def push(self, i: int, v: float) -> None:
+        q = self._q
+        while q and q[-1][1] >= v:
+            q.pop()
+        q.append((i, v))
+
+    def least(self, lo: int) -> float:
+        """The least value pushed at a position >= ``lo`` (inf: none)."""
+        q = self._q
+        while q and q[0][0] < lo:
+            q.popleft()
+        return q[0][1] if q else math.inf
 
 
 def sequential_cut_cost(inst: Instance, path: Sequence[int], cost: Sequence[float],
@@ -246,12 +261,10 @@ def sequential_cut_cost(inst: Instance, path: Sequence[int], cost: Sequence[floa
                 row[x] = max(0.0, best - slack[k])
         return out
 
-    from collections import deque
-
     inf = math.inf
     f = [[inf] * (W + 1) for _ in range(K)]
     g = [[inf] * (W + 1) for _ in range(K)]
-    longest: deque[tuple[int, float]] = deque()  # (s, g[s - 1][W]) for runs s..k of W ops or more, increasing
+    longest = _SlidingMin()  # over s: g[s - 1][W] (0 for s = 0), runs s..k of W ops or more
     for k in range(K):
         fk = f[k]
         for x in range(1, min(W - 1, k + 1) + 1):  # the run before is s..k, exactly x < W ops
@@ -260,14 +273,8 @@ def sequential_cut_cost(inst: Instance, path: Sequence[int], cost: Sequence[floa
                 fk[x] = 0.0 if s == 0 else g[s - 1][x]
         s = k - W + 1  # runs of W ops or more: a sliding-window minimum over their starts s in [lo_k, k - W + 1]
         if s >= 0:
-            v = 0.0 if s == 0 else g[s - 1][W]
-            while longest and longest[-1][1] >= v:
-                longest.pop()
-            longest.append((s, v))
-        while longest and longest[0][0] < lo[k]:
-            longest.popleft()
-        if longest:
-            fk[W] = longest[0][1]
+            longest.push(s, 0.0 if s == 0 else g[s - 1][W])
+        fk[W] = longest.least(lo[k])
         if k == K - 1 or all(v == inf for v in fk):
             continue
         c = costs(k)
