@@ -217,8 +217,8 @@ def test_segment_cut_costs_is_its_definition(comm):
         edges = [{"src": f"c{i}", "dst": f"c{i + 1}", "bytes": rng.randint(0, 8)} for i in range(K - 1)]
         edges += [{"src": f"c{i}", "dst": f"c{j}", "bytes": rng.randint(0, 14)} for i in range(K)
                   for j in range(i + 2, K) if rng.random() < 0.4]
-        inst = instance_from_dict({"format": "dplace-instance/1", "name": "pieces", "comm": comm, "ops": ops, "edges": edges,
-                                   "devices": [{"name": f"d{d}", "memory": cap} for d in range(m)],
+        inst = instance_from_dict({"format": "dplace-instance/1", "name": "pieces", "comm": comm, "ops": ops,
+                                   "edges": edges, "devices": [{"name": f"d{d}", "memory": cap} for d in range(m)],
                                    "link": {"latency": rng.randint(0, 2), "bandwidth": 1}})
         path = bounds.critical_path_ops(inst)
         if len(path) != K:

@@ -31,13 +31,14 @@ A boundary may cost more than its edge's transfer, and both bounds count that:
 * **Any segment** (``segments_memory``, since session 25): a segment (a, b) that holds boundaries spans
   start(c_b) - start(c_a) >= sum_{a <= r < b} p_min(c_r) + the boundaries' costs (its path ops run one after
   another on their runs' devices) as well as its proven bound lb_k. So span_k >= lb_k + sum_j max(0, cost_j -
-  s_k) with *slack* s_k = max(0, lb_k - sum_{a <= r < b} p_min(c_r)) (with J the boundaries whose cost passes s_k, lb_k + sum_J (cost_j - s_k) <= lb_k - s_k +
-  sum_J cost_j <= the chain + every boundary's cost <= span_k, as lb_k - s_k = min(lb_k, the chain)).
-  Consecutive segments without slack (lb_k <= their chain) are taken together: their spans add up to the
-  chain across all of them plus their boundaries' costs, so a boundary's queue (below) may be counted from
-  any path op of the group, not only of its own segment. A trivial segment has s_k = 0, so its edge keeps its whole cost as before. Pieces that
-  the mirror step (:func:`dplace.bounds.mirror.mirror_split_bound`) bounded together with another, or that
-  hold such a piece, count a boundary at 0: their spans are bounded only as a pair.
+  s_k) with *slack* s_k = max(0, lb_k - sum_{a <= r < b} p_min(c_r)). Proof: with J the boundaries whose
+  cost passes s_k (none: span_k >= lb_k), lb_k + sum_J (cost_j - s_k) <= lb_k - s_k + sum_J cost_j <= the
+  chain + every boundary's cost <= span_k, as lb_k - s_k = min(lb_k, the chain). Consecutive segments
+  without slack (lb_k <= their chain) are taken together: their spans add up to the chain across all of
+  them plus their boundaries' costs, so a boundary's queue (below) may be counted from any path op of the
+  group, not only of its own segment. A trivial segment has s_k = 0, so its edge keeps its whole cost as
+  before. Pieces that the mirror step (:func:`dplace.bounds.mirror.mirror_split_bound`) bounded together
+  with another, or that hold such a piece, count a boundary at 0: their spans are bounded only as a pair.
 * **Sequential comm, the link's queue** (:func:`sequential_cut_cost`). Let the boundary fall between c_k
   (device d1) and c_{k+1} (d2), the run before it hold c_i .. c_k and the run after c_{k+1} .. c_l. A path op
   c_t of the run before (t <= k) with an edge to an op of a unit of the run after (held on d2) sends on the
