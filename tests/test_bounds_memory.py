@@ -191,3 +191,57 @@ def test_cuts_with_the_link_queue_at_most_brute_force(comm):
     else:
         assert queue_bites == 0
     assert slack_bites >= 3
+
+
+def _training_chain(seed: int, comm: str) -> Instance:
+    """A training chain of 3-4 layers: forward ops f0 -> f1 -> ..., their gradients back (g_i -> g_{i-1}),
+    each gradient colocated with its forward op and reading its activation, a skip edge or not, device memory
+    that makes the chain change device (the forward and the backward pass both cross each cut)."""
+    rnd = random.Random(seed)
+    layers = rnd.randint(3, 4)
+    ops, edges = [], []
+    for i in range(layers):
+        ops.append(Op(f"f{i}", rnd.choice([0, 1, 2, 4]), rnd.randint(1, 4), colocation=f"u{i}"))
+        ops.append(Op(f"g{i}", rnd.choice([0, 1, 3]), 0, colocation=f"u{i}"))
+        edges.append(Edge(f"f{i}", f"g{i}", float(rnd.randint(0, 9))))
+        if i:
+            edges.append(Edge(f"f{i - 1}", f"f{i}", float(rnd.randint(0, 9))))
+            edges.append(Edge(f"g{i}", f"g{i - 1}", float(rnd.randint(0, 9))))
+            edges.append(Edge(f"f{i - 1}", f"g{i}", float(rnd.randint(0, 9))))  # g_i reads its input
+    if rnd.random() < 0.5:
+        edges.append(Edge("f0", "f2", float(rnd.randint(0, 14))))
+    mem = sum(o.memory for o in ops)
+    cap = max(max(o.memory for o in ops), int(mem * rnd.uniform(0.35, 0.7)))
+    return Instance(f"train{seed}", [Device(f"d{d}", cap) for d in range(rnd.choice([2, 3]))], ops, edges,
+                    link=Link(float(rnd.randint(0, 2)), 1.0), comm=comm)
+
+
+@pytest.mark.parametrize("comm", ["sequential", "parallel"])
+def test_cuts_on_training_chains_at_most_brute_force(comm):
+    """The forced-cut bounds on training chains (each cut crossed forward and backward, units of a forward op
+    and its gradient) never pass the oracle's optimum, and they bite in some; in sequential comm the link's queue
+    raises memory_cuts above the parallel cut cost in some."""
+    from dplace.bounds.memory import _guard, path_edge_costs
+    from dplace.verify.oracle import brute_force as oracle
+
+    checked = bites = queue = 0
+    for seed in range(60):
+        try:
+            inst = _training_chain(4000 + seed, comm)
+            res = oracle(inst, time_limit_s=20.0)
+        except (InfeasibleError, InvalidInstanceError):
+            continue
+        if not res.feasible:
+            continue
+        assert res.complete
+        opt = res.optimum
+        mc = memory_cuts_bound(inst)
+        v = max(mc, segment_bound(inst, time_limit_s=2.0).best[0])
+        assert v <= opt + TOL * max(1.0, opt), json.dumps(instance_to_dict(inst))
+        bites += v > critical_path_length(inst) + 1e-9
+        path = critical_path_ops(inst)
+        par = forced_cut_cost(inst, path, _guard(inst, path, path_edge_costs(inst, path)))
+        queue += mc > sum(min(inst.dur[o]) for o in path) + (par if par < math.inf else 0.0) + 1e-9
+        checked += 1
+    assert checked >= 30 and bites >= 5
+    assert queue >= 10 if comm == "sequential" else queue == 0
