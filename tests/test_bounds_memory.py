@@ -149,34 +149,45 @@ def test_forced_cut_cost_respects_colocation_and_pins():
     assert forced_cut_cost(inst, critical_path_ops(inst), [7.0, 9.0]) == 7.0
 
 
+def _with_optima(make, seeds):
+    """(instance, its optimum by the model text's oracle) for each seed whose instance is valid and feasible."""
+    from dplace.verify.oracle import brute_force as oracle
+
+    for seed in seeds:
+        try:
+            inst = make(seed)  # (a group larger than a device is refused)
+            res = oracle(inst, time_limit_s=20.0)
+        except (InfeasibleError, InvalidInstanceError):
+            continue
+        if res.feasible:
+            assert res.complete
+            yield inst, res.optimum
+
+
+def _queue_raises(inst, mc):
+    """Whether memory_cuts ``mc`` is above the critical path's smallest times plus the parallel cut cost."""
+    from dplace.bounds.memory import _guard, path_edge_costs
+
+    path = critical_path_ops(inst)
+    par = forced_cut_cost(inst, path, _guard(inst, path, path_edge_costs(inst, path)))
+    return mc > sum(min(inst.dur[o]) for o in path) + (par if par < math.inf else 0.0) + 1e-9
+
+
 @pytest.mark.parametrize("comm", ["sequential", "parallel"])
 def test_cuts_with_the_link_queue_at_most_brute_force(comm):
     """memory_cuts (in sequential comm with the link's queue) and the segment bound plus its forced cuts (every
     segment, less its slack) never pass the optimum of the model text's oracle, on memory-tight chains with
     skip edges; and they bite: the queue raises memory_cuts above the parallel cut cost, the slack rule raises
     segments_memory above the trivial segments' cuts (the rule before)."""
-    from dplace.bounds.memory import _guard, path_edge_costs, segment_cut_costs
-    from dplace.verify.oracle import brute_force as oracle
-
+    from dplace.bounds.memory import segment_cut_costs
     from dplace.testing import chain_with_skips
 
     checked = queue_bites = slack_bites = 0
-    for seed in range(100):
-        try:
-            inst = chain_with_skips(25000 + seed, comm)  # (a group larger than a device is refused)
-            res = oracle(inst, time_limit_s=20.0)
-        except (InfeasibleError, InvalidInstanceError):
-            continue
-        if not res.feasible:
-            continue
-        assert res.complete
-        opt = res.optimum
+    for inst, opt in _with_optima(lambda seed: chain_with_skips(seed, comm), range(25000, 25100)):
         path = critical_path_ops(inst)
         v = memory_cuts_bound(inst)
         assert v <= opt + TOL * max(1.0, opt), json.dumps(instance_to_dict(inst))
-        base = sum(min(inst.dur[o]) for o in path)
-        par = forced_cut_cost(inst, path, _guard(inst, path, path_edge_costs(inst, path)))
-        queue_bites += v > base + par + 1e-9
+        queue_bites += _queue_raises(inst, v)
         sb = segment_bound(inst, time_limit_s=2.0)
         assert sb.best[0] <= opt + TOL * max(1.0, opt), json.dumps(instance_to_dict(inst))
         # the rule before: only trivial pieces (one path op and the cut after it) counted their edge
@@ -221,27 +232,13 @@ def test_cuts_on_training_chains_at_most_brute_force(comm):
     """The forced-cut bounds on training chains (each cut crossed forward and backward, units of a forward op
     and its gradient) never pass the oracle's optimum, and they bite in some; in sequential comm the link's queue
     raises memory_cuts above the parallel cut cost in some."""
-    from dplace.bounds.memory import _guard, path_edge_costs
-    from dplace.verify.oracle import brute_force as oracle
-
     checked = bites = queue = 0
-    for seed in range(60):
-        try:
-            inst = _training_chain(4000 + seed, comm)
-            res = oracle(inst, time_limit_s=20.0)
-        except (InfeasibleError, InvalidInstanceError):
-            continue
-        if not res.feasible:
-            continue
-        assert res.complete
-        opt = res.optimum
+    for inst, opt in _with_optima(lambda seed: _training_chain(seed, comm), range(4000, 4060)):
         mc = memory_cuts_bound(inst)
         v = max(mc, segment_bound(inst, time_limit_s=2.0).best[0])
         assert v <= opt + TOL * max(1.0, opt), json.dumps(instance_to_dict(inst))
         bites += v > critical_path_length(inst) + 1e-9
-        path = critical_path_ops(inst)
-        par = forced_cut_cost(inst, path, _guard(inst, path, path_edge_costs(inst, path)))
-        queue += mc > sum(min(inst.dur[o]) for o in path) + (par if par < math.inf else 0.0) + 1e-9
+        queue += _queue_raises(inst, mc)
         checked += 1
     assert checked >= 30 and bites >= 5
     assert queue >= 10 if comm == "sequential" else queue == 0
