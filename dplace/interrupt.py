@@ -49,7 +49,7 @@ import threading
 from typing import Callable, Iterator
 
 __all__ = ["abandon", "abandoned", "clear", "ends_with_os_exit", "handling", "on_request", "os_exit_ahead", "polling",
-           "request", "requested", "stop_point"]
+           "request", "requested", "signalled", "stop_point"]
 
 EXIT_CODE = 130
 MESSAGE = "dplace: interrupted — stopping with the best answer so far (Ctrl-C again to exit now)"

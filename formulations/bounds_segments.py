@@ -624,8 +624,9 @@ def segment_bound(inst: Instance, *, windows: tuple[int, ...] = (48, 24, 12, 6, 
     from dplace.bounds.memory import segment_cut_costs
 
     # the widest level's segments with their bounds: a device change memory forces inside one adds its
-    # transfer (in sequential comm with the link's queue) beyond the segment's slack (bounds.memory)
-    extra = segment_cut_costs(inst, path, _widest(pieces, parents))
+    # transfer (in sequential comm with the link's queue, unless the budget is spent) beyond the segment's
+    # slack (bounds.memory)
+    extra = segment_cut_costs(inst, path, _widest(pieces, parents), queue=not budget.expired())
     if cheap is not None and cheap.value + cheap.memory_cuts > value + extra:  # the cheap pass proved more
         value, stats["mirrored"], extra = cheap.value, cheap.mirrored, cheap.memory_cuts
     return SegmentBound(value, windows[0], tick, stats["n"], stats["kept"], stats["largest"], stats["opt"],

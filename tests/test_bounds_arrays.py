@@ -248,6 +248,12 @@ def test_segment_cut_costs_is_its_definition(comm):
                                                         for c, s in zip(edge, slack)])
         got = memory.segment_cut_costs(inst, path, pieces)
         assert got == pytest.approx(want if want < math.inf else 0.0, rel=1e-12, abs=1e-12), (trial, pieces)
+        # without the queue (a spent budget): each boundary its edge's transfer less the slack, at most the above
+        plain = _cuts_by_the_definition(inst, path, [c if c == math.inf else max(0.0, c - s)
+                                                     for c, s in zip(edge, slack)])
+        no_queue = memory.segment_cut_costs(inst, path, pieces, queue=False)
+        assert no_queue == pytest.approx(plain if plain < math.inf else 0.0, rel=1e-12, abs=1e-12)
+        assert no_queue <= got + 1e-9
         bites += got > memory.segment_cut_costs(inst.replace(comm="parallel"), path, [
             (a, b, lb if b == a + 1 else math.inf, p) for a, b, lb, p in pieces]) + 1e-9
     assert bites >= 5

@@ -50,9 +50,8 @@ A boundary may cost more than its edge's transfer, and both bounds count that:
   boundary costs max(cost_k, max_t [sum of the sends from c_t on - sum_{t < r <= k} p_min(c_r)]). Each
   boundary's detour runs from c_t (t > the previous boundary; in a segment t >= a, or its group's first)
   to c_{k+1}, so the detours of different boundaries do not overlap and their costs add along the path. The
-  runs' ends are
-  the dynamic programme's state, each capped at ``SEQ_WINDOW`` path ops from the boundary (fewer ops
-  known on each side: smaller sends and fewer of them, still a bound).
+  runs' ends are the dynamic programme's state, each capped at ``SEQ_WINDOW`` path ops from the boundary
+  (fewer ops known on each side: smaller sends and fewer of them, still a bound).
 
 Memory is the only reason a run must end here, so on instances whose whole path (with its groups) fits
 on one device both add nothing.
@@ -307,13 +306,15 @@ def memory_cuts_bound(inst: Instance) -> float:
     return base + (extra if extra < math.inf else 0.0)
 
 
-def segment_cut_costs(inst: Instance, path: Sequence[int], pieces: Sequence[tuple[int, int, float, bool]]) -> float:
+def segment_cut_costs(inst: Instance, path: Sequence[int], pieces: Sequence[tuple[int, int, float, bool]],
+                      queue: bool = True) -> float:
     """What memory adds to the segment bound (module docstring, "any segment"): ``pieces`` are the widest
     level's segments as (a, b, proven bound in µs, paired by the mirror step or holding such a piece), their
     path index ranges [a, b) covering the path's edges; each edge j of a segment costs its cheapest transfer
     (in sequential comm with the link's queue, counted from the segment's first path op on, or from the first
     of the consecutive segments without slack it belongs to) less the segment's slack, and 0 in a paired
-    segment."""
+    segment. ``queue`` False: the link's queue is not counted (each boundary its edge's transfer only, a
+    smaller cost: still a bound, in O(K) instead of the queue's O(K · window²))."""
     K = len(path)
     if K < 2 or inst.m < 2 or not pieces:
         return 0.0
@@ -328,7 +329,7 @@ def segment_cut_costs(inst: Instance, path: Sequence[int], pieces: Sequence[tupl
         for j in range(lo_, min(b, K - 1)):
             slack[j], first[j] = s, (lo_ if group is None else group)
     cost = _guard(inst, path, path_edge_costs(inst, path))
-    if inst.comm == "sequential":
+    if inst.comm == "sequential" and queue:
         extra = sequential_cut_cost(inst, path, cost, slack, first)
     else:
         extra = forced_cut_cost(inst, path, [c if c == math.inf else max(0.0, c - s) for c, s in zip(cost, slack)])
