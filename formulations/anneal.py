@@ -110,7 +110,7 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
                      workers: int = 1, t_hi: float | None = None, t_lo: float | None = None, ladder: float = 0.1,
                      p_block: float = BLOCK_P, should_stop=None,
                      budget: Budget | None = None, judge: str | None = None, sync: int = 0,
-                     others: Sequence[Sequence[int]] = (),
+                     others: Sequence[Sequence[int]] = (), hot_others: bool = False,
                      ) -> tuple[list[int], AnnealStats]:
     """The best placement the annealing judged within ``budget`` (or ``time_limit_s`` from now; module
     docstring) and its stats. A step moves a whole branch with probability ``p_block`` times the share of
@@ -121,7 +121,9 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     only where it was); the result is never judged worse than the start. ``sync`` > 0 (several chains):
     at ``sync`` times evenly spaced in the run, a chain whose best is above the best of all chains goes
     on from that placement at its own temperature (:data:`SYNC`). ``others``: chain i (i >= 1) begins from
-    ``others[i - 1]`` where there is one (memory-feasible placements), chain 0 and the rest from ``placement``."""
+    ``others[i - 1]`` where there is one (memory-feasible placements), chain 0 and the rest from ``placement``;
+    ``hot_others``: those chains anneal at chain 0's temperatures (a start in another basin, to be searched as
+    widely as the best start), the others keep their places on the ladder."""
     from dplace.kernels.anneal import Annealer
     from dplace.schedule.simulate import simulate
 
@@ -146,6 +148,8 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     chains = [Annealer(inst, begin[i] if i < len(begin) else start, units.members, units.allowed, blocks, p_blk,
                        JUDGES[judge], JUDGE_SLACK) for i in range(max(1, workers))]
     scale = [ladder ** (i / max(1, len(chains) - 1)) for i in range(len(chains))]  # chain i's temperatures
+    if hot_others:
+        scale = [1.0 if 1 <= i <= len(others) else x for i, x in enumerate(scale)]
     done = [0] * len(chains)
     syncs = [0] * len(chains)  # times each chain went on from another chain's best
     stop = threading.Event()

@@ -128,9 +128,12 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
     from . import anneal
 
     if anneal.applies(inst) and anneal_share > 0:
+        cuts = None
+        if left() > 3.0 and not (should_stop is not None and should_stop()):
+            best, cuts = _cuts_start(inst, best, tried)
         if left() > 3.0 and not (should_stop is not None and should_stop()):
             best = _anneal_start(inst, best, tried, budget, anneal_share, seed, (options or {}).get("workers"),
-                                 should_stop, extra, stitched=stitched)
+                                 should_stop, extra, stitched=stitched, cuts=cuts)
     elif inst.n <= 20000 and left() > 2.0 and not (should_stop is not None and should_stop()):
         best = _twins_start(inst, best, tried, budget, twins_share, seed, should_stop)
     extra.update(winner=best[1], start_makespan=best[0], starts=tried)
@@ -187,9 +190,29 @@ def _final_orders(inst: Instance, pl: list[int], od, sch, extra: dict[str, Any])
     return pl, [list(x) for x in best[1]], best[0]
 
 
+def _cuts_start(inst: Instance, best: tuple, tried: dict[str, float]) -> tuple[tuple, list[int] | None]:
+    """The placement of the critical path's cheapest forced cut (:func:`.cutstart.cut_start`; None where memory
+    forces no cut that costs :data:`.cutstart.MIN_SHARE` of the path), timed by :func:`placement_order` as one
+    more start ("cuts" in ``tried``; the best start when it is faster). Returns the best start and that placement,
+    which the annealing searches on a chain of its own (:func:`_anneal_start`)."""
+    from .cutstart import cut_start
+
+    pl = cut_start(inst)
+    if pl is None:
+        return best, None
+    od = placement_order(inst, pl)
+    sch = simulate(inst, pl, od)
+    if not sch.memory_ok:  # pragma: no cover - cut_start places within every device's memory
+        return best, None
+    tried["cuts"] = sch.makespan
+    if sch.makespan < best[0]:
+        best = (sch.makespan, "cuts", pl, od, sch)
+    return best, pl
+
+
 def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: Budget, share: float, seed: int,
                   workers: int | None, should_stop, extra: dict[str, Any],
-                  stitched: list[int] | None = None) -> tuple:
+                  stitched: list[int] | None = None, cuts: list[int] | None = None) -> tuple:
     """The best start's placement improved by :func:`.anneal.anneal_placement` for ``share`` of the time
     left (chains: ``workers``, default the CPU count, at most 4) and, while a run's best still fell by
     :data:`LATE_GAIN` of its start in its last quarter, again from its best at the comm mode's cold
@@ -215,8 +238,13 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
     # parallel comm: the second chain begins from the stitched placement when it is not the best start
     # (STITCH_CHAIN): the segments' exact pieces are another basin than the list schedulers' placements
     others = _second_starts(stitched, start, k) if inst.comm == "parallel" else []
+    hot = False
+    if cuts is not None and k > 1 and list(cuts) != list(start):
+        # memory shapes the path: the second chain searches the cheapest forced cut's placement as hot as the
+        # best start's, and the chains do not meet (the best start's chain leads at first and would pull it back)
+        others, hot, sync = [cuts], True, 0
     pl, st = anneal_placement(inst, start, budget=budget.share(share).child(reserve=0.5), seed=seed, workers=k,
-                              should_stop=should_stop, sync=sync, others=others)
+                              should_stop=should_stop, sync=sync, others=others, hot_others=hot)
     first, rounds = st, []
     # still improving at the end (the best fell by LATE_GAIN of its start in the last quarter): go on
     # from the best at the cold end, for ``share`` of what is left each time, instead of the LNS
@@ -229,7 +257,8 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
         rounds.append({"makespan": st.makespan, "steps": st.steps, "wall_s": round(st.wall_s, 3),
                        "late_gain": round(st.late_gain, 6), "per_chain": [list(c) for c in st.per_chain],
                        "syncs": st.syncs})
-    extra["anneal"] = {"start_makespan": first.start_makespan, "stitch_chain": bool(others), "makespan": st.makespan,
+    extra["anneal"] = {"start_makespan": first.start_makespan, "stitch_chain": bool(others) and not hot,
+                       "cuts_chain": hot, "makespan": st.makespan,
                        "steps": first.steps,
                        "accepted": first.accepted, "chains": first.chains, "wall_s": round(first.wall_s, 3),
                        "stopped": st.stopped, "late_gain": round(first.late_gain, 6), "more": rounds,

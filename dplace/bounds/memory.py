@@ -64,8 +64,8 @@ from typing import Sequence
 from .shared import critical_path_ops
 from ..instance.model import Instance
 
-__all__ = ["SEQ_WINDOW", "forced_cut_cost", "memory_cuts_bound", "path_edge_costs", "segment_cut_costs",
-           "sequential_cut_cost"]
+__all__ = ["SEQ_WINDOW", "forced_cut_cost", "forced_cuts", "memory_cuts_bound", "path_edge_costs", "segment_cut_costs",
+           "sequential_cut_cost", "sequential_cuts"]
 
 SEQ_WINDOW = 16  # path ops on each side of a run boundary whose sends sequential_cut_cost counts
 
@@ -158,17 +158,34 @@ def forced_cut_cost(inst: Instance, path: Sequence[int], cost: Sequence[float]) 
     Dynamic programme: f[0] = 0, f[j + 1] = min over runs path[i..j] that fit of f[i] + cost[i - 1]
     (nothing for i = 0). The runs ending at j start at i in [lo_j, j] (:func:`_run_starts`, lo_j
     nondecreasing): a sliding-window minimum, O(K · unit size)."""
+    return forced_cuts(inst, path, cost)[0]
+
+
+def forced_cuts(inst: Instance, path: Sequence[int], cost: Sequence[float]) -> tuple[float, list[int]]:
+    """:func:`forced_cut_cost` and one cut that costs it: its boundaries j, increasing (none when the value
+    is ``inf`` or 0 boundaries are needed)."""
     K = len(path)
     if K == 0 or inst.m < 2:
-        return 0.0
+        return 0.0, []
     lo = _run_starts(inst, path)
     f = [math.inf] * (K + 1)
     f[0] = 0.0
+    arg = [0] * (K + 1)  # arg[j + 1]: the start of the last run of f[j + 1]'s cut
     win = _SlidingMin()  # over i: f[i] + cost[i - 1]
     for j in range(K):
         win.push(j, f[j] + (cost[j - 1] if j > 0 else 0.0))  # a run may start at j
-        f[j + 1] = win.least(lo[j])
-    return f[K]
+        arg[j + 1], f[j + 1] = win.argleast(lo[j])
+    return f[K], (_walk_back(arg, K) if f[K] < math.inf else [])
+
+
+def _walk_back(arg: Sequence[int], K: int) -> list[int]:
+    """The boundaries of the cut whose runs start at arg[end] for each run's end + 1, from K back to 0."""
+    out, j = [], K
+    while j > 0:
+        j = arg[j]
+        if j > 0:
+            out.append(j - 1)
+    return out[::-1]
 
 
 class _SlidingMin:
@@ -188,10 +205,14 @@ class _SlidingMin:
 
     def least(self, lo: int) -> float:
         """The least value pushed at a position >= ``lo`` (inf: none)."""
+        return self.argleast(lo)[1]
+
+    def argleast(self, lo: int) -> tuple[int, float]:
+        """(position, value) of the least value pushed at a position >= ``lo`` ((-1, inf): none)."""
         q = self._q
         while q and q[0][0] < lo:
             q.popleft()
-        return q[0][1] if q else math.inf
+        return q[0] if q else (-1, math.inf)
 
 
 def sequential_cut_cost(inst: Instance, path: Sequence[int], cost: Sequence[float],
@@ -206,12 +227,19 @@ def sequential_cut_cost(inst: Instance, path: Sequence[int], cost: Sequence[floa
     capped at ``window``: g[k][y] = min_x f[k][x] + c(k, x, y), f[k][x] = min over runs path[s..k] that fit of
     g[s - 1][min(k - s + 1, window)] (0 for s = 0; for x = window a sliding-window minimum). O(K · window² ·
     edges per op)."""
+    return sequential_cuts(inst, path, cost, slack, first, window)[0]
+
+
+def sequential_cuts(inst: Instance, path: Sequence[int], cost: Sequence[float],
+                    slack: Sequence[float] | None = None, first: Sequence[int] | None = None,
+                    window: int = SEQ_WINDOW) -> tuple[float, list[int]]:
+    """:func:`sequential_cut_cost` and one cut that costs it: its boundaries, increasing."""
     K = len(path)
     if K < 2 or inst.m < 2:
-        return 0.0
+        return 0.0, []
     lo = _run_starts(inst, path)
     if lo[-1] == 0:  # the whole path fits on one device: no boundary is forced
-        return 0.0
+        return 0.0, []
     W = max(1, int(window))
     slack = slack if slack is not None else [0.0] * (K - 1)
     first = first if first is not None else [0] * (K - 1)
@@ -263,26 +291,36 @@ def sequential_cut_cost(inst: Instance, path: Sequence[int], cost: Sequence[floa
 
     inf = math.inf
     f = [[inf] * (W + 1) for _ in range(K)]
+    fs = [[-1] * (W + 1) for _ in range(K)]  # the start s of f[k][x]'s last run
     g = [[inf] * (W + 1) for _ in range(K)]
+    gx = [[0] * (W + 1) for _ in range(K)]  # the x of g[k][y]'s least
     longest = _SlidingMin()  # over s: g[s - 1][W] (0 for s = 0), runs s..k of W ops or more
     for k in range(K):
         fk = f[k]
         for x in range(1, min(W - 1, k + 1) + 1):  # the run before is s..k, exactly x < W ops
             s = k - x + 1
             if s >= lo[k]:
-                fk[x] = 0.0 if s == 0 else g[s - 1][x]
+                fk[x], fs[k][x] = (0.0 if s == 0 else g[s - 1][x]), s
         s = k - W + 1  # runs of W ops or more: a sliding-window minimum over their starts s in [lo_k, k - W + 1]
         if s >= 0:
             longest.push(s, 0.0 if s == 0 else g[s - 1][W])
-        fk[W] = longest.least(lo[k])
+        fs[k][W], fk[W] = longest.argleast(lo[k])
         if k == K - 1 or all(v == inf for v in fk):
             continue
         c = costs(k)
         gk = g[k]
         for y in range(1, W + 1):
             cy = c[y]
-            gk[y] = min(fk[x] + cy[x] for x in range(1, W + 1))
-    return min(f[K - 1])
+            gk[y], gx[k][y] = min((fk[x] + cy[x], x) for x in range(1, W + 1))
+    value, x = min((v, x) for x, v in enumerate(f[K - 1]))
+    cuts, k = [], K - 1
+    while value < inf:  # back from the last run: its start s, the boundary s - 1 and the run before it
+        s = fs[k][x]
+        if s <= 0:
+            break
+        cuts.append(s - 1)
+        k, x = s - 1, gx[s - 1][min(k - s + 1, W)]
+    return value, cuts[::-1]
 
 
 def _guard(inst: Instance, path: Sequence[int], cost: list[float]) -> list[float]:

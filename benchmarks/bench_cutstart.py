@@ -1,0 +1,106 @@
+"""``portfolio`` with and without the start from the cheapest forced cut (issue #25, session 26), old code beside new.
+
+Session 26 gave the annealing a start built from the cut of the critical path that the forced-cut bound finds
+(``formulations/cutstart.py``): where memory forces cuts on the path, the second annealing chain begins from it
+(at the first chain's temperatures, the chains not meeting). Each cell is one ``dplace solve F --method portfolio
+--time-limit S --json`` in its own process, old and new alternated per graph:
+
+    .venv/bin/python benchmarks/bench_cutstart.py --old 5e272c7                 # PipeDream graphs, both modes
+    .venv/bin/python benchmarks/bench_cutstart.py --old 5e272c7 --graphs resnext50 --comm sequential --repeat 3
+    .venv/bin/python benchmarks/bench_cutstart.py --graphs "" --instances instances/inceptionv3_training_4dev.json
+
+Columns: the cut start's own makespan (``extra.starts.cuts``: its placement timed by ``placement_order``; "-"
+where there is none), each code's answer, the proven bound (new code's run) and both gaps, and the start the
+new answer came from (``extra.winner``) with ``cuts`` when the annealing's second chain began from the cut.
+PipeDream graphs are converted as the issue says (``--devices 4 --memory-fraction 0.4``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_nas import convert, warm_anneal  # noqa: E402
+from bench_seqcomm import NEW, ROOT, _old_exe  # noqa: E402
+
+GRAPHS = "resnext50,resnet50,resnet101,inception_v3,vgg16"
+
+
+def solve(exe: str, path: str, seconds: float, timeout: float) -> dict | None:
+    """``dplace solve --method portfolio --json`` of ``path`` by ``exe``; None on failure."""
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    try:
+        p = subprocess.run([exe, "solve", path, "--method", "portfolio", "--time-limit", str(seconds), "--json",
+                            "--quiet"], capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return None
+    if p.returncode != 0:
+        return None
+    return json.loads(p.stdout)
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:,.0f}"
+
+
+def _gap(makespan: float | None, bound: float | None) -> str:
+    if makespan is None or not bound:
+        return "-"
+    return f"{100 * (makespan - bound) / makespan:.1f} %"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--graphs", default=GRAPHS, help="PipeDream profiles (instances/sources/pipedream-profiles)")
+    ap.add_argument("--instances", default="", help="instance files, comma-separated (taken in each --comm mode)")
+    ap.add_argument("--comm", default="parallel,sequential")
+    ap.add_argument("--old", default=None, help="dplace executable of the old code, or a git revision")
+    ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--repeat", type=int, default=1, help="runs per code and graph")
+    args = ap.parse_args(argv)
+    comms = [c for c in args.comm.split(",") if c]
+    with tempfile.TemporaryDirectory() as tmp:
+        old = args.old
+        if old and not os.path.isfile(old):
+            old = _old_exe(old, tmp)
+            warm_anneal(os.path.join(tmp, "old"))
+        warm_anneal(ROOT)
+        files = []
+        for g in [g for g in args.graphs.split(",") if g]:
+            files.extend((g, c, convert(g, c, tmp)) for c in comms)
+        for path in [p for p in args.instances.split(",") if p]:
+            with open(path) as f:
+                d = json.load(f)
+            name = os.path.splitext(os.path.basename(path))[0]
+            for c in comms:
+                out = os.path.join(tmp, f"{name}_{c}.json")
+                with open(out, "w") as f:
+                    json.dump(dict(d, comm=c), f)
+                files.append((name, c, out))
+        cols = ["graph", "comm", "cut start", "old", "new", "bound", "gap old", "gap new", "new from"]
+        print("| " + " | ".join(cols) + " |")
+        print("|" + "---|" * len(cols))
+        timeout = 3 * args.time_limit + 60
+        for name, comm, path in files:
+            for _ in range(args.repeat):
+                new = solve(NEW, path, args.time_limit, timeout)
+                was = solve(old, path, args.time_limit, timeout) if old else None
+                extra = (new or {}).get("extra", {})
+                bound = new and new.get("lower_bound")
+                came = extra.get("winner", "-") + (" (cuts chain)" if extra.get("anneal", {}).get("cuts_chain") else "")
+                row = [name, comm, _num(extra.get("starts", {}).get("cuts")), _num(was and was["makespan"]),
+                       _num(new and new["makespan"]), _num(bound), _gap(was and was["makespan"], bound),
+                       _gap(new and new["makespan"], bound), came]
+                print("| " + " | ".join(row) + " |", flush=True)
+    print("load", " ".join(open("/proc/loadavg").read().split()[:3]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
