@@ -33,8 +33,8 @@ from typing import Sequence
 from dplace.budget import Budget
 from dplace.instance.model import Instance
 
-__all__ = ["BLOCK_P", "JUDGES", "PARALLEL_T", "SEQUENTIAL_T", "SYNC", "AnnealStats", "anneal_placement", "applies", "judged_order", "kernel_ready",
-           "temperatures"]
+__all__ = ["BLOCK_P", "JUDGES", "PARALLEL_T", "SEQUENTIAL_T", "SYNC", "AnnealStats", "anneal_placement", "applies",
+           "chain_scales", "judged_order", "kernel_ready", "temperatures"]
 
 MAX_OPS = 5000  # one judgement costs ~O(n * ops per device): past this a second gives too few
 # (t_hi, t_lo) in sequential comm (a setting of ours, swept in session 12: 2 chains from the best start,
@@ -147,9 +147,7 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     begin = [start] + [[int(d) for d in o] for o in others]
     chains = [Annealer(inst, begin[i] if i < len(begin) else start, units.members, units.allowed, blocks, p_blk,
                        JUDGES[judge], JUDGE_SLACK) for i in range(max(1, workers))]
-    scale = [ladder ** (i / max(1, len(chains) - 1)) for i in range(len(chains))]  # chain i's temperatures
-    if hot_others:
-        scale = [1.0 if 1 <= i <= len(others) else x for i, x in enumerate(scale)]
+    scale = chain_scales(len(chains), ladder, len(others) if hot_others else 0)  # chain i's temperatures
     done = [0] * len(chains)
     syncs = [0] * len(chains)  # times each chain went on from another chain's best
     stop = threading.Event()
@@ -204,6 +202,12 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     return best_pl.tolist(), AnnealStats(ran[0].start_value, value, sum(c.steps for c in ran),
                                          sum(c.accepted for c in ran), len(chains), wall, stopped, late, per,
                                          judge, sum(int(c.ins[0]) for c in ran), sum(syncs))
+
+
+def chain_scales(k: int, ladder: float, hot: int = 0) -> list[float]:
+    """Chain i of ``k`` anneals at ``ladder ** (i / (k - 1))`` times the temperatures; chains 1 .. ``hot`` (those
+    begun from other starts, ``hot_others``) at 1, as chain 0."""
+    return [1.0 if 1 <= i <= hot else ladder ** (i / max(1, k - 1)) for i in range(k)]
 
 
 def _go_with_best(a, chains) -> int:

@@ -1,14 +1,14 @@
-import json
 """The forced-cut bounds (dplace.bounds.memory) against optima worked out independently: brute force on
 tiny memory-tight instances, and a 40-op series composition whose memory-bound head is enumerated."""
 import itertools
+import json
 import math
 import random
 
 import pytest
 
 from dplace.bounds import bound_portfolio, critical_path_length, memory_cuts_bound, memory_path_bound
-from dplace.bounds.memory import forced_cut_cost
+from dplace.bounds.memory import forced_cut_cost, sequential_cut_cost
 from dplace.formulations.bounds_segments import segment_bound
 from dplace.instance.graph import critical_path_ops
 from dplace.errors import InfeasibleError, InvalidInstanceError
@@ -242,3 +242,67 @@ def test_cuts_on_training_chains_at_most_brute_force(comm):
         checked += 1
     assert checked >= 30 and bites >= 5
     assert queue >= 10 if comm == "sequential" else queue == 0
+
+
+def _cut_is_one_that_costs(inst, path, cost, value, cuts, seq):
+    """``cuts`` (increasing boundaries) cut ``path`` into runs that each fit on a device, and cost ``value``: the
+    sum of their costs (parallel), or the queue's programme allowed only those boundaries (sequential)."""
+    from dplace.bounds.memory import _run_starts, sequential_cut_cost
+
+    assert cuts == sorted(set(cuts)) and all(0 <= j < len(path) - 1 for j in cuts)
+    lo = _run_starts(inst, path)
+    begin = 0
+    for end in cuts + [len(path) - 1]:
+        assert lo[end] <= begin  # the run path[begin..end] fits
+        begin = end + 1
+    only = [c if j in cuts else math.inf for j, c in enumerate(cost)]
+    got = sequential_cut_cost(inst, path, only) if seq else sum(cost[j] for j in cuts)
+    assert got == pytest.approx(value, rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize("comm", ["sequential", "parallel"])
+def test_the_cut_each_programme_returns_costs_its_value(comm):
+    """forced_cuts and sequential_cuts return, beside the least cost, a cut whose runs fit and which costs it;
+    on chains with skip edges and training chains (both cross cuts several times)."""
+    from dplace.bounds.memory import _guard, forced_cuts, path_edge_costs, sequential_cuts
+    from dplace.testing import chain_with_skips
+
+    checked = with_cuts = 0
+    for seed in range(300):
+        try:
+            inst = chain_with_skips(seed, comm) if seed % 2 else _training_chain(seed, comm)
+        except InvalidInstanceError:
+            continue
+        path = critical_path_ops(inst)
+        cost = _guard(inst, path, path_edge_costs(inst, path))
+        for seq, programme in ((False, forced_cuts), (True, sequential_cuts)):
+            value, cuts = programme(inst, path, cost)
+            if value == math.inf:
+                assert cuts == []
+                continue
+            assert value == (sequential_cut_cost(inst, path, cost) if seq else forced_cut_cost(inst, path, cost))
+            _cut_is_one_that_costs(inst, path, cost, value, cuts, seq)
+            checked += 1
+            with_cuts += bool(cuts)
+    assert checked >= 300 and with_cuts >= 100
+
+
+def test_sequential_cuts_with_short_windows_cost_their_value():
+    """The capped state (runs of ``window`` path ops or more, taken by the sliding-window minimum) walks back
+    to a cut that costs the value too."""
+    from dplace.bounds.memory import _guard, path_edge_costs, sequential_cuts
+    from dplace.testing import chain_with_skips
+
+    for window in (1, 2, 3):
+        for seed in range(1, 120, 2):
+            try:
+                inst = chain_with_skips(seed, "sequential")
+            except InvalidInstanceError:
+                continue
+            path = critical_path_ops(inst)
+            cost = _guard(inst, path, path_edge_costs(inst, path))
+            value, cuts = sequential_cuts(inst, path, cost, window=window)
+            if value < math.inf:
+                assert value == sequential_cut_cost(inst, path, cost, window=window)
+                only = [c if j in cuts else math.inf for j, c in enumerate(cost)]
+                assert sequential_cut_cost(inst, path, only, window=window) == pytest.approx(value, rel=1e-9, abs=1e-9)
