@@ -13,13 +13,14 @@ dynamic programme also gives one such cut (:func:`~dplace.bounds.memory.forced_c
   then successors) that exchange the most bytes with it and have room, else on the allowed device with the most
   room left.
 
-It is a placement, nothing more: ``portfolio`` simulates it as every start and gives it an annealing chain of
-its own (``formulations/large.py``). Why: on ResNeXt-50 (PipeDream, 4 devices at 0.4 of the memory it needs, a
-near-chain) every start put the network on three devices with the cuts where the activations are large, and the
-annealing stayed there (706,464 µs in sequential comm in every 60-s run since session 20); the cheapest forced
-cut uses four devices with the cuts where they are small, and the annealing from it reached 667,851 µs in 30 s
-(benchmarks/RESULTS.md, "Which method when: sequential comm"). Where memory forces no cut on the path (NASNet-
-Mobile, Inception-v3) there is no such start (None).
+It is a placement, nothing more: ``portfolio`` simulates it as every start and, on near-chains (the graph's work
+at most ``CUTS_CHAIN_SPREAD`` times its critical path's), gives it an annealing chain of its own
+(``formulations/large.py``). Why: on ResNeXt-50 (PipeDream, 4 devices each holding 0.4 of the ops' memory, a
+near-chain) every start cut the network where its activations are large (a 411 MB tensor, 34 ms each way), and the
+annealing stayed there (706,464 µs in sequential comm in every 60-s run since session 20); the cheapest forced cut
+crosses where they are small, and the annealing from its placement reached 661,006-678,521 µs in portfolio's 60 s
+(benchmarks/RESULTS.md, "Which method when: sequential comm"). Where memory forces no cut on the path, or one that
+costs less than :data:`MIN_SHARE` of it (NASNet-Mobile: 10 µs), there is no such start (None).
 """
 from __future__ import annotations
 
