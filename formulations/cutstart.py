@@ -13,8 +13,8 @@ dynamic programme also gives one such cut (:func:`~dplace.bounds.memory.forced_c
   then successors) that exchange the most bytes with it and have room, else on the allowed device with the most
   room left.
 
-It is a placement, nothing more: ``portfolio`` simulates it as every start and, on near-chains (the graph's work
-at most ``CUTS_CHAIN_SPREAD`` times its critical path's), gives it an annealing chain of its own
+It is a placement, nothing more: on near-chains (the graph's work at most ``CUTS_SPREAD`` times its critical
+path's) ``portfolio`` simulates it as every start and gives it an annealing chain of its own
 (``formulations/large.py``). Why: on ResNeXt-50 (PipeDream, 4 devices each holding 0.4 of the ops' memory, a
 near-chain) every start cut the network where its activations are large (a 411 MB tensor, 34 ms each way), and the
 annealing stayed there (706,464 µs in sequential comm in every 60-s run since session 20); the cheapest forced cut

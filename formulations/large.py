@@ -45,14 +45,15 @@ STITCH_CHAIN = True
 # sequential comm: the parallel-comm annealing of :func:`_parallel_first` runs as the parallel path's does (chains
 # synchronised, the second from the stitched placement); False: one unsynchronised annealing from the best start
 PAR_FIRST_AS_PARALLEL = True
-# The annealing's second chain begins from the cheapest forced cut's placement (hot, the chains not meeting) on
-# graphs whose work is at most this many times their critical path's: near-chains, where the cuts memory forces
-# decide the makespan. `benchmarks/bench_cutstart.py --old 5e272c7` (60 s, one run each): ResNeXt-50 (1.07)
-# 706,464 -> 661,006 us sequential, 654,303 -> 645,720 parallel; ResNet-101 (1.06) parallel 427,781 -> 424,674;
-# ResNet-50 (1.10) the same within 1k. Not on branchy graphs, where what runs beside the path decides more and the
-# cut start was 25 % (bundled InceptionV3, 2.98) slower than the best start: Inception-v3 (PipeDream, 1.64)
-# sequential 572,518 -> 583,426 with the chain, bundled InceptionV3 parallel 339,502 -> 342,086
-CUTS_CHAIN_SPREAD = 1.25
+# The start from the cheapest forced cut (one more start, and the annealing's second chain from it, hot, the chains
+# not meeting) only on graphs whose work is at most this many times their critical path's: near-chains, where the
+# cuts memory forces decide the makespan. `benchmarks/bench_cutstart.py --old 5e272c7` (60 s): ResNeXt-50 (1.07)
+# 706,464 -> 661,006 us sequential (three runs), 654,303-660,081 -> 645,720 / 645,720 / 660,081 parallel;
+# ResNet-101 (1.06) parallel 427,781 -> 424,674; ResNet-50 (1.10) the same within 1k. Not on branchy graphs,
+# where what runs beside the path decides more: on Inception-v3 (PipeDream, 1.64) the cut start was the fastest
+# start and the annealing from it ended 2-34k above the old code's in 6 of 6 runs (parallel 557,014 / 552,182 ->
+# 591,126 / 566,572; the chain on the bundled InceptionV3, 2.98: 339,502 -> 342,086)
+CUTS_SPREAD = 1.25
 
 
 def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, seed: int = 0,
@@ -200,13 +201,15 @@ def _final_orders(inst: Instance, pl: list[int], od, sch, extra: dict[str, Any])
 
 
 def _cuts_start(inst: Instance, best: tuple, tried: dict[str, float]) -> tuple[tuple, list[int] | None]:
-    """The placement of the critical path's cheapest forced cut (:func:`.cutstart.cut_start`; None where memory
-    forces no cut that costs :data:`.cutstart.MIN_SHARE` of the path), timed by :func:`placement_order` as one
-    more start ("cuts" in ``tried``; the best start when it is faster). Returns the best start and that placement
-    for the annealing to search on a chain of its own (:func:`_anneal_start`) where the graph's work is at most
-    :data:`CUTS_CHAIN_SPREAD` times its critical path's, else None."""
+    """On graphs whose work is at most :data:`CUTS_SPREAD` times their critical path's: the placement of the
+    critical path's cheapest forced cut (:func:`.cutstart.cut_start`; None where memory forces no cut that costs
+    :data:`.cutstart.MIN_SHARE` of the path), timed by :func:`placement_order` as one more start ("cuts" in
+    ``tried``; the best start when it is faster). Returns the best start and that placement (None: none), which
+    the annealing searches on a chain of its own (:func:`_anneal_start`)."""
     from .cutstart import cut_start
 
+    if _spread(inst) > CUTS_SPREAD:
+        return best, None
     pl = cut_start(inst)
     if pl is None:
         return best, None
@@ -217,7 +220,7 @@ def _cuts_start(inst: Instance, best: tuple, tried: dict[str, float]) -> tuple[t
     tried["cuts"] = sch.makespan
     if sch.makespan < best[0]:
         best = (sch.makespan, "cuts", pl, od, sch)
-    return best, (pl if _spread(inst) <= CUTS_CHAIN_SPREAD else None)
+    return best, pl
 
 
 def _spread(inst: Instance) -> float:

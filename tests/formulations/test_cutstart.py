@@ -83,10 +83,10 @@ def test_chains_from_other_starts_anneal_hot_when_asked():
 
 @pytest.mark.parametrize("comm", ["parallel", "sequential"])
 def test_portfolio_searches_the_cut_start_on_a_chain_of_its_own(comm, monkeypatch):
-    """``portfolio``'s large stage: where memory cuts the path, the cut start is one more start ("cuts") and, on a
-    graph whose work is at most ``CUTS_CHAIN_SPREAD`` times its critical path's, the annealing's second chain
-    begins from it, hot, the chains not meeting (``extra["anneal"]["cuts_chain"]``); where memory does not cut
-    the path, neither."""
+    """``portfolio``'s large stage, on a graph whose work is at most ``CUTS_SPREAD`` times its critical path's:
+    where memory cuts the path, the cut start is one more start ("cuts") and the annealing's second chain begins
+    from it, hot, the chains not meeting (``extra["anneal"]["cuts_chain"]``); where memory does not cut the path,
+    or on a branchier graph, neither."""
     from dplace.budget import Budget
     from dplace.formulations import anneal, large
     from dplace.verify.check import check
@@ -115,12 +115,12 @@ def test_portfolio_searches_the_cut_start_on_a_chain_of_its_own(comm, monkeypatc
     last = got[-1]  # the annealing in the instance's own comm mode (sequential: after the parallel-first one)
     assert last[0] == comm and last[1] == 0 and last[2] == [want] and last[3] is True
     got.clear()
-    monkeypatch.setattr(large, "CUTS_CHAIN_SPREAD", 0.99)  # a branchier graph than this one: no chain of its own
+    monkeypatch.setattr(large, "CUTS_SPREAD", 0.99)  # a branchier graph than this one: no cut start
     res = large.portfolio_large(inst, starts, budget=Budget(6.0), bound_share=0.2, anneal_share=0.5,
                                 options={"workers": 2})
-    assert "cuts" in res.extra["starts"] and res.extra["anneal"]["cuts_chain"] is False
+    assert "cuts" not in res.extra["starts"] and res.extra["anneal"]["cuts_chain"] is False
     assert want not in got[-1][2] and not got[-1][3]  # (parallel comm: the stitched chain where there is one)
-    monkeypatch.setattr(large, "CUTS_CHAIN_SPREAD", 1.25)
+    monkeypatch.setattr(large, "CUTS_SPREAD", 1.25)
     got.clear()
     roomy = _training(3, 12, comm, fraction=1.0)
     res = large.portfolio_large(roomy, {"heft": __import__("dplace").solve(roomy, "heft")}, budget=Budget(6.0),
