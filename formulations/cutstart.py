@@ -2,8 +2,8 @@
 
 The forced-cut bound (:mod:`dplace.bounds.memory`) cuts the critical path into *runs* that each fit on one device,
 at the least total cost of its boundaries (in sequential comm with the link's queue in front of each send). Its
-dynamic programme also gives one such cut (:func:`~dplace.bounds.memory.forced_cuts`,
-:func:`~dplace.bounds.memory.sequential_cuts`), and :func:`cut_start` places it:
+dynamic programme also gives one such cut (:func:`~dplace.bounds.memory.cheapest_forced_cut`), and
+:func:`cut_start` places it:
 
 * the units (colocation groups, or single ops) of the runs, in path order: each run's units not placed by an
   earlier run (a training graph's path meets each layer's unit forward and again backward: the backward half
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 
-from dplace.bounds.memory import _guard, forced_cuts, path_edge_costs, sequential_cuts
+from dplace.bounds.memory import cheapest_forced_cut
 from dplace.bounds.shared import critical_path_ops
 from dplace.instance.model import Instance
 
@@ -46,8 +46,7 @@ def cut_start(inst: Instance, min_share: float = MIN_SHARE) -> list[int] | None:
     path = critical_path_ops(inst)
     if len(path) < 2 or inst.m < 2:
         return None
-    cost = _guard(inst, path, path_edge_costs(inst, path))
-    value, cuts = (sequential_cuts if inst.comm == "sequential" else forced_cuts)(inst, path, cost)
+    value, cuts = cheapest_forced_cut(inst, path)
     if not cuts or value == math.inf or value < min_share * sum(inst._dur_a[path].min(axis=1).tolist()):
         return None
     units = Units(inst)

@@ -64,8 +64,8 @@ from typing import Sequence
 from .shared import critical_path_ops
 from ..instance.model import Instance
 
-__all__ = ["SEQ_WINDOW", "forced_cut_cost", "forced_cuts", "memory_cuts_bound", "path_edge_costs", "segment_cut_costs",
-           "sequential_cut_cost", "sequential_cuts"]
+__all__ = ["SEQ_WINDOW", "cheapest_forced_cut", "forced_cut_cost", "forced_cuts", "memory_cuts_bound",
+           "path_edge_costs", "segment_cut_costs", "sequential_cut_cost", "sequential_cuts"]
 
 SEQ_WINDOW = 16  # path ops on each side of a run boundary whose sends sequential_cut_cost counts
 
@@ -339,9 +339,16 @@ def memory_cuts_bound(inst: Instance) -> float:
     base = sum(inst._dur_a[path].min(axis=1).tolist()) if path else 0  # min(inst.dur[o]) per op, added in order
     if len(path) < 2 or inst.m < 2:
         return base
-    cost = _guard(inst, path, path_edge_costs(inst, path))
-    extra = sequential_cut_cost(inst, path, cost) if inst.comm == "sequential" else forced_cut_cost(inst, path, cost)
+    extra = cheapest_forced_cut(inst, path)[0]
     return base + (extra if extra < math.inf else 0.0)
+
+
+def cheapest_forced_cut(inst: Instance, path: Sequence[int]) -> tuple[float, list[int]]:
+    """The least cost of the run boundaries memory forces on ``path`` (each edge its cheapest transfer, none inside
+    a colocation group or between two ops pinned to one device; in sequential comm with the link's queue) and one
+    cut that costs it: :func:`sequential_cuts` or :func:`forced_cuts`."""
+    cost = _guard(inst, path, path_edge_costs(inst, path))
+    return (sequential_cuts if inst.comm == "sequential" else forced_cuts)(inst, path, cost)
 
 
 def segment_cut_costs(inst: Instance, path: Sequence[int], pieces: Sequence[tuple[int, int, float, bool]],

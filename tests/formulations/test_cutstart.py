@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from dplace.bounds.memory import _guard, forced_cuts, path_edge_costs, sequential_cuts
+from dplace.bounds.memory import _guard, forced_cuts, path_edge_costs, sequential_cuts  # noqa: F401
 from dplace.instance.graph import critical_path_ops
 from dplace.instance.model import Device, Edge, Instance, Link, Op
 from dplace.schedule.simulate import simulate
