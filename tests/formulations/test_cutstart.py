@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from dplace.bounds.memory import _guard, forced_cuts, path_edge_costs, sequential_cuts  # noqa: F401
+from dplace.bounds.memory import cheapest_forced_cut
 from dplace.instance.graph import critical_path_ops
 from dplace.instance.model import Device, Edge, Instance, Link, Op
 from dplace.schedule.simulate import simulate
@@ -46,8 +46,7 @@ def test_the_cut_start_places_the_programmes_cut_within_memory(comm):
         inst = _training(seed, random.Random(seed).randint(6, 14), comm, pin=seed % 3 == 0)
         pl = cut_start(inst, min_share=0.0)
         path = critical_path_ops(inst)
-        cost = _guard(inst, path, path_edge_costs(inst, path))
-        _, cuts = (sequential_cuts if comm == "sequential" else forced_cuts)(inst, path, cost)
+        _, cuts = cheapest_forced_cut(inst, path)
         if pl is None:
             continue
         made += 1
