@@ -12,7 +12,8 @@ from dplace.formulations.cutstart import cut_start
 from dplace.formulations.anneal import chain_scales
 
 
-def _training(seed: int, layers: int, comm: str, fraction: float = 0.4, pin: bool = False) -> Instance:
+def _training(seed: int, layers: int, comm: str, fraction: float = 0.4, pin: bool = False,
+              devices: int = 4) -> Instance:
     """A training chain: forward ops f0 -> f1 -> ..., gradients back g_{i} -> g_{i-1}, each gradient colocated
     with its forward op and reading the forward op's input, a skip edge over every other layer, a side op per
     third layer (off the path), devices holding ``fraction`` of the ops' memory (so memory cuts the path)."""
@@ -32,8 +33,8 @@ def _training(seed: int, layers: int, comm: str, fraction: float = 0.4, pin: boo
             ops.append(Op(f"s{i}", rnd.randint(1, 20), rnd.randint(1, 5)))
             edges += [Edge(f"f{i}", f"s{i}", 5.0), Edge(f"s{i}", f"g{i}", 5.0)]
     cap = int(sum(o.memory for o in ops) * fraction) + 1
-    devices = [Device(f"d{d}", cap) for d in range(4)]
-    return Instance(f"train{seed}", devices, ops, edges, link=Link(1.0, 1.0), comm=comm)
+    return Instance(f"train{seed}", [Device(f"d{d}", cap) for d in range(devices)], ops, edges, link=Link(1.0, 1.0),
+                    comm=comm)
 
 
 @pytest.mark.parametrize("comm", ["parallel", "sequential"])
@@ -41,9 +42,12 @@ def test_the_cut_start_places_the_programmes_cut_within_memory(comm):
     """Where memory cuts the path: the start fits every device, keeps each colocation group and pin on one
     device, puts each run's new units on one device, a device other than the run's before, and changes device
     on the path's forward half exactly at the programme's cuts there."""
-    made = 0
-    for seed in range(40):
-        inst = _training(seed, random.Random(seed).randint(6, 14), comm, pin=seed % 3 == 0)
+    made, reused = 0, 0
+    for seed in range(160):
+        few = seed % 2 == 1  # 2 or 3 devices, so some devices hold several runs
+        m = 2 + seed % 4 // 2 if few else 4
+        inst = _training(seed, random.Random(seed).randint(6, 14), comm, fraction=0.45 if few else 0.4,
+                         pin=seed % 3 == 0, devices=m)
         pl = cut_start(inst, min_share=0.0)
         path = critical_path_ops(inst)
         _, cuts = cheapest_forced_cut(inst, path)
@@ -59,7 +63,8 @@ def test_the_cut_start_places_the_programmes_cut_within_memory(comm):
         turn = max(j for j, x in enumerate(names) if x.startswith("f"))  # the last forward op on the path
         fwd = [j for j in range(turn) if pl[path[j]] != pl[path[j + 1]]]
         assert fwd == [j for j in cuts if j < turn]
-    assert made >= 30
+        reused += len(fwd) + 1 > inst.m  # more forward runs than devices: a device holds two
+    assert made >= 100 and reused >= 5
 
 
 def test_no_cut_start_where_the_path_fits_or_the_cut_is_cheap():
