@@ -17,15 +17,14 @@ PipeDream graphs are converted as the issue says (``--devices 4 --memory-fractio
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_nas import convert, warm_anneal  # noqa: E402
+from bench_memcuts import gap, instance_files, num, run_json  # noqa: E402
+from bench_nas import warm_anneal  # noqa: E402
 from bench_seqcomm import NEW, ROOT, _old_exe  # noqa: E402
 
 GRAPHS = "resnext50,resnet50,resnet101,inception_v3,vgg16"
@@ -33,26 +32,8 @@ GRAPHS = "resnext50,resnet50,resnet101,inception_v3,vgg16"
 
 def solve(exe: str, path: str, seconds: float, timeout: float) -> dict | None:
     """``dplace solve --method portfolio --json`` of ``path`` by ``exe``; None on failure."""
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    try:
-        p = subprocess.run([exe, "solve", path, "--method", "portfolio", "--time-limit", str(seconds), "--json",
-                            "--quiet"], capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return None
-    if p.returncode != 0:
-        return None
-    return json.loads(p.stdout)
-
-
-def _num(x: float | None) -> str:
-    return "-" if x is None else f"{x:,.0f}"
-
-
-def _gap(makespan: float | None, bound: float | None) -> str:
-    if makespan is None or not bound:
-        return "-"
-    return f"{100 * (makespan - bound) / makespan:.1f} %"
+    return run_json(exe, ["solve", path, "--method", "portfolio", "--time-limit", str(seconds), "--json", "--quiet"],
+                    timeout)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,18 +52,7 @@ def main(argv: list[str] | None = None) -> int:
             old = _old_exe(old, tmp)
             warm_anneal(os.path.join(tmp, "old"))
         warm_anneal(ROOT)
-        files = []
-        for g in [g for g in args.graphs.split(",") if g]:
-            files.extend((g, c, convert(g, c, tmp)) for c in comms)
-        for path in [p for p in args.instances.split(",") if p]:
-            with open(path) as f:
-                d = json.load(f)
-            name = os.path.splitext(os.path.basename(path))[0]
-            for c in comms:
-                out = os.path.join(tmp, f"{name}_{c}.json")
-                with open(out, "w") as f:
-                    json.dump(dict(d, comm=c), f)
-                files.append((name, c, out))
+        files = instance_files(args.graphs, args.instances, comms, tmp)
         cols = ["graph", "comm", "cut start", "old", "new", "bound", "gap old", "gap new", "new from"]
         print("| " + " | ".join(cols) + " |")
         print("|" + "---|" * len(cols))
@@ -94,9 +64,9 @@ def main(argv: list[str] | None = None) -> int:
                 extra = (new or {}).get("extra", {})
                 bound = new and new.get("lower_bound")
                 came = extra.get("winner", "-") + (" (cuts chain)" if extra.get("anneal", {}).get("cuts_chain") else "")
-                row = [name, comm, _num(extra.get("starts", {}).get("cuts")), _num(was and was["makespan"]),
-                       _num(new and new["makespan"]), _num(bound), _gap(was and was["makespan"], bound),
-                       _gap(new and new["makespan"], bound), came]
+                row = [name, comm, num(extra.get("starts", {}).get("cuts")), num(was and was["makespan"]),
+                       num(new and new["makespan"]), num(bound), gap(was and was["makespan"], bound),
+                       gap(new and new["makespan"], bound), came]
                 print("| " + " | ".join(row) + " |", flush=True)
     print("load", " ".join(open("/proc/loadavg").read().split()[:3]))
     return 0

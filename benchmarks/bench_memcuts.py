@@ -37,18 +37,40 @@ from bench_seqcomm import NEW, _old_exe  # noqa: E402
 GRAPHS = "resnext50,resnet50,resnet101,vgg16,inception_v3,nasnetamobile"
 
 
-def bounds(exe: str, graph: str, seconds: float, timeout: float) -> dict | None:
-    """``dplace info --bounds --json`` of ``graph`` by ``exe``: its parts and lower bound; None on failure."""
+def run_json(exe: str, args: list[str], timeout: float) -> dict | None:
+    """``exe args`` in its own process (this venv's PYTHONPATH dropped), its stdout read as JSON; None on failure."""
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     try:
-        p = subprocess.run([exe, "info", graph, "--bounds", "--bounds-time", str(seconds), "--json"],
-                           capture_output=True, text=True, timeout=timeout, env=env)
+        p = subprocess.run([exe] + args, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return None
     if p.returncode != 0:
         return None
     return json.loads(p.stdout)
+
+
+def bounds(exe: str, graph: str, seconds: float, timeout: float) -> dict | None:
+    """``dplace info --bounds --json`` of ``graph`` by ``exe``: its parts and lower bound; None on failure."""
+    return run_json(exe, ["info", graph, "--bounds", "--bounds-time", str(seconds), "--json"], timeout)
+
+
+def instance_files(graphs: str, instances: str, comms: list[str], tmp: str) -> list[tuple[str, str, str]]:
+    """(name, comm, path) per comm mode: the PipeDream ``graphs`` converted as the issue says, the ``instances``
+    (files, comma-separated) written in each mode."""
+    files = []
+    for g in [g for g in graphs.split(",") if g]:
+        files.extend((g, c, convert(g, c, tmp)) for c in comms)
+    for path in [p for p in instances.split(",") if p]:
+        with open(path) as f:
+            d = json.load(f)
+        name = os.path.splitext(os.path.basename(path))[0]
+        for c in comms:
+            out = os.path.join(tmp, f"{name}_{c}.json")
+            with open(out, "w") as f:
+                json.dump(dict(d, comm=c), f)
+            files.append((name, c, out))
+    return files
 
 
 def audit(n: int, start: int) -> None:
@@ -95,11 +117,11 @@ def audit(n: int, start: int) -> None:
         print(f"| {comm} | {checked} | {wrong_mc} | {wrong_sb} | {queue} | {slack} | {reached} |", flush=True)
 
 
-def _num(x: float | None) -> str:
+def num(x: float | None) -> str:
     return "-" if x is None else f"{x:,.0f}"
 
 
-def _gap(makespan: float | None, bound: float | None) -> str:
+def gap(makespan: float | None, bound: float | None) -> str:
     if makespan is None or not bound:
         return "-"
     return f"{100 * (makespan - bound) / makespan:.1f} %"
@@ -133,18 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         old = args.old
         if old and not os.path.isfile(old):
             old = _old_exe(old, tmp)
-        files = []
-        for g in [g for g in args.graphs.split(",") if g]:
-            files.extend((g, c, convert(g, c, tmp)) for c in comms)
-        for path in [p for p in args.instances.split(",") if p]:
-            with open(path) as f:
-                d = json.load(f)
-            name = os.path.splitext(os.path.basename(path))[0]
-            for c in comms:
-                out = os.path.join(tmp, f"{name}_{c}.json")
-                with open(out, "w") as f:
-                    json.dump(dict(d, comm=c), f)
-                files.append((name, c, out))
+        files = instance_files(args.graphs, args.instances, comms, tmp)
         cols = ["graph", "comm", "memory_cuts old", "new", "segments_memory old", "new", "bound old (source)",
                 "bound new (source)"] + (["answer", "gap old", "gap new"] if answers else [])
         print("| " + " | ".join(cols) + " |")
@@ -157,13 +168,13 @@ def main(argv: list[str] | None = None) -> int:
                 return None if r is None else r["lower_bound_parts"].get(key)
 
             def lb(r: dict | None) -> str:
-                return "-" if r is None else f"{_num(r['lower_bound'])} ({r['bound_source']})"
+                return "-" if r is None else f"{num(r['lower_bound'])} ({r['bound_source']})"
 
-            row = [name, comm, _num(part(was, "memory_cuts")), _num(part(new, "memory_cuts")),
-                   _num(part(was, "segments_memory")), _num(part(new, "segments_memory")), lb(was), lb(new)]
+            row = [name, comm, num(part(was, "memory_cuts")), num(part(new, "memory_cuts")),
+                   num(part(was, "segments_memory")), num(part(new, "segments_memory")), lb(was), lb(new)]
             if answers:
                 mk = answers.get(f"{name}:{comm}")
-                row += [_num(mk), _gap(mk, was and was["lower_bound"]), _gap(mk, new and new["lower_bound"])]
+                row += [num(mk), gap(mk, was and was["lower_bound"]), gap(mk, new and new["lower_bound"])]
             print("| " + " | ".join(row) + " |", flush=True)
     print("load", " ".join(open("/proc/loadavg").read().split()[:3]))
     return 0
