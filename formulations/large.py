@@ -68,7 +68,9 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
     the segments' schedules put together (:func:`.stitch.stitch`, start "stitch"), then each start re-ordered by :func:`placement_order` (kept when faster), on graphs of two parts tied by
     colocation the best start's placement searched for ``twins_share`` of what is left by
     :func:`.twins.search` (start "twins") — or, where :func:`.anneal.applies` (both comm modes, up to
-    :data:`.anneal.MAX_OPS` ops), annealed for ``anneal_share`` of what is left instead, longer while it still improves (start "anneal") —, then :func:`improve` from the best until the deadline. Returns a Result named "portfolio" whose bound names its source;
+    :data:`.anneal.MAX_OPS` ops), annealed for ``anneal_share`` of what is left instead, longer while it still improves (start "anneal";
+    on near-chains whose critical path memory cuts, a second chain from the cheapest cut's placement, start "cuts":
+    :func:`_cuts_start`) —, then :func:`improve` from the best until the deadline. Returns a Result named "portfolio" whose bound names its source;
     ``extra["starts"]`` holds every start's makespan and ``extra["winner"]`` the one the LNS began from."""
     from dplace.bounds import lower_bound_with_source
     from dplace.formulations.bounds_segments import segment_bound
