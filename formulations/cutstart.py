@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 
 from dplace.bounds.memory import cheapest_forced_cut
-from dplace.bounds.shared import critical_path_ops
+from dplace.bounds.shared import critical_path_length, critical_path_ops
 from dplace.instance.model import Instance
 
 from .units import Units
@@ -47,7 +47,7 @@ def cut_start(inst: Instance, min_share: float = MIN_SHARE) -> list[int] | None:
     if len(path) < 2 or inst.m < 2:
         return None
     value, cuts = cheapest_forced_cut(inst, path)
-    if not cuts or value == math.inf or value < min_share * sum(inst._dur_a[path].min(axis=1).tolist()):
+    if not cuts or value == math.inf or value < min_share * critical_path_length(inst):
         return None
     units = Units(inst)
     runs: list[list[int]] = []  # the runs' units, in path order

@@ -227,11 +227,10 @@ def _cuts_start(inst: Instance, best: tuple, tried: dict[str, float]) -> tuple[t
 
 def _spread(inst: Instance) -> float:
     """The ops' smallest times in all over the critical path's: 1 for a chain, NASNet-Mobile's 3.3."""
-    from dplace.bounds.shared import critical_path_ops
+    from dplace.bounds import critical_path_length
 
-    d = inst._dur_a.min(axis=1)
-    on = float(d[critical_path_ops(inst)].sum())
-    return float(d.sum()) / on if on > 0 else math.inf
+    on = critical_path_length(inst)
+    return sum(min(row) for row in inst.dur) / on if on > 0 else math.inf
 
 
 def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: Budget, share: float, seed: int,
