@@ -10,6 +10,7 @@ exactly, to see whether the answers or the bound hold the gap.
     .venv/bin/python benchmarks/bench_nas.py --pieces 28 --answer r.json       # per piece: span, alone, bound
     .venv/bin/python benchmarks/bench_nas.py --slices 200:320 --probe 30       # + CP-SAT's horizon verdicts
     .venv/bin/python benchmarks/bench_nas.py --piece-probe 24 --slice-s 10     # per piece: bound vs verdict
+    .venv/bin/python benchmarks/bench_nas.py --couple 24 --slice-s 30          # forward and backward pieces tied
 
 Graphs: ``dplace convert pipedream instances/sources/pipedream-profiles/G.graph.txt --devices 4
 --memory-fraction 0.4`` (the issue's settings; MIT, msr-fiddle/pipedream, licence beside the files).
@@ -42,6 +43,12 @@ and stems); per piece with more than 12 ops its span in a whole schedule (``--an
 (portfolio ``--piece-s``) and that run's proven bound; the sums include every piece (the small ones:
 HEFT or CP-SAT 5 s, the cheap bounds). Also the whole schedule's critical chain: op time, time in
 transfers, and how many of its ops waited for their device rather than their inputs.
+``--slice-memory whole``: the slices keep the whole graph's device memory (the default, "slice", caps each device
+at 0.4 of the slice's own memory: tighter than the whole graph's cap, so such a slice's verdicts are not about
+the whole graph's optimum).
+``--couple W``: per forward piece of the segment bound at window W and the later piece holding most of its
+colocation mates (its backward piece): the two solved apart (CP-SAT ``--slice-s`` each) and tied together as
+one instance (:func:`_pair_instance`): whether the tie the segment bound drops between them costs anything.
 Report ``cat /proc/loadavg`` beside the figures: the box is shared.
 """
 from __future__ import annotations
@@ -123,13 +130,13 @@ def slices(args: argparse.Namespace) -> None:
     g = args.graphs.split(",")[0]  # the first of --graphs (default: nasnetamobile)
     whole = from_pipedream(os.path.join(SOURCES, f"{g}.graph.txt"), devices=4, memory_fraction=0.4,
                            comm=args.comm.split(",")[0])
-    print(f"{g} slices ({whole.comm} comm), load {open('/proc/loadavg').read().split()[:3]}")
+    print(f"{g} slices ({whole.comm} comm, device memory: {args.slice_memory}), load {open('/proc/loadavg').read().split()[:3]}")
     print(f"{'slice':>9} {'ops':>4} {'heft':>9} {'portfolio':>10} {'cpsat':>9} {'cpsat bound':>12} {'status':>9} "
           f"{'segments':>9} {'answers %':>9} {'bound %':>8}"
           + (f" {'no sched <=':>13} {'best':>9} {'bound side %':>12}" if args.probe else ""))
     for spec in args.slices.split(","):
         a, b = map(int, spec.split(":"))
-        inst = forward_slice(whole, a, b)
+        inst = forward_slice(whole, a, b, args.slice_memory)
         heft = dplace.solve(inst, "heft").makespan
         pf = dplace.solve(inst, "portfolio", time_limit_s=args.slice_s / 3)
         cp = dplace.solve(inst, "cpsat", time_limit_s=args.slice_s, progress=False)
@@ -292,6 +299,81 @@ def piece_probe(args: argparse.Namespace) -> list[dict]:
     return rows
 
 
+def _pair_instance(inst, p, q, tick: float):
+    """Pieces P and Q of the segment bound (:func:`dplace.formulations.bounds_segments.segments`) as one
+    instance: each piece's sub-instance (every time rounded down to whole ticks, P's and Q's last op of time
+    0), their ops' colocation kept (an op of P and its twin in Q share a device), and P's last op before Q's
+    first with no transfer (its bytes 0 on the sub-instances' link of latency 0). Every op of Q descends
+    from Q's first op and every op of P is an ancestor of P's last, so its optimum is the least sum of the
+    two pieces' spans over the placements they can share."""
+    from dplace.formulations.bounds_segments import _sub_instance
+    from dplace.instance.model import Edge, Instance
+
+    a = _sub_instance(inst, p, tick, reach_extra=True)
+    b = _sub_instance(inst, q, tick, reach_extra=True)
+    edges = list(a.edges) + list(b.edges) + [Edge(a.ops[-1].id, b.ops[0].id, 0.0)]
+    return Instance(f"{inst.name}-pair", list(a.devices), list(a.ops) + list(b.ops), edges, link=a.link,
+                    pairs=dict(a.pairs), comm="parallel")
+
+
+def couple(args: argparse.Namespace) -> list[dict]:
+    """Per piece P of the segment bound at window ``--couple`` W (more than ``--couple-min-ops`` ops, both ends cut ops) whose
+    colocation mates lie mostly in one later piece Q (its mirror in the backward pass): the two bounded
+    apart, as the segment bound does (their bounds inside the whole graph's segment bound, ``--bound-s``, and
+    CP-SAT's answers for each alone, ``--slice-s``), and together (:func:`_pair_instance`: CP-SAT's answer and
+    proven bound, ``--slice-s``): what tying a forward piece to its backward piece adds to the two pieces'
+    optima. "tie %": the pair's answer above the sum of the answers alone (at most what bounding the two
+    together could add; 0 when the best schedules alone share a placement)."""
+    import collections
+
+    sys.path.insert(0, ROOT)
+    import dplace
+    from dplace.formats.pipedream import from_pipedream
+    from dplace.formulations.bounds_segments import _members, _sub_instance, segment_bound, segments
+
+    w = args.couple
+    rows: list[dict] = []
+    inst = (dplace.load_instance(args.instance) if args.instance else
+            from_pipedream(os.path.join(SOURCES, "nasnetamobile.graph.txt"), devices=4, memory_fraction=0.4,
+                           comm=args.comm.split(",")[0])).replace(comm="parallel")
+    # the default windows, with W among them (NASNet-Mobile's 24 is)
+    sb = segment_bound(inst, windows=tuple(sorted({48, 24, 12, 6, 3, 0, w}, reverse=True)), time_limit_s=args.bound_s)
+    own = {(x["a"], x["b"]): x["bound_us"] for x in sb.pieces if x["window"] == w}
+    segs = [x for x in segments(inst, w)[1] if x.first is not None and x.last is not None]
+    where = {o: x for x in segs for o in x.ops}
+    print(f"{inst.name} (parallel comm), window {w}: segment bound {_num(sb.value)} ({sb.time_s:.0f} s), load "
+          f"{open('/proc/loadavg').read().split()[:3]}")
+    print(f"{'P':>9} {'ops':>4} {'Q':>9} {'ops':>4} {'bounds':>9} {'alone':>9} {'pair':>9} {'pair bound':>10} {'tie %':>6} {'alone proven':>12}")
+    sums = [0.0, 0.0, 0.0]
+    g = inst.group_of
+    for p in segs:
+        if len(p.ops) <= args.couple_min_ops:
+            continue
+        mates = collections.Counter(where[x].a for o in p.ops if g[o] >= 0 for x in inst.groups[g[o]]
+                                    if x != o and x in where and where[x].a > p.a)
+        if not mates:
+            continue
+        q = next(x for x in segs if x.a == mates.most_common(1)[0][0])
+        alone, optimal = 0.0, True
+        for x in (p, q):
+            got = dplace.solve(_sub_instance(inst, x, sb.tick, reach_extra=True), "cpsat", time_limit_s=args.slice_s,
+                               progress=False)
+            alone += got.makespan * sb.tick
+            optimal = optimal and got.status == "optimal"
+        pair = dplace.solve(_pair_instance(inst, p, q, sb.tick), "cpsat", time_limit_s=args.slice_s, progress=False)
+        bounds = own.get((p.a, p.b), 0.0) + own.get((q.a, q.b), 0.0)
+        row = {"p": (p.a, p.b), "q": (q.a, q.b), "ops": (len(_members(inst, p)), len(_members(inst, q))),
+               "bounds": bounds, "alone": alone, "pair": pair.makespan * sb.tick,
+               "pair_bound": (pair.lower_bound or 0.0) * sb.tick, "alone_optimal": optimal}
+        rows.append(row)
+        sums = [sums[0] + bounds, sums[1] + alone, sums[2] + row["pair"]]
+        print(f"{p.a:>4}:{p.b:<4} {row['ops'][0]:>4} {q.a:>4}:{q.b:<4} {row['ops'][1]:>4} {_num(bounds):>9} "
+              f"{_num(alone):>9} {_num(row['pair']):>9} {_num(row['pair_bound']):>10} "
+              f"{100 * (row['pair'] - alone) / alone:>6.1f} {'yes' if optimal else 'no':>12}", flush=True)
+    print(f"{'sum':>9} {'':>4} {'':>9} {'':>4} {_num(sums[0]):>9} {_num(sums[1]):>9} {_num(sums[2]):>9}")
+    return rows
+
+
 def _load_answer(inst, path: str):
     """The simulated schedule of a result file's placement and order on ``inst`` (same op ids)."""
     import json
@@ -383,9 +465,12 @@ def pieces(args: argparse.Namespace) -> None:
     print(f"{'all':>9} {'':>4} " + " ".join(f"{_num(x):>9}" for x in total))
 
 
-def forward_slice(inst, a: int, b: int):
+def forward_slice(inst, a: int, b: int, memory: str = "slice"):
     """The forward ops at forward-topological positions [a, b) with their backward ops (``X/grad``) and the
-    edges among them; each device holds 0.4 of the slice's op memory (at least its largest group)."""
+    edges among them. ``memory`` "slice": each device holds 0.4 of the slice's op memory (at least its largest
+    group), a tighter cap than the whole graph's, so the slice is *not* a relaxation of the whole graph
+    restricted to it; "whole": each device keeps the whole graph's capacity (a relaxation: the whole graph's
+    schedule restricted to the slice is one of the slice's)."""
     from dplace.instance.model import Device, Instance
 
     fw = [o for o in inst.topo if not inst.ops[o].extra.get("backward")]
@@ -397,7 +482,7 @@ def forward_slice(inst, a: int, b: int):
     for op in ops:
         groups[op.colocation] = groups.get(op.colocation, 0) + op.memory
     cap = max(int(0.4 * sum(groups.values())), max(groups.values()))
-    devices = [Device(d.name, cap, d.speed) for d in inst.devices]
+    devices = [Device(d.name, d.memory if memory == "whole" else cap, d.speed) for d in inst.devices]
     return Instance(f"{inst.name}-{a}-{b}", devices, ops, edges, link=inst.link, pairs=inst.pairs, comm=inst.comm)
 
 
@@ -421,10 +506,18 @@ def main() -> None:
     ap.add_argument("--pieces", type=int, default=None, help="window: per piece its span, answer alone, bound")
     ap.add_argument("--piece-s", type=float, default=20.0, help="--pieces: portfolio's time per piece")
     ap.add_argument("--answer", default=None, help="--pieces: a result file (dplace solve --out) to read spans from")
-    ap.add_argument("--instance", default=None, help="--pieces, --piece-probe: an instance file in place of NASNet-Mobile")
+    ap.add_argument("--instance", default=None,
+                    help="--pieces, --piece-probe, --couple: an instance file in place of NASNet-Mobile")
+    ap.add_argument("--couple", type=int, default=None,
+                    help="window: per forward piece and its backward piece, bounded apart and together")
+    ap.add_argument("--couple-min-ops", type=int, default=12, help="--couple: forward pieces of more ops than this")
+    ap.add_argument("--slice-memory", choices=("slice", "whole"), default="slice",
+                    help="--slices: each device holds 0.4 of the slice's memory (slice) or the whole graph's capacity")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    if args.piece_probe is not None:
+    if args.couple is not None:
+        couple(args)
+    elif args.piece_probe is not None:
         piece_probe(args)
     elif args.pieces is not None:
         pieces(args)
