@@ -111,6 +111,7 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
                      p_block: float = BLOCK_P, should_stop=None,
                      budget: Budget | None = None, judge: str | None = None, sync: int = 0,
                      others: Sequence[Sequence[int]] = (), hot_others: bool = False,
+                     snapshots: list[tuple[float, float, list[int]]] | None = None, snapshot_every: float = 0.5,
                      ) -> tuple[list[int], AnnealStats]:
     """The best placement the annealing judged within ``budget`` (or ``time_limit_s`` from now; module
     docstring) and its stats. A step moves a whole branch with probability ``p_block`` times the share of
@@ -123,7 +124,10 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     on from that placement at its own temperature (:data:`SYNC`). ``others``: chain i (i >= 1) begins from
     ``others[i - 1]`` where there is one (memory-feasible placements), chain 0 and the rest from ``placement``;
     ``hot_others``: those chains anneal at chain 0's temperatures (a start in another basin, to be searched as
-    widely as the best start), the others keep their places on the ladder."""
+    widely as the best start), the others keep their places on the ladder. ``snapshots``: when a list is
+    given, the best placement of all chains is appended to it as (seconds, judged makespan, placement) each time
+    it falls, at most once per ``snapshot_every`` seconds (the placements the run went through, for a caller
+    that judges them otherwise: :func:`.large._parallel_first` times them in sequential comm)."""
     from dplace.kernels.anneal import Annealer
     from dplace.schedule.simulate import simulate
 
@@ -178,9 +182,11 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     stopped = "time limit"
     trace = [(0.0, m0)]  # (seconds, the best judged so far) whenever it falls
     while any(th.is_alive() for th in threads):
-        now = min(c.result[0] for c in chains)
+        now, now_pl = min((c.result for c in chains), key=lambda r: r[0])
         if now < trace[-1][1]:
             trace.append((time.perf_counter() - t0, now))
+            if snapshots is not None and (not snapshots or trace[-1][0] - snapshots[-1][0] >= snapshot_every):
+                snapshots.append((trace[-1][0], float(now), now_pl.tolist()))
         if should_stop is not None and should_stop():
             stopped = "interrupted"
             stop.set()

@@ -5,6 +5,7 @@ then the group-move LNS (:func:`.lns.improve`) until the deadline.
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 from dplace import progress
@@ -45,6 +46,14 @@ STITCH_CHAIN = True
 # sequential comm: the parallel-comm annealing of :func:`_parallel_first` runs as the parallel path's does (chains
 # synchronised, the second from the stitched placement); False: one unsynchronised annealing from the best start
 PAR_FIRST_AS_PARALLEL = True
+# sequential comm: the placements the parallel-comm annealing of :func:`_parallel_first` went through (its best,
+# at most every 0.5 s) are timed in sequential comm too, and the sequential annealing begins from the best of
+# them (False: from that annealing's last best, or the best start). Why: where that annealing ends decides much of
+# where the sequential one ends, and its last best is not the best in sequential comm (Inception-v3, PipeDream:
+# its last best 552,494-647,385 us in sequential comm, the answers 538,820-573,400; benchmarks/RESULTS.md,
+# "Which method when: sequential comm", session 27).
+PAR_FIRST_SNAPSHOTS = True
+SNAPSHOTS_JUDGED = 40  # at most the newest this many of them
 # The start from the cheapest forced cut (one more start, and the annealing's second chain from it, hot, the chains
 # not meeting) only on graphs whose work is at most this many times their critical path's: near-chains, where the
 # cuts memory forces decide the makespan. `benchmarks/bench_cutstart.py --old 5e272c7` (60 s): ResNeXt-50 (1.07)
@@ -327,15 +336,31 @@ def _parallel_first(inst: Instance, best: tuple, tried: dict[str, float], budget
     if PAR_FIRST_AS_PARALLEL:
         sync = SYNC
         others = _second_starts(stitched, best[2], workers)
+    snaps: list[tuple[float, float, list[int]]] | None = [] if PAR_FIRST_SNAPSHOTS else None
     ppl, pst = anneal_placement(par, best[2], budget=budget, seed=seed, workers=workers, should_stop=should_stop,
-                                sync=sync, others=others)
+                                sync=sync, others=others, snapshots=snaps)
     judged = {name: simulate(inst, p, judged_order(inst, p)) for name, p in (("start", best[2]), ("parallel", ppl))}
+    extra_snaps = None
+    if snaps:  # the placements it went through, newest first, judged in sequential comm (at most 1 s, 5 % of
+        # the stage): the best of them may begin the sequential annealing
+        until = time.perf_counter() + min(1.0, 0.05 * (budget.limit_s or 0.0))
+        seen, n = None, 0
+        for _, _, p in reversed(snaps[-SNAPSHOTS_JUDGED:]):
+            if n and time.perf_counter() > until:
+                break
+            got = simulate(inst, p, judged_order(inst, p))
+            n += 1
+            if got.memory_ok and (seen is None or got.makespan < seen[0].makespan):
+                seen = (got, p)
+        extra_snaps = {"judged": n, "taken": bool(seen and seen[0].makespan < judged["parallel"].makespan)}
+        if extra_snaps["taken"]:
+            judged["parallel"], ppl = seen
     sch, od = min(((simulate(inst, ppl, o), o) for o in (placement_order(inst, ppl), judged_order(par, ppl),
                                                           judged_order(inst, ppl))), key=lambda c: c[0].makespan)
     extra["anneal_parallel"] = {"parallel_makespan": pst.makespan, "steps": pst.steps, "wall_s": round(pst.wall_s, 3),
                                 "stitch_chain": bool(others), "syncs": pst.syncs,
                                 "sequential_makespan": sch.makespan,
-                                "judged": {n: j.makespan for n, j in judged.items()}}
+                                "judged": {n: j.makespan for n, j in judged.items()}, "snapshots": extra_snaps}
     if sch.memory_ok:
         tried["anneal_parallel"] = sch.makespan
         if sch.makespan < best[0]:

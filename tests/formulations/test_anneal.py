@@ -368,6 +368,7 @@ def test_sequential_portfolio_anneals_in_parallel_comm_first(compiled, monkeypat
         return pl, st
 
     monkeypatch.setattr(anneal, "anneal_placement", spy)
+    monkeypatch.setattr(large, "PAR_FIRST_SNAPSHOTS", False)  # the run's last best begins (the test below: on)
     seq = _wide(random.Random(6), 20, 5, 3, memory=10**6).replace(comm="sequential")
     one = [0] * seq.n
     starts = {"single": make_result(seq, "single", one, placement_order(seq, one))}
@@ -386,6 +387,59 @@ def test_sequential_portfolio_anneals_in_parallel_comm_first(compiled, monkeypat
         starts = {"single": make_result(inst, "single", one, placement_order(inst, one))}
         res = large.portfolio_large(inst, starts, budget=Budget(5.0), bound_share=0, anneal_share=0.5)
         assert [c[0] for c in calls][:1] == [inst.comm] and "anneal_parallel" not in res.extra
+
+
+def test_anneal_records_the_best_placements_it_went_through(compiled):
+    """``snapshots``: the best placement of all chains each time it falls, at most once per ``snapshot_every``
+    seconds, with its judged makespan (the list schedule's) and falling values."""
+    inst = _wide(random.Random(3), 20, 5, 3, memory=10**6)
+    snaps: list = []
+    pl, st = anneal_placement(inst, [0] * inst.n, time_limit_s=1.5, workers=2, snapshots=snaps, snapshot_every=0.1)
+    assert len(snaps) >= 2
+    for (t0, v0, _), (t1, v1, _) in zip(snaps, snaps[1:]):
+        assert t1 - t0 >= 0.1 and v1 < v0
+    for _, v, p in snaps:
+        assert list_makespan(inst, p)[0] == pytest.approx(v)
+    assert snaps[-1][1] >= st.makespan - 1e-9
+
+
+def test_sequential_annealing_begins_from_the_best_placement_the_parallel_run_went_through(compiled, monkeypatch):
+    """Sequential comm (``large.PAR_FIRST_SNAPSHOTS``): the placements the parallel-comm annealing went through
+    are timed in sequential comm, and the sequential annealing begins from the best of them when it is faster
+    there than that annealing's last best. Here a placement made faster in sequential comm (a sequential
+    annealing's) is slipped among them: it is the one the sequential annealing begins from. Off: not asked for."""
+    from dplace.budget import Budget
+    from dplace.formulations import anneal, large
+
+    seq = _wide(random.Random(6), 20, 5, 3, memory=10**6).replace(comm="sequential")
+    one = [0] * seq.n
+    good, _ = anneal.anneal_placement(seq, one, time_limit_s=1.0, workers=1)
+    real = anneal.anneal_placement
+    calls = []
+
+    def spy(inst, placement, **kw):
+        pl, st = real(inst, placement, **kw)
+        if inst.comm == "parallel" and kw.get("snapshots") is not None:
+            kw["snapshots"].append((99.0, 0.0, list(good)))
+        calls.append((inst.comm, list(placement), pl, kw.get("snapshots")))
+        return pl, st
+
+    monkeypatch.setattr(anneal, "anneal_placement", spy)
+    monkeypatch.setattr(large, "LATE_GAIN", 1.0)
+    starts = {"single": make_result(seq, "single", one, placement_order(seq, one))}
+    res = large.portfolio_large(seq, starts, budget=Budget(5.0), bound_share=0, anneal_share=0.5)
+    assert check(seq, res).ok
+    ppl = calls[0][2]
+    judge = {n: simulate(seq, p, judged_order(seq, p)).makespan for n, p in (("good", good), ("last", ppl))}
+    assert judge["good"] < judge["last"]  # the case this is for
+    snap = res.extra["anneal_parallel"]["snapshots"]
+    assert snap["judged"] >= 1 and snap["taken"] is True
+    assert calls[1][0] == "sequential" and calls[1][1] == list(good)
+    assert res.extra["anneal_parallel"]["judged"]["parallel"] == pytest.approx(judge["good"])
+    calls.clear()
+    monkeypatch.setattr(large, "PAR_FIRST_SNAPSHOTS", False)
+    res = large.portfolio_large(seq, starts, budget=Budget(5.0), bound_share=0, anneal_share=0.5)
+    assert calls[0][3] is None and res.extra["anneal_parallel"]["snapshots"] is None
 
 
 def test_go_with_best_moves_a_chain_behind_to_the_best_placement(compiled):
