@@ -130,7 +130,8 @@ def slices(args: argparse.Namespace) -> None:
     g = args.graphs.split(",")[0]  # the first of --graphs (default: nasnetamobile)
     whole = from_pipedream(os.path.join(SOURCES, f"{g}.graph.txt"), devices=4, memory_fraction=0.4,
                            comm=args.comm.split(",")[0])
-    print(f"{g} slices ({whole.comm} comm, device memory: {args.slice_memory}), load {open('/proc/loadavg').read().split()[:3]}")
+    print(f"{g} slices ({whole.comm} comm, device memory: {args.slice_memory}), "
+          f"load {open('/proc/loadavg').read().split()[:3]}")
     print(f"{'slice':>9} {'ops':>4} {'heft':>9} {'portfolio':>10} {'cpsat':>9} {'cpsat bound':>12} {'status':>9} "
           f"{'segments':>9} {'answers %':>9} {'bound %':>8}"
           + (f" {'no sched <=':>13} {'best':>9} {'bound side %':>12}" if args.probe else ""))
@@ -317,8 +318,8 @@ def _pair_instance(inst, p, q, tick: float):
 
 
 def couple(args: argparse.Namespace) -> list[dict]:
-    """Per piece P of the segment bound at window ``--couple`` W (more than ``--couple-min-ops`` ops, both ends cut ops) whose
-    colocation mates lie mostly in one later piece Q (its mirror in the backward pass): the two bounded
+    """Per piece P of the segment bound at window ``--couple`` W (more than ``--couple-min-ops`` ops, both ends cut
+    ops) whose colocation mates lie mostly in one later piece Q (its mirror in the backward pass): the two bounded
     apart, as the segment bound does (their bounds inside the whole graph's segment bound, ``--bound-s``, and
     CP-SAT's answers for each alone, ``--slice-s``), and together (:func:`_pair_instance`: CP-SAT's answer and
     proven bound, ``--slice-s``): what tying a forward piece to its backward piece adds to the two pieces'
@@ -343,7 +344,8 @@ def couple(args: argparse.Namespace) -> list[dict]:
     where = {o: x for x in segs for o in x.ops}
     print(f"{inst.name} (parallel comm), window {w}: segment bound {_num(sb.value)} ({sb.time_s:.0f} s), load "
           f"{open('/proc/loadavg').read().split()[:3]}")
-    print(f"{'P':>9} {'ops':>4} {'Q':>9} {'ops':>4} {'bounds':>9} {'alone':>9} {'pair':>9} {'pair bound':>10} {'tie %':>6} {'alone proven':>12}")
+    print(f"{'P':>9} {'ops':>4} {'Q':>9} {'ops':>4} {'bounds':>9} {'alone':>9} {'pair':>9} {'pair bound':>10} "
+          f"{'tie %':>6} {'alone proven':>12}")
     sums = [0.0, 0.0, 0.0]
     g = inst.group_of
     for p in segs:
