@@ -343,7 +343,7 @@ def _parallel_first(inst: Instance, best: tuple, tried: dict[str, float], budget
     extra_snaps = None
     if snaps:  # the placements it went through, newest first, judged in sequential comm (at most 1 s, 5 % of
         # the stage): the best of them may begin the sequential annealing
-        until = time.perf_counter() + min(1.0, 0.05 * (budget.limit_s or 0.0))
+        until = time.perf_counter() + (1.0 if budget.limit_s is None else min(1.0, 0.05 * budget.limit_s))
         seen, n = None, 0
         for _, _, p in reversed(snaps[-SNAPSHOTS_JUDGED:]):
             if n and time.perf_counter() > until:
