@@ -46,13 +46,13 @@ STITCH_CHAIN = True
 # sequential comm: the parallel-comm annealing of :func:`_parallel_first` runs as the parallel path's does (chains
 # synchronised, the second from the stitched placement); False: one unsynchronised annealing from the best start
 PAR_FIRST_AS_PARALLEL = True
-# sequential comm: the placements the parallel-comm annealing of :func:`_parallel_first` went through (its best,
-# at most every 0.5 s) are timed in sequential comm too, and the sequential annealing begins from the best of
-# them (False: from that annealing's last best, or the best start). Why: where that annealing ends decides much of
-# where the sequential one ends, and its last best is not the best in sequential comm (Inception-v3, PipeDream:
-# its last best 552,494-647,385 us in sequential comm, the answers 538,820-573,400; benchmarks/RESULTS.md,
-# "Which method when: sequential comm", session 27).
-PAR_FIRST_SNAPSHOTS = True
+# sequential comm, off by default: the placements the parallel-comm annealing of :func:`_parallel_first` went
+# through (its best, at most every 0.5 s) timed in sequential comm too, and the sequential annealing begun from the
+# best of them (off: from that annealing's last best, or the best start). Measured (benchmarks/RESULTS.md, "Which
+# method when: sequential comm", session 27, bench_flags.py, portfolio 60 s): Inception-v3 (PipeDream) off 559,232-
+# 576,859 us in four runs, on 539,057-576,765 in ten (the same code's spread: 539-577k); NASNet-Mobile off 253,804 /
+# 255,894 / 254,294, on 256,215 / 257,383 / 263,160 (a snapshot taken in the last two). No gain shown, so it is off.
+PAR_FIRST_SNAPSHOTS = False
 SNAPSHOTS_JUDGED = 40  # at most the newest this many of them
 # The start from the cheapest forced cut (one more start, and the annealing's second chain from it, hot, the chains
 # not meeting) only on graphs whose work is at most this many times their critical path's: near-chains, where the

@@ -404,7 +404,7 @@ def test_anneal_records_the_best_placements_it_went_through(compiled):
 
 
 def test_sequential_annealing_begins_from_the_best_placement_the_parallel_run_went_through(compiled, monkeypatch):
-    """Sequential comm (``large.PAR_FIRST_SNAPSHOTS``): the placements the parallel-comm annealing went through
+    """Sequential comm (``large.PAR_FIRST_SNAPSHOTS``, off by default): the placements the parallel-comm annealing went through
     are timed in sequential comm, and the sequential annealing begins from the best of them when it is faster
     there than that annealing's last best. Here a placement made faster in sequential comm (a sequential
     annealing's) is slipped among them: it is the one the sequential annealing begins from. Off: not asked for."""
@@ -426,6 +426,7 @@ def test_sequential_annealing_begins_from_the_best_placement_the_parallel_run_we
 
     monkeypatch.setattr(anneal, "anneal_placement", spy)
     monkeypatch.setattr(large, "LATE_GAIN", 1.0)
+    monkeypatch.setattr(large, "PAR_FIRST_SNAPSHOTS", True)  # off by default (no gain measured)
     starts = {"single": make_result(seq, "single", one, placement_order(seq, one))}
     res = large.portfolio_large(seq, starts, budget=Budget(5.0), bound_share=0, anneal_share=0.5)
     assert check(seq, res).ok
