@@ -5,7 +5,6 @@ then the group-move LNS (:func:`.lns.improve`) until the deadline.
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 from dplace import progress
@@ -343,11 +342,13 @@ def _parallel_first(inst: Instance, best: tuple, tried: dict[str, float], budget
     extra_snaps = None
     if snaps:  # the placements it went through, newest first, judged in sequential comm (at most 1 s, 5 % of
         # the stage): the best of them may begin the sequential annealing
-        until = time.perf_counter() + (1.0 if budget.limit_s is None else min(1.0, 0.05 * budget.limit_s))
+        judging = Budget(1.0 if budget.limit_s is None else min(1.0, 0.05 * budget.limit_s))
         seen, n = None, 0
         for _, _, p in reversed(snaps[-SNAPSHOTS_JUDGED:]):
-            if n and time.perf_counter() > until:
+            if n and judging.expired():
                 break
+            if p == ppl:  # the last best, judged above
+                continue
             got = simulate(inst, p, judged_order(inst, p))
             n += 1
             if got.memory_ok and (seen is None or got.makespan < seen[0].makespan):
