@@ -11,6 +11,7 @@ exactly, to see whether the answers or the bound hold the gap.
     .venv/bin/python benchmarks/bench_nas.py --slices 200:320 --probe 30       # + CP-SAT's horizon verdicts
     .venv/bin/python benchmarks/bench_nas.py --piece-probe 24 --slice-s 10     # per piece: bound vs verdict
     .venv/bin/python benchmarks/bench_nas.py --couple 24 --slice-s 30          # forward and backward pieces tied
+    .venv/bin/python benchmarks/bench_nas.py --dropped --bound-s 30             # what the dropped ops could add
 
 Graphs: ``dplace convert pipedream instances/sources/pipedream-profiles/G.graph.txt --devices 4
 --memory-fraction 0.4`` (the issue's settings; MIT, msr-fiddle/pipedream, licence beside the files).
@@ -49,6 +50,9 @@ the whole graph's optimum).
 ``--couple W``: per forward piece of the segment bound at window W and the later piece holding most of its
 colocation mates (its backward piece): the two solved apart (CP-SAT ``--slice-s`` each) and tied together as
 one instance (:func:`_pair_instance`): whether the tie the segment bound drops between them costs anything.
+``--dropped``: the ops the segment bound's windows drop (those that may run beside more than the window's
+path ops), measured two ways against the pieces the bound sums (:func:`dropped`): their work, as energy over every
+range of consecutive pieces, and the paths through them between two ops of one piece, as delays.
 Report ``cat /proc/loadavg`` beside the figures: the box is shared.
 """
 from __future__ import annotations
@@ -467,6 +471,176 @@ def pieces(args: argparse.Namespace) -> None:
     print(f"{'all':>9} {'':>4} " + " ".join(f"{_num(x):>9}" for x in total))
 
 
+def counted_pieces(pieces: list[dict]) -> list[dict]:
+    """The pieces whose bounds the segment bound adds up (before its mirror step), in path order: a piece
+    whose narrower pieces add up to its ``bound_us`` counts as those pieces, else as itself."""
+    windows = sorted({p["window"] for p in pieces}, reverse=True)
+    at = {w: sorted((p for p in pieces if p["window"] == w), key=lambda p: p["a"]) for w in windows}
+
+    def leaves(level: int, a: int, b: int) -> list[dict]:
+        out = []
+        for p in at[windows[level]]:
+            if p["a"] < a or p["b"] > b:
+                continue
+            inner = leaves(level + 1, p["a"], p["b"]) if level + 1 < len(windows) else []
+            if inner and abs(sum(x["bound_us"] for x in inner) - p["bound_us"]) <= 1e-6 * max(1.0, p["bound_us"]):
+                out += inner
+            else:
+                out.append(p)
+        return out
+
+    return leaves(0, -2, 1 << 60)
+
+
+def range_energy(inst, path: list[int], leaves: list[dict]) -> dict:
+    """Energy over every range of consecutive ``leaves`` (pieces with path indices ``a``/``b`` and ``bound_us``):
+    the ops that must run inside the range's span (every op o with A(o) >= a of its first piece and D(o) <= b of
+    its last, a path op c_j with a <= j < b: :func:`dplace.formulations.bounds_segments._path_windows`), their
+    smallest times summed over the devices (m), against the sum of the range's pieces' bounds. A positive
+    ``margin`` (work over m above the bounds) would raise the bound (each piece's span is at least its bound, the
+    range's span at least its work over m). Returns the range (of bounds > 0) where work over m is the largest
+    share of its bounds: that share (``ratio``), the margin there and the range's path indices."""
+    import bisect
+
+    from dplace.formulations.bounds_segments import _path_windows
+
+    A, D = _path_windows(inst, path)
+    on = set(path)
+    starts = [p["a"] for p in leaves]
+    ends = [p["b"] for p in leaves]
+    k = len(leaves)
+    grid = [[0.0] * k for _ in range(k)]  # grid[i][j]: work of ops whose tightest range is leaves i..j
+    for o in range(inst.n):
+        d = D[o] + 1 if o in on else D[o]
+        i = bisect.bisect_right(starts, A[o]) - 1
+        j = bisect.bisect_left(ends, d)
+        if 0 <= i and j < k:
+            grid[i][j] += min(inst.dur[o])
+    pre = [0.0]
+    for p in leaves:
+        pre.append(pre[-1] + p["bound_us"])
+    best = {"margin": -math.inf, "range": None, "work_m": 0.0, "bounds": 0.0, "ratio": 0.0}
+    cum = [[0.0] * (k + 1) for _ in range(k + 1)]  # cum[i][j+1]: ops with first >= i and last <= j
+    for i in range(k - 1, -1, -1):
+        row = 0.0
+        for j in range(k):
+            row += grid[i][j]
+            cum[i][j + 1] = cum[i + 1][j + 1] + row
+    for i in range(k):
+        for j in range(i, k):
+            w = cum[i][j + 1] / inst.m
+            b = pre[j + 1] - pre[i]
+            if b > 0 and w / b > best["ratio"]:
+                best = {"margin": w - b, "range": (leaves[i]["a"], leaves[j]["b"]), "work_m": w, "bounds": b,
+                        "ratio": w / b}
+    return best
+
+
+def piece_delays(inst, seg, solution: dict | None = None) -> dict:
+    """Paths through dropped ops inside one piece (``seg``: a :class:`~dplace.formulations.bounds_segments.Segment`):
+    for every two of its ops u, v joined by a path whose inner ops are all outside the piece, the longest such
+    path's inner ops' smallest times (a delay every schedule pays between u's end and v's start; the piece keeps
+    only a zero-byte edge, one latency between devices; no such path is longer than the critical path between
+    the piece's cuts, so the delays never lengthen that). Returns how many pairs, how many of them above the
+    latency, the largest delay and, given the piece's schedule from the segment bound (``solution``: its
+    ``members``, ``placement``, ``start`` in µs), how many delays it breaks: where it breaks none, the delays
+    cannot raise that piece's optimum."""
+    from dplace.formulations.bounds_segments import _members
+
+    mem = _members(inst, seg)
+    pos = set(mem)
+    hi = max(inst.topo_pos[o] for o in mem)
+    delay: dict[tuple[int, int], float] = {}
+    for u in mem:
+        dist = {u: 0.0}
+        for x in inst.topo[inst.topo_pos[u]:hi + 1]:
+            if x not in dist or (x != u and x in pos):
+                continue
+            dx = dist[x] + (min(inst.dur[x]) if x != u else 0.0)
+            for e in inst.succ[x]:
+                y = inst.edst[e]
+                if inst.topo_pos[y] > hi:
+                    continue
+                if y in pos:
+                    if x != u:
+                        delay[(u, y)] = max(delay.get((u, y), 0.0), dx)
+                elif dx > dist.get(y, -1.0):
+                    dist[y] = dx
+    broken = None
+    if solution is not None:
+        at = {o: i for i, o in enumerate(solution["members"])}
+        st, pl = solution["start"], solution["placement"]
+        broken = sum(st[at[v]] < st[at[u]] + inst.dur[u][pl[at[u]]] + d - 1e-6 * max(1.0, d)
+                     for (u, v), d in delay.items())
+    lat = inst.lat[0][1] if inst.m > 1 else 0.0
+    return {"pairs": len(delay), "over_latency": sum(d > lat for d in delay.values()),
+            "largest": max(delay.values(), default=0.0), "broken": broken}
+
+
+def dropped(args: argparse.Namespace) -> dict:
+    """What the ops the segment bound's windows drop could add to it (NASNet-Mobile or ``--instance``, parallel
+    comm; the segment bound in ``--bound-s``): their count and work; the largest energy margin over ranges of
+    the pieces it adds up (:func:`counted_pieces`, :func:`range_energy`); and per counted piece the paths
+    through dropped ops between its ops (:func:`piece_delays`), checked against the piece's schedule that the
+    segment bound found."""
+    sys.path.insert(0, ROOT)
+    import dplace
+    from dplace.formats.pipedream import from_pipedream
+    from dplace.formulations.bounds_segments import segment_bound, segments
+
+    inst = (dplace.load_instance(args.instance) if args.instance else
+            from_pipedream(os.path.join(SOURCES, "nasnetamobile.graph.txt"), devices=4, memory_fraction=0.4,
+                           comm=args.comm.split(",")[0])).replace(comm="parallel")
+    sols: list[dict] = []
+    sb = segment_bound(inst, time_limit_s=args.bound_s, solutions=sols)
+    windows = sorted({p["window"] for p in sb.pieces}, reverse=True)
+    solved = {(windows[x["level"]], x["a"], x["b"]): x for x in sols}
+    leaves = counted_pieces(sb.pieces)
+    path = segments(inst, leaves[0]["window"])[0]
+    kept: set[int] = set(path)
+    rows = []
+    for w in sorted({p["window"] for p in leaves}):
+        segs = {(s.a, s.b): s for s in segments(inst, w)[1]}
+        for p in (x for x in leaves if x["window"] == w):
+            seg = segs[(p["a"], p["b"])]
+            kept.update(seg.ops)
+            if len(seg.ops) > 1:
+                rows.append({"a": p["a"], "b": p["b"], "window": w, "optimal": p["optimal"],
+                             **piece_delays(inst, seg, solved.get((w, p["a"], p["b"])))})
+    n_drop = inst.n - len(kept)
+    work_drop = sum(min(inst.dur[o]) for o in range(inst.n) if o not in kept)
+    energy = range_energy(inst, path, leaves)
+    out = {"bound": sb.value, "pieces": len(leaves), "sum": sum(p["bound_us"] for p in leaves), "dropped": n_drop,
+           "dropped_work": work_drop, "work": sum(min(r) for r in inst.dur), "energy": energy, "delays": rows}
+    print(f"{inst.name} (parallel comm): segment bound {_num(sb.value)} ({sb.time_s:.0f} s), {len(leaves)} pieces "
+          f"adding up to {_num(out['sum'])}; load {open('/proc/loadavg').read().split()[:3]}")
+    print(f"dropped ops: {n_drop} of {inst.n}, work {_num(work_drop)} of {_num(out['work'])} "
+          f"(all ops' work over {inst.m} devices: {_num(out['work'] / inst.m)})")
+    r = energy["range"]
+    print(f"energy: over every range of consecutive pieces, work/m is at most {100 * energy['ratio']:.0f} % of the "
+          f"pieces' bounds (path {r[0]}:{r[1]}: {_num(energy['work_m'])} against {_num(energy['bounds'])}, margin "
+          f"{_num(energy['margin'])}); above 100 % would raise the bound")
+    if r is not None:  # that range as one piece with every op it confines
+        from dplace.bounds import anchored_split_bound, energetic_bound
+        from dplace.formulations.bounds_segments import Segment, _path_windows, _sub_instance
+
+        A, D = _path_windows(inst, path)
+        on = set(path)
+        inner = [o for o in range(inst.n) if o not in on and A[o] >= r[0] and D[o] <= r[1]]
+        ends = (path[r[0]] if r[0] >= 0 else None, path[r[1]] if r[1] < len(path) else None)
+        sub = _sub_instance(inst, Segment(*ends, inner + path[r[0] + 1:r[1]], r[0], r[1]), sb.tick, reach_extra=True)
+        whole = max(energetic_bound(sub, grid=48), anchored_split_bound(sub)) * sb.tick
+        out["energy"]["whole_range"] = whole
+        print(f"  that range as one piece with all {sub.n} ops it confines: energetic / anchored split bound "
+              f"{_num(whole)} (its pieces' bounds: {_num(energy['bounds'])})")
+    checked = [x for x in rows if x["broken"] is not None and x["over_latency"]]
+    print(f"paths through dropped ops inside a piece: {sum(x['pairs'] for x in rows)} pairs in {len(rows)} pieces, "
+          f"{sum(x['over_latency'] for x in rows)} longer than a latency (largest {_num(max((x['largest'] for x in rows), default=0.0))}); "
+          f"the pieces' own schedules break {sum(x['broken'] for x in checked)} of them "
+          f"({sum(x['over_latency'] for x in rows if x['broken'] is None)} in pieces with no schedule)")
+    return out
+
+
 def forward_slice(inst, a: int, b: int, memory: str = "slice"):
     """The forward ops at forward-topological positions [a, b) with their backward ops (``X/grad``) and the
     edges among them. ``memory`` "slice": each device holds 0.4 of the slice's op memory (at least its largest
@@ -515,9 +689,13 @@ def main() -> None:
     ap.add_argument("--couple-min-ops", type=int, default=12, help="--couple: forward pieces of more ops than this")
     ap.add_argument("--slice-memory", choices=("slice", "whole"), default="slice",
                     help="--slices: each device holds 0.4 of the slice's memory (slice) or the whole graph's capacity")
+    ap.add_argument("--dropped", action="store_true",
+                    help="what the ops the segment bound's windows drop could add to it (energy, paths)")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    if args.couple is not None:
+    if args.dropped:
+        dropped(args)
+    elif args.couple is not None:
         couple(args)
     elif args.piece_probe is not None:
         piece_probe(args)

@@ -360,6 +360,7 @@ def _parallel_first(inst: Instance, best: tuple, tried: dict[str, float], budget
                                                           judged_order(inst, ppl))), key=lambda c: c[0].makespan)
     extra["anneal_parallel"] = {"parallel_makespan": pst.makespan, "steps": pst.steps, "wall_s": round(pst.wall_s, 3),
                                 "stitch_chain": bool(others), "syncs": pst.syncs,
+                                "per_chain": [list(c) for c in pst.per_chain],
                                 "sequential_makespan": sch.makespan,
                                 "judged": {n: j.makespan for n, j in judged.items()}, "snapshots": extra_snaps}
     if sch.memory_ok:
