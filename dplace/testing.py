@@ -4,7 +4,8 @@
 diamond, fork, join, colocation, pinned, tight memory; both comm modes). ``random_instance(rng, ...)``
 makes a random valid DAG instance; ``instances()`` is a hypothesis strategy of valid instances that
 shrinks. ``stemmed_twins(seed, ...)`` makes two tied parts that begin with chains (the
-shape :mod:`dplace.formulations.bounds_twins` bounds). ``assert_valid_result(res)`` asserts what every placed result must satisfy; the contract
+shape :mod:`dplace.formulations.bounds_twins` bounds); ``cells(...)`` a forward chain of branchy cells tied op by op
+to its backward mirror (a training graph's shape). ``assert_valid_result(res)`` asserts what every placed result must satisfy; the contract
 itself, one named ``check_*`` per rule, is in :mod:`dplace.contract`. ``with_groups_and_pins`` and
 ``split_placement`` make hand-made placements valid for colocation and pins (runtime tests, benchmarks).
 """
@@ -182,6 +183,24 @@ def instances(*, n_ops: int | None = None, n_devices: int | None = None, comm: s
         return Instance(f"drawn-{n}x{m}", devices, ops, edges, link=link, pairs=pairs, comm=mode)
 
     return draw_instance()
+
+
+def cells(k: int = 2, branches: int = 3, m: int = 2, comm: str = "parallel") -> Instance:
+    """A forward chain of ``k`` cells (a long path op beside ``branches`` two-op branches) and its backward
+    mirror, each forward op tied to its gradient by colocation (the gradient twice as long)."""
+    fw = [(f"c{c}", 2.0) for c in range(k + 1)]
+    edges = []
+    for c in range(k):
+        fw.append((f"p{c}", 12.0))
+        edges += [(f"c{c}", f"p{c}", 4.0), (f"p{c}", f"c{c + 1}", 4.0)]
+        for b in range(branches):
+            x, y = f"b{c}_{b}a", f"b{c}_{b}b"
+            fw += [(x, 3.0 + b), (y, 2.0)]
+            edges += [(f"c{c}", x, 5.0), (x, y, 1.0), (y, f"c{c + 1}", 5.0)]
+    ops = [Op(n, t, 10, colocation=n) for n, t in fw] + [Op(n + "/grad", 2 * t, 10, colocation=n) for n, t in fw]
+    edges += [(v + "/grad", u + "/grad", b) for u, v, b in edges] + [(f"c{k}", f"c{k}/grad", 1.0)]
+    return Instance("cells", [Device(f"d{i}", 10**6, 1.0) for i in range(m)], ops,
+                    [Edge(u, v, b) for u, v, b in edges], link=Link(1.0, 1.0), comm=comm)
 
 
 def stemmed_twins(seed: int, *, k: int = 2, r: int = 2, m: int = 2) -> Instance:

@@ -62,6 +62,15 @@ SNAPSHOTS_JUDGED = 40  # at most the newest this many of them
 # start and the annealing from it ended 2-34k above the old code's in 6 of 6 runs (parallel 557,014 / 552,182 ->
 # 591,126 / 566,572; the chain on the bundled InceptionV3, 2.98: 339,502 -> 342,086)
 CUTS_SPREAD = 1.25
+# parallel comm, up to anneal.MAX_OPS ops: this share of the time left before the annealing goes, after it, to
+# CP-SAT on ranges of the critical path with their colocation mates (:func:`.ranges.range_lns`), each step
+# RANGE_STEP_S at most; 0: off (the annealing and the group-move LNS as before). Off: no gain shown on NASNet-Mobile
+# (`benchmarks/bench_flags.py nas_par.json --method portfolio --time-limit 60 --rounds 3`, alternated, session 28):
+# 0.35: 252,781 / 255,049 / 252,187 us against 252,903 / 247,332 / 254,536; 0.12: 251,989 / 249,865 / 251,188
+# against 251,744 / 251,350 / 248,688 (the range steps gained 0.3-1.4k us after an annealing that, shorter,
+# ended that much higher or more).
+RANGE_LNS = 0.0
+RANGE_STEP_S = 5.0
 
 
 def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, seed: int = 0,
@@ -147,13 +156,18 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
         return None
     from . import anneal
 
+    ranged = RANGE_LNS > 0 and inst.comm == "parallel" and anneal.applies(inst) and anneal_share > 0
+    reserve = RANGE_LNS * left() if ranged else 0.0
     if anneal.applies(inst) and anneal_share > 0:
         cuts = None
         if left() > 3.0 and not (should_stop is not None and should_stop()):
             best, cuts = _cuts_start(inst, best, tried)
         if left() > 3.0 and not (should_stop is not None and should_stop()):
-            best = _anneal_start(inst, best, tried, budget, anneal_share, seed, (options or {}).get("workers"),
-                                 should_stop, extra, stitched=stitched, cuts=cuts)
+            best = _anneal_start(inst, best, tried, budget.child(reserve=reserve), anneal_share, seed,
+                                 (options or {}).get("workers"), should_stop, extra, stitched=stitched, cuts=cuts)
+        if ranged and left() > 2.0 and not (should_stop is not None and should_stop()):
+            best = _range_start(inst, best, tried, budget.child(reserve=max(0.0, left() - reserve)), seed,
+                                (options or {}).get("workers"), lb, should_stop, extra)
     elif inst.n <= 20000 and left() > 2.0 and not (should_stop is not None and should_stop()):
         best = _twins_start(inst, best, tried, budget, twins_share, seed, should_stop)
     extra.update(winner=best[1], start_makespan=best[0], starts=tried)
@@ -173,6 +187,28 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
     res = Result(instance=inst, method="portfolio", status="feasible", placement=list(pl), order=[list(x) for x in od],
                  schedule=sch, options=dict(options or {}), extra=extra)
     return claims.settle(res, [claims.Bound(lb, src)])
+
+
+def _range_start(inst: Instance, best: tuple, tried: dict[str, float], budget: Budget, seed: int,
+                 workers: int | None, lb: float, should_stop, extra: dict[str, Any]) -> tuple:
+    """The best start improved by :func:`.ranges.range_lns` within ``budget`` (``extra["ranges"]``); the new
+    best start when it is faster (recorded as "ranges" in ``tried``)."""
+    import os
+
+    from .ranges import range_lns
+
+    progress.phase("ranges of the critical path by CP-SAT")
+    k = max(1, min(8, workers or os.cpu_count() or 1))
+    pl, od, sch, st = range_lns(inst, best[2], best[3], budget=budget, step_s=RANGE_STEP_S, workers=k, seed=seed,
+                                lower_bound=lb, should_stop=should_stop, schedule=best[4])
+    extra["ranges"] = {"ranges": st.ranges, "steps": st.steps, "kept": st.kept, "start_makespan": st.start_makespan,
+                       "makespan": st.makespan, "wall_s": round(st.wall_s, 3), "stopped": st.stopped,
+                       "gains": [[a, b, round(g, 3)] for a, b, g in st.gains]}
+    if sch.memory_ok:
+        tried["ranges"] = sch.makespan
+        if sch.makespan < best[0]:
+            return (sch.makespan, "ranges", pl, od, sch)
+    return best
 
 
 def _twin_bound(inst: Instance, budget: Budget, bound_share: float, should_stop, seg_cache: dict, lb: float, src: str,

@@ -8,28 +8,10 @@ from pathlib import Path
 import pytest
 
 from dplace.instance.io import save_instance
-from dplace.instance.model import Device, Edge, Instance, Link, Op
+from dplace.testing import cells
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = str(ROOT / "benchmarks")  # bench_nas imports its sibling bench_seqcomm
-
-
-def cells(k: int = 2, branches: int = 3, m: int = 2) -> Instance:
-    """A forward chain of ``k`` cells (a long path op beside ``branches`` two-op branches) and its backward
-    mirror, each forward op tied to its gradient by colocation (the gradient twice as long)."""
-    fw = [(f"c{c}", 2.0) for c in range(k + 1)]
-    edges = []
-    for c in range(k):
-        fw.append((f"p{c}", 12.0))
-        edges += [(f"c{c}", f"p{c}", 4.0), (f"p{c}", f"c{c + 1}", 4.0)]
-        for b in range(branches):
-            x, y = f"b{c}_{b}a", f"b{c}_{b}b"
-            fw += [(x, 3.0 + b), (y, 2.0)]
-            edges += [(f"c{c}", x, 5.0), (x, y, 1.0), (y, f"c{c + 1}", 5.0)]
-    ops = [Op(n, t, 10, colocation=n) for n, t in fw] + [Op(n + "/grad", 2 * t, 10, colocation=n) for n, t in fw]
-    edges += [(v + "/grad", u + "/grad", b) for u, v, b in edges] + [(f"c{k}", f"c{k}/grad", 1.0)]
-    return Instance("cells", [Device(f"d{i}", 10**6, 1.0) for i in range(m)], ops,
-                    [Edge(u, v, b) for u, v, b in edges], link=Link(1.0, 1.0))
 
 
 @pytest.mark.solver
