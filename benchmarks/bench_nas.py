@@ -52,7 +52,8 @@ colocation mates (its backward piece): the two solved apart (CP-SAT ``--slice-s`
 one instance (:func:`_pair_instance`): whether the tie the segment bound drops between them costs anything.
 ``--dropped``: the ops the segment bound's windows drop (those that may run beside more than the window's
 path ops), measured two ways against the pieces the bound sums (:func:`dropped`): their work, as energy over every
-range of consecutive pieces, and the paths through them between two ops of one piece, as delays.
+range of consecutive pieces, and the paths through them between two ops of one piece, as delays. With ``--answer
+F``: also where that answer spends its time beyond the pieces' bounds (each piece's span in it; ``--losses`` N).
 Report ``cat /proc/loadavg`` beside the figures: the box is shared.
 """
 from __future__ import annotations
@@ -633,6 +634,18 @@ def dropped(args: argparse.Namespace) -> dict:
         out["energy"]["whole_range"] = whole
         print(f"  that range as one piece with all {sub.n} ops it confines: energetic / anchored split bound "
               f"{_num(whole)} (its pieces' bounds: {_num(energy['bounds'])})")
+    if args.answer:  # where an answer spends its time beyond the pieces' bounds
+        sch = _load_answer(inst, args.answer)[2]
+        at = [sch.start[c] for c in path] + [sch.makespan]
+        spans = [((at[p["b"]] if p["b"] < len(at) else sch.makespan) - (at[p["a"]] if p["a"] >= 0 else 0.0), p)
+                 for p in leaves]
+        out["answer"] = {"makespan": sch.makespan, "pieces": [(p["a"], p["b"], sp, p["bound_us"]) for sp, p in spans]}
+        top = sorted(spans, key=lambda x: x[1]["bound_us"] - x[0])[:args.losses]
+        print(f"answer {args.answer}: {_num(sch.makespan)}, {_num(sch.makespan - out['sum'])} above the pieces' bounds; "
+              f"the pieces where it spends most beyond their bounds:")
+        for sp, p in top:
+            print(f"  {p['a']:>4}:{p['b']:<4} {p['ops'] or 0:>4} ops  span {_num(sp):>8}  bound {_num(p['bound_us']):>8}  "
+                  f"+{_num(sp - p['bound_us'])}")
     checked = [x for x in rows if x["broken"] is not None and x["over_latency"]]
     print(f"paths through dropped ops inside a piece: {sum(x['pairs'] for x in rows)} pairs in {len(rows)} pieces, "
           f"{sum(x['over_latency'] for x in rows)} longer than a latency (largest {_num(max((x['largest'] for x in rows), default=0.0))}); "
@@ -689,6 +702,7 @@ def main() -> None:
     ap.add_argument("--couple-min-ops", type=int, default=12, help="--couple: forward pieces of more ops than this")
     ap.add_argument("--slice-memory", choices=("slice", "whole"), default="slice",
                     help="--slices: each device holds 0.4 of the slice's memory (slice) or the whole graph's capacity")
+    ap.add_argument("--losses", type=int, default=10, help="--dropped --answer F: how many pieces to list")
     ap.add_argument("--dropped", action="store_true",
                     help="what the ops the segment bound's windows drop could add to it (energy, paths)")
     args = ap.parse_args()

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 from pathlib import Path
 
 import pytest
 
+import dplace
 from dplace.instance.io import save_instance
 from dplace.instance.model import Device, Edge, Instance, Link, Op
 
@@ -97,7 +99,16 @@ def test_dropped_reports_the_ops_dropped_and_the_margins(benchmark_script, monke
     for inst, dropped in ((detour(), 0), (spanned(), 1)):
         path = tmp_path / f"{inst.name}.json"
         save_instance(inst, path)
-        out = mod.dropped(argparse.Namespace(instance=str(path), comm="parallel", bound_s=5.0))
+        res = dplace.solve(inst, "heft")
+        answer = tmp_path / f"{inst.name}.result.json"
+        answer.write_text(json.dumps(res.to_dict()))
+        out = mod.dropped(argparse.Namespace(instance=str(path), comm="parallel", bound_s=5.0, answer=str(answer),
+                                             losses=3))
+        spans = out["answer"]["pieces"]
+        assert sum(sp for _, _, sp, _ in spans) == pytest.approx(res.makespan)  # the pieces' spans tile the answer
+        assert all(sp >= lb - 1e-6 for _, _, sp, lb in spans)  # each span at least the piece's proven bound
+        assert "above the pieces' bounds" in capsys.readouterr().out
+        out = mod.dropped(argparse.Namespace(instance=str(path), comm="parallel", bound_s=5.0, answer=None))
         text = capsys.readouterr().out
         assert out["dropped"] >= dropped and (dropped or out["dropped"] == 0), out
         assert "dropped ops" in text and "energy" in text
