@@ -8,7 +8,7 @@ pinned by its twins). Ranges are grown from one cut to the next while they hold 
 piece at least).
 
 One step frees a range's ops and keeps every other op on its device and in its device order: refine's
-neighbourhood model (:func:`.refine._lns_model`, the whole instance in CP-SAT, hinted by the answer), solved for
+neighbourhood model (:func:`.neighbourhood.neighbourhood_model`, the whole instance in CP-SAT, hinted by the answer), solved for
 ``step_s``; the step's answer is timed by :func:`dplace.simulate` and kept only when its makespan is lower and
 memory holds. Ranges are taken largest excess first (their span in the current answer less their path ops'
 smallest times), each once a round, round after round until the budget is spent. Nothing here is claimed: the
@@ -96,8 +96,7 @@ def range_lns(inst: Instance, placement: Sequence[int], order: Sequence[Sequence
 
     from .cpsat import Ticks, reachability, solve_model
     from .frame import OutOfTime
-    from .refine import _lns_model
-    from dplace.result import make_result
+    from .neighbourhood import neighbourhood_model
 
     t0 = time.perf_counter()
     pl, od = list(placement), [list(x) for x in order]
@@ -127,10 +126,9 @@ def range_lns(inst: Instance, placement: Sequence[int], order: Sequence[Sequence
             if budget.left() < 1.0:
                 break
             a, b, free = rs[k]
-            cur = make_result(inst, "portfolio", pl, od, status="feasible")
             try:
-                V, vals = _lns_model(inst, cur, free, T, reach, lb_ticks, hint_time_s=min(2.0, 0.3 * budget.left()),
-                                     budget=budget.child(reserve=0.5))
+                V, vals = neighbourhood_model(inst, pl, od, free, T, reach, lb_ticks,
+                                              hint_time_s=min(2.0, 0.3 * budget.left()), budget=budget.child(reserve=0.5))
             except OutOfTime:
                 break
             if vals is None:

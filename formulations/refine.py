@@ -49,6 +49,7 @@ from .frame import OutOfTime
 from .heuristic_start import best_heuristic, hint_heuristics, slowdown_guess
 from .heuristic_start import run_heuristics as _run_heuristics
 from .lns import sim_cost_s
+from .neighbourhood import neighbourhood_model
 
 __all__ = ["PortfolioOptions", "RefineOptions", "critical_ops", "list_order", "portfolio", "refine"]
 
@@ -197,22 +198,6 @@ def _coarse_step(inst: Instance, start: Result, K: int, share: float, clock: Bud
     return res, info
 
 
-def _lns_model(inst: Instance, cur: Result, window: Sequence[int], T: Ticks, reach: list[int], lb_ticks: int,
-               hint_time_s: float, budget: Budget | None = None):
-    """Free the ops of ``window``; keep the others on their device and in their order (model + hint);
-    :class:`~.frame.OutOfTime` when ``budget`` is spent first."""
-    free = set(window)
-    pl = cur.placement
-    order = _order_of(cur)
-    fixed = {o: pl[o] for o in range(inst.n) if o not in free}
-    prec = []
-    for ops in order:
-        kept = [o for o in ops if o not in free]
-        prec.extend(zip(kept, kept[1:]))
-    return hinted_model(inst, T, (pl, order), fixed=fixed, prec=prec, reach=reach, hint_time_s=hint_time_s,
-                        lb_ticks=lb_ticks, windows=True, budget=budget)
-
-
 def _lns(inst: Instance, best: Result, opts: RefineOptions, clock: Budget, sim_s: float, lb: float,
          workers: int, seed: int) -> tuple[Result, dict[str, Any]]:
     """Large-neighbourhood search from ``best`` until the budget is spent or Ctrl-C; each step frees a
@@ -255,7 +240,7 @@ def _lns(inst: Instance, best: Result, opts: RefineOptions, clock: Budget, sim_s
             window += others[: w - len(window)]
         tb = time.perf_counter()
         try:  # the build is stopped when only the simulation of its answer's time is left
-            V, vals = _lns_model(inst, best, window, T, reach, lb_ticks,
+            V, vals = neighbourhood_model(inst, best.placement, _order_of(best), window, T, reach, lb_ticks,
                                  hint_time_s=max(0.05, min(opts.step_time_s, clock.left() - over_s - sim_s)),
                                  budget=clock.child(reserve=sim_s))
         except OutOfTime:
