@@ -240,9 +240,10 @@ def _lns(inst: Instance, best: Result, opts: RefineOptions, clock: Budget, sim_s
             window += others[: w - len(window)]
         tb = time.perf_counter()
         try:  # the build is stopped when only the simulation of its answer's time is left
-            V, vals = neighbourhood_model(inst, best.placement, _order_of(best), window, T, reach, lb_ticks,
-                                 hint_time_s=max(0.05, min(opts.step_time_s, clock.left() - over_s - sim_s)),
-                                 budget=clock.child(reserve=sim_s))
+            V, vals = neighbourhood_model(
+                inst, best.placement, _order_of(best), window, T, reach, lb_ticks,
+                hint_time_s=max(0.05, min(opts.step_time_s, clock.left() - over_s - sim_s)),
+                budget=clock.child(reserve=sim_s))
         except OutOfTime:
             stop = "time limit (a step's model was not built in time)"
             break
