@@ -48,7 +48,8 @@ class RangeStats:
 
 
 def ranges(inst: Instance, max_ops: int = 200, window: int = WINDOW) -> tuple[list[int], list[tuple[int, int, list[int]]]]:
-    """(critical path, ranges): each range as (a, b, its ops), path indices of its cuts (module docstring)."""
+    """(critical path, ranges): each range as (a, b, its ops), path indices of its cuts (module docstring). The
+    path's ends before its first cut and after its last are in no range."""
     from .bounds_segments import _path_windows, segments
 
     path, segs = segments(inst, window)
@@ -142,7 +143,6 @@ def range_lns(inst: Instance, placement: Sequence[int], order: Sequence[Sequence
                 st.gains.append((a, b, sch.makespan - got.makespan))
                 st.kept += 1
                 pl, od, sch = list(out.placement), [list(x) for x in out.order], got
-                at = [sch.start[c] for c in path]
         else:
             continue
         break
