@@ -618,13 +618,15 @@ def dropped(args: argparse.Namespace) -> dict:
     print(f"dropped ops: {n_drop} of {inst.n}, work {_num(work_drop)} of {_num(out['work'])} "
           f"(all ops' work over {inst.m} devices: {_num(out['work'] / inst.m)})")
     r = energy["range"]
-    print(f"energy: over every range of consecutive pieces, work/m is at most {100 * energy['ratio']:.0f} % of the "
-          f"pieces' bounds (path {r[0]}:{r[1]}: {_num(energy['work_m'])} against {_num(energy['bounds'])}, margin "
-          f"{_num(energy['margin'])}); above 100 % would raise the bound")
-    if r is not None:  # that range as one piece with every op it confines
+    if r is None:  # no piece with a bound above 0
+        print("energy: no range of pieces with a bound above 0")
+    else:  # the densest range, and that range as one piece with every op it confines
         from dplace.bounds import anchored_split_bound, energetic_bound
         from dplace.formulations.bounds_segments import Segment, _path_windows, _sub_instance
 
+        print(f"energy: over every range of consecutive pieces, work/m is at most {100 * energy['ratio']:.0f} % of "
+              f"the pieces' bounds (path {r[0]}:{r[1]}: {_num(energy['work_m'])} against {_num(energy['bounds'])}, "
+              f"margin {_num(energy['margin'])}); above 100 % would raise the bound")
         A, D = _path_windows(inst, path)
         on = set(path)
         inner = [o for o in range(inst.n) if o not in on and A[o] >= r[0] and D[o] <= r[1]]
