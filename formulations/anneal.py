@@ -77,6 +77,12 @@ BLOCK_P = 0.4
 # 273,673 / 270,994, so it is not the default; portfolio's final re-order uses it). Measured in
 # benchmarks/RESULTS.md ("Which method when: sequential comm").
 SEQUENTIAL_JUDGE = "mixed"
+# parallel comm: a placement judged from the last accepted one (only the ranks that can change re-computed,
+# their order re-sorted by insertion; :func:`dplace.kernels.anneal._judge_moved`), the same makespan as from
+# scratch, step for step (tests/kernels/test_anneal_incremental.py): 56-60 against 80-87 µs a step on
+# NASNet-Mobile (benchmarks/bench_anneal_steps.py; benchmarks/RESULTS.md, "Which method when: branchy graphs",
+# session 29). False: from scratch.
+INCREMENTAL = True
 JUDGE_SLACK = 0.02
 JUDGES = {"fast": 0, "insert": 1, "both": 2, "mixed": 3, "links": 4}  # name -> the kernel's judge code
 
@@ -150,7 +156,7 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     judge = (judge or SEQUENTIAL_JUDGE) if inst.comm == "sequential" else "fast"
     begin = [start] + [[int(d) for d in o] for o in others]
     chains = [Annealer(inst, begin[i] if i < len(begin) else start, units.members, units.allowed, blocks, p_blk,
-                       JUDGES[judge], JUDGE_SLACK) for i in range(max(1, workers))]
+                       JUDGES[judge], JUDGE_SLACK, INCREMENTAL) for i in range(max(1, workers))]
     scale = chain_scales(len(chains), ladder, len(others) if hot_others else 0)  # chain i's temperatures
     done = [0] * len(chains)
     syncs = [0] * len(chains)  # times each chain went on from another chain's best

@@ -16,7 +16,7 @@ from dplace.verify import claims
 from .lns import improve
 from .units import placement_order
 
-__all__ = ["LATE_GAIN", "PARALLEL_FIRST", "TWINS_FIRST", "portfolio_large"]
+__all__ = ["LATE_GAIN", "PARALLEL_FIRST", "PRE_ANNEAL", "TWINS_FIRST", "portfolio_large"]
 
 LATE_GAIN = 1e-3  # the annealing goes on (instead of the LNS) while its last quarter gained this much
 # sequential comm: this share of the annealing's time anneals the placement in parallel comm first (:func:`_parallel_first`).
@@ -71,6 +71,16 @@ CUTS_SPREAD = 1.25
 # ended that much higher or more).
 RANGE_LNS = 0.0
 RANGE_STEP_S = 5.0
+# parallel comm, where the annealing applies, two or more cores, off by default: while the proven bounds run
+# (CP-SAT with one worker: the other core idles, ~11 of NASNet-Mobile's 60 s), one annealing chain from the best
+# heuristic start runs beside them, and its best is one more start ("pre_anneal", :class:`_PreChain`). Measured
+# (session 29, `benchmarks/bench_flags.py F --method portfolio --time-limit 60 --set
+# dplace.formulations.large.PRE_ANNEAL=False --set ''` with it on then; benchmarks/RESULTS.md, "Which method
+# when: branchy graphs"): NASNet-Mobile off 250,539 / 249,600 / 249,154 us, on 250,457 / 247,930 / 249,837;
+# bundled InceptionV3 off 338,281 / 346,330, on 343,178 / 338,622; Inception-v3 (PipeDream) off 558,126 /
+# 554,256, on 571,824 / 565,476: the annealing from the chain's best stayed near it (575,406 -> 571,824,
+# 565,639 -> 565,476), a basin it did not leave. So it is off.
+PRE_ANNEAL = False
 
 
 def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, seed: int = 0,
@@ -87,7 +97,9 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
     :func:`.twins.search` (start "twins") — or, where :func:`.anneal.applies` (both comm modes, up to
     :data:`.anneal.MAX_OPS` ops), annealed for ``anneal_share`` of what is left instead, longer while it still improves (start "anneal";
     on near-chains whose critical path memory cuts, a second chain from the cheapest cut's placement, start "cuts":
-    :func:`_cuts_start`) —, then :func:`improve` from the best until the deadline. Returns a Result named "portfolio" whose bound names its source;
+    :func:`_cuts_start`) —, then :func:`improve` from the best until the deadline. In parallel comm on two or
+    more cores, :data:`PRE_ANNEAL` (off) runs one annealing chain beside the bounds (start "pre_anneal").
+    Returns a Result named "portfolio" whose bound names its source;
     ``extra["starts"]`` holds every start's makespan and ``extra["winner"]`` the one the LNS began from."""
     from dplace.bounds import lower_bound_with_source
     from dplace.formulations.bounds_segments import segment_bound
@@ -99,6 +111,8 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
     best = None  # (makespan, name, placement, order, its simulated schedule)
     tried: dict[str, float] = {}  # every start's makespan (after re-ordering), by name
     stitched: list[int] | None = None  # the stitched placement (a second annealing chain's start)
+    pre = _PreChain.begin(inst, starts, budget.share(bound_share), seed, (options or {}).get("workers"),
+                          should_stop) if left() > 1.0 and bound_share > 0 else None
     if left() > 1.0 and bound_share > 0:
         from dplace.formulations.bounds_twins import twin_stems
 
@@ -152,6 +166,8 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
         tried[name] = mk
         if best is None or mk < best[0]:
             best = (mk, name, list(res.placement), od, sch)
+    if pre is not None:
+        best = pre.finish(inst, best, tried, extra)
     if best is None:
         return None
     from . import anneal
@@ -187,6 +203,78 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
     res = Result(instance=inst, method="portfolio", status="feasible", placement=list(pl), order=[list(x) for x in od],
                  schedule=sch, options=dict(options or {}), extra=extra)
     return claims.settle(res, [claims.Bound(lb, src)])
+
+
+class _PreChain:
+    """One annealing chain (:func:`.anneal.anneal_placement`, one worker) in a thread, from the best heuristic
+    start, while the bounds run: :data:`PRE_ANNEAL`. Stopped by :meth:`finish` (or its budget, the bounds'
+    share), whose best placement becomes the start "pre_anneal"."""
+
+    def __init__(self, inst: Instance, placement: list[int], budget: Budget, seed: int, should_stop) -> None:
+        import threading
+
+        self.done = threading.Event()
+        self.out: tuple | None = None
+        self.error: BaseException | None = None
+
+        def stop() -> bool:
+            return self.done.is_set() or (should_stop is not None and should_stop())
+
+        def run() -> None:
+            from .anneal import anneal_placement
+
+            try:
+                self.out = anneal_placement(inst, placement, budget=budget, seed=seed + 7, workers=1,
+                                            should_stop=stop)
+            except BaseException as exc:  # noqa: BLE001 — handed to the caller's thread by finish()
+                self.error = exc
+
+        self.thread = threading.Thread(target=run, name="dplace-pre-anneal", daemon=True)
+        self.thread.start()
+
+    @classmethod
+    def begin(cls, inst: Instance, starts: dict[str, Any], budget: Budget, seed: int, workers: int | None,
+              should_stop) -> "_PreChain | None":
+        """A chain from the fastest memory-feasible start, or None where it does not apply (sequential comm, the
+        annealing not applicable or its kernel not compiled yet, one core, :data:`PRE_ANNEAL` off)."""
+        import os
+
+        from . import anneal
+
+        cores = workers or os.cpu_count() or 1
+        if not PRE_ANNEAL or inst.comm != "parallel" or cores < 2 or not anneal.applies(inst) \
+                or not anneal.kernel_ready():
+            return None
+        ok = [r for r in starts.values() if r is not None and r.placement is not None and r.memory_ok
+              and r.transform is None]
+        if not ok:
+            return None
+        first = min(ok, key=lambda r: r.makespan)
+        return cls(inst, list(first.placement), budget, seed, should_stop)
+
+    def finish(self, inst: Instance, best: tuple | None, tried: dict[str, float],
+               extra: dict[str, Any]) -> tuple | None:
+        """Stops the chain; its best placement, ordered as :func:`_anneal_start` orders the annealing's, is the
+        start "pre_anneal" (``tried``, ``extra["pre_anneal"]``), the new best when it is faster."""
+        from .anneal import judged_order
+
+        self.done.set()
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        if self.out is None:
+            return best
+        pl, st = self.out
+        extra["pre_anneal"] = {"start_makespan": st.start_makespan, "makespan": st.makespan, "steps": st.steps,
+                               "wall_s": round(st.wall_s, 3), "stopped": st.stopped}
+        sch, od = min(((simulate(inst, pl, o), o) for o in (placement_order(inst, pl), judged_order(inst, pl))),
+                      key=lambda c: c[0].makespan)
+        if not sch.memory_ok:
+            return best
+        tried["pre_anneal"] = sch.makespan
+        if best is None or sch.makespan < best[0]:
+            return (sch.makespan, "pre_anneal", list(pl), [list(x) for x in od], sch)
+        return best
 
 
 def _range_start(inst: Instance, best: tuple, tried: dict[str, float], budget: Budget, seed: int,

@@ -1,0 +1,66 @@
+"""The annealing's cost per step in parallel comm, its judge from scratch against the incremental one
+(``dplace.kernels.anneal._judge_moved``: only the ranks that can change re-computed, their order re-sorted by
+insertion), alternated, the same seeds: the walks must be the same (best, moves accepted, last placement), so
+the table is a pure speed comparison.
+
+    .venv/bin/python benchmarks/bench_anneal_steps.py FILE [--start heft] [--steps 20000] [--rounds 3]
+
+One chain (``Annealer``, branch moves as ``anneal_placement`` draws them), chunks of 2,000 steps at a fixed
+temperature ladder from 1e-3 to 1e-4 of the start's makespan, from the start method's placement.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import dplace  # noqa: E402
+from dplace.formulations.anneal import BLOCK_P  # noqa: E402
+from dplace.formulations.units import Units  # noqa: E402
+from dplace.kernels.anneal import Annealer  # noqa: E402
+
+
+def walk(inst, start: list[int], incremental: bool, steps: int, m0: float) -> tuple[float, tuple]:
+    u = Units(inst)
+    blocks = u.chains()
+    p_blk = BLOCK_P * sum(len(b) for b in blocks) / max(1, len(u.members))
+    a = Annealer(inst, start, u.members, u.allowed, blocks, p_blk, incremental=incremental)
+    a.step(10, 1e-3 * m0, 1e-3 * m0, 0)  # the start judged (and the kernel loaded) outside the clock
+    chunks = max(1, steps // 2000)
+    t = time.perf_counter()
+    for c in range(chunks):
+        hi = 1e-3 * m0 * 0.1 ** (c / chunks)
+        a.step(2000, hi, hi * 0.1 ** (1 / chunks), c + 1)
+    dt = time.perf_counter() - t
+    return dt / (chunks * 2000) * 1e6, (a.result[0], a.accepted, a.cur, a.pl.tolist())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("file")
+    ap.add_argument("--start", default="heft", help="the method whose placement the chains begin from")
+    ap.add_argument("--steps", type=int, default=20000)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    inst = dplace.load_instance(args.file)
+    if inst.comm != "parallel":
+        sys.exit("bench_anneal_steps: the incremental judge is parallel comm's; comm is " + repr(inst.comm))
+    res = dplace.solve(inst, args.start)
+    start = list(res.placement)
+    print(f"{inst.name}: {inst.n} ops, start {args.start} {res.makespan:,.0f} µs, {args.steps} steps a run; "
+          f"load {os.getloadavg()[0]:.2f}")
+    print("| round | from scratch µs/step | incremental µs/step | ratio | same walk | best µs |")
+    print("|---|---|---|---|---|---|")
+    for r in range(args.rounds):
+        old, w_old = walk(inst, start, False, args.steps, res.makespan)
+        new, w_new = walk(inst, start, True, args.steps, res.makespan)
+        print(f"| {r + 1} | {old:.1f} | {new:.1f} | {old / new:.2f} | {w_old == w_new} | {w_new[0]:,.0f} |")
+        if w_old != w_new:
+            sys.exit("bench_anneal_steps: the two judges walked differently")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""Parallel comm's incremental judge in the annealing (dplace.kernels.anneal._judge_moved): the ranks
+brought up to date op by op equal placement_rank's from scratch, bit for bit; the insertion sort from the
+last order gives sorted_ops' permutation (ties by topological position); and the whole walk, step for step,
+is the one the judge from scratch takes (same best, same placements, same moves accepted), on instances
+with every feature of the model and on branchy cells (block moves)."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from dplace import kernels
+from dplace.formulations.units import Units
+from dplace.testing import cells
+from dplace.verify.fuzz import fuzz_instance
+
+pytestmark = pytest.mark.skipif(not kernels._numba_ok(), reason="numba not importable")
+
+
+def _arrays(inst):
+    from dplace.kernels import inst_arrays
+
+    return inst_arrays(inst)
+
+
+def _tpos(a) -> np.ndarray:
+    t = np.empty(a.n, dtype=np.int64)
+    t[a.topo] = np.arange(a.n)
+    return t
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_rank_update_is_placement_rank_from_scratch(seed):
+    from dplace.kernels.anneal import _rank_update
+    from dplace.kernels.placerank import placement_rank
+
+    inst = fuzz_instance(8300 + seed, n_ops=(3, 20)).replace(comm="parallel")
+    a = _arrays(inst)
+    rng = np.random.default_rng(seed)
+    pl = rng.integers(0, a.m, a.n).astype(np.int64)
+    rank, ref = np.empty(a.n), np.empty(a.n)
+    placement_rank(pl, a.dur, a.lat, a.bw, a.topo, a.esrc, a.edst, a.ebytes, a.succ_ptr, a.succ_edge, rank)
+    dirty = np.zeros(a.n, dtype=np.bool_)
+    changed, old, moved = np.empty(a.n, dtype=np.int64), np.empty(a.n), np.empty(a.n, dtype=np.int64)
+    tpos = _tpos(a)
+    for _ in range(40):
+        k = int(rng.integers(1, min(4, a.n) + 1))
+        ops = rng.choice(a.n, size=k, replace=False)
+        before = rank.copy()
+        for j, o in enumerate(ops):
+            pl[o] = rng.integers(0, a.m)
+            moved[j] = o
+        nch = _rank_update(pl, a.dur, a.lat, a.bw, a.topo, tpos, a.esrc, a.edst, a.ebytes, a.pred_ptr, a.pred_edge,
+                           a.succ_ptr, a.succ_edge, rank, moved, k, dirty, changed, old)
+        placement_rank(pl, a.dur, a.lat, a.bw, a.topo, a.esrc, a.edst, a.ebytes, a.succ_ptr, a.succ_edge, ref)
+        assert rank.tobytes() == ref.tobytes()  # bit for bit
+        assert not dirty.any()
+        diff = set(np.nonzero(before != rank)[0].tolist())
+        assert set(changed[:nch].tolist()) == diff and len(diff) == nch
+        assert all(old[j] == before[changed[j]] for j in range(nch))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_resort_is_sorted_ops(seed):
+    """Ties (whole-number ranks drawn from a few values), -0.0 beside 0.0, an order far from sorted."""
+    from dplace.kernels.anneal import _resort
+    from dplace.kernels.placerank import sorted_ops
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    topo = rng.permutation(n).astype(np.int64)
+    tpos = np.empty(n, dtype=np.int64)
+    tpos[topo] = np.arange(n)
+    order = rng.permutation(n).astype(np.int64)
+    for _ in range(5):
+        rank = rng.integers(0, 4, n).astype(float)
+        rank[rank == 0] = rng.choice([0.0, -0.0], size=int((rank == 0).sum()))
+        cand = np.empty(n, dtype=np.int64)
+        assert _resort(order, cand, rank, tpos, n * n)
+        assert cand.tolist() == sorted_ops(topo, rank, -1.0).tolist()
+        order = cand
+    rank = np.arange(n, dtype=float)  # increasing along ``order``: every op must move
+    order = np.arange(n, dtype=np.int64)
+    if n > 2:
+        assert not _resort(order, np.empty(n, dtype=np.int64), rank, tpos, 0)
+
+
+def _walk(inst, seed: int, incremental: bool, p_block: float):
+    from dplace.kernels.anneal import Annealer
+
+    u = Units(inst)
+    rng = random.Random(seed)
+    start = [rng.choice(al) for al in u.allowed]
+    pl = [0] * inst.n
+    for members, d in zip(u.members, start):
+        for o in members:
+            pl[o] = d
+    blocks = u.chains()
+    a = Annealer(inst, pl, u.members, u.allowed, blocks, p_block if blocks else 0.0, incremental=incremental)
+    trace = []
+    for c in range(6):  # chunks: the second and later begin from the walk's last placement
+        hot = 1e3 if c < 3 else 1e-3
+        a.step(150, hot, hot / 10, seed * 10 + c)
+        trace.append((a.result[0], a.result[1].tolist(), a.cur, a.accepted, a.pl.tolist()))
+    return trace
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_incremental_walk_is_the_walk_from_scratch(seed):
+    if seed % 5 == 4:
+        inst = cells(k=3, branches=3, m=3)
+    else:
+        inst = fuzz_instance(8400 + seed, n_ops=(4, 24)).replace(comm="parallel")
+    fresh = _walk(inst, seed, False, 0.4)
+    inc = _walk(inst, seed, True, 0.4)
+    assert inc == fresh
+    assert fresh[-1][3] > 0  # moves were accepted: the walk went somewhere
