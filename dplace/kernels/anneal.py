@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import njit
-from .placerank import placement_rank, radix_sorted_ops, sorted_ops
+from .placerank import op_rank, placement_rank, radix_sorted_ops, sorted_ops
 from .ready import ready_at
 from .seqjudge import seq_insert_schedule
 from .seqorder import insert_at, largest_sends, link_schedule
@@ -236,18 +236,7 @@ def _rank_update(pl, dur, lat, bw, topo, tpos, esrc, edst, ebytes, pred_ptr, pre
             continue
         dirty[u] = False
         ndirty -= 1
-        d = pl[u]
-        best = 0.0
-        for k in range(succ_ptr[u], succ_ptr[u + 1]):
-            e = succ_edge[k]
-            v = edst[e]
-            x = rank[v]
-            dv = pl[v]
-            if dv != d:
-                x += lat[d, dv] + ebytes[e] / bw[d, dv]
-            if x > best:
-                best = x
-        r = dur[u, d] + best
+        r = op_rank(u, pl, dur, lat, bw, edst, ebytes, succ_ptr, succ_edge, rank)
         if r != rank[u]:
             changed[nch] = u
             old[nch] = rank[u]
@@ -288,6 +277,15 @@ def _resort(order, cand, rank, tpos, cap):
         if moves > cap:
             return False
     return True
+
+
+@njit(inline="always")
+def _add_members(moved, nm, unit_ptr, unit_members, u):
+    """Unit ``u``'s ops appended to ``moved`` after its first ``nm``; returns the new count."""
+    for q in range(unit_ptr[u], unit_ptr[u + 1]):
+        moved[nm] = unit_members[q]
+        nm += 1
+    return nm
 
 
 @njit
@@ -418,10 +416,7 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
             if inc:
                 nm = 0
                 for j in range(blk_ptr[k], blk_ptr[k + 1]):
-                    u = blk_units[j]
-                    for q in range(unit_ptr[u], unit_ptr[u + 1]):
-                        moved[nm] = unit_members[q]
-                        nm += 1
+                    nm = _add_members(moved, nm, unit_ptr, unit_members, blk_units[j])
                 v, nch = _judge_moved(pl, args, moved, nm, tpos, dirty, changed, old, order, cand)
             else:
                 v = _judge(pl, args, mode, I, S, L, budget)
@@ -471,14 +466,9 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
             for k in range(unit_ptr[w], unit_ptr[w + 1]):
                 pl[unit_members[k]] = a
         if inc:
-            nm = 0
-            for k in range(unit_ptr[u], unit_ptr[u + 1]):
-                moved[nm] = unit_members[k]
-                nm += 1
+            nm = _add_members(moved, 0, unit_ptr, unit_members, u)
             if w >= 0:
-                for k in range(unit_ptr[w], unit_ptr[w + 1]):
-                    moved[nm] = unit_members[k]
-                    nm += 1
+                nm = _add_members(moved, nm, unit_ptr, unit_members, w)
             v, nch = _judge_moved(pl, args, moved, nm, tpos, dirty, changed, old, order, cand)
         else:
             v = _judge(pl, args, mode, I, S, L, budget)

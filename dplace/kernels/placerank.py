@@ -7,25 +7,32 @@ import numpy as np
 
 from . import njit
 
-__all__ = ["placement_rank", "radix_sorted_ops", "sorted_ops"]
+__all__ = ["op_rank", "placement_rank", "radix_sorted_ops", "sorted_ops"]
+
+
+@njit(inline="always")
+def op_rank(u, pl, dur, lat, bw, edst, ebytes, succ_ptr, succ_edge, rank):
+    """Op ``u``'s rank under ``pl`` from its consumers' ranks: its time on its device plus the longest of its
+    consumers' ranks, each plus the transfer time where the consumer is on another device."""
+    d = pl[u]
+    best = 0.0
+    for k in range(succ_ptr[u], succ_ptr[u + 1]):
+        e = succ_edge[k]
+        v = edst[e]
+        x = rank[v]
+        dv = pl[v]
+        if dv != d:
+            x += lat[d, dv] + ebytes[e] / bw[d, dv]
+        if x > best:
+            best = x
+    return dur[u, d] + best
 
 
 @njit
 def placement_rank(pl, dur, lat, bw, topo, esrc, edst, ebytes, succ_ptr, succ_edge, rank):
     for i in range(len(topo) - 1, -1, -1):
         u = topo[i]
-        d = pl[u]
-        best = 0.0
-        for k in range(succ_ptr[u], succ_ptr[u + 1]):
-            e = succ_edge[k]
-            v = edst[e]
-            x = rank[v]
-            dv = pl[v]
-            if dv != d:
-                x += lat[d, dv] + ebytes[e] / bw[d, dv]
-            if x > best:
-                best = x
-        rank[u] = dur[u, d] + best
+        rank[u] = op_rank(u, pl, dur, lat, bw, edst, ebytes, succ_ptr, succ_edge, rank)
 
 
 @njit
