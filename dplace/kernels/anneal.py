@@ -121,6 +121,14 @@ def _seq_mixed(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, 
     reach; the sequential simulation then times that order with the links' queues). Returns (makespan,
     the better order: FAST's when they tie)."""
     o1 = radix_sorted_ops(topo, rank, -1.0)  # sorted_ops' order, sorted faster (and once for both schedules)
+    return _seq_mixed_in(o1, pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m,
+                         start, end, bs, be, cnt, lfree, arr)
+
+
+@njit
+def _seq_mixed_in(o1, pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start,
+                  end, bs, be, cnt, lfree, arr):
+    """:func:`_seq_mixed` with its rank order given (``o1``)."""
     v1 = _seq_run(o1, pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start, end,
                   lfree, arr)
     _schedule_in(o1, pl, dur, lat, bw, esrc, ebytes, pred_ptr, pred_edge, m, start, end, bs, be, cnt)
@@ -289,19 +297,27 @@ def _add_members(moved, nm, unit_ptr, unit_members, u):
 
 
 @njit
-def _judge_moved(pl, args, moved, nmoved, tpos, dirty, changed, old, order, cand):
-    """Parallel comm's judge after ops ``moved[:nmoved]`` changed device, incrementally: the ranks by
-    :func:`_rank_update`, their order by :func:`_resort` from ``order`` (the order before; a full sort when
-    the insertion sort would move ops more than 4n places), the list schedule by :func:`_schedule_in` into
-    ``cand``. The same makespan as :func:`_evaluate` (tested step for step). Returns (makespan, k: the ops
-    whose rank changed, ``changed[:k]`` / ``old[:k]``)."""
+def _judge_moved(pl, args, mode, moved, nmoved, tpos, dirty, changed, old, order, cand):
+    """The judge after ops ``moved[:nmoved]`` changed device, incrementally: the ranks by :func:`_rank_update`,
+    their order by :func:`_resort` from ``order`` (the order before; a full sort when the insertion sort would
+    move ops more than 4n places) into ``cand``, then what the judge does with that order: parallel comm the
+    list schedule (:func:`_schedule_in`), sequential comm judge FAST its simulation (:func:`_seq_run`) and
+    judge MIXED :func:`_seq_mixed_in`. The same makespan as :func:`_judge` (tested step for step). Returns
+    (makespan, k: the ops whose rank changed, ``changed[:k]`` / ``old[:k]``)."""
     (dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, rank, start, end, bs, be,
-     cnt) = args[:18]
+     cnt, seq, lfree, arr) = args[:21]
     nch = _rank_update(pl, dur, lat, bw, topo, tpos, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge,
                        rank, moved, nmoved, dirty, changed, old)
     if not _resort(order, cand, rank, tpos, 4 * len(topo)):
         cand[:] = sorted_ops(topo, rank, -1.0)
-    v = _schedule_in(cand, pl, dur, lat, bw, esrc, ebytes, pred_ptr, pred_edge, m, start, end, bs, be, cnt)
+    if not seq:
+        v = _schedule_in(cand, pl, dur, lat, bw, esrc, ebytes, pred_ptr, pred_edge, m, start, end, bs, be, cnt)
+    elif mode == JUDGE_MIXED:
+        v = _seq_mixed_in(cand, pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge,
+                          m, start, end, bs, be, cnt, lfree, arr)[0]
+    else:
+        v = _seq_run(cand, pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start,
+                     end, lfree, arr)
     return v, nch
 
 
@@ -352,10 +368,10 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
     INSERT; the best kept and returned is INSERT's (``first`` too: the start's INSERT value).
     ``ins`` (float64, 2): [0] counts INSERT judgements; [1] the best FAST value seen (BOTH, kept across
     chunks; <= 0: none yet).
-    Parallel comm: ``judge`` is ignored; with ``inc`` each placement is judged incrementally from the last
-    accepted one (:func:`_judge_moved`: the same makespan as :func:`_evaluate`, ~30 % less time a step on
-    NASNet-Mobile, ``benchmarks/bench_anneal_steps.py``), else by :func:`_evaluate` from scratch (the reference
-    the tests compare it with)."""
+    Parallel comm: ``judge`` is ignored. With ``inc`` (parallel comm, and sequential comm's FAST and MIXED)
+    each placement is judged incrementally from the last accepted one (:func:`_judge_moved`: the same makespan
+    as :func:`_judge`, ~30 % less time a step on NASNet-Mobile in parallel comm,
+    ``benchmarks/bench_anneal_steps.py``), else from scratch (the reference the tests compare it with)."""
     np.random.seed(seed)
     n = len(pl)
     m = len(capacity)
@@ -386,7 +402,7 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
         ins[0] += 1
         bestf = ins[1] if 0 < ins[1] < cur else cur
     best_pl = pl.copy()
-    inc = inc and not seq
+    inc = inc and (not seq or mode == JUDGE_FAST or mode == JUDGE_MIXED)
     tpos = np.empty(n, dtype=np.int64)  # incremental judge (parallel comm): its scratch
     dirty = np.zeros(n, dtype=np.bool_)
     changed = np.empty(n, dtype=np.int64)
@@ -417,7 +433,7 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
                 nm = 0
                 for j in range(blk_ptr[k], blk_ptr[k + 1]):
                     nm = _add_members(moved, nm, unit_ptr, unit_members, blk_units[j])
-                v, nch = _judge_moved(pl, args, moved, nm, tpos, dirty, changed, old, order, cand)
+                v, nch = _judge_moved(pl, args, mode, moved, nm, tpos, dirty, changed, old, order, cand)
             else:
                 v = _judge(pl, args, mode, I, S, L, budget)
             if v <= cur or (temp > 0 and np.random.random() < np.exp((cur - v) / temp)):
@@ -469,7 +485,7 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
             nm = _add_members(moved, 0, unit_ptr, unit_members, u)
             if w >= 0:
                 nm = _add_members(moved, nm, unit_ptr, unit_members, w)
-            v, nch = _judge_moved(pl, args, moved, nm, tpos, dirty, changed, old, order, cand)
+            v, nch = _judge_moved(pl, args, mode, moved, nm, tpos, dirty, changed, old, order, cand)
         else:
             v = _judge(pl, args, mode, I, S, L, budget)
         if v <= cur or (temp > 0 and np.random.random() < np.exp((cur - v) / temp)):

@@ -1,8 +1,9 @@
-"""Parallel comm's incremental judge in the annealing (dplace.kernels.anneal._judge_moved): the ranks
+"""The incremental judge in the annealing (dplace.kernels.anneal._judge_moved): the ranks
 brought up to date op by op equal placement_rank's from scratch, bit for bit; the insertion sort from the
 last order gives sorted_ops' permutation (ties by topological position); and the whole walk, step for step,
 is the one the judge from scratch takes (same best, same placements, same moves accepted), on instances
-with every feature of the model and on branchy cells (block moves)."""
+with every feature of the model and on branchy cells (block moves); in sequential comm with judges FAST and
+MIXED too."""
 from __future__ import annotations
 
 import random
@@ -86,7 +87,8 @@ def test_resort_is_sorted_ops(seed):
         assert not _resort(order, np.empty(n, dtype=np.int64), rank, tpos, 0)
 
 
-def _walk(inst, seed: int, incremental: bool, p_block: float):
+def _walk(inst, seed: int, incremental: bool, p_block: float, judge: str = "fast"):
+    from dplace.formulations.anneal import JUDGES
     from dplace.kernels.anneal import Annealer
 
     u = Units(inst)
@@ -97,7 +99,8 @@ def _walk(inst, seed: int, incremental: bool, p_block: float):
         for o in members:
             pl[o] = d
     blocks = u.chains()
-    a = Annealer(inst, pl, u.members, u.allowed, blocks, p_block if blocks else 0.0, incremental=incremental)
+    a = Annealer(inst, pl, u.members, u.allowed, blocks, p_block if blocks else 0.0, judge=JUDGES[judge],
+                 incremental=incremental)
     trace = []
     for c in range(6):  # chunks: the second and later begin from the walk's last placement
         hot = 1e3 if c < 3 else 1e-3
@@ -116,3 +119,17 @@ def test_incremental_walk_is_the_walk_from_scratch(seed):
     inc = _walk(inst, seed, True, 0.4)
     assert inc == fresh
     assert fresh[-1][3] > 0  # moves were accepted: the walk went somewhere
+
+
+@pytest.mark.parametrize("judge", ["fast", "mixed"])
+@pytest.mark.parametrize("seed", range(15))
+def test_incremental_walk_is_the_walk_from_scratch_in_sequential_comm(seed, judge):
+    """Sequential comm's judges FAST and MIXED sort the same ranks: incremental there too, the same walk."""
+    if seed % 5 == 4:
+        inst = cells(k=3, branches=3, m=3, comm="sequential")
+    else:
+        inst = fuzz_instance(8500 + seed, n_ops=(4, 24)).replace(comm="sequential")
+    fresh = _walk(inst, seed, False, 0.4, judge)
+    inc = _walk(inst, seed, True, 0.4, judge)
+    assert inc == fresh
+    assert fresh[-1][3] > 0
