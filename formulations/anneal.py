@@ -77,7 +77,7 @@ BLOCK_P = 0.4
 # 273,673 / 270,994, so it is not the default; portfolio's final re-order uses it). Measured in
 # benchmarks/RESULTS.md ("Which method when: sequential comm").
 SEQUENTIAL_JUDGE = "mixed"
-# parallel comm: a placement judged from the last accepted one (only the ranks that can change re-computed,
+# parallel comm and sequential comm's judges fast and mixed: a placement judged from the last accepted one (only the ranks that can change re-computed,
 # their order re-sorted by insertion; :func:`dplace.kernels.anneal._judge_moved`), the same makespan as from
 # scratch, step for step (tests/kernels/test_anneal_incremental.py): 56-60 against 80-87 µs a step on
 # NASNet-Mobile (benchmarks/bench_anneal_steps.py; benchmarks/RESULTS.md, "Which method when: branchy graphs",

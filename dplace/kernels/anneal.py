@@ -403,7 +403,7 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
         bestf = ins[1] if 0 < ins[1] < cur else cur
     best_pl = pl.copy()
     inc = inc and (not seq or mode == JUDGE_FAST or mode == JUDGE_MIXED)
-    tpos = np.empty(n, dtype=np.int64)  # incremental judge (parallel comm): its scratch
+    tpos = np.empty(n, dtype=np.int64)  # the incremental judge's scratch
     dirty = np.zeros(n, dtype=np.bool_)
     changed = np.empty(n, dtype=np.int64)
     old = np.empty(n)
@@ -543,8 +543,8 @@ class Annealer:
                  slack: float = 0.02, incremental: bool = True) -> None:
         """``blocks``: lists of indices into ``units`` moved together with probability ``p_block`` a step.
         ``judge`` / ``slack``: sequential comm's judge (:func:`_anneal`; ignored in parallel comm).
-        ``incremental``: parallel comm's judge from the last accepted placement (:func:`_judge_moved`; False:
-        from scratch, the reference)."""
+        ``incremental``: the judge from the last accepted placement where it can be (parallel comm, sequential
+        comm's FAST and MIXED: :func:`_judge_moved`; False: from scratch, the reference)."""
         from . import CASCADE_BUDGET
         from .seqlinks import new_links
         from .state import inst_tuple, new_state
