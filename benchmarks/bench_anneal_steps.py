@@ -18,7 +18,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import dplace  # noqa: E402
-from dplace.formulations.anneal import BLOCK_P, JUDGES, SEQUENTIAL_JUDGE  # noqa: E402
+from dplace.formulations.anneal import JUDGES, SEQUENTIAL_JUDGE, block_chance  # noqa: E402
 from dplace.formulations.units import Units  # noqa: E402
 from dplace.kernels.anneal import Annealer  # noqa: E402
 
@@ -26,7 +26,7 @@ from dplace.kernels.anneal import Annealer  # noqa: E402
 def walk(inst, start: list[int], incremental: bool, steps: int, m0: float) -> tuple[float, tuple]:
     u = Units(inst)
     blocks = u.chains()
-    p_blk = BLOCK_P * sum(len(b) for b in blocks) / max(1, len(u.members))
+    p_blk = block_chance(u, blocks)
     judge = JUDGES[SEQUENTIAL_JUDGE] if inst.comm == "sequential" else JUDGES["fast"]
     a = Annealer(inst, start, u.members, u.allowed, blocks, p_blk, judge=judge, incremental=incremental)
     a.step(10, 1e-3 * m0, 1e-3 * m0, 0)  # the start judged (and the kernel loaded) outside the clock

@@ -638,9 +638,8 @@ def dropped(args: argparse.Namespace) -> dict:
               f"{_num(whole)} (its pieces' bounds: {_num(energy['bounds'])})")
     if args.answer:  # where an answer spends its time beyond the pieces' bounds
         sch = _load_answer(inst, args.answer)[2]
-        at = [sch.start[c] for c in path] + [sch.makespan]
-        spans = [((at[p["b"]] if p["b"] < len(at) else sch.makespan) - (at[p["a"]] if p["a"] >= 0 else 0.0), p)
-                 for p in leaves]
+        at = [sch.start[c] for c in path] + [sch.makespan]  # a piece's cut b <= len(path): the makespan there
+        spans = [(at[p["b"]] - (at[p["a"]] if p["a"] >= 0 else 0.0), p) for p in leaves]
         out["answer"] = {"makespan": sch.makespan, "pieces": [(p["a"], p["b"], sp, p["bound_us"]) for sp, p in spans]}
         top = sorted(spans, key=lambda x: x[1]["bound_us"] - x[0])[:args.losses]
         print(f"answer {args.answer}: {_num(sch.makespan)}, {_num(sch.makespan - out['sum'])} above the pieces' bounds; "

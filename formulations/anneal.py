@@ -34,7 +34,7 @@ from dplace.budget import Budget
 from dplace.instance.model import Instance
 
 __all__ = ["BLOCK_P", "JUDGES", "PARALLEL_T", "SEQUENTIAL_T", "SYNC", "AnnealStats", "anneal_placement", "applies",
-           "chain_scales", "judged_order", "kernel_ready", "temperatures"]
+           "block_chance", "chain_scales", "judged_order", "kernel_ready", "temperatures"]
 
 MAX_OPS = 5000  # one judgement costs ~O(n * ops per device): past this a second gives too few
 # (t_hi, t_lo) in sequential comm (a setting of ours, swept in session 12: 2 chains from the best start,
@@ -150,9 +150,7 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     # this thread, so a first run that compiles the kernel keeps the clock)
     m0 = simulate(inst, start, placement_order(inst, start, insertion=inst.comm != "sequential")).makespan
     blocks = units.chains()
-    # a step moves a branch with p_block times the share of units in branches (as if it drew a unit and
-    # moved its branch with p_block): a graph with a few short chains spends no steps moving them
-    p_blk = p_block * sum(len(b) for b in blocks) / max(1, len(units.members))
+    p_blk = block_chance(units, blocks, p_block)
     judge = (judge or SEQUENTIAL_JUDGE) if inst.comm == "sequential" else "fast"
     begin = [start] + [[int(d) for d in o] for o in others]
     chains = [Annealer(inst, begin[i] if i < len(begin) else start, units.members, units.allowed, blocks, p_blk,
@@ -214,6 +212,13 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     return best_pl.tolist(), AnnealStats(ran[0].start_value, value, sum(c.steps for c in ran),
                                          sum(c.accepted for c in ran), len(chains), wall, stopped, late, per,
                                          judge, sum(int(c.ins[0]) for c in ran), sum(syncs))
+
+
+def block_chance(units, blocks: Sequence[Sequence[int]], p_block: float = BLOCK_P) -> float:
+    """A step's chance of moving a whole branch: ``p_block`` times the share of ``units``
+    (:class:`.units.Units`) in ``blocks`` (as if a step drew a unit and moved its branch with ``p_block``): a
+    graph with a few short chains spends no steps moving them."""
+    return p_block * sum(len(b) for b in blocks) / max(1, len(units.members))
 
 
 def chain_scales(k: int, ladder: float, hot: int = 0) -> list[float]:

@@ -182,7 +182,7 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
             best = _anneal_start(inst, best, tried, budget.child(reserve=reserve), anneal_share, seed,
                                  (options or {}).get("workers"), should_stop, extra, stitched=stitched, cuts=cuts)
         if ranged and left() > 2.0 and not (should_stop is not None and should_stop()):
-            best = _range_start(inst, best, tried, budget.child(reserve=max(0.0, left() - reserve)), seed,
+            best = _range_start(inst, best, tried, budget.child(reserve), seed,
                                 (options or {}).get("workers"), lb, should_stop, extra)
     elif inst.n <= 20000 and left() > 2.0 and not (should_stop is not None and should_stop()):
         best = _twins_start(inst, best, tried, budget, twins_share, seed, should_stop)
@@ -203,6 +203,16 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
     res = Result(instance=inst, method="portfolio", status="feasible", placement=list(pl), order=[list(x) for x in od],
                  schedule=sch, options=dict(options or {}), extra=extra)
     return claims.settle(res, [claims.Bound(lb, src)])
+
+
+def _annealed_order(inst: Instance, pl: list[int]) -> tuple:
+    """(simulated schedule, order) of an annealed placement: the faster of :func:`placement_order` and the order
+    the annealing judged it by (:func:`.anneal.judged_order`: zero-time ops where its kernel put them, no
+    insertion in sequential comm)."""
+    from .anneal import judged_order
+
+    return min(((simulate(inst, pl, o), o) for o in (placement_order(inst, pl), judged_order(inst, pl))),
+               key=lambda c: c[0].makespan)
 
 
 class _PreChain:
@@ -256,8 +266,6 @@ class _PreChain:
                extra: dict[str, Any]) -> tuple | None:
         """Stops the chain; its best placement, ordered as :func:`_anneal_start` orders the annealing's, is the
         start "pre_anneal" (``tried``, ``extra["pre_anneal"]``), the new best when it is faster."""
-        from .anneal import judged_order
-
         self.done.set()
         self.thread.join()
         if self.error is not None:
@@ -267,8 +275,7 @@ class _PreChain:
         pl, st = self.out
         extra["pre_anneal"] = {"start_makespan": st.start_makespan, "makespan": st.makespan, "steps": st.steps,
                                "wall_s": round(st.wall_s, 3), "stopped": st.stopped}
-        sch, od = min(((simulate(inst, pl, o), o) for o in (placement_order(inst, pl), judged_order(inst, pl))),
-                      key=lambda c: c[0].makespan)
+        sch, od = _annealed_order(inst, pl)
         if not sch.memory_ok:
             return best
         tried["pre_anneal"] = sch.makespan
@@ -378,7 +385,7 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
     the annealing was still improving (benchmarks/RESULTS.md, "Branchy (NAS-style) graphs")."""
     import os
 
-    from .anneal import SYNC, anneal_placement, judged_order, kernel_ready, temperatures
+    from .anneal import SYNC, anneal_placement, kernel_ready, temperatures
 
     if not kernel_ready() and share * budget.left() < 30.0:  # compiling it would take most of the time
         extra["anneal"] = {"skipped": "the annealing kernel is not compiled yet (~10 s) and less than 30 s is left"}
@@ -419,10 +426,7 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
                        "stopped": st.stopped, "late_gain": round(first.late_gain, 6), "more": rounds,
                        "per_chain": [list(c) for c in first.per_chain],  # (best, steps) of each chain, hottest first
                        "syncs": first.syncs}
-    # the order the annealing judged by (zero-time ops where its kernel put them; no insertion in
-    # sequential comm) may be the faster
-    sch, od = min(((simulate(inst, pl, o), o) for o in (placement_order(inst, pl), judged_order(inst, pl))),
-                  key=lambda c: c[0].makespan)
+    sch, od = _annealed_order(inst, pl)
     if sch.memory_ok:
         tried["anneal"] = sch.makespan
         if sch.makespan < best[0]:
