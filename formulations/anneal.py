@@ -84,6 +84,11 @@ SEQUENTIAL_JUDGE = "mixed"
 # session 29). False: from scratch.
 INCREMENTAL = True
 JUDGE_SLACK = 0.02
+# a step's chance of swapping two devices over a run of units in topological order (a cell, part of one, several:
+# log-uniform length 2..RELABEL_MAX, 0: a quarter of the units): the run keeps its own split, only its edges
+# to the rest change device. 0: no such moves.
+RELABEL_P = 0.0
+RELABEL_MAX = 0
 JUDGES = {"fast": 0, "insert": 1, "both": 2, "mixed": 3, "links": 4}  # name -> the kernel's judge code
 
 
@@ -154,7 +159,8 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     judge = (judge or SEQUENTIAL_JUDGE) if inst.comm == "sequential" else "fast"
     begin = [start] + [[int(d) for d in o] for o in others]
     chains = [Annealer(inst, begin[i] if i < len(begin) else start, units.members, units.allowed, blocks, p_blk,
-                       JUDGES[judge], JUDGE_SLACK, INCREMENTAL) for i in range(max(1, workers))]
+                       JUDGES[judge], JUDGE_SLACK, INCREMENTAL, RELABEL_P, RELABEL_MAX)
+              for i in range(max(1, workers))]
     scale = chain_scales(len(chains), ladder, len(others) if hot_others else 0)  # chain i's temperatures
     done = [0] * len(chains)
     syncs = [0] * len(chains)  # times each chain went on from another chain's best

@@ -349,9 +349,54 @@ def _block_move(pl, unit_ptr, unit_members, unit_mem, allowed, capacity, used, b
 
 
 @njit
+def _relabel_move(pl, unit_ptr, unit_members, unit_mem, allowed, capacity, used, seg_units, lmax, m, mv_u, mv_d):
+    """Swaps two random devices a and b over a random run of ``seg_units`` (units in topological order) of
+    log-uniform length 2..``lmax``: its units on a go to b, those on b to a, the rest stay; only where each may
+    go and a device that gains memory keeps room. Records the units moved in ``mv_u`` and their devices before in
+    ``mv_d``; returns how many (0: no move)."""
+    nu = len(seg_units)
+    span = 2 + int((max(2, lmax) - 1) ** np.random.random()) - 1
+    span = min(span, nu)
+    s = np.random.randint(nu - span + 1)
+    a = np.random.randint(m)
+    b = np.random.randint(m - 1)
+    if b >= a:
+        b += 1
+    ma = 0
+    mb = 0
+    k = 0
+    for j in range(s, s + span):
+        u = seg_units[j]
+        d = pl[unit_members[unit_ptr[u]]]
+        if d == a:
+            if not allowed[u, b]:
+                return 0
+            ma += unit_mem[u]
+            k += 1
+        elif d == b:
+            if not allowed[u, a]:
+                return 0
+            mb += unit_mem[u]
+            k += 1
+    if k == 0 or (mb > ma and used[a] - ma + mb > capacity[a]) or (ma > mb and used[b] - mb + ma > capacity[b]):
+        return 0
+    k = 0
+    for j in range(s, s + span):
+        u = seg_units[j]
+        d = pl[unit_members[unit_ptr[u]]]
+        if d == a or d == b:
+            mv_u[k] = u
+            mv_d[k] = d
+            k += 1
+            for q in range(unit_ptr[u], unit_ptr[u + 1]):
+                pl[unit_members[q]] = b if d == a else a
+    return k
+
+
+@njit
 def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge,
             unit_ptr, unit_members, unit_mem, allowed, capacity, used, iters, t_hi, t_lo, seed, cur, seq,
-            blk_ptr, blk_units, p_blk, judge, I, S, L, budget, slack, ins, inc):
+            blk_ptr, blk_units, p_blk, judge, I, S, L, budget, slack, ins, inc, seg_units, p_rel, rel_max):
     """``iters`` steps from ``pl`` (changed in place: it ends as the last accepted placement) with the
     temperature going geometrically from t_hi to t_lo; returns (best makespan, best placement, last
     accepted makespan, moves accepted, makespan at the start; ``cur`` < 0: judge the start first).
@@ -421,8 +466,44 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
     accepted = 0
     nblk = len(blk_ptr) - 1
     was = np.empty(len(blk_units) + 2, dtype=np.int64)  # a block move's units' devices before it
+    mv_u = np.empty(len(seg_units), dtype=np.int64)  # a relabel move's units and their devices before it
+    mv_d = np.empty(len(seg_units), dtype=np.int64)
     for _ in range(iters):
         temp *= ratio
+        if p_rel > 0.0 and np.random.random() < p_rel:
+            nr = _relabel_move(pl, unit_ptr, unit_members, unit_mem, allowed, capacity, used, seg_units, rel_max, m,
+                               mv_u, mv_d)
+            if nr == 0:
+                continue
+            if inc:
+                nm = 0
+                for j in range(nr):
+                    nm = _add_members(moved, nm, unit_ptr, unit_members, mv_u[j])
+                v, nch = _judge_moved(pl, args, mode, moved, nm, tpos, dirty, changed, old, order, cand)
+            else:
+                v = _judge(pl, args, mode, I, S, L, budget)
+            if v <= cur or (temp > 0 and np.random.random() < np.exp((cur - v) / temp)):
+                cur = v
+                accepted += 1
+                if inc:
+                    order, cand = cand, order
+                for j in range(nr):
+                    u = mv_u[j]
+                    used[mv_d[j]] -= unit_mem[u]
+                    used[pl[unit_members[unit_ptr[u]]]] += unit_mem[u]
+                if mode == JUDGE_BOTH:
+                    best, bestf = _both(pl, v, best, bestf, best_pl, args, I, S, L, budget, slack, ins)
+                elif v < best:
+                    best = v
+                    best_pl[:] = pl
+            else:
+                for j in range(nr):
+                    u = mv_u[j]
+                    for q in range(unit_ptr[u], unit_ptr[u + 1]):
+                        pl[unit_members[q]] = mv_d[j]
+                for i in range(nch if inc else 0):
+                    rank[changed[i]] = old[i]
+            continue
         if nblk > 0 and np.random.random() < p_blk:
             _block_move(pl, unit_ptr, unit_members, unit_mem, allowed, capacity, used, blk_ptr, blk_units, nblk, m,
                         was)
@@ -540,7 +621,8 @@ class Annealer:
 
     def __init__(self, inst, placement, units: list[list[int]], allowed: list[list[int]],
                  blocks: list[list[int]] = (), p_block: float = 0.0, judge: int = JUDGE_FAST,
-                 slack: float = 0.02, incremental: bool = True) -> None:
+                 slack: float = 0.02, incremental: bool = True, p_relabel: float = 0.0,
+                 relabel_max: int = 0) -> None:
         """``blocks``: lists of indices into ``units`` moved together with probability ``p_block`` a step.
         ``judge`` / ``slack``: sequential comm's judge (:func:`_anneal`; ignored in parallel comm).
         ``incremental``: the judge from the last accepted placement where it can be (parallel comm, sequential
@@ -569,6 +651,13 @@ class Annealer:
         self.unit_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self.unit_members = np.asarray([o for u in units for o in u], dtype=np.int64)
         self.unit_mem = np.asarray([int(sum(int(a.mem[o]) for o in u)) for u in units], dtype=np.int64)
+        # relabel moves: the units by their first op's topological position, runs of them up to relabel_max
+        tp = np.empty(a.n, dtype=np.int64)
+        tp[a.topo] = np.arange(a.n)
+        self.seg_units = np.asarray(sorted(range(len(units)), key=lambda i: min(int(tp[o]) for o in units[i])),
+                                    dtype=np.int64)
+        self.p_rel = float(p_relabel) if len(units) > 1 and a.m > 1 else 0.0
+        self.rel_max = int(relabel_max) if relabel_max > 0 else max(2, len(units) // 4)
         self.allowed = np.zeros((len(units), a.m), dtype=np.bool_)
         for i, al in enumerate(allowed):
             self.allowed[i, al] = True
@@ -589,7 +678,7 @@ class Annealer:
                                           a.unit_mem, a.allowed, A.capacity, a.used, iters, t_hi, t_lo, seed,
                                           self.cur, A.sequential, a.blk_ptr, a.blk_units, a.p_blk, self.judge,
                                           self.I, self.S, self.L, self.budget, self.slack, self.ins,
-                                          self.incremental)
+                                          self.incremental, a.seg_units, a.p_rel, a.rel_max)
         if self.cur < 0:
             self.start_value = float(first)
         self.cur = float(cur)

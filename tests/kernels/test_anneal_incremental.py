@@ -87,7 +87,7 @@ def test_resort_is_sorted_ops(seed):
         assert not _resort(order, np.empty(n, dtype=np.int64), rank, tpos, 0)
 
 
-def _walk(inst, seed: int, incremental: bool, p_block: float, judge: str = "fast"):
+def _walk(inst, seed: int, incremental: bool, p_block: float, judge: str = "fast", p_relabel: float = 0.0):
     from dplace.formulations.anneal import JUDGES
     from dplace.kernels.anneal import Annealer
 
@@ -100,7 +100,7 @@ def _walk(inst, seed: int, incremental: bool, p_block: float, judge: str = "fast
             pl[o] = d
     blocks = u.chains()
     a = Annealer(inst, pl, u.members, u.allowed, blocks, p_block if blocks else 0.0, judge=JUDGES[judge],
-                 incremental=incremental)
+                 incremental=incremental, p_relabel=p_relabel)
     trace = []
     for c in range(6):  # chunks: the second and later begin from the walk's last placement
         hot = 1e3 if c < 3 else 1e-3
@@ -133,3 +133,90 @@ def test_incremental_walk_is_the_walk_from_scratch_in_sequential_comm(seed, judg
     inc = _walk(inst, seed, True, 0.4, judge)
     assert inc == fresh
     assert fresh[-1][3] > 0
+
+
+@pytest.mark.parametrize("seed", range(15))
+def test_incremental_walk_is_the_walk_from_scratch_with_relabel_moves(seed):
+    """Relabel moves (two devices swapped over a run of units) are judged incrementally too: the same walk, in
+    both comm modes."""
+    comm = "parallel" if seed % 2 else "sequential"
+    if seed % 5 == 4:
+        inst = cells(k=3, branches=3, m=3, comm=comm)
+    else:
+        inst = fuzz_instance(8600 + seed, n_ops=(4, 24)).replace(comm=comm)
+    judge = "fast" if comm == "parallel" else "mixed"
+    fresh = _walk(inst, seed, False, 0.3, judge, p_relabel=0.3)
+    inc = _walk(inst, seed, True, 0.3, judge, p_relabel=0.3)
+    assert inc == fresh
+    assert fresh[-1][3] > 0
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_relabel_move_swaps_two_devices_over_a_run_of_units(seed):
+    """``_relabel_move``: over a run of consecutive units (in the order given) the units on device a go to b and
+    those on b to a, every other unit stays; the record names exactly the units moved and their devices before;
+    a unit not allowed on its new device, or a device that gains memory beyond its capacity, means no move."""
+    from dplace.kernels.anneal import _relabel_move
+
+    rng = np.random.default_rng(seed)
+    nu, m = int(rng.integers(2, 12)), int(rng.integers(2, 5))
+    sizes = rng.integers(1, 4, nu)
+    unit_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    n = int(unit_ptr[-1])
+    unit_members = rng.permutation(n).astype(np.int64)
+    unit_mem = rng.integers(0, 5, nu).astype(np.int64)
+    allowed = rng.random((nu, m)) < (0.8 if seed % 2 else 2.0)  # even seeds: every unit allowed everywhere
+    udev = np.array([rng.choice(np.nonzero(allowed[u])[0]) if allowed[u].any() else 0 for u in range(nu)])
+    allowed[np.arange(nu), udev] = True
+    pl = np.empty(n, dtype=np.int64)
+    for u in range(nu):
+        pl[unit_members[unit_ptr[u]:unit_ptr[u + 1]]] = udev[u]
+    used = np.zeros(m, dtype=np.int64)
+    np.add.at(used, udev, unit_mem)
+    capacity = used + rng.integers(0, 6, m) + 10 * (seed % 2 == 0)
+    seg = rng.permutation(nu).astype(np.int64)
+    moves = 0
+    for k in range(200):
+        _seed(seed * 100 + k)
+        before = pl.copy()
+        mv_u, mv_d = np.full(nu, -1, dtype=np.int64), np.full(nu, -1, dtype=np.int64)
+        nr = _relabel_move(pl, unit_ptr, unit_members, unit_mem, allowed, capacity, used, seg, nu, m, mv_u, mv_d)
+        if nr == 0:
+            assert (pl == before).all()
+            continue
+        moves += 1
+        moved = mv_u[:nr].tolist()
+        pos = sorted(int(np.nonzero(seg == u)[0][0]) for u in moved)
+        devs = {int(d) for d in mv_d[:nr]}
+        assert 1 <= len(devs) <= 2
+        for u in range(nu):
+            ops = unit_members[unit_ptr[u]:unit_ptr[u + 1]]
+            d0, d1 = int(before[ops[0]]), int(pl[ops[0]])
+            assert (pl[ops] == d1).all()  # colocation kept
+            if u in moved:
+                assert d0 == int(mv_d[moved.index(u)]) and d1 != d0 and allowed[u, d1]
+            else:
+                assert d1 == d0
+        a, b = sorted(devs) if len(devs) == 2 else (next(iter(devs)), None)
+        for u in moved:  # a swap of two devices: one unit's old device is another's new one, or a free device
+            d0 = int(mv_d[moved.index(u)])
+            d1 = int(pl[unit_members[unit_ptr[u]]])
+            assert b is None or {d0, d1} == {a, b}
+        # every unit of the run between the first and the last moved one on those devices moved
+        for j in range(pos[0], pos[-1] + 1):
+            u = int(seg[j])
+            if int(before[unit_members[unit_ptr[u]]]) in devs | {int(pl[unit_members[unit_ptr[moved[0]]]])}:
+                assert u in moved
+        new_used = np.zeros(m, dtype=np.int64)
+        for u in range(nu):
+            new_used[pl[unit_members[unit_ptr[u]]]] += unit_mem[u]
+        for d in range(m):  # a device that gained memory is within its capacity
+            assert new_used[d] <= used[d] or new_used[d] <= capacity[d]
+        used = new_used
+    assert moves > 0 or seed % 2  # even seeds: moves can be made
+
+
+@kernels.njit
+def _seed(s):
+    """Seeds numba's own generator (np.random.seed called from Python seeds NumPy's only)."""
+    np.random.seed(s)
