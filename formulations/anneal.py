@@ -3,7 +3,8 @@
 ``portfolio`` runs it on the best start's placement: whole units (colocation groups, single ops) move to
 other devices with room or swap devices, whole branches (:meth:`.units.Units.chains`: runs of units, a
 training graph's forward and backward ops together) move to one device with probability
-:data:`BLOCK_P` a step, and each placement is judged by its own list schedule
+:data:`BLOCK_P` a step, two devices swap over a run of units in topological order with probability
+:data:`RELABEL_P` a step, and each placement is judged by its own list schedule
 (:func:`dplace.kernels.anneal.list_makespan`: ``formulations.units.placement_order`` timed by the
 simulator's rules, compiled, ~50 µs on 650 ops). Judging thousands of placements a second lets the
 search cross the plateaus a first-improvement search stops on: on InceptionV3 (two copies of one DAG
@@ -33,7 +34,7 @@ from typing import Sequence
 from dplace.budget import Budget
 from dplace.instance.model import Instance
 
-__all__ = ["BLOCK_P", "JUDGES", "PARALLEL_T", "SEQUENTIAL_T", "SYNC", "AnnealStats", "anneal_placement", "applies",
+__all__ = ["BLOCK_P", "JUDGES", "PARALLEL_T", "RELABEL_MAX", "RELABEL_P", "SEQUENTIAL_T", "SYNC", "AnnealStats", "anneal_placement", "applies",
            "block_chance", "chain_scales", "judged_order", "kernel_ready", "temperatures"]
 
 MAX_OPS = 5000  # one judgement costs ~O(n * ops per device): past this a second gives too few
@@ -85,9 +86,16 @@ SEQUENTIAL_JUDGE = "mixed"
 INCREMENTAL = True
 JUDGE_SLACK = 0.02
 # a step's chance of swapping two devices over a run of units in topological order (a cell, part of one, several:
-# log-uniform length 2..RELABEL_MAX, 0: a quarter of the units): the run keeps its own split, only its edges
-# to the rest change device. 0: no such moves.
-RELABEL_P = 0.0
+# log-uniform length 2..RELABEL_MAX, 0: a quarter of the units; :func:`dplace.kernels.anneal._relabel_move`): the
+# run keeps its own split, only the tensors across its ends and the devices' loads change. A placement whose
+# first half of a cell sits "one device off" from the rest is one move from the better one, where unit and branch
+# moves need many that each look worse alone. 0: no such moves. Measured (session 30, benchmarks/RESULTS.md,
+# "Which method when: branchy graphs"): NASNet-Mobile, one chain of 600,000 steps from heft's placement, seeds 0-2
+# (parallel comm, the portfolio's temperatures): 0 -> 256,659 / 255,340 / 250,387 µs, 0.05 -> 251,666 / 248,938 /
+# 251,490, 0.1 -> 247,905 / 249,854 / 249,414, 0.25 -> 249,906 / 250,190 / 247,140, 0.4 -> 250,529 / 251,448 /
+# 252,925; RELABEL_MAX 40 -> 251,367 / 251,134 / 246,073, 921 (all units) -> 249,662 / 252,810 / 248,750;
+# portfolio 60 s: 242,777-249,222 in six runs against 251,455-251,919 in four without.
+RELABEL_P = 0.1
 RELABEL_MAX = 0
 JUDGES = {"fast": 0, "insert": 1, "both": 2, "mixed": 3, "links": 4}  # name -> the kernel's judge code
 
@@ -126,7 +134,7 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
                      ) -> tuple[list[int], AnnealStats]:
     """The best placement the annealing judged within ``budget`` (or ``time_limit_s`` from now; module
     docstring) and its stats. A step moves a whole branch with probability ``p_block`` times the share of
-    units in branches. Temperatures left None: 0.003 and 1e-4 in parallel comm,
+    units in branches, and swaps two devices over a run of units with probability :data:`RELABEL_P`. Temperatures left None: 0.003 and 1e-4 in parallel comm,
     :data:`SEQUENTIAL_T` in sequential comm; chain i of k anneals at ``ladder ** (i / (k - 1))`` times
     them (chain 0 at the mode's own, the last ``ladder`` times cooler).
     Memory, pins and colocation of ``placement`` are kept by every move (a start over memory stays over

@@ -15,8 +15,9 @@ It is a search's judge only: what ``portfolio`` returns is timed by :func:`dplac
 ops: their instant counts as busy for an op that would span it (``ScheduleState`` would re-time them
 instead); the schedule is still one the simulator gives its order (the test times it with the oracle).
 
-:func:`anneal` moves whole units (colocation groups, single ops) to other allowed devices with room, and
-swaps two units of different devices, accepting a worse placement with probability
+:func:`anneal` moves whole units (colocation groups, single ops) to other allowed devices with room,
+swaps two units of different devices, moves a whole block (a branch) to one device, and swaps two devices over a
+run of units in topological order (:func:`_relabel_move`), accepting a worse placement with probability
 ``exp(-increase / temperature)``. It never returns a placement that breaks memory, pins or colocation
 (moves keep them) and returns the best placement it judged.
 """
@@ -322,30 +323,30 @@ def _judge_moved(pl, args, mode, moved, nmoved, tpos, dirty, changed, old, order
 
 
 @njit
-def _block_move(pl, unit_ptr, unit_members, unit_mem, allowed, capacity, used, blk_ptr, blk_units, nblk, m, was):
+def _block_move(pl, unit_ptr, unit_members, unit_mem, allowed, capacity, used, blk_ptr, blk_units, nblk, m, mv_u, mv_d):
     """Moves every unit of a random block to a random device where each may go and the device has room
-    for those it gains; ``was`` = [1, the block, each unit's device before], or was[0] = -1 (no move)."""
+    for those it gains; records the block's units in ``mv_u`` and their devices before in ``mv_d``; returns how
+    many (0: no move)."""
     k = np.random.randint(nblk)
     b = np.random.randint(m)
     gain = 0
     changed = False
-    was[0] = -1
     for j in range(blk_ptr[k], blk_ptr[k + 1]):
         u = blk_units[j]
         if pl[unit_members[unit_ptr[u]]] != b:
             if not allowed[u, b]:
-                return
+                return 0
             gain += unit_mem[u]
             changed = True
     if not changed or used[b] + gain > capacity[b]:
-        return
-    was[0] = 1
-    was[1] = k
+        return 0
     for j in range(blk_ptr[k], blk_ptr[k + 1]):
         u = blk_units[j]
-        was[2 + j - blk_ptr[k]] = pl[unit_members[unit_ptr[u]]]
+        mv_u[j - blk_ptr[k]] = u
+        mv_d[j - blk_ptr[k]] = pl[unit_members[unit_ptr[u]]]
         for q in range(unit_ptr[u], unit_ptr[u + 1]):
             pl[unit_members[q]] = b
+    return blk_ptr[k + 1] - blk_ptr[k]
 
 
 @njit
@@ -465,16 +466,23 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
     temp = t_hi
     accepted = 0
     nblk = len(blk_ptr) - 1
-    was = np.empty(len(blk_units) + 2, dtype=np.int64)  # a block move's units' devices before it
-    mv_u = np.empty(len(seg_units), dtype=np.int64)  # a relabel move's units and their devices before it
-    mv_d = np.empty(len(seg_units), dtype=np.int64)
+    # a many-unit move's units and their devices before it (block and relabel moves)
+    mv_u = np.empty(max(len(seg_units), len(blk_units)), dtype=np.int64)
+    mv_d = np.empty(max(len(seg_units), len(blk_units)), dtype=np.int64)
     for _ in range(iters):
         temp *= ratio
+        nr = 0
         if p_rel > 0.0 and np.random.random() < p_rel:
             nr = _relabel_move(pl, unit_ptr, unit_members, unit_mem, allowed, capacity, used, seg_units, rel_max, m,
                                mv_u, mv_d)
             if nr == 0:
                 continue
+        elif nblk > 0 and np.random.random() < p_blk:
+            nr = _block_move(pl, unit_ptr, unit_members, unit_mem, allowed, capacity, used, blk_ptr, blk_units, nblk,
+                             m, mv_u, mv_d)
+            if nr == 0:
+                continue
+        if nr > 0:
             if inc:
                 nm = 0
                 for j in range(nr):
@@ -501,42 +509,6 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
                     u = mv_u[j]
                     for q in range(unit_ptr[u], unit_ptr[u + 1]):
                         pl[unit_members[q]] = mv_d[j]
-                for i in range(nch if inc else 0):
-                    rank[changed[i]] = old[i]
-            continue
-        if nblk > 0 and np.random.random() < p_blk:
-            _block_move(pl, unit_ptr, unit_members, unit_mem, allowed, capacity, used, blk_ptr, blk_units, nblk, m,
-                        was)
-            if was[0] < 0:
-                continue
-            k = was[1]
-            if inc:
-                nm = 0
-                for j in range(blk_ptr[k], blk_ptr[k + 1]):
-                    nm = _add_members(moved, nm, unit_ptr, unit_members, blk_units[j])
-                v, nch = _judge_moved(pl, args, mode, moved, nm, tpos, dirty, changed, old, order, cand)
-            else:
-                v = _judge(pl, args, mode, I, S, L, budget)
-            if v <= cur or (temp > 0 and np.random.random() < np.exp((cur - v) / temp)):
-                cur = v
-                accepted += 1
-                if inc:
-                    order, cand = cand, order
-                b = pl[unit_members[unit_ptr[blk_units[blk_ptr[k]]]]]
-                for j in range(blk_ptr[k], blk_ptr[k + 1]):
-                    u = blk_units[j]
-                    used[was[2 + j - blk_ptr[k]]] -= unit_mem[u]
-                    used[b] += unit_mem[u]
-                if mode == JUDGE_BOTH:
-                    best, bestf = _both(pl, v, best, bestf, best_pl, args, I, S, L, budget, slack, ins)
-                elif v < best:
-                    best = v
-                    best_pl[:] = pl
-            else:
-                for j in range(blk_ptr[k], blk_ptr[k + 1]):
-                    u = blk_units[j]
-                    for q in range(unit_ptr[u], unit_ptr[u + 1]):
-                        pl[unit_members[q]] = was[2 + j - blk_ptr[k]]
                 for i in range(nch if inc else 0):
                     rank[changed[i]] = old[i]
             continue
@@ -647,6 +619,8 @@ class Annealer:
         self.blk_units = np.asarray([u for b in blocks for u in b], dtype=np.int64)
         self.p_blk = float(p_block) if len(blocks) else 0.0
         self.pl = np.asarray(placement, dtype=np.int64).copy()
+        for u in units:  # a unit is where its first op is (a start that splits one is made whole: the walk's moves
+            self.pl[u] = self.pl[u[0]]  # and memory count it there, and a relabel move leaves a split unit split)
         sizes = [len(u) for u in units]
         self.unit_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self.unit_members = np.asarray([o for u in units for o in u], dtype=np.int64)

@@ -108,6 +108,24 @@ def test_anneal_keeps_memory_pins_and_colocation_and_never_gets_worse(compiled):
         assert len({pl[o] for o in g}) == 1
 
 
+@pytest.mark.parametrize("p_relabel", [0.0, 1.0])
+def test_a_start_that_splits_colocation_comes_back_whole(compiled, monkeypatch, p_relabel):
+    """A start that splits colocation groups (a caller's mistake, or a start built op by op): each unit is taken
+    where its first op is before the walk, so the answer keeps every group whole however the moves are drawn
+    (relabel moves only, ``RELABEL_P`` 1, leave a unit they do not touch as it is)."""
+    from dplace.formulations import anneal
+
+    monkeypatch.setattr(anneal, "RELABEL_P", p_relabel)
+    inst = _wide(random.Random(7), 12, 4, 3, memory=10**6)
+    spread = [o % inst.m for o in range(inst.n)]
+    spread[inst.op_index["o0_2"]] = 0  # its pin
+    assert any(len({spread[o] for o in g}) > 1 for g in inst.groups)
+    pl, st = anneal_placement(inst, spread, time_limit_s=0.5, seed=1, workers=1)
+    assert st.steps > 0
+    assert all(len({pl[o] for o in g}) == 1 for g in inst.groups)
+    assert check(inst, make_result(inst, "anneal", pl, placement_order(inst, pl))).ok
+
+
 def test_anneal_keeps_its_clock_and_stops_when_asked(compiled):
     """On an injected clock (a tick per reading): it stops when its budget is spent, whatever the
     machine's speed; and when asked to stop, long before its budget."""
