@@ -86,7 +86,7 @@ SEQUENTIAL_JUDGE = "mixed"
 INCREMENTAL = True
 JUDGE_SLACK = 0.02
 # a step's chance of swapping two devices over a run of units in topological order (a cell, part of one, several:
-# log-uniform length 2..RELABEL_MAX, 0: a quarter of the units; :func:`dplace.kernels.anneal._relabel_move`): the
+# log-uniform length 2 to RELABEL_MAX - 1, RELABEL_MAX 0: a quarter of the units; :func:`dplace.kernels.anneal._relabel_move`): the
 # run keeps its own split, only the tensors across its ends and the devices' loads change. A placement whose
 # first half of a cell sits "one device off" from the rest is one move from the better one, where unit and branch
 # moves need many that each look worse alone. 0: no such moves. Measured (session 30, benchmarks/RESULTS.md,

@@ -352,7 +352,7 @@ def _block_move(pl, unit_ptr, unit_members, unit_mem, allowed, capacity, used, b
 @njit
 def _relabel_move(pl, unit_ptr, unit_members, unit_mem, allowed, capacity, used, seg_units, lmax, m, mv_u, mv_d):
     """Swaps two random devices a and b over a random run of ``seg_units`` (units in topological order) of
-    log-uniform length 2..``lmax``: its units on a go to b, those on b to a, the rest stay; only where each may
+    log-uniform length 2 to ``lmax`` - 1 (2 when ``lmax`` <= 3): its units on a go to b, those on b to a, the rest stay; only where each may
     go and a device that gains memory keeps room. Records the units moved in ``mv_u`` and their devices before in
     ``mv_d``; returns how many (0: no move)."""
     nu = len(seg_units)
