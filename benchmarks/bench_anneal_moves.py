@@ -53,12 +53,17 @@ def main() -> None:
     try:
         ps = [float(x) for x in args.relabel.split(",")]
     except ValueError:
-        sys.exit(f"bench_anneal_moves: --relabel: not a list of numbers: {args.relabel!r}")
+        ap.error(f"--relabel: not a comma-separated list of numbers: {args.relabel!r}")
+    if not all(0.0 <= p <= 1.0 for p in ps):
+        ap.error(f"--relabel: each chance must lie in [0, 1]: {args.relabel!r}")
+    if args.steps < 1 or args.seeds < 1 or args.relabel_max < 0:
+        ap.error(f"--steps {args.steps} and --seeds {args.seeds} must be >= 1, --relabel-max {args.relabel_max} >= 0")
     inst = dplace.load_instance(args.file)
     res = dplace.solve(inst, args.start)
     start = list(res.placement)
-    print(f"{inst.name}: {inst.n} ops, {inst.comm} comm, start {args.start} {res.makespan:,.0f} µs, {args.steps} steps a "
-          f"chain, relabel max {args.relabel_max or 'a quarter of the units'}; load {os.getloadavg()[0]:.2f}")
+    print(f"{inst.name}: {inst.n} ops, {inst.comm} comm, start {args.start} {res.makespan:,.0f} µs, "
+          f"{args.steps} steps a chain, relabel max {args.relabel_max or 'a quarter of the units'}; "
+          f"load {os.getloadavg()[0]:.2f}")
     print("| seed | " + " | ".join(f"relabel {p}" for p in ps) + " |")
     print("|---|" + "---|" * len(ps))
     for seed in range(args.seeds):

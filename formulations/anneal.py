@@ -34,8 +34,9 @@ from typing import Sequence
 from dplace.budget import Budget
 from dplace.instance.model import Instance
 
-__all__ = ["BLOCK_P", "JUDGES", "PARALLEL_T", "RELABEL_MAX", "RELABEL_P", "SEQUENTIAL_T", "SYNC", "AnnealStats", "anneal_placement", "applies",
-           "block_chance", "chain_scales", "judged_order", "kernel_ready", "temperatures"]
+__all__ = ["BLOCK_P", "JUDGES", "PARALLEL_T", "RELABEL_MAX", "RELABEL_P", "SEQUENTIAL_T", "SYNC", "AnnealStats",
+           "anneal_placement", "applies", "block_chance", "chain_scales", "judged_order", "kernel_ready",
+           "temperatures"]
 
 MAX_OPS = 5000  # one judgement costs ~O(n * ops per device): past this a second gives too few
 # (t_hi, t_lo) in sequential comm (a setting of ours, swept in session 12: 2 chains from the best start,
@@ -78,23 +79,25 @@ BLOCK_P = 0.4
 # 273,673 / 270,994, so it is not the default; portfolio's final re-order uses it). Measured in
 # benchmarks/RESULTS.md ("Which method when: sequential comm").
 SEQUENTIAL_JUDGE = "mixed"
-# parallel comm and sequential comm's judges fast and mixed: a placement judged from the last accepted one (only the ranks that can change re-computed,
-# their order re-sorted by insertion; :func:`dplace.kernels.anneal._judge_moved`), the same makespan as from
-# scratch, step for step (tests/kernels/test_anneal_incremental.py): 56-60 against 80-87 µs a step on
-# NASNet-Mobile (benchmarks/bench_anneal_steps.py; benchmarks/RESULTS.md, "Which method when: branchy graphs",
-# session 29). False: from scratch.
+# parallel comm and sequential comm's judges fast and mixed: a placement judged from the last accepted one (only the
+# ranks that can change re-computed, their order re-sorted by insertion;
+# :func:`dplace.kernels.anneal._judge_moved`), the same makespan as from scratch, step for step
+# (tests/kernels/test_anneal_incremental.py): 56-60 against 80-87 µs a step on NASNet-Mobile
+# (benchmarks/bench_anneal_steps.py; benchmarks/RESULTS.md, "Which method when: branchy graphs", session 29). False:
+# from scratch.
 INCREMENTAL = True
 JUDGE_SLACK = 0.02
 # a step's chance of swapping two devices over a run of units in topological order (a cell, part of one, several:
-# log-uniform length 2 to RELABEL_MAX - 1, RELABEL_MAX 0: a quarter of the units; :func:`dplace.kernels.anneal._relabel_move`): the
-# run keeps its own split, only the tensors across its ends and the devices' loads change. A placement whose
-# first half of a cell sits "one device off" from the rest is one move from the better one, where unit and branch
-# moves need many that each look worse alone. 0: no such moves. Measured (session 30, benchmarks/RESULTS.md,
-# "Which method when: branchy graphs"): NASNet-Mobile, one chain of 600,000 steps from heft's placement, seeds 0-2
-# (parallel comm, the portfolio's temperatures): 0 -> 256,659 / 255,340 / 250,387 µs, 0.05 -> 251,666 / 248,938 /
-# 251,490, 0.1 -> 247,905 / 249,854 / 249,414, 0.25 -> 249,906 / 250,190 / 247,140, 0.4 -> 250,529 / 251,448 /
-# 252,925; RELABEL_MAX 40 -> 251,367 / 251,134 / 246,073, 921 (all units) -> 249,662 / 252,810 / 248,750;
-# portfolio 60 s: 242,777-249,222 in six runs against 251,455-251,919 in four without.
+# log-uniform length 2 to RELABEL_MAX - 1, RELABEL_MAX 0: a quarter of the units;
+# :func:`dplace.kernels.anneal._relabel_move`): the run keeps its own split, only the tensors across its ends and
+# the devices' loads change. A placement whose first half of a cell sits "one device off" from the rest is one move
+# from the better one, where unit and branch moves need many that each look worse alone. 0: no such moves. Measured
+# (session 30, benchmarks/RESULTS.md, "Which method when: branchy graphs"): NASNet-Mobile, one chain of 600,000
+# steps from heft's placement, seeds 0-2 (parallel comm, the portfolio's temperatures): 0 -> 256,659 / 255,340 /
+# 250,387 µs, 0.05 -> 251,666 / 248,938 / 251,490, 0.1 -> 247,905 / 249,854 / 249,414, 0.25 -> 249,906 / 250,190 /
+# 247,140, 0.4 -> 250,529 / 251,448 / 252,925; RELABEL_MAX 40 -> 251,367 / 251,134 / 246,073, 921 (all units) ->
+# 249,662 / 252,810 / 248,750; portfolio 60 s (benchmarks/bench_flags.py): 242,777-249,222 in twelve runs against
+# 251,455-251,919 in four alternated runs without.
 RELABEL_P = 0.1
 RELABEL_MAX = 0
 JUDGES = {"fast": 0, "insert": 1, "both": 2, "mixed": 3, "links": 4}  # name -> the kernel's judge code
@@ -132,11 +135,11 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
                      others: Sequence[Sequence[int]] = (), hot_others: bool = False,
                      snapshots: list[tuple[float, float, list[int]]] | None = None, snapshot_every: float = 0.5,
                      ) -> tuple[list[int], AnnealStats]:
-    """The best placement the annealing judged within ``budget`` (or ``time_limit_s`` from now; module
-    docstring) and its stats. A step moves a whole branch with probability ``p_block`` times the share of
-    units in branches, and swaps two devices over a run of units with probability :data:`RELABEL_P`. Temperatures left None: 0.003 and 1e-4 in parallel comm,
-    :data:`SEQUENTIAL_T` in sequential comm; chain i of k anneals at ``ladder ** (i / (k - 1))`` times
-    them (chain 0 at the mode's own, the last ``ladder`` times cooler).
+    """The best placement the annealing judged within ``budget`` (or ``time_limit_s`` from now; module docstring) and
+    its stats. A step moves a whole branch with probability ``p_block`` times the share of units in branches, and
+    swaps two devices over a run of units with probability :data:`RELABEL_P`. Temperatures left None: 0.003 and 1e-4
+    in parallel comm, :data:`SEQUENTIAL_T` in sequential comm; chain i of k anneals at ``ladder ** (i / (k - 1))``
+    times them (chain 0 at the mode's own, the last ``ladder`` times cooler).
     Memory, pins and colocation of ``placement`` are kept by every move (a start over memory stays over
     only where it was); the result is never judged worse than the start. ``sync`` > 0 (several chains):
     at ``sync`` times evenly spaced in the run, a chain whose best is above the best of all chains goes

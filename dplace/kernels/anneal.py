@@ -323,7 +323,8 @@ def _judge_moved(pl, args, mode, moved, nmoved, tpos, dirty, changed, old, order
 
 
 @njit
-def _block_move(pl, unit_ptr, unit_members, unit_mem, allowed, capacity, used, blk_ptr, blk_units, nblk, m, mv_u, mv_d):
+def _block_move(pl, unit_ptr, unit_members, unit_mem, allowed, capacity, used, blk_ptr, blk_units, nblk, m, mv_u,
+                mv_d):
     """Moves every unit of a random block to a random device where each may go and the device has room
     for those it gains; records the block's units in ``mv_u`` and their devices before in ``mv_d``; returns how
     many (0: no move)."""
@@ -352,12 +353,11 @@ def _block_move(pl, unit_ptr, unit_members, unit_mem, allowed, capacity, used, b
 @njit
 def _relabel_move(pl, unit_ptr, unit_members, unit_mem, allowed, capacity, used, seg_units, lmax, m, mv_u, mv_d):
     """Swaps two random devices a and b over a random run of ``seg_units`` (units in topological order) of
-    log-uniform length 2 to ``lmax`` - 1 (2 when ``lmax`` <= 3): its units on a go to b, those on b to a, the rest stay; only where each may
-    go and a device that gains memory keeps room. Records the units moved in ``mv_u`` and their devices before in
-    ``mv_d``; returns how many (0: no move)."""
+    log-uniform length 2 to ``lmax`` - 1 (2 when ``lmax`` <= 3): its units on a go to b, those on b to a, the
+    rest stay; only where each may go and a device that gains memory keeps room. Records the units moved in
+    ``mv_u`` and their devices before in ``mv_d``; returns how many (0: no move)."""
     nu = len(seg_units)
-    span = 2 + int((max(2, lmax) - 1) ** np.random.random()) - 1
-    span = min(span, nu)
+    span = min(1 + int((max(2, lmax) - 1) ** np.random.random()), nu)
     s = np.random.randint(nu - span + 1)
     a = np.random.randint(m)
     b = np.random.randint(m - 1)
@@ -402,7 +402,9 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
     temperature going geometrically from t_hi to t_lo; returns (best makespan, best placement, last
     accepted makespan, moves accepted, makespan at the start; ``cur`` < 0: judge the start first).
     Blocks (``blk_ptr``/``blk_units``: lists of unit indices, e.g. a branch's chain): with probability
-    ``p_blk`` a step moves every unit of one block to one device instead.
+    ``p_blk`` a step moves every unit of one block to one device instead. Relabel moves (``seg_units``: the units
+    in topological order): with probability ``p_rel`` (drawn first) a step swaps two devices over a run of them,
+    of log-uniform length up to ``rel_max`` (:func:`_relabel_move`).
 
     Sequential comm, ``judge`` (:data:`JUDGE_FAST`, :data:`JUDGE_INSERT`, :data:`JUDGE_BOTH`,
     :data:`JUDGE_MIXED`, :data:`JUDGE_LINKS`): what a placement's makespan is. FAST: :func:`_seq_schedule`
@@ -619,16 +621,19 @@ class Annealer:
         self.blk_units = np.asarray([u for b in blocks for u in b], dtype=np.int64)
         self.p_blk = float(p_block) if len(blocks) else 0.0
         self.pl = np.asarray(placement, dtype=np.int64).copy()
-        for u in units:  # a unit is where its first op is (a start that splits one is made whole: the walk's moves
-            self.pl[u] = self.pl[u[0]]  # and memory count it there, and a relabel move leaves a split unit split)
+        # a unit is where its first op is, or on its first allowed device when that is not (a start that splits
+        # one is made whole: the walk's moves and memory count it there, and a relabel move leaves a split unit
+        # split)
+        for u, al in zip(units, allowed):
+            d = int(self.pl[u[0]])
+            self.pl[u] = d if d in al else al[0]
         sizes = [len(u) for u in units]
         self.unit_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self.unit_members = np.asarray([o for u in units for o in u], dtype=np.int64)
         self.unit_mem = np.asarray([int(sum(int(a.mem[o]) for o in u)) for u in units], dtype=np.int64)
         # relabel moves: the units by their first op's topological position, runs of them up to relabel_max
-        tp = np.empty(a.n, dtype=np.int64)
-        tp[a.topo] = np.arange(a.n)
-        self.seg_units = np.asarray(sorted(range(len(units)), key=lambda i: min(int(tp[o]) for o in units[i])),
+        tp = inst.topo_pos
+        self.seg_units = np.asarray(sorted(range(len(units)), key=lambda i: min(tp[o] for o in units[i])),
                                     dtype=np.int64)
         self.p_rel = float(p_relabel) if len(units) > 1 and a.m > 1 else 0.0
         self.rel_max = int(relabel_max) if relabel_max > 0 else max(2, len(units) // 4)

@@ -126,6 +126,22 @@ def test_a_start_that_splits_colocation_comes_back_whole(compiled, monkeypatch, 
     assert check(inst, make_result(inst, "anneal", pl, placement_order(inst, pl))).ok
 
 
+def test_a_start_off_its_pin_comes_back_on_it(compiled):
+    """A start that puts a pinned op elsewhere: the annealer takes its unit to an allowed device before the walk, so
+    the answer keeps the pin even when no move touches that unit (a walk of zero temperature from a start that
+    is already good everywhere else)."""
+    inst = _wide(random.Random(7), 12, 4, 3, memory=10**6)
+    pin = inst.op_index["o0_2"]  # pinned to d0
+    start = [1] * inst.n
+    from dplace.kernels.anneal import Annealer
+
+    u = Units(inst)
+    assert Annealer(inst, start, u.members, u.allowed).pl[pin] == 0  # before any step
+    pl, st = anneal_placement(inst, start, time_limit_s=0.3, seed=1, workers=1, t_hi=1e-12, t_lo=1e-12)
+    assert st.steps > 0 and pl[pin] == 0
+    assert check(inst, make_result(inst, "anneal", pl, placement_order(inst, pl))).ok
+
+
 def test_anneal_keeps_its_clock_and_stops_when_asked(compiled):
     """On an injected clock (a tick per reading): it stops when its budget is spent, whatever the
     machine's speed; and when asked to stop, long before its budget."""
