@@ -47,9 +47,18 @@ run()
 
 
 def parse_set(text: str) -> list[tuple[str, object]]:
-    """``a.b.C=1,a.D=True`` -> [("a.b.C", 1), ("a.D", True)]; '' -> []."""
+    """``a.b.C=1,a.D=True,a.E=(1,2)`` -> [("a.b.C", 1), ("a.D", True), ("a.E", (1, 2))]; '' -> []."""
     out = []
-    for item in filter(None, (x.strip() for x in text.split(","))):
+    parts, depth, cur = [], 0, ""
+    for ch in text:  # commas inside brackets belong to the value: SEQUENTIAL_T=(3e-4,1e-5)
+        depth += (ch in "([{") - (ch in ")]}")
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    for item in filter(None, (x.strip() for x in parts)):
         name, sep, value = item.partition("=")
         if not sep or "." not in name:
             raise SystemExit(f"bench_flags: --set wants module.NAME=value, got {item!r}")

@@ -52,6 +52,16 @@ PAR_FIRST_AS_PARALLEL = True
 # 576,859 us in four runs, on 539,057-576,765 in ten (the same code's spread: 539-577k); NASNet-Mobile off 253,804 /
 # 255,894 / 254,294, on 256,215 / 257,383 / 263,160 (a snapshot taken in the last two). No gain shown, so it is off.
 PAR_FIRST_SNAPSHOTS = False
+# sequential comm: the annealing's chains meet at the best chain's best this many times a round (what
+# :data:`.anneal.SYNC` is in parallel comm); 0: never (before session 31). Measured on NASNet-Mobile, sequential
+# comm (`benchmarks/bench_flags.py nas_seq.json --method portfolio --time-limit 60 --set '' --set
+# dplace.formulations.large.SEQUENTIAL_SYNC=3`, alternated, session 31, load 1.2-1.9): 0 -> 253,857 / 258,246 /
+# 257,115 / 263,465 / 255,209 us (mean 257,578), 3 -> 250,819 / 254,566 / 250,247 / 254,098 / 253,615 (mean
+# 252,669; lower in 5 of 5 pairs; six more runs beside other variants 252,257-258,235). Tried with it, no gain shown:
+# 6 meetings (249,418 / 262,633 / 258,767), the second chain 0.3 instead of 0.1 times the temperatures (255,045 /
+# 251,689 / 257,552), anneal.SEQUENTIAL_T (3e-4, 3.3e-5) and (1e-3, 3.3e-5) (253,516 / 258,029 / 257,395 and
+# 253,280 / 256,441 / 262,364); benchmarks/RESULTS.md, "Which method when: sequential comm".
+SEQUENTIAL_SYNC = 3
 SNAPSHOTS_JUDGED = 40  # at most the newest this many of them
 # The start from the cheapest forced cut (one more start, and the annealing's second chain from it, hot, the chains
 # not meeting) only on graphs whose work is at most this many times their critical path's: near-chains, where the
@@ -380,8 +390,8 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
     :data:`LATE_GAIN` of its start in its last quarter, again from its best at the comm mode's cold
     temperature for ``share`` of what is left then (``extra["anneal"]["more"]``: those runs); ordered by
     :func:`placement_order` or the annealing's own order; the new best start when it is faster (recorded
-    as "anneal" in ``tried``). In parallel comm the chains meet at the best chain's best :data:`.anneal.SYNC`
-    times a round (``extra["anneal"]["syncs"]``). On NASNet-Mobile the LNS after the annealing gained nothing in 10 s while
+    as "anneal" in ``tried``). The chains meet at the best chain's best :data:`.anneal.SYNC` times a round in parallel
+    comm, :data:`SEQUENTIAL_SYNC` times in sequential comm (``extra["anneal"]["syncs"]``). On NASNet-Mobile the LNS after the annealing gained nothing in 10 s while
     the annealing was still improving (benchmarks/RESULTS.md, "Branchy (NAS-style) graphs")."""
     import os
 
@@ -396,7 +406,7 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
         start, best = _parallel_first(inst, best, tried, budget.share(share * PARALLEL_FIRST).child(reserve=0.5), seed, k,
                                       should_stop, extra, stitched)
     progress.phase("anneal: placements judged by their list schedules")
-    sync = SYNC if inst.comm == "parallel" else 0
+    sync = SYNC if inst.comm == "parallel" else SEQUENTIAL_SYNC
     # parallel comm: the second chain begins from the stitched placement when it is not the best start
     # (STITCH_CHAIN): the segments' exact pieces are another basin than the list schedulers' placements
     others = _second_starts(stitched, start, k) if inst.comm == "parallel" else []

@@ -15,6 +15,7 @@ def test_settings_parse_and_bad_ones_are_refused(benchmark_script):
     assert mod.parse_set("") == []
     assert mod.parse_set("dplace.kernels.LINK_MOVES=-1, a.b.C=True") == [("dplace.kernels.LINK_MOVES", -1),
                                                                           ("a.b.C", True)]
+    assert mod.parse_set("a.T=(3e-4, 1e-5),a.L=[1,2],a.K=1") == [("a.T", (3e-4, 1e-5)), ("a.L", [1, 2]), ("a.K", 1)]
     with pytest.raises(SystemExit):
         mod.parse_set("LINK_MOVES=1")
 

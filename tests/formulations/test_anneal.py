@@ -510,11 +510,13 @@ def test_go_with_best_moves_a_chain_behind_to_the_best_placement(compiled):
     assert list_makespan(inst, list(behind.pl))[0] == behind.cur  # the value it goes on with is the judge's
 
 
-def test_synced_chains_keep_memory_and_never_get_worse(compiled):
+@pytest.mark.parametrize("comm", ["parallel", "sequential"])
+def test_synced_chains_keep_memory_and_never_get_worse(compiled, comm):
     """With sync, chains meet at the best (``syncs`` counts the moves) and every rule still holds: memory,
-    pins, colocation, never worse than the start, the answer the best chain's."""
+    pins, colocation, never worse than the start, the answer the best chain's. Sequential comm (portfolio's
+    ``SEQUENTIAL_SYNC``): the value is the judge's, the simulation of :func:`judged_order`'s order."""
     rng = random.Random(3)
-    inst = _wide(rng, 12, 5, 3, memory=70)
+    inst = _wide(rng, 12, 5, 3, memory=70).replace(comm=comm)
     units = Units(inst)
     pl0 = [0] * inst.n
     used = [0] * inst.m
@@ -524,9 +526,17 @@ def test_synced_chains_keep_memory_and_never_get_worse(compiled):
         for o in ms:
             pl0[o] = d
     m0 = list_makespan(inst, pl0)[0]
+    if comm == "sequential":
+        def judged(p):
+            return simulate(inst, p, judged_order(inst, p)).makespan
+        m0 = judged(pl0)
+    else:
+        def judged(p):
+            return list_makespan(inst, p)[0]
     pl, st = anneal_placement(inst, pl0, time_limit_s=1.0, seed=1, workers=2, sync=3)
     assert 0 <= st.syncs <= 3 * 2
-    assert st.makespan == list_makespan(inst, pl)[0] <= m0 and min(b for b, _ in st.per_chain) == st.makespan
+    assert st.makespan == pytest.approx(judged(pl), rel=1e-12) and st.makespan <= m0 * (1 + 1e-12)
+    assert min(b for b, _ in st.per_chain) == st.makespan
     res = make_result(inst, "anneal", pl, placement_order(inst, pl))
     assert res.memory_ok and check(inst, res).ok
     assert pl[inst.op_index["o0_2"]] == 0
@@ -605,8 +615,9 @@ def test_portfolio_starts_its_second_chain_from_the_stitched_placement(compiled,
 def test_sequential_portfolio_anneals_in_parallel_comm_as_the_parallel_path_does(compiled, monkeypatch):
     """Sequential comm: the parallel-comm annealing that comes first (``large._parallel_first``) runs its chains
     synchronised, the second from the stitched placement when it is not the best start, as the parallel path's
-    annealing does (``large.PAR_FIRST_AS_PARALLEL``); the sequential annealing after it does neither. Off: one
-    unsynchronised annealing from the best start, as before."""
+    annealing does (``large.PAR_FIRST_AS_PARALLEL``); the sequential annealing after it synchronises its chains
+    (``large.SEQUENTIAL_SYNC``) from the one start. Off: one unsynchronised annealing from the best start, as
+    before, and the sequential chains unsynchronised with ``SEQUENTIAL_SYNC`` 0."""
     from dplace.budget import Budget
     from dplace.formulations import anneal, large
 
@@ -626,12 +637,14 @@ def test_sequential_portfolio_anneals_in_parallel_comm_as_the_parallel_path_does
     assert check(inst, res).ok
     tried = res.extra["starts"]
     assert "stitch" in tried and tried["stitch"] > tried["heft"]  # the case the option is for
-    assert [(c, s > 0, len(o)) for c, s, o in got] == [("parallel", True, 1), ("sequential", False, 0)]
+    assert [(c, s, len(o)) for c, s, o in got] == [("parallel", anneal.SYNC, 1), ("sequential", large.SEQUENTIAL_SYNC, 0)]
+    assert large.SEQUENTIAL_SYNC > 0 and res.extra["anneal"]["syncs"] <= large.SEQUENTIAL_SYNC * 2
     assert got[0][2][0] != list(starts["heft"].placement)
     assert res.extra["anneal_parallel"]["stitch_chain"] is True
     got.clear()
     monkeypatch.setattr(large, "PAR_FIRST_AS_PARALLEL", False)
+    monkeypatch.setattr(large, "SEQUENTIAL_SYNC", 0)
     res = large.portfolio_large(inst, starts, budget=Budget(8.0), bound_share=0.4, anneal_share=0.5,
                                 options={"workers": 2})
-    assert got == [("parallel", 0, []), ("sequential", 0, [])]
+    assert got == [("parallel", 0, []), ("sequential", 0, [])] and res.extra["anneal"]["syncs"] == 0
     assert res.extra["anneal_parallel"]["stitch_chain"] is False
