@@ -86,6 +86,16 @@ SEQUENTIAL_JUDGE = "mixed"
 # (benchmarks/bench_anneal_steps.py; benchmarks/RESULTS.md, "Which method when: branchy graphs", session 29). False:
 # from scratch.
 INCREMENTAL = True
+# sequential comm's judges fast and mixed: a step's acceptance number is drawn before its judge, and the judge stops
+# a simulation as soon as the placement is sure to end above the value it must stay under (an op's start plus its
+# rank: :func:`dplace.kernels.anneal._seq_run_cut`): the same walk, step for step (tests/kernels/
+# test_anneal_prune.py), faster. False: every simulation to its end. Measured (session 31,
+# `benchmarks/bench_anneal_steps.py F --compare prune`, from heft, load ~0.9): NASNet-Mobile 165.9 -> 130.8 us a step
+# (1.27x), bundled InceptionV3 45.8 -> 33.7 (1.36x), Inception-v3 (PipeDream) 54.8 -> 36.6 (1.50x), the 3k-op
+# Transformer 703.1 -> 691.6 (1.02x: its rejected placements show late); inside portfolio 60 s the sequential
+# annealing judged 410k-491k placements on NASNet-Mobile against 304k-308k, 1.59M-1.88M on bundled InceptionV3
+# against 1.07M, with no gain in the answers shown (benchmarks/RESULTS.md, "Which method when: sequential comm").
+PRUNE = True
 JUDGE_SLACK = 0.02
 # a step's chance of swapping two devices over a run of units in topological order (a cell, part of one, several:
 # log-uniform length 2 to RELABEL_MAX - 1, RELABEL_MAX 0: a quarter of the units;
@@ -170,7 +180,7 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     judge = (judge or SEQUENTIAL_JUDGE) if inst.comm == "sequential" else "fast"
     begin = [start] + [[int(d) for d in o] for o in others]
     chains = [Annealer(inst, begin[i] if i < len(begin) else start, units.members, units.allowed, blocks, p_blk,
-                       JUDGES[judge], JUDGE_SLACK, INCREMENTAL, RELABEL_P, RELABEL_MAX)
+                       JUDGES[judge], JUDGE_SLACK, INCREMENTAL, RELABEL_P, RELABEL_MAX, PRUNE)
               for i in range(max(1, workers))]
     scale = chain_scales(len(chains), ladder, len(others) if hot_others else 0)  # chain i's temperatures
     done = [0] * len(chains)

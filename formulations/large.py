@@ -53,15 +53,17 @@ PAR_FIRST_AS_PARALLEL = True
 # 255,894 / 254,294, on 256,215 / 257,383 / 263,160 (a snapshot taken in the last two). No gain shown, so it is off.
 PAR_FIRST_SNAPSHOTS = False
 # sequential comm: the annealing's chains meet at the best chain's best this many times a round (what
-# :data:`.anneal.SYNC` is in parallel comm); 0: never (before session 31). Measured on NASNet-Mobile, sequential
-# comm (`benchmarks/bench_flags.py nas_seq.json --method portfolio --time-limit 60 --set '' --set
-# dplace.formulations.large.SEQUENTIAL_SYNC=3`, alternated, session 31, load 1.2-1.9): 0 -> 253,857 / 258,246 /
-# 257,115 / 263,465 / 255,209 us (mean 257,578), 3 -> 250,819 / 254,566 / 250,247 / 254,098 / 253,615 (mean
-# 252,669; lower in 5 of 5 pairs; six more runs beside other variants 252,257-258,235). Tried with it, no gain shown:
-# 6 meetings (249,418 / 262,633 / 258,767), the second chain 0.3 instead of 0.1 times the temperatures (255,045 /
-# 251,689 / 257,552), anneal.SEQUENTIAL_T (3e-4, 3.3e-5) and (1e-3, 3.3e-5) (253,516 / 258,029 / 257,395 and
-# 253,280 / 256,441 / 262,364); benchmarks/RESULTS.md, "Which method when: sequential comm".
-SEQUENTIAL_SYNC = 3
+# :data:`.anneal.SYNC` is in parallel comm); 0: never. Off: it helps NASNet-Mobile a little and costs bundled
+# InceptionV3 more (session 31, `benchmarks/bench_flags.py F --method portfolio --time-limit 60 --set
+# dplace.formulations.large.SEQUENTIAL_SYNC=0 --set dplace.formulations.large.SEQUENTIAL_SYNC=3`, alternated, load
+# 0.5-1.9; benchmarks/RESULTS.md, "Which method when: sequential comm"): NASNet-Mobile 0 -> 253,857 / 258,246 /
+# 257,115 / 263,465 / 255,209 / 255,589 / 250,226 us (mean 256,215), 3 -> 250,819 / 254,566 / 250,247 / 254,098 /
+# 253,615 / 256,104 / 252,766 (mean 253,174); bundled InceptionV3 0 -> 349,616 / 343,550 / 353,698 / 346,294
+# (mean 348,290), 3 -> 371,893 / 354,309 / 352,754 / 366,920 (mean 361,469). Tried on NASNet-Mobile with it on, no
+# gain shown: 6 meetings (249,418 / 262,633 / 258,767), the second chain at 0.3 instead of 0.1 times the
+# temperatures (255,045 / 251,689 / 257,552), anneal.SEQUENTIAL_T (3e-4, 3.3e-5) and (1e-3, 3.3e-5) (253,516 /
+# 258,029 / 257,395 and 253,280 / 256,441 / 262,364).
+SEQUENTIAL_SYNC = 0
 SNAPSHOTS_JUDGED = 40  # at most the newest this many of them
 # The start from the cheapest forced cut (one more start, and the annealing's second chain from it, hot, the chains
 # not meeting) only on graphs whose work is at most this many times their critical path's: near-chains, where the
