@@ -393,7 +393,8 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
     temperature for ``share`` of what is left then (``extra["anneal"]["more"]``: those runs); ordered by
     :func:`placement_order` or the annealing's own order; the new best start when it is faster (recorded
     as "anneal" in ``tried``). The chains meet at the best chain's best :data:`.anneal.SYNC` times a round in parallel
-    comm, :data:`SEQUENTIAL_SYNC` times in sequential comm (``extra["anneal"]["syncs"]``). On NASNet-Mobile the LNS after the annealing gained nothing in 10 s while
+    comm, :data:`SEQUENTIAL_SYNC` times in sequential comm (``extra["anneal"]["syncs"]``). On NASNet-Mobile the LNS
+    after the annealing gained nothing in 10 s while
     the annealing was still improving (benchmarks/RESULTS.md, "Branchy (NAS-style) graphs")."""
     import os
 

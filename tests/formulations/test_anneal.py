@@ -638,7 +638,7 @@ def test_sequential_portfolio_anneals_in_parallel_comm_as_the_parallel_path_does
     assert check(inst, res).ok
     tried = res.extra["starts"]
     assert "stitch" in tried and tried["stitch"] > tried["heft"]  # the case the option is for
-    assert [(c, s, len(o)) for c, s, o in got] == [("parallel", anneal.SYNC, 1), ("sequential", large.SEQUENTIAL_SYNC, 0)]
+    assert [(c, s, len(o)) for c, s, o in got] == [("parallel", anneal.SYNC, 1), ("sequential", 3, 0)]
     assert res.extra["anneal"]["syncs"] <= 3 * 2
     assert got[0][2][0] != list(starts["heft"].placement)
     assert res.extra["anneal_parallel"]["stitch_chain"] is True
