@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass
 from typing import Sequence
 
+from dplace import progress
 from dplace.budget import Budget
 from dplace.instance.model import Instance
 
@@ -144,7 +145,7 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
                      budget: Budget | None = None, judge: str | None = None, sync: int = 0,
                      others: Sequence[Sequence[int]] = (), hot_others: bool = False,
                      snapshots: list[tuple[float, float, list[int]]] | None = None, snapshot_every: float = 0.5,
-                     ) -> tuple[list[int], AnnealStats]:
+                     incumbent_below: float | None = None) -> tuple[list[int], AnnealStats]:
     """The best placement the annealing judged within ``budget`` (or ``time_limit_s`` from now; module docstring) and
     its stats. A step moves a whole branch with probability ``p_block`` times the share of units in branches, and
     swaps two devices over a run of units with probability :data:`RELABEL_P`. Temperatures left None: 0.003 and 1e-4
@@ -159,7 +160,10 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
     widely as the best start), the others keep their places on the ladder. ``snapshots``: when a list is
     given, the best placement of all chains is appended to it as (seconds, judged makespan, placement) each time
     it falls, at most once per ``snapshot_every`` seconds (the placements the run went through, for a caller
-    that judges them otherwise: :func:`.large._parallel_first` times them in sequential comm)."""
+    that judges them otherwise: :func:`.large._parallel_first` times them in sequential comm). ``incumbent_below``:
+    each best judged below it (and below the last one reported) is reported to :mod:`dplace.progress` as the
+    incumbent (the judge's value is the simulation of :func:`judged_order`'s order; None: nothing reported, for
+    a caller whose instance is not the problem's)."""
     from dplace.kernels.anneal import Annealer
     from dplace.schedule.simulate import simulate
 
@@ -216,6 +220,9 @@ def anneal_placement(inst: Instance, placement: Sequence[int], *, time_limit_s: 
         now, now_pl = min((c.result for c in chains), key=lambda r: r[0])
         if now < trace[-1][1]:
             trace.append((time.perf_counter() - t0, now))
+            if incumbent_below is not None and now < incumbent_below:
+                incumbent_below = float(now)
+                progress.update(incumbent=incumbent_below)
             if snapshots is not None and (not snapshots or trace[-1][0] - snapshots[-1][0] >= snapshot_every):
                 snapshots.append((trace[-1][0], float(now), now_pl.tolist()))
         if should_stop is not None and should_stop():

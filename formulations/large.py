@@ -182,6 +182,7 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
         best = pre.finish(inst, best, tried, extra)
     if best is None:
         return None
+    progress.update(incumbent=best[0])  # each stage below reports its best when it is lower
     from . import anneal
 
     ranged = RANGE_LNS > 0 and inst.comm == "parallel" and anneal.applies(inst) and anneal_share > 0
@@ -199,6 +200,7 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
     elif inst.n <= 20000 and left() > 2.0 and not (should_stop is not None and should_stop()):
         best = _twins_start(inst, best, tried, budget, twins_share, seed, should_stop)
     extra.update(winner=best[1], start_makespan=best[0], starts=tried)
+    progress.update(incumbent=best[0])
     pl, od, st = improve(inst, best[2], best[3], budget=budget.child(reserve=0.2), seed=seed,
                          should_stop=should_stop, target=lb, schedule=best[4])
     extra["lns"] = {"moves_tried": st.moves_tried, "moves_kept": st.moves_kept, "repairs": st.repairs, "kicks": st.kicks,
@@ -212,6 +214,7 @@ def portfolio_large(inst: Instance, starts: dict[str, Any], *, budget: Budget, s
         # 10 simulations' time is left): kept when faster. Up to 5,000 ops (anneal.applies): a list schedule
         # and two simulations, ~0.03 s on NASNet-Mobile's 1,842 ops, inside the 0.2 s the LNS leaves
         pl, od, sch = _final_orders(inst, pl, od, sch, extra)
+        progress.update(incumbent=sch.makespan)
     res = Result(instance=inst, method="portfolio", status="feasible", placement=list(pl), order=[list(x) for x in od],
                  schedule=sch, options=dict(options or {}), extra=extra)
     return claims.settle(res, [claims.Bound(lb, src)])
@@ -419,7 +422,8 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
         # best start's, and the chains do not meet (the best start's chain leads at first and would pull it back)
         others, hot, sync = [cuts], True, 0
     pl, st = anneal_placement(inst, start, budget=budget.share(share).child(reserve=0.5), seed=seed, workers=k,
-                              should_stop=should_stop, sync=sync, others=others, hot_others=hot)
+                              should_stop=should_stop, sync=sync, others=others, hot_others=hot,
+                              incumbent_below=best[0])
     first, rounds = st, []
     # still improving at the end (the best fell by LATE_GAIN of its start in the last quarter): go on
     # from the best at the cold end, for ``share`` of what is left each time, instead of the LNS
@@ -428,7 +432,8 @@ def _anneal_start(inst: Instance, best: tuple, tried: dict[str, float], budget: 
         progress.phase("anneal: still improving, on at the cold end")
         cold = temperatures(inst)[1]
         pl, st = anneal_placement(inst, pl, budget=budget.share(share).child(reserve=0.5), seed=seed + 1 + len(rounds),
-                                  workers=k, t_hi=cold, t_lo=cold, should_stop=should_stop, sync=sync)
+                                  workers=k, t_hi=cold, t_lo=cold, should_stop=should_stop, sync=sync,
+                                  incumbent_below=best[0])
         rounds.append({"makespan": st.makespan, "steps": st.steps, "wall_s": round(st.wall_s, 3),
                        "late_gain": round(st.late_gain, 6), "per_chain": [list(c) for c in st.per_chain],
                        "syncs": st.syncs})
@@ -508,6 +513,7 @@ def _parallel_first(inst: Instance, best: tuple, tried: dict[str, float], budget
         tried["anneal_parallel"] = sch.makespan
         if sch.makespan < best[0]:
             best = (sch.makespan, "anneal_parallel", ppl, [list(x) for x in od], sch)
+            progress.update(incumbent=best[0])
     if judged["parallel"].memory_ok and judged["parallel"].makespan < judged["start"].makespan:
         return ppl, best
     return list(best[2]), best

@@ -146,6 +146,7 @@ def improve(inst: Instance, placement: Sequence[int], order: Sequence[Sequence[i
         used[d] += inst.mem[o]
     unit_dev = [pl[ms[0]] for ms in U.members]
     tabu: dict[tuple[int, int], int] = {}  # (unit, device) tried without gain -> iteration
+    shown = [sch.makespan]  # the best makespan reported to progress: after a kick, kept moves can be above it
 
     def stop() -> bool:
         if target is not None and sch.makespan <= target * (1 + 1e-9):
@@ -191,7 +192,9 @@ def improve(inst: Instance, placement: Sequence[int], order: Sequence[Sequence[i
             unit_dev[u] = d
         pl, sch, od = new, best[0], [list(x) for x in best[1]]
         stats.moves_kept += 1
-        progress.update(incumbent=sch.makespan)
+        if sch.makespan < shown[0]:
+            shown[0] = sch.makespan
+            progress.update(incumbent=sch.makespan)
         stats.history.append((round(time.perf_counter() - t0, 3), sch.makespan))
         return True
 

@@ -649,3 +649,38 @@ def test_sequential_portfolio_anneals_in_parallel_comm_as_the_parallel_path_does
                                 options={"workers": 2})
     assert got == [("parallel", 0, []), ("sequential", 0, [])] and res.extra["anneal"]["syncs"] == 0
     assert res.extra["anneal_parallel"]["stitch_chain"] is False
+
+
+@pytest.mark.parametrize("comm", ["parallel", "sequential"])
+def test_portfolio_reports_an_incumbent_that_only_falls_and_ends_at_the_answer(compiled, monkeypatch, comm):
+    """The large-graph portfolio reports its best as it goes (the starts, the parallel-comm annealing's placement
+    timed in sequential comm, each annealing's best as it falls, the LNS's kept moves, the final orders): never a
+    value above one reported before (the LNS after a kick, the parallel-comm annealing's own values, are not the
+    incumbent), and the last is the answer's makespan."""
+    import io
+
+    from dplace import progress
+    from dplace.budget import Budget
+    from dplace.formulations import large
+
+    inst = _wide(random.Random(6), 20, 5, 3, memory=10**6).replace(comm=comm)
+    starts = {"heft": __import__("dplace").solve(inst, "heft")}
+    rep = progress.Reporter("solve portfolio", mode="plain", stream=io.StringIO(), delay_s=1e9)
+    seen = []
+    real = rep.update
+
+    def spy(**kw):
+        if kw.get("incumbent") is not None:
+            seen.append(kw["incumbent"])
+        real(**kw)
+
+    monkeypatch.setattr(rep, "update", spy)
+    progress._current = rep
+    try:
+        res = large.portfolio_large(inst, starts, budget=Budget(6.0), bound_share=0.3, anneal_share=0.5,
+                                    options={"workers": 2})
+    finally:
+        progress._current = None
+    assert check(inst, res).ok
+    assert len(seen) >= 2 and all(b <= a for a, b in zip(seen, seen[1:]))
+    assert seen[0] <= starts["heft"].makespan and seen[-1] == pytest.approx(res.makespan, rel=1e-12)
