@@ -3,7 +3,7 @@ brought up to date op by op equal placement_rank's from scratch, bit for bit; th
 last order gives sorted_ops' permutation (ties by topological position); and the whole walk, step for step,
 is the one the judge from scratch takes (same best, same placements, same moves accepted), on instances
 with every feature of the model and on branchy cells (block moves); in sequential comm with judges FAST and
-MIXED too."""
+MIXED too, and there with simulations stopped early (``prune``) or not."""
 from __future__ import annotations
 
 import random
@@ -87,7 +87,10 @@ def test_resort_is_sorted_ops(seed):
         assert not _resort(order, np.empty(n, dtype=np.int64), rank, tpos, 0)
 
 
-def _walk(inst, seed: int, incremental: bool, p_block: float, judge: str = "fast", p_relabel: float = 0.0):
+def _walk(inst, seed: int, incremental: bool, p_block: float, judge: str = "fast", p_relabel: float = 0.0,
+          prune: bool = True, relative: bool = False):
+    """Six chunks from a random placement, hot then cold: temperatures 1e3 then 1e-3, or (``relative``) 0.05 then
+    1e-6 times the start's value; the trace of (best, its placement, current value, moves accepted, placement)."""
     from dplace.formulations.anneal import JUDGES
     from dplace.kernels.anneal import Annealer
 
@@ -100,10 +103,14 @@ def _walk(inst, seed: int, incremental: bool, p_block: float, judge: str = "fast
             pl[o] = d
     blocks = u.chains()
     a = Annealer(inst, pl, u.members, u.allowed, blocks, p_block if blocks else 0.0, judge=JUDGES[judge],
-                 incremental=incremental, p_relabel=p_relabel)
+                 incremental=incremental, p_relabel=p_relabel, prune=prune)
+    scale = 1.0
+    if relative:
+        a.step(1, 0.0, 0.0, seed)
+        scale = a.cur
     trace = []
     for c in range(6):  # chunks: the second and later begin from the walk's last placement
-        hot = 1e3 if c < 3 else 1e-3
+        hot = (0.05 if c < 3 else 1e-6) * scale if relative else (1e3 if c < 3 else 1e-3)
         a.step(150, hot, hot / 10, seed * 10 + c)
         trace.append((a.result[0], a.result[1].tolist(), a.cur, a.accepted, a.pl.tolist()))
     return trace
@@ -220,3 +227,23 @@ def test_relabel_move_swaps_two_devices_over_a_run_of_units(seed):
 def _seed(s):
     """Seeds numba's own generator (np.random.seed called from Python seeds NumPy's only)."""
     np.random.seed(s)
+
+
+@pytest.mark.parametrize("judge", ["fast", "mixed"])
+@pytest.mark.parametrize("seed", range(15))
+def test_the_walk_with_stopped_simulations_is_the_walk_without(seed, judge):
+    """Sequential comm's judges stop a simulation once the placement is sure to miss the acceptance threshold
+    (``prune``, dplace.kernels.anneal._seq_run_cut): the same walk as every simulation to its end, incremental and
+    from scratch, hot (worse placements accepted) and cold (the greedy end)."""
+    if seed % 5 == 4:
+        inst = cells(k=3, branches=3, m=3, comm="sequential")
+    else:
+        inst = fuzz_instance(9200 + seed, n_ops=(4, 24)).replace(comm="sequential")
+
+    def walk(incremental, prune):
+        return _walk(inst, seed, incremental, 0.3, judge, p_relabel=0.2, prune=prune, relative=True)
+
+    full = walk(True, False)
+    assert walk(True, True) == full
+    assert walk(False, True) == full  # from scratch, stopped early: the same walk
+    assert full[-1][3] > 0  # moves were accepted: the walk went somewhere
