@@ -90,7 +90,8 @@ INCREMENTAL = True
 # sequential comm's judges fast and mixed: a step's acceptance number is drawn before its judge, and the judge stops
 # a simulation as soon as the placement is sure to end above the value it must stay under (an op's start plus its
 # rank: :func:`dplace.kernels.anneal._seq_run_cut`): the same walk, step for step (tests/kernels/
-# test_anneal_prune.py), faster. False: every simulation to its end. Measured (session 31,
+# test_anneal_incremental.py; the stopped simulations themselves: tests/kernels/test_anneal_prune.py), faster.
+# False: every simulation to its end. Measured (session 31,
 # `benchmarks/bench_anneal_steps.py F --compare prune`, from heft, load ~0.9): NASNet-Mobile 165.9 -> 130.8 us a step
 # (1.27x), bundled InceptionV3 45.8 -> 33.7 (1.36x), Inception-v3 (PipeDream) 54.8 -> 36.6 (1.50x), the 3k-op
 # Transformer 703.1 -> 691.6 (1.02x: its rejected placements show late); inside portfolio 60 s the sequential
