@@ -227,6 +227,8 @@ def _judge(pl, args, mode, I, S, L, budget, cut=np.inf):
     rank = args[12]
     if args[18] and cut < np.inf and (mode == JUDGE_FAST or mode == JUDGE_MIXED):
         placement_rank(pl, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[9], args[10], rank)
+        if _above(rank, cut):  # no order can bring it under: neither sorted nor simulated
+            return np.inf
         return _judge_ranked(pl, args, mode, radix_sorted_ops(args[3], rank, -1.0), cut)
     if mode == JUDGE_FAST or mode == JUDGE_BOTH:
         return _evaluate(pl, *args[:21])
@@ -348,12 +350,10 @@ def _add_members(moved, nm, unit_ptr, unit_members, u):
 @njit
 def _judge_ranked(pl, args, mode, o1, cut):
     """Sequential comm, FAST or MIXED, ``args[12]`` holding ``pl``'s ranks and ``o1`` their order: the judge's value
-    where it is at most ``cut``, else ``np.inf`` (the longest path first, :func:`_above`, then each simulation
-    stopped as soon as it is sure to end above: :func:`_seq_run_cut`)."""
+    where it is at most ``cut``, else ``np.inf`` (each simulation stopped as soon as it is sure to end above:
+    :func:`_seq_run_cut`). The callers have checked the longest path already (:func:`_above`)."""
     (dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, rank, start, end, bs, be,
      cnt, seq, lfree, arr) = args[:21]
-    if _above(rank, cut):
-        return np.inf
     if mode == JUDGE_MIXED:
         return _seq_mixed_cut(o1, pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge,
                               m, start, end, bs, be, cnt, lfree, arr, rank, cut)[0]
@@ -374,7 +374,7 @@ def _judge_moved(pl, args, mode, moved, nmoved, tpos, dirty, changed, old, order
      cnt, seq, lfree, arr) = args[:21]
     nch = _rank_update(pl, dur, lat, bw, topo, tpos, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge,
                        rank, moved, nmoved, dirty, changed, old)
-    if seq and cut < np.inf and _above(rank, cut):
+    if seq and cut < np.inf and _above(rank, cut):  # no order can bring it under: neither sorted nor simulated
         return np.inf, nch
     if not _resort(order, cand, rank, tpos, 4 * len(topo)):
         cand[:] = sorted_ops(topo, rank, -1.0)
