@@ -29,9 +29,9 @@ from . import njit
 from .placerank import op_rank, placement_rank, radix_sorted_ops, sorted_ops
 from .ready import ready_at
 from .seqjudge import seq_insert_schedule
-from .seqorder import insert_at, largest_sends, link_schedule
+from .seqorder import insert_at, largest_sends, link_schedule, link_schedule_in
 
-# sequential comm's judges FAST and MIXED in the walk: a simulation is stopped once it is sure to end above the
+# sequential comm's judges FAST, MIXED and LINKS in the walk: a simulation is stopped once it is sure to end above the
 # acceptance threshold times (1 + CUT_SLACK) (:func:`_seq_run_cut`): the ranks' sums and the simulation's differ in
 # their rounding only, far below this
 CUT_SLACK = 1e-9
@@ -193,15 +193,37 @@ def _seq_links(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, 
     of :func:`dplace.kernels.seqorder.link_schedule` on the same ranks (the list schedule with insertion
     that keeps the links' queues). Returns (makespan, the best order: the first of the three on a tie);
     never above MIXED's."""
-    v, o = _seq_mixed(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, rank, m,
-                      start, end, bs, be, cnt, lfree, arr)
-    link_schedule(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, rank, m,
-                  start, end, bs, be, cnt, ls, le, lcnt, arr)
+    return _seq_links_cut(radix_sorted_ops(topo, rank, -1.0), pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr,
+                          pred_edge, succ_ptr, succ_edge, m, start, end, bs, be, cnt, lfree, arr, ls, le, lcnt, rank,
+                          np.inf)
+
+
+@njit
+def _seq_links_cut(o1, pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start,
+                   end, bs, be, cnt, lfree, arr, ls, le, lcnt, rank, cut):
+    """:func:`_seq_links` with its rank order given (``o1``), each simulation stopped once it is sure to end above
+    ``cut`` (:func:`_seq_run_cut`, ``rank``: ``pl``'s ranks) or above the best of the orders simulated before it
+    (the link schedule's first: it is the fastest most often, :mod:`dplace.kernels.seqorder`). The same value and
+    order (the first of MIXED's two, then the link schedule's, on a tie) where the best is at most ``cut``, else
+    ``np.inf``."""
+    link_schedule_in(o1, pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start,
+                     end, bs, be, cnt, ls, le, lcnt, arr)
     o3 = radix_sorted_ops(topo, start, 1.0)
-    v3 = _seq_run(o3, pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start, end,
-                  lfree, arr)
-    if v <= v3:
-        return v, o
+    v3 = _seq_run_cut(o3, pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start,
+                      end, lfree, arr, rank, cut)
+    c1 = cut if v3 == np.inf else min(cut, v3 * (1.0 + CUT_SLACK))  # past the best so far: not the best
+    v1 = _seq_run_cut(o1, pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start,
+                      end, lfree, arr, rank, c1)
+    _schedule_in(o1, pl, dur, lat, bw, esrc, ebytes, pred_ptr, pred_edge, m, start, end, bs, be, cnt)
+    o2 = radix_sorted_ops(topo, start, 1.0)
+    b = min(v1, v3)
+    c2 = cut if b == np.inf else min(cut, b * (1.0 + CUT_SLACK))
+    v2 = _seq_run_cut(o2, pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start,
+                      end, lfree, arr, rank, c2)
+    if v1 <= v2 and v1 <= v3:
+        return v1, o1
+    if v2 <= v3:
+        return v2, o2
     return v3, o3
 
 
@@ -222,10 +244,10 @@ JUDGE_FAST, JUDGE_INSERT, JUDGE_BOTH, JUDGE_MIXED, JUDGE_LINKS = 0, 1, 2, 3, 4
 def _judge(pl, args, mode, I, S, L, budget, cut=np.inf):
     """The makespan ``pl`` is judged by: ``_evaluate`` (FAST, and BOTH's walk), the better of two orders
     (MIXED, :func:`_seq_mixed`), the best of three (LINKS, :func:`_seq_links`), or the same ranks with
-    insertion (INSERT). ``cut`` (sequential comm, FAST and MIXED): ``np.inf`` where the value is sure to be above
+    insertion (INSERT). ``cut`` (sequential comm, FAST, MIXED, LINKS): ``np.inf`` where the value is sure to be above
     it (:func:`_seq_run_cut`), else the same value."""
     rank = args[12]
-    if args[18] and cut < np.inf and (mode == JUDGE_FAST or mode == JUDGE_MIXED):
+    if args[18] and cut < np.inf and (mode == JUDGE_FAST or mode == JUDGE_MIXED or mode == JUDGE_LINKS):
         placement_rank(pl, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[9], args[10], rank)
         if _above(rank, cut):  # no order can bring it under: neither sorted nor simulated
             return np.inf
@@ -349,14 +371,17 @@ def _add_members(moved, nm, unit_ptr, unit_members, u):
 
 @njit
 def _judge_ranked(pl, args, mode, o1, cut):
-    """Sequential comm, FAST or MIXED, ``args[12]`` holding ``pl``'s ranks and ``o1`` their order: the judge's value
-    where it is at most ``cut``, else ``np.inf`` (each simulation stopped as soon as it is sure to end above:
-    :func:`_seq_run_cut`). The callers have checked the longest path already (:func:`_above`)."""
+    """Sequential comm, FAST, MIXED or LINKS, ``args[12]`` holding ``pl``'s ranks and ``o1`` their order: the
+    judge's value where it is at most ``cut``, else ``np.inf`` (each simulation stopped as soon as it is sure to end
+    above: :func:`_seq_run_cut`). The callers have checked the longest path already (:func:`_above`)."""
     (dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, rank, start, end, bs, be,
      cnt, seq, lfree, arr) = args[:21]
     if mode == JUDGE_MIXED:
         return _seq_mixed_cut(o1, pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge,
                               m, start, end, bs, be, cnt, lfree, arr, rank, cut)[0]
+    if mode == JUDGE_LINKS:
+        return _seq_links_cut(o1, pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge,
+                              m, start, end, bs, be, cnt, lfree, arr, args[21], args[22], args[23], rank, cut)[0]
     return _seq_run_cut(o1, pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start,
                         end, lfree, arr, rank, cut)
 
@@ -366,10 +391,10 @@ def _judge_moved(pl, args, mode, moved, nmoved, tpos, dirty, changed, old, order
     """The judge after ops ``moved[:nmoved]`` changed device, incrementally: the ranks by :func:`_rank_update`,
     their order by :func:`_resort` from ``order`` (the order before; a full sort when the insertion sort would
     move ops more than 4n places) into ``cand``, then what the judge does with that order: parallel comm the
-    list schedule (:func:`_schedule_in`), sequential comm judge FAST its simulation (:func:`_seq_run`) and
-    judge MIXED :func:`_seq_mixed_in`. The same makespan as :func:`_judge` (tested step for step), ``cut`` as
-    there (then ``cand`` is not sorted when the ranks alone put it above). Returns (makespan, k: the ops whose
-    rank changed, ``changed[:k]`` / ``old[:k]``)."""
+    list schedule (:func:`_schedule_in`), sequential comm judge FAST its simulation (:func:`_seq_run`), judge
+    MIXED :func:`_seq_mixed_in` and judge LINKS :func:`_seq_links_cut`. The same makespan as :func:`_judge` (tested
+    step for step), ``cut`` as there (then ``cand`` is not sorted when the ranks alone put it above). Returns
+    (makespan, k: the ops whose rank changed, ``changed[:k]`` / ``old[:k]``)."""
     (dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, rank, start, end, bs, be,
      cnt, seq, lfree, arr) = args[:21]
     nch = _rank_update(pl, dur, lat, bw, topo, tpos, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge,
@@ -385,6 +410,9 @@ def _judge_moved(pl, args, mode, moved, nmoved, tpos, dirty, changed, old, order
     elif mode == JUDGE_MIXED:
         v = _seq_mixed_in(cand, pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge,
                           m, start, end, bs, be, cnt, lfree, arr)[0]
+    elif mode == JUDGE_LINKS:
+        v = _seq_links_cut(cand, pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge,
+                           m, start, end, bs, be, cnt, lfree, arr, args[21], args[22], args[23], rank, np.inf)[0]
     else:
         v = _seq_run(cand, pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start,
                      end, lfree, arr)
@@ -503,10 +531,10 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
     INSERT; the best kept and returned is INSERT's (``first`` too: the start's INSERT value).
     ``ins`` (float64, 2): [0] counts INSERT judgements; [1] the best FAST value seen (BOTH, kept across
     chunks; <= 0: none yet).
-    Sequential comm, FAST and MIXED: each step draws its acceptance number before the judge, so that the threshold
-    a placement must stay under, ``cur - temp * log(u)``, is known; with ``prune`` the judge stops a simulation as
-    soon as it is sure to end above it (:func:`_judge_ranked`): the same walk as without (tested), faster.
-    Parallel comm: ``judge`` is ignored. With ``inc`` (parallel comm, and sequential comm's FAST and MIXED)
+    Sequential comm, FAST, MIXED and LINKS: each step draws its acceptance number before the judge, so that the
+    threshold a placement must stay under, ``cur - temp * log(u)``, is known; with ``prune`` the judge stops a
+    simulation as soon as it is sure to end above it (:func:`_judge_ranked`): the same walk as without (tested), faster.
+    Parallel comm: ``judge`` is ignored. With ``inc`` (parallel comm, and sequential comm's FAST, MIXED and LINKS)
     each placement is judged incrementally from the last accepted one (:func:`_judge_moved`: the same makespan
     as :func:`_judge`, ~30 % less time a step on NASNet-Mobile in parallel comm,
     ``benchmarks/bench_anneal_steps.py``), else from scratch (the reference the tests compare it with)."""
@@ -540,8 +568,9 @@ def _anneal(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, suc
         ins[0] += 1
         bestf = ins[1] if 0 < ins[1] < cur else cur
     best_pl = pl.copy()
-    inc = inc and (not seq or mode == JUDGE_FAST or mode == JUDGE_MIXED)
-    early = seq and (mode == JUDGE_FAST or mode == JUDGE_MIXED)  # the acceptance number drawn before the judge
+    inc = inc and (not seq or mode == JUDGE_FAST or mode == JUDGE_MIXED or mode == JUDGE_LINKS)
+    # the acceptance number drawn before the judge
+    early = seq and (mode == JUDGE_FAST or mode == JUDGE_MIXED or mode == JUDGE_LINKS)
     tpos = np.empty(n, dtype=np.int64)  # the incremental judge's scratch
     dirty = np.zeros(n, dtype=np.bool_)
     changed = np.empty(n, dtype=np.int64)
@@ -693,9 +722,9 @@ class Annealer:
         """``blocks``: lists of indices into ``units`` moved together with probability ``p_block`` a step.
         ``judge`` / ``slack``: sequential comm's judge (:func:`_anneal`; ignored in parallel comm).
         ``incremental``: the judge from the last accepted placement where it can be (parallel comm, sequential
-        comm's FAST and MIXED: :func:`_judge_moved`; False: from scratch, the reference). ``prune``: sequential comm's
-        FAST and MIXED stop a simulation once it is sure to end above the acceptance threshold (:func:`_anneal`;
-        the same walk, faster; False: every simulation to its end)."""
+        comm's FAST, MIXED and LINKS: :func:`_judge_moved`; False: from scratch, the reference). ``prune``: sequential
+        comm's FAST, MIXED and LINKS stop a simulation once it is sure to end above the acceptance threshold
+        (:func:`_anneal`; the same walk, faster; False: every simulation to its end)."""
         from . import CASCADE_BUDGET
         from .seqlinks import new_links
         from .state import inst_tuple, new_state

@@ -24,7 +24,7 @@ import numpy as np
 from . import njit
 from .placerank import radix_sorted_ops
 
-__all__ = ["insert_at", "largest_sends", "link_schedule"]
+__all__ = ["insert_at", "largest_sends", "link_schedule", "link_schedule_in"]
 
 
 @njit(inline="always")
@@ -77,7 +77,14 @@ def link_schedule(pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edg
     simulator's). Scratch: ``bs`` / ``be`` (m, n + 1) and ``cnt`` (m) the devices' busy intervals,
     ``ls`` / ``le`` (m * m, n + 1) and ``lcnt`` (m * m) the links' (row d * m + d2), ``arr`` (n * m): when
     op o's tensor is on device d2 (``arr[o * m + d2]``)."""
-    order = radix_sorted_ops(topo, rank, -1.0)
+    return link_schedule_in(radix_sorted_ops(topo, rank, -1.0), pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr,
+                            pred_edge, succ_ptr, succ_edge, m, start, end, bs, be, cnt, ls, le, lcnt, arr)
+
+
+@njit(inline="always")
+def link_schedule_in(order, pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start,
+                     end, bs, be, cnt, ls, le, lcnt, arr):
+    """:func:`link_schedule` with its rank order given (``order``: every op, each after its predecessors)."""
     for d in range(m):
         cnt[d] = 0
     for k in range(m * m):

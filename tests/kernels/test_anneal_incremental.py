@@ -2,8 +2,8 @@
 brought up to date op by op equal placement_rank's from scratch, bit for bit; the insertion sort from the
 last order gives sorted_ops' permutation (ties by topological position); and the whole walk, step for step,
 is the one the judge from scratch takes (same best, same placements, same moves accepted), on instances
-with every feature of the model and on branchy cells (block moves); in sequential comm with judges FAST and
-MIXED too, and there with simulations stopped early (``prune``) or not."""
+with every feature of the model and on branchy cells (block moves); in sequential comm with judges FAST,
+MIXED and LINKS too, and there with simulations stopped early (``prune``) or not."""
 from __future__ import annotations
 
 import random
@@ -128,10 +128,10 @@ def test_incremental_walk_is_the_walk_from_scratch(seed):
     assert fresh[-1][3] > 0  # moves were accepted: the walk went somewhere
 
 
-@pytest.mark.parametrize("judge", ["fast", "mixed"])
+@pytest.mark.parametrize("judge", ["fast", "mixed", "links"])
 @pytest.mark.parametrize("seed", range(15))
 def test_incremental_walk_is_the_walk_from_scratch_in_sequential_comm(seed, judge):
-    """Sequential comm's judges FAST and MIXED sort the same ranks: incremental there too, the same walk."""
+    """Sequential comm's judges FAST, MIXED and LINKS sort the same ranks: incremental there too, the same walk."""
     if seed % 5 == 4:
         inst = cells(k=3, branches=3, m=3, comm="sequential")
     else:
@@ -229,7 +229,7 @@ def _seed(s):
     np.random.seed(s)
 
 
-@pytest.mark.parametrize("judge", ["fast", "mixed"])
+@pytest.mark.parametrize("judge", ["fast", "mixed", "links"])
 @pytest.mark.parametrize("seed", range(15))
 def test_the_walk_with_stopped_simulations_is_the_walk_without(seed, judge):
     """Sequential comm's judges stop a simulation once the placement is sure to miss the acceptance threshold
