@@ -77,19 +77,22 @@ BLOCK_P = 0.4
 # :func:`dplace.kernels.anneal._seq_mixed`), "links" (the best of "mixed"'s two orders and the start order of
 # the list schedule that keeps the links' queues, :func:`dplace.kernels.seqorder.link_schedule`: on
 # NASNet-Mobile 20-s chains from heft it reached 272,376 / 274,177 / 280,704 against "mixed"'s 272,298 /
-# 273,673 / 270,994, so it is not the default; portfolio's final re-order uses it). Measured in
+# 273,673 / 270,994, so it is not the default; portfolio's final re-order uses it). Session 32, portfolio 60 s on
+# NASNet-Mobile sequential (benchmarks/bench_flags.py, alternated): "fast" 269,524 / 267,441 us against "mixed"'s
+# 251,911 / 250,865, judging twice the placements; "links" (judged incrementally and stopped early since then: 430 ->
+# ~290 us a step) 262,914 / 258,145 / 251,444 against 251,352 / 251,366 / 250,794. Measured in
 # benchmarks/RESULTS.md ("Which method when: sequential comm").
 SEQUENTIAL_JUDGE = "mixed"
-# parallel comm and sequential comm's judges fast and mixed: a placement judged from the last accepted one (only the
-# ranks that can change re-computed, their order re-sorted by insertion;
+# parallel comm and sequential comm's judges fast, mixed and links: a placement judged from the last accepted one
+# (only the ranks that can change re-computed, their order re-sorted by insertion;
 # :func:`dplace.kernels.anneal._judge_moved`), the same makespan as from scratch, step for step
 # (tests/kernels/test_anneal_incremental.py): 56-60 against 80-87 µs a step on NASNet-Mobile
 # (benchmarks/bench_anneal_steps.py; benchmarks/RESULTS.md, "Which method when: branchy graphs", session 29). False:
 # from scratch.
 INCREMENTAL = True
-# sequential comm's judges fast and mixed: a step's acceptance number is drawn before its judge, and the judge stops
-# a simulation as soon as the placement is sure to end above the value it must stay under (an op's start plus its
-# rank: :func:`dplace.kernels.anneal._seq_run_cut`): the same walk, step for step (tests/kernels/
+# sequential comm's judges fast, mixed and links: a step's acceptance number is drawn before its judge, and the judge
+# stops a simulation as soon as the placement is sure to end above the value it must stay under (an op's start plus
+# its rank: :func:`dplace.kernels.anneal._seq_run_cut`): the same walk, step for step (tests/kernels/
 # test_anneal_incremental.py; the stopped simulations themselves: tests/kernels/test_anneal_prune.py), faster.
 # False: every simulation to its end. Measured (session 31,
 # `benchmarks/bench_anneal_steps.py F --compare prune`, from heft, load ~0.9): NASNet-Mobile 165.9 -> 130.8 us a step

@@ -26,6 +26,11 @@ LATE_GAIN = 1e-3  # the annealing goes on (instead of the LNS) while its last qu
 # Session 20, with judge mixed (benchmarks/RESULTS.md, "Which method when: sequential comm"): portfolio 60 s,
 # 0.4 / 0.6 alternated three times each, load 2.0-3.9: NASNet-Mobile means 260,178 / 258,547, InceptionV3
 # 360,913 / 363,310 (spreads ~9-13k): no gain, so 0.4 stays; 0 is ~40k worse on InceptionV3 (30-s chains).
+# Session 32 (NASNet-Mobile, portfolio 60 s, alternated): 0.4 255,121 / 252,078 / 253,196 us, 0.7 251,316 / 253,360 /
+# 250,706 / 255,722 / 253,934 / 256,251, 0.85 248,449 / 253,778 / 254,907: no gain shown. In 26 runs the answer
+# ended 0.1-8.6k above the parallel-comm makespan this stage reached (244.0-254.4k; correlation 0.71): the sequential
+# annealing repairs that placement's link queues and ends near its parallel value, so that value's spread is the
+# answers' (benchmarks/RESULTS.md, "Which method when: sequential comm", session 32).
 PARALLEL_FIRST = 0.4
 # two tied parts (twin_stems): the twin-stem bound first and the whole graph's segment bound only when the
 # stems are not proven (on bundled InceptionV3 the segment bound, 264,037 µs in ~8 s, is below the twin-stem
