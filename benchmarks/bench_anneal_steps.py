@@ -1,9 +1,10 @@
 """The annealing's cost per step, its judge from scratch against the incremental one
 (``dplace.kernels.anneal._judge_moved``: only the ranks that can change re-computed, their order re-sorted by
 insertion; parallel comm, and sequential comm's judge, ``SEQUENTIAL_JUDGE`` or ``--judge``), alternated, the same
-seeds: the walks must be the same (best, moves accepted, last placement), so the table is a pure speed comparison. ``--compare prune`` (sequential comm): the incremental judge with every
-simulation run to its end against the one stopped once the placement is sure to miss the acceptance threshold
-(``formulations.anneal.PRUNE``, :func:`dplace.kernels.anneal._seq_run_cut`); the same walk again.
+seeds: the walks must be the same (best, moves accepted, last placement), so the table is a pure speed comparison.
+``--compare prune`` (sequential comm): the incremental judge with every simulation run to its end against the one
+stopped once the placement is sure to miss the acceptance threshold (``formulations.anneal.PRUNE``,
+:func:`dplace.kernels.anneal._seq_run_cut`); the same walk again.
 
     .venv/bin/python benchmarks/bench_anneal_steps.py FILE [--start heft] [--steps 20000] [--rounds 3]
         [--compare incremental|prune] [--judge fast|mixed|links]
