@@ -177,9 +177,10 @@ def _seq_mixed_cut(o1, pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pre
                       end, lfree, arr, rank, cut)
     _schedule_in(o1, pl, dur, lat, bw, esrc, ebytes, pred_ptr, pred_edge, m, start, end, bs, be, cnt)
     o2 = radix_sorted_ops(topo, start, 1.0)
-    c2 = cut if v1 == np.inf or cut == np.inf else v1 * (1.0 + CUT_SLACK)  # past the first: not the better one
+    # past the first: not the better one (no cut at all without one: ``rank`` may be a stand-in then)
+    c2 = cut if v1 == np.inf or cut == np.inf else min(cut, v1 * (1.0 + CUT_SLACK))
     v2 = _seq_run_cut(o2, pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start,
-                      end, lfree, arr, rank, c2 if c2 < cut else cut)
+                      end, lfree, arr, rank, c2)
     if v1 <= v2:
         return v1, o1
     return v2, o2
@@ -242,28 +243,18 @@ JUDGE_FAST, JUDGE_INSERT, JUDGE_BOTH, JUDGE_MIXED, JUDGE_LINKS = 0, 1, 2, 3, 4
 
 @njit
 def _judge(pl, args, mode, I, S, L, budget, cut=np.inf):
-    """The makespan ``pl`` is judged by: ``_evaluate`` (FAST, and BOTH's walk), the better of two orders
-    (MIXED, :func:`_seq_mixed`), the best of three (LINKS, :func:`_seq_links`), or the same ranks with
-    insertion (INSERT). ``cut`` (sequential comm, FAST, MIXED, LINKS): ``np.inf`` where the value is sure to be above
-    it (:func:`_seq_run_cut`), else the same value."""
+    """The makespan ``pl`` is judged by: in sequential comm FAST's one order, the better of MIXED's two or the best
+    of LINKS' three (:func:`_judge_ranked`), ``_evaluate`` in parallel comm (and BOTH's walk), or the same ranks with
+    insertion (INSERT). ``cut`` (sequential comm, FAST, MIXED, LINKS): ``np.inf`` where the value is sure to be
+    above it (:func:`_seq_run_cut`), else the same value."""
     rank = args[12]
-    if args[18] and cut < np.inf and (mode == JUDGE_FAST or mode == JUDGE_MIXED or mode == JUDGE_LINKS):
+    if args[18] and (mode == JUDGE_FAST or mode == JUDGE_MIXED or mode == JUDGE_LINKS):
         placement_rank(pl, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[9], args[10], rank)
         if _above(rank, cut):  # no order can bring it under: neither sorted nor simulated
             return np.inf
         return _judge_ranked(pl, args, mode, radix_sorted_ops(args[3], rank, -1.0), cut)
     if mode == JUDGE_FAST or mode == JUDGE_BOTH:
         return _evaluate(pl, *args[:21])
-    if mode == JUDGE_LINKS:
-        placement_rank(pl, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[9], args[10], rank)
-        return _seq_links(pl, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9],
-                          args[10], rank, args[11], args[13], args[14], args[15], args[16], args[17], args[19],
-                          args[20], args[21], args[22], args[23])[0]
-    if mode == JUDGE_MIXED:
-        placement_rank(pl, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[9], args[10], rank)
-        return _seq_mixed(pl, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9],
-                          args[10], rank, args[11], args[13], args[14], args[15], args[16], args[17], args[19],
-                          args[20])[0]
     placement_rank(pl, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[9], args[10], rank)
     return seq_insert_schedule(I, S, L, pl, rank, args[3], budget)
 
@@ -391,32 +382,21 @@ def _judge_moved(pl, args, mode, moved, nmoved, tpos, dirty, changed, old, order
     """The judge after ops ``moved[:nmoved]`` changed device, incrementally: the ranks by :func:`_rank_update`,
     their order by :func:`_resort` from ``order`` (the order before; a full sort when the insertion sort would
     move ops more than 4n places) into ``cand``, then what the judge does with that order: parallel comm the
-    list schedule (:func:`_schedule_in`), sequential comm judge FAST its simulation (:func:`_seq_run`), judge
-    MIXED :func:`_seq_mixed_in` and judge LINKS :func:`_seq_links_cut`. The same makespan as :func:`_judge` (tested
+    list schedule (:func:`_schedule_in`), sequential comm the judge's simulations (:func:`_judge_ranked`: FAST's
+    one order, MIXED's two, LINKS' three). The same makespan as :func:`_judge` (tested
     step for step), ``cut`` as there (then ``cand`` is not sorted when the ranks alone put it above). Returns
     (makespan, k: the ops whose rank changed, ``changed[:k]`` / ``old[:k]``)."""
     (dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, rank, start, end, bs, be,
      cnt, seq, lfree, arr) = args[:21]
     nch = _rank_update(pl, dur, lat, bw, topo, tpos, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge,
                        rank, moved, nmoved, dirty, changed, old)
-    if seq and cut < np.inf and _above(rank, cut):  # no order can bring it under: neither sorted nor simulated
+    if seq and _above(rank, cut):  # no order can bring it under: neither sorted nor simulated
         return np.inf, nch
     if not _resort(order, cand, rank, tpos, 4 * len(topo)):
         cand[:] = sorted_ops(topo, rank, -1.0)
-    if seq and cut < np.inf:
+    if seq:
         return _judge_ranked(pl, args, mode, cand, cut), nch
-    if not seq:
-        v = _schedule_in(cand, pl, dur, lat, bw, esrc, ebytes, pred_ptr, pred_edge, m, start, end, bs, be, cnt)
-    elif mode == JUDGE_MIXED:
-        v = _seq_mixed_in(cand, pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge,
-                          m, start, end, bs, be, cnt, lfree, arr)[0]
-    elif mode == JUDGE_LINKS:
-        v = _seq_links_cut(cand, pl, dur, lat, bw, topo, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge,
-                           m, start, end, bs, be, cnt, lfree, arr, args[21], args[22], args[23], rank, np.inf)[0]
-    else:
-        v = _seq_run(cand, pl, dur, lat, bw, esrc, edst, ebytes, pred_ptr, pred_edge, succ_ptr, succ_edge, m, start,
-                     end, lfree, arr)
-    return v, nch
+    return _schedule_in(cand, pl, dur, lat, bw, esrc, ebytes, pred_ptr, pred_edge, m, start, end, bs, be, cnt), nch
 
 
 @njit
