@@ -1,11 +1,16 @@
 """Where a graph of two tied parts (``formulations.bounds_twins``: InceptionV3's bundled graph) holds its gap.
 
     .venv/bin/python benchmarks/bench_twins.py FILE [--rest-s 20] [--stems-s 30] [--answer R.json]
-                                                    [--relax OUT.json]
+                                                    [--relax OUT.json] [--solve-rests 30]
 
 Prints, for the instance in FILE:
 - each part's rest bounded alone (``segment_bound`` within ``--rest-s``), without and with the anchor at its
   stem's end (step 2 of ``formulations/bounds_twins.py``), and the stems' CP-SAT value for each pair;
+- with ``--solve-rests S``: each rest anchored at its stem's end (the instance the bound bounds) solved by
+  ``portfolio`` within S seconds, in parallel and in sequential comm: its answer beside its own proven bound. Where
+  both are close, the twin-stem bound's relaxation holds each rest alone, and what it leaves out is the two rests
+  sharing the devices (session 33: within 1.0-2.2 % on the bundled InceptionV3; benchmarks/RESULTS.md, "Which method
+  when: sequential comm");
 - with ``--answer``: in that result (``dplace solve --out``), when each stem ends (E_A, E_B), each part's rest's
   span after it, and each device's busy share;
 - with ``--relax``: writes the *lag-chain relaxation*: the two stems, each rest's critical path (the twin of
@@ -62,6 +67,24 @@ def _where(inst: Instance, path: str) -> None:
         print(f"  device {inst.devices[d].name}: {len(order[d])} ops, busy {busy:,.0f} µs ({busy / s.makespan:.2f})")
 
 
+def _solve_rests(inst: Instance, seconds: float) -> None:
+    sa, sb, rests = _parts(inst)
+    print(f"each rest alone, anchored at its stem's end, `portfolio` {seconds:g} s:")
+    print("| rest | ops | comm | answer µs | proven bound µs | gap |")
+    print("|---|---|---|---|---|---|")
+    for i, (s, ops) in enumerate(zip((sa, sb), rests)):
+        sub = rest_instance(inst, ops, f"rest{i}", anchor=s[-1])
+        for comm in ("parallel", "sequential"):
+            res = dplace.solve(sub.replace(comm=comm), "portfolio", time_limit_s=seconds)
+            gap = "—" if res.gap is None else f"{100 * res.gap:.1f} %"
+            lb = "—" if res.lower_bound is None else _us(res.lower_bound)
+            print(f"| {'AB'[i]} | {sub.n} | {comm} | {_us(res.makespan)} | {lb} | {gap} |", flush=True)
+
+
+def _us(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.6g}"
+
+
 def _relax(inst: Instance, rest_s: float, out: str) -> None:
     sa, sb, rests = _parts(inst)
     chains, lags = [], []
@@ -113,7 +136,11 @@ def main() -> None:
     ap.add_argument("--stems-s", type=float, default=30.0, help="the stems' CP-SAT time (s)")
     ap.add_argument("--answer", help="a result file (dplace solve --out) of the instance")
     ap.add_argument("--relax", help="write the lag-chain relaxation (module docstring) to this file")
+    ap.add_argument("--solve-rests", type=float, metavar="S",
+                    help="also solve each anchored rest alone by portfolio within S seconds, in both comm modes")
     args = ap.parse_args()
+    if args.solve_rests is not None and not args.solve_rests > 0:
+        ap.error(f"--solve-rests: must be > 0 seconds, got {args.solve_rests}")
     from dplace.formulations.cpsat import cpsat
 
     inst = dplace.load_instance(args.instance)
@@ -133,6 +160,8 @@ def main() -> None:
                     progress=False, tick=1.0)
         print(f"  stems with these rests (CP-SAT, whole ticks): {res.status}, bound {res.lower_bound:,.0f} µs "
               f"({time.perf_counter() - t0:.1f} s)")
+    if args.solve_rests:
+        _solve_rests(inst, args.solve_rests)
     if args.answer:
         _where(inst, args.answer)
     if args.relax:
