@@ -30,7 +30,8 @@ LATE_GAIN = 1e-3  # the annealing goes on (instead of the LNS) while its last qu
 # 250,706 / 255,722 / 253,934 / 256,251, 0.85 248,449 / 253,778 / 254,907: no gain shown. In 26 runs the answer
 # ended 0.1-8.6k above the parallel-comm makespan this stage reached (244.0-254.4k; correlation 0.71): the sequential
 # annealing repairs that placement's link queues and ends near its parallel value, so that value's spread is the
-# answers' (benchmarks/RESULTS.md, "Which method when: sequential comm", session 32).
+# answers' (benchmarks/RESULTS.md, "Which method when: sequential comm", session 32). Session 33, bundled InceptionV3,
+# eight alternated pairs: 0.7 mean 348,927 us, 0.4 351,592 (lower in six; paired spread 6.2k, t = -1.2): not shown.
 PARALLEL_FIRST = 0.4
 # two tied parts (twin_stems): the twin-stem bound first and the whole graph's segment bound only when the
 # stems are not proven (on bundled InceptionV3 the segment bound, 264,037 µs in ~8 s, is below the twin-stem
