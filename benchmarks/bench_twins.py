@@ -9,7 +9,7 @@ Prints, for the instance in FILE:
 - with ``--solve-rests S``: each rest anchored at its stem's end (the instance the bound bounds) solved by
   ``portfolio`` within S seconds, in parallel and in sequential comm: its answer beside its own proven bound. Where
   both are close, the twin-stem bound's relaxation holds each rest alone, and what it leaves out is the two rests
-  sharing the devices (session 33: within 1.0-2.2 % on the bundled InceptionV3; benchmarks/RESULTS.md, "Which method
+  sharing the devices (session 33: within 0.5-2.1 % on the bundled InceptionV3; benchmarks/RESULTS.md, "Which method
   when: sequential comm");
 - with ``--answer``: in that result (``dplace solve --out``), when each stem ends (E_A, E_B), each part's rest's
   span after it, and each device's busy share;
