@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_twins.py FILE [--rest-s 20] [--stems-s 30] [--answer R.json]
                                                     [--relax OUT.json] [--solve-rests 30]
+                                                    [--pairs 24 [--pairs-s 4] [--pairs-cpsat 10]]
 
 Prints, for the instance in FILE:
 - each part's rest bounded alone (``segment_bound`` within ``--rest-s``), without and with the anchor at its
@@ -22,6 +23,18 @@ Prints, for the instance in FILE:
   the product claims: ``dplace solve OUT --method portfolio`` finds how much such a relaxation can prove at
   most (session 19: 307,405 µs against the twin-stem bound's 306,382: the two critical paths' sharing of the
   devices does not hold InceptionV3's gap; benchmarks/RESULTS.md, "Branchy (NAS-style) graphs").
+- with ``--pairs W``: both anchored rests cut by the segment decomposition of window W (B's segments must be the
+  twins of A's), and per pair of twin segments: each one's proven bound alone (``--pairs-s`` each), and the
+  bound of their *sum* when both use one placement (twins share a device), by dplace's own arithmetic:
+  :func:`dplace.bounds.mirror.mirror_split_bound` of A's segment and B's segment *reversed in time* (B's first
+  cut becomes its last, so A's source is tied to the reversed B's sink and A's sink to its source, the crosswise
+  ties that bound needs; a schedule reversed in time is one of the reversed piece, with the same span, and the
+  two pieces need not share a time frame). With ``--pairs-cpsat S``: also CP-SAT's optimum of that sum
+  (a model of its own: one placement, each part's ops alone on each device, minimise the two spans' sum;
+  CP-SAT's word, not confirmed, so no claim). Then the sums: T_A + T_B >= L_sum, so every schedule with stems
+  ending at E_A, E_B is at least max(E_A + L_A, E_B + L_B, (E_A + E_B + L_sum) / 2); with ``--answer`` that value
+  at the answer's own stems, an upper limit on what this pairing can add to the twin-stem bound (session 34:
+  none on the bundled InceptionV3: benchmarks/RESULTS.md, "Which method when: sequential comm").
 """
 from __future__ import annotations
 
@@ -35,7 +48,9 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import dplace  # noqa: E402
-from dplace.formulations.bounds_segments import segment_bound  # noqa: E402
+from dplace.bounds.mirror import mirror_split_bound  # noqa: E402
+from dplace.budget import Budget  # noqa: E402
+from dplace.formulations.bounds_segments import _segment_lb, _sub_instance, segment_bound, segments  # noqa: E402
 from dplace.formulations.bounds_twins import rest_instance, stem_instance, twin_stems  # noqa: E402
 from dplace.formulations.twins import twin_sides  # noqa: E402
 from dplace.instance.graph import critical_path_ops  # noqa: E402
@@ -129,6 +144,118 @@ def _relax(inst: Instance, rest_s: float, out: str) -> None:
     print(f"wrote {out}: {relaxed.n} ops (stems, both rests' critical paths, {sum(map(len, lags))} segment ops)")
 
 
+def _tied(sub: Instance, names: dict[str, str], reverse: bool = False) -> Instance:
+    """A segment's sub-instance with each op's colocation set to ``names[id]`` (its twin pair's name; none
+    where the twin is not in the other piece), its edges reversed with ``reverse``."""
+    devs = [d.name for d in sub.devices]
+    ops = [Op(op.id, {devs[d]: sub.dur[o][d] for d in range(sub.m)}, sub.mem[o], colocation=names.get(op.id),
+              device=op.device) for o, op in enumerate(sub.ops)]
+    ends = [(sub.ops[sub.esrc[e]].id, sub.ops[sub.edst[e]].id) for e in range(len(sub.esrc))]
+    edges = [Edge(v, u, sub.ebytes[e]) if reverse else Edge(u, v, sub.ebytes[e]) for e, (u, v) in enumerate(ends)]
+    return Instance(sub.name + ("-reversed" if reverse else ""), [Device(d.name, d.memory, 1.0) for d in sub.devices],
+                    ops, edges, link=sub.link, pairs=sub.pairs, comm="parallel")
+
+
+def _pair_cpsat(a: Instance, b: Instance, seconds: float) -> tuple[float, float, str]:
+    """(CP-SAT's bound, its best value, status) of min over one placement of span(A) + span(B): A's and B's
+    ops each alone on their devices (two NoOverlaps a device), twins on one device, memory of both. Times are
+    whole ticks already (the segments' sub-instances)."""
+    from ortools.sat.python import cp_model as cp
+
+    from dplace.formulations.cpsat.model import build_model
+    from dplace.formulations.cpsat.ticks import Ticks
+
+    both = Instance("pair", [Device(d.name, d.memory, 1.0) for d in a.devices],
+                    list(a.ops) + list(b.ops), list(a.edges) + list(b.edges), link=a.link, pairs=a.pairs,
+                    comm="parallel")
+    T = Ticks(both, 1.0, None)
+    horizon = int(sum(max(row) for row in T.p) + sum(max(v for r in M for v in r) for M in T.c)) + 1
+    V = build_model(both, T, horizon=horizon, hint_only=True, symmetry=True)  # no NoOverlap: added per part
+    md = V.model
+    in_a = [o < a.n for o in range(both.n)]
+    for d in range(both.m):
+        k, parts = 0, ([], [])
+        for o in range(both.n):
+            if d in V.allowed[o]:
+                parts[0 if in_a[o] else 1].append(V.intervals[d][k])
+                k += 1
+        for ivs in parts:
+            if len(ivs) > 1:
+                md.add_no_overlap(ivs)
+    spans = []
+    for side in (True, False):
+        mk = md.new_int_var(0, horizon, f"span{int(side)}")
+        md.add_max_equality(mk, [V.e[o] for o in range(both.n) if in_a[o] == side])
+        spans.append(mk)
+    md.minimize(spans[0] + spans[1])
+    sv = cp.CpSolver()
+    sv.parameters.max_time_in_seconds = seconds
+    sv.parameters.num_workers = 1
+    st = sv.solve(md)
+    best = sv.objective_value if st in (cp.OPTIMAL, cp.FEASIBLE) else math.nan
+    return sv.best_objective_bound, best, sv.status_name(st)
+
+
+def _pairs(inst: Instance, window: int, seconds: float, cpsat_s: float | None, rests_lb: list[float],
+           answer: str | None) -> None:
+    sa, sb, rests = _parts(inst)
+    twin = {}
+    for g in inst.groups:
+        twin[g[0]], twin[g[1]] = g[1], g[0]
+    subs = [rest_instance(inst, ops, f"rest{i}", anchor=s[-1]) for i, (s, ops) in enumerate(zip((sa, sb), rests))]
+    (path_a, seg_a), (_, seg_b) = (segments(sub, window) for sub in subs)
+    tw = {inst.ops[o].id: inst.ops[twin[o]].id for o in twin}
+    ids = [[[sub.ops[o].id for o in ([s.first] if s.first is not None else []) + s.ops
+             + ([s.last] if s.last is not None else [])] for s in segs] for sub, segs in zip(subs, (seg_a, seg_b))]
+    if len(seg_a) != len(seg_b) or any(sorted(tw[x] for x in p) != sorted(q) for p, q in zip(*ids)):
+        raise SystemExit(f"window {window}: B's segments are not the twins of A's: no pairs")
+    total_us = sum(min(subs[0].dur[o]) for o in path_a)
+    tick = 10.0 ** math.floor(math.log10(max(1.0, total_us / 1e7)))  # as segment_bound's
+    print(f"twin segments of window {window} ({len(seg_a)} pairs, tick {tick:g} µs): each alone (`_segment_lb`, "
+          f"{seconds:g} s each), their sum with one placement (mirror bound of A and B reversed)"
+          + (f", CP-SAT's optimum of that sum ({cpsat_s:g} s, its word: no claim)" if cpsat_s else "") + ":")
+    print("| pair | ops | A alone µs | B alone µs | sum µs | one placement µs | gain µs |"
+          + (" CP-SAT bound / best µs |" if cpsat_s else ""))
+    print("|---|---|---|---|---|---|---|" + ("---|" if cpsat_s else ""))
+    sums = [0.0, 0.0, 0.0, 0.0]
+    for j, (x, y) in enumerate(zip(seg_a, seg_b)):
+        a, b = _sub_instance(subs[0], x, tick, True), _sub_instance(subs[1], y, tick, True)
+        la, _, _ = _segment_lb(a, Budget.resolve(None, seconds), 1)
+        lb, _, _ = _segment_lb(b, Budget.resolve(None, seconds), 1)
+        names = {op.id: "twin:" + op.id for op in a.ops}
+        names.update({tw[op.id]: "twin:" + op.id for op in a.ops})
+        ta, tb = _tied(a, names), _tied(b, names, reverse=True)
+        both = mirror_split_bound(ta, tb, la, lb) if a.n > 2 and b.n > 2 else la + lb
+        sums[0] += la
+        sums[1] += lb
+        sums[2] += both
+        if a.n <= 2 or b.n <= 2 or (a.n == 3 and both == la + lb == 0):  # a cut and one op, or nothing to gain
+            sums[3] += both
+            continue
+        gain = both - la - lb if both - la - lb > 1e-6 * both else 0.0  # the bounds' rounding, not a gain
+        row = (f"| {j} | {a.n} + {b.n} | {_us(la * tick)} | {_us(lb * tick)} | {_us((la + lb) * tick)} | "
+               f"{_us(both * tick)} | {_us(gain * tick)} |")
+        if cpsat_s:
+            cb, cv, st = _pair_cpsat(ta, _tied(b, names), cpsat_s)
+            sums[3] += max(cb, both)
+            row += f" {_us(cb * tick)} / {_us(cv * tick)} ({st}) |"
+        print(row, flush=True)
+    la_, lb_ = rests_lb
+    l_sum = max(sums[2] * tick, la_ + lb_)
+    print(f"sums: A alone {_us(sums[0] * tick)}, B alone {_us(sums[1] * tick)}, one placement {_us(sums[2] * tick)}"
+          + (f" (with CP-SAT's word on the pairs shown: {_us(sums[3] * tick)})" if cpsat_s else "")
+          + f"; the rests' segment bounds L_A {_us(la_)} + L_B {_us(lb_)} = {_us(la_ + lb_)}; "
+          f"L_sum = {_us(l_sum)} (+{_us(l_sum - la_ - lb_)})")
+    if answer:
+        with open(answer) as f:
+            res = dplace.result_from_dict(inst, json.load(f))
+        ea, eb = res.schedule.end[sa[-1]], res.schedule.end[sb[-1]]
+        terms = (ea + la_, eb + lb_, (ea + eb + l_sum) / 2)
+        print(f"at the answer's stems (E_A {_us(ea)}, E_B {_us(eb)}): "
+              f"max(E_A + L_A, E_B + L_B, (E_A + E_B + L_sum) / 2) = max({', '.join(_us(t) for t in terms)}) = {_us(max(terms))}: the most this pairing can prove "
+              f"(the answer: {_us(res.makespan)})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("instance")
@@ -138,9 +265,18 @@ def main() -> None:
     ap.add_argument("--relax", help="write the lag-chain relaxation (module docstring) to this file")
     ap.add_argument("--solve-rests", type=float, metavar="S",
                     help="also solve each anchored rest alone by portfolio within S seconds, in both comm modes")
+    ap.add_argument("--pairs", type=int, metavar="W",
+                    help="bound the twin segments of window W in pairs (module docstring)")
+    ap.add_argument("--pairs-s", type=float, default=4.0, help="each segment's own bound's time with --pairs (s)")
+    ap.add_argument("--pairs-cpsat", type=float, metavar="S",
+                    help="with --pairs: also CP-SAT's optimum of each pair's sum within S seconds (its word)")
     args = ap.parse_args()
-    if args.solve_rests is not None and not args.solve_rests > 0:
-        ap.error(f"--solve-rests: must be > 0 seconds, got {args.solve_rests}")
+    for name in ("solve_rests", "pairs_s", "pairs_cpsat"):
+        v = getattr(args, name)
+        if v is not None and not (v > 0 and math.isfinite(v)):
+            ap.error(f"--{name.replace('_', '-')}: must be > 0 seconds, got {v}")
+    if args.pairs is not None and args.pairs < 0:
+        ap.error(f"--pairs: must be a window >= 0, got {args.pairs}")
     from dplace.formulations.cpsat import cpsat
 
     inst = dplace.load_instance(args.instance)
@@ -148,7 +284,7 @@ def main() -> None:
     print(f"{inst.name}: {inst.n} ops, comm {inst.comm}; stems of {len(sa)} ops; rests of {len(rests[0])} / "
           f"{len(rests[1])} ops; load {open('/proc/loadavg').read().split()[:3]}")
     for anchored in (False, True):
-        ls = []
+        ls: list[float] = []
         for i, (s, ops) in enumerate(zip((sa, sb), rests)):
             t0 = time.perf_counter()
             sub = rest_instance(inst, ops, f"rest{i}", anchor=s[-1] if anchored else None)
@@ -166,6 +302,8 @@ def main() -> None:
         _where(inst, args.answer)
     if args.relax:
         _relax(inst, args.rest_s, args.relax)
+    if args.pairs is not None:
+        _pairs(inst, args.pairs, args.pairs_s, args.pairs_cpsat, ls, args.answer)
 
 
 if __name__ == "__main__":
