@@ -252,8 +252,8 @@ def _pairs(inst: Instance, window: int, seconds: float, cpsat_s: float | None, r
         ea, eb = res.schedule.end[sa[-1]], res.schedule.end[sb[-1]]
         terms = (ea + la_, eb + lb_, (ea + eb + l_sum) / 2)
         print(f"at the answer's stems (E_A {_us(ea)}, E_B {_us(eb)}): "
-              f"max(E_A + L_A, E_B + L_B, (E_A + E_B + L_sum) / 2) = max({', '.join(_us(t) for t in terms)}) = {_us(max(terms))}: the most this pairing can prove "
-              f"(the answer: {_us(res.makespan)})")
+              f"max(E_A + L_A, E_B + L_B, (E_A + E_B + L_sum) / 2) = max({', '.join(_us(t) for t in terms)}) = "
+              f"{_us(max(terms))}: the most this pairing can prove (the answer: {_us(res.makespan)})")
 
 
 def main() -> None:
