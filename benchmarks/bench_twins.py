@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bench_twins.py FILE [--rest-s 20] [--stems-s 30] [--answer R.json]
                                                     [--relax OUT.json] [--solve-rests 30]
                                                     [--pairs 24 [--pairs-s 4] [--pairs-cpsat 10]]
+                                                    [--serial OUT.json]
 
 Prints, for the instance in FILE:
 - each part's rest bounded alone (``segment_bound`` within ``--rest-s``), without and with the anchor at its
@@ -35,6 +36,11 @@ Prints, for the instance in FILE:
   ending at E_A, E_B is at least max(E_A + L_A, E_B + L_B, (E_A + E_B + L_sum) / 2); with ``--answer`` that value
   at the answer's own stems, an upper limit on what this pairing can add to the twin-stem bound (session 34:
   none on the bundled InceptionV3: benchmarks/RESULTS.md, "Which method when: sequential comm").
+- with ``--serial OUT``: writes both anchored rests *in series*: A's rest, then a join op after all of A's ops, then
+  B's rest after it, twins colocated (memory of both, no stems). Its optimum is the least T_A + T_B over one
+  placement with the two rests never running at the same time; ``dplace solve OUT --method portfolio`` finds
+  how low that sum goes (an answer, not a bound), and the placement it finds can be timed with the stems (session
+  34: the rests' sum 314,749 µs, but that placement run concurrently timed at 442,887 µs).
 """
 from __future__ import annotations
 
@@ -256,6 +262,30 @@ def _pairs(inst: Instance, window: int, seconds: float, cpsat_s: float | None, r
               f"{_us(max(terms))}: the most this pairing can prove (the answer: {_us(res.makespan)})")
 
 
+def _serial(inst: Instance, out: str) -> None:
+    sa, sb, rests = _parts(inst)
+    ka, kb = sa[-1], sb[-1]
+    parts = [set(rests[0]) | {ka}, set(rests[1]) | {kb}]
+    keep = parts[0] | parts[1]
+    ops = [Op(inst.ops[o].id, 0.0 if o in (ka, kb) else {d.name: inst.dur[o][i] for i, d in enumerate(inst.devices)},
+              inst.mem[o], colocation=inst.ops[o].colocation, device=inst.ops[o].device)
+           for o in sorted(keep, key=lambda x: inst.topo_pos[x])]
+    edges = [Edge(inst.ops[inst.esrc[e]].id, inst.ops[inst.edst[e]].id, inst.ebytes[e]) for e in range(len(inst.esrc))
+             if any(inst.esrc[e] in p and inst.edst[e] in p for p in parts)]
+    join = "__join"
+    while join in inst.op_index:
+        join += "_"
+    ops.append(Op(join, 0.0, 0))
+    edges += [Edge(inst.ops[o].id, join, 0.0) for o in parts[0]]
+    edges.append(Edge(join, inst.ops[kb].id, 0.0))
+    serial = Instance(f"{inst.name}-rests-in-series", [Device(d.name, d.memory, 1.0) for d in inst.devices], ops, edges,
+                      link=inst.link, pairs=inst.pairs, comm="parallel")
+    from dplace.instance.io import save_instance
+
+    save_instance(serial, out)
+    print(f"wrote {out}: {serial.n} ops (A's rest, a join, B's rest; twins colocated)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("instance")
@@ -265,6 +295,7 @@ def main() -> None:
     ap.add_argument("--relax", help="write the lag-chain relaxation (module docstring) to this file")
     ap.add_argument("--solve-rests", type=float, metavar="S",
                     help="also solve each anchored rest alone by portfolio within S seconds, in both comm modes")
+    ap.add_argument("--serial", help="write both rests in series (module docstring) to this file")
     ap.add_argument("--pairs", type=int, metavar="W",
                     help="bound the twin segments of window W in pairs (module docstring)")
     ap.add_argument("--pairs-s", type=float, default=4.0, help="each segment's own bound's time with --pairs (s)")
@@ -302,6 +333,8 @@ def main() -> None:
         _where(inst, args.answer)
     if args.relax:
         _relax(inst, args.rest_s, args.relax)
+    if args.serial:
+        _serial(inst, args.serial)
     if args.pairs is not None:
         _pairs(inst, args.pairs, args.pairs_s, args.pairs_cpsat, ls, args.answer)
 

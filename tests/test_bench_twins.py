@@ -135,3 +135,26 @@ def test_bad_pair_options_are_refused_with_exit_code_2(tmp_path):
                       (("--pairs", "0", "--pairs-s", "nan"), "--pairs-s: must be > 0 seconds, got nan")):
         out = _run(path, *args)
         assert out.returncode == 2 and msg in out.stderr, out.stderr
+
+
+def test_serial_writes_both_rests_in_series_with_twins_colocated(tmp_path):
+    import dplace
+    from dplace.formulations.bounds_twins import rest_instance
+    from dplace.instance.io import load_instance
+
+    inst = stemmed_twins(7, k=3, r=6, m=2).replace(comm="parallel")
+    path, out = str(tmp_path / "twins.json"), str(tmp_path / "serial.json")
+    save_instance(inst, path)
+    got = _run(path, "--rest-s", "1", "--stems-s", "1", "--serial", out)
+    assert got.returncode == 0, got.stderr
+    serial = load_instance(out)
+    bench = _bench()
+    sa, sb, rests = bench._parts(inst)
+    assert serial.n == len(rests[0]) + len(rests[1]) + 3  # the two anchors and the join
+    assert all(len(g) == 2 for g in serial.groups) and len(serial.groups) == len(rests[0]) + 1
+    ends = [dplace.solve(rest_instance(inst, ops, f"r{i}", anchor=s[-1]), "heft") for i, (s, ops)
+            in enumerate(zip((sa, sb), rests))]
+    lbs = [dplace.lower_bound(rest_instance(inst, ops, f"r{i}", anchor=s[-1])) for i, (s, ops)
+           in enumerate(zip((sa, sb), rests))]
+    res = dplace.solve(serial, "heft")
+    assert res.makespan >= sum(lbs) * (1 - 1e-9) - 1e-9 and all(e.makespan >= lb for e, lb in zip(ends, lbs))
