@@ -63,10 +63,16 @@ from dplace.instance.graph import critical_path_ops  # noqa: E402
 from dplace.instance.model import Device, Edge, Instance, Link, Op  # noqa: E402
 
 
+def _refuse(message: str) -> None:
+    """Bad input: one line on stderr, exit code 2."""
+    print(f"bench_twins.py: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def _parts(inst: Instance) -> tuple[list[int], list[int], list[list[int]]]:
     stems = twin_stems(inst)
     if stems is None:
-        raise SystemExit(f"{inst.name}: not two tied parts that begin with chains (twin_stems)")
+        _refuse(f"instance: {inst.name!r} is not two tied parts that begin with chains (twin_stems)")
     sa, sb = stems
     sides = twin_sides(inst)
     stem = set(sa) | set(sb)
@@ -119,7 +125,7 @@ def _relax(inst: Instance, rest_s: float, out: str) -> None:
     for g in inst.groups:
         twin[g[0]], twin[g[1]] = g[1], g[0]
     if [twin.get(o) for o in chains[0]] != chains[1]:
-        raise SystemExit("the twins of A's critical path are not B's: no lag-chain relaxation")
+        _refuse("--relax: the twins of A's critical path are not B's: no lag-chain relaxation")
     keep = set(chains[0]) | set(chains[1])
     tt, bw = inst.lat[0][1], inst.bw[0][1]
     names = [d.name for d in inst.devices]
@@ -214,7 +220,7 @@ def _pairs(inst: Instance, window: int, seconds: float, cpsat_s: float | None, r
     ids = [[[sub.ops[o].id for o in ([s.first] if s.first is not None else []) + s.ops
              + ([s.last] if s.last is not None else [])] for s in segs] for sub, segs in zip(subs, (seg_a, seg_b))]
     if len(seg_a) != len(seg_b) or any(sorted(tw[x] for x in p) != sorted(q) for p, q in zip(*ids)):
-        raise SystemExit(f"window {window}: B's segments are not the twins of A's: no pairs")
+        _refuse(f"--pairs: window {window}: B's segments are not the twins of A's: no pairs")
     total_us = sum(min(subs[0].dur[o]) for o in path_a)
     tick = 10.0 ** math.floor(math.log10(max(1.0, total_us / 1e7)))  # as segment_bound's
     print(f"twin segments of window {window} ({len(seg_a)} pairs, tick {tick:g} µs): each alone (`_segment_lb`, "
@@ -308,6 +314,8 @@ def main() -> None:
             ap.error(f"--{name.replace('_', '-')}: must be > 0 seconds, got {v}")
     if args.pairs is not None and args.pairs < 0:
         ap.error(f"--pairs: must be a window >= 0, got {args.pairs}")
+    if args.answer is not None and not os.path.isfile(args.answer):
+        ap.error(f"--answer: no such file: {args.answer!r}")
     from dplace.formulations.cpsat import cpsat
 
     inst = dplace.load_instance(args.instance)

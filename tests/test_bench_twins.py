@@ -132,7 +132,8 @@ def test_bad_pair_options_are_refused_with_exit_code_2(tmp_path):
     path = str(tmp_path / "twins.json")
     save_instance(stemmed_twins(110, k=5, r=10, m=3), path)
     for args, msg in ((("--pairs", "-1"), "--pairs: must be a window >= 0, got -1"),
-                      (("--pairs", "0", "--pairs-s", "nan"), "--pairs-s: must be > 0 seconds, got nan")):
+                      (("--pairs", "0", "--pairs-s", "nan"), "--pairs-s: must be > 0 seconds, got nan"),
+                      (("--answer", "/nonexistent/r.json"), "--answer: no such file: '/nonexistent/r.json'")):
         out = _run(path, *args)
         assert out.returncode == 2 and msg in out.stderr, out.stderr
 
@@ -158,3 +159,13 @@ def test_serial_writes_both_rests_in_series_with_twins_colocated(tmp_path):
            in enumerate(zip((sa, sb), rests))]
     res = dplace.solve(serial, "heft")
     assert res.makespan >= sum(lbs) * (1 - 1e-9) - 1e-9 and all(e.makespan >= lb for e, lb in zip(ends, lbs))
+
+
+def test_an_instance_not_of_two_tied_parts_is_refused_with_exit_code_2(tmp_path):
+    from dplace.testing import diamond
+
+    path = str(tmp_path / "diamond.json")
+    save_instance(diamond(), path)
+    out = _run(path, "--rest-s", "1", "--stems-s", "1")
+    assert out.returncode == 2 and "is not two tied parts that begin with chains" in out.stderr, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
