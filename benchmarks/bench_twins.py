@@ -175,6 +175,8 @@ def _pair_cpsat(a: Instance, b: Instance, seconds: float) -> tuple[float, float,
     from ortools.sat.python import cp_model as cp
 
     from dplace.formulations.cpsat.model import build_model
+    from dplace.formulations.cpsat.search import run_search, status_name
+    from dplace.formulations.cpsat.solve import _params
     from dplace.formulations.cpsat.ticks import Ticks
 
     both = Instance("pair", [Device(d.name, d.memory, 1.0) for d in a.devices],
@@ -201,11 +203,13 @@ def _pair_cpsat(a: Instance, b: Instance, seconds: float) -> tuple[float, float,
         spans.append(mk)
     md.minimize(spans[0] + spans[1])
     sv = cp.CpSolver()
-    sv.parameters.max_time_in_seconds = seconds
-    sv.parameters.num_workers = 1
-    st = sv.solve(md)
-    best = sv.objective_value if st in (cp.OPTIMAL, cp.FEASIBLE) else math.nan
-    return sv.best_objective_bound, best, sv.status_name(st)
+    _params(sv, seconds, 1, 0)
+    # dplace's deadline and probing setting, not CP-SAT's own limit (it has run 21 s past it)
+    got = run_search(sv, md, budget=Budget(seconds))
+    ans = got.answer
+    best = ans.objective_value if ans is not None and got.status in (cp.OPTIMAL, cp.FEASIBLE) else math.nan
+    bound = math.nan if ans is None or got.abandoned else ans.best_objective_bound  # an abandoned search proves nothing
+    return bound, best, status_name(got.status) + (" (abandoned)" if got.abandoned else "")
 
 
 def _pairs(inst: Instance, window: int, seconds: float, cpsat_s: float | None, rests_lb: list[float],

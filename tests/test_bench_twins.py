@@ -95,6 +95,8 @@ def test_one_placement_bound_of_twin_pieces_never_above_the_brute_force_optimum(
         assert both <= best.optimum + claims.tol(best.optimum), (seed, both, best.optimum, opt)
         checked += 1
         gains += both > opt[0] + opt[1] + claims.tol(opt[0] + opt[1])
+    # measured: 15 of the 600 pairs gain (session 34's review, the same seeds); 10 leaves room for solver-free
+    # changes in the pieces' bounds, and 0 would mean the bound never bites
     assert checked == 600 and gains >= 10, gains
 
 
